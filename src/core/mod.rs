@@ -1,3 +1,23 @@
 //! The pure scheduler logic of ADR-0105: cron evaluation, the misfire decider, the claim fence,
 //! idempotency keys, manifest validation and configuration bounds. Nothing here does I/O or
 //! reads a clock; every "now" is passed in, taken from the database by the caller (ADR-0107).
+
+pub mod config;
+pub mod cron;
+pub mod decide;
+pub mod duration;
+pub mod error;
+pub mod fence;
+pub mod idempotency;
+pub mod manifest;
+
+pub use config::CoordinatorConfig;
+pub use cron::CronSchedule;
+pub use decide::{Decision, DecisionInput, MisfirePolicy, decide};
+pub use duration::{format_duration, format_ms, parse_duration};
+pub use error::CoreError;
+pub use fence::ClaimFence;
+pub use idempotency::idempotency_key;
+pub use manifest::{
+    Manifest, ManifestError, ProjectDef, ProjectStatus, TaskDef, TriggerDef, parse_manifest,
+};

@@ -1,0 +1,196 @@
+//! The coordinator's settings and their bounds (DESIGN.md §4 "Lifecycle"). `run` validates them
+//! before it opens a connection, so an out-of-range value exits 78 without touching the database.
+
+use std::time::Duration;
+
+use super::duration::format_duration;
+use super::error::CoreError;
+
+/// Claims per round unless configured otherwise.
+pub const DEFAULT_BATCH: u16 = 16;
+/// The hard cap on claims per round: one round's claims must fit one short statement and one lease.
+pub const MAX_BATCH: u16 = 256;
+const MAX_OWNER_CHARS: usize = 200;
+
+/// How one replica claims and admits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoordinatorConfig {
+    /// The name written into `claim_owner`; the caller chooses it (e.g. host and process id).
+    pub owner: String,
+    /// Claims per round, `1..=MAX_BATCH`.
+    pub batch: u16,
+    /// How long a claim stays valid; a crashed replica's rows become claimable after this.
+    pub lease: Duration,
+    /// The pause between rounds that did not use their whole budget.
+    pub cadence: Duration,
+    /// How long stop waits for the round in flight.
+    pub drain_timeout: Duration,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        Self {
+            owner: String::new(),
+            batch: DEFAULT_BATCH,
+            lease: Duration::from_secs(30),
+            cadence: Duration::from_secs(1),
+            drain_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl CoordinatorConfig {
+    /// Checks every bound, reporting the first field out of range.
+    ///
+    /// # Errors
+    ///
+    /// [`CoreError::OutOfBounds`] naming the field, its bounds and the value given.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        self.validate_owner()?;
+        if !(1..=MAX_BATCH).contains(&self.batch) {
+            return Err(CoreError::OutOfBounds {
+                field: "batch",
+                value: self.batch.to_string(),
+                bounds: "1..=256",
+            });
+        }
+        check_duration("lease", self.lease, ms(1_000), ms(3_600_000), "1s..=1h")?;
+        check_duration("cadence", self.cadence, ms(10), ms(3_600_000), "10ms..=1h")?;
+        check_duration(
+            "drain_timeout",
+            self.drain_timeout,
+            Duration::ZERO,
+            ms(600_000),
+            "0s..=10m",
+        )
+    }
+
+    /// The owner is stored, shown in tables and compared in fences; a control character would
+    /// corrupt the first two and an unbounded length the index pages.
+    fn validate_owner(&self) -> Result<(), CoreError> {
+        let chars = self.owner.chars().count();
+        if (1..=MAX_OWNER_CHARS).contains(&chars) && !self.owner.chars().any(char::is_control) {
+            return Ok(());
+        }
+        Err(CoreError::OutOfBounds {
+            field: "owner",
+            value: format!("{:?} ({chars} characters)", self.owner),
+            bounds: "1..=200 characters without control characters",
+        })
+    }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn check_duration(
+    field: &'static str,
+    value: Duration,
+    min: Duration,
+    max: Duration,
+    bounds: &'static str,
+) -> Result<(), CoreError> {
+    if (min..=max).contains(&value) {
+        return Ok(());
+    }
+    Err(CoreError::OutOfBounds {
+        field,
+        value: format_duration(value),
+        bounds,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn valid() -> CoordinatorConfig {
+        CoordinatorConfig {
+            owner: "node-a:1234".into(),
+            ..CoordinatorConfig::default()
+        }
+    }
+
+    fn refused_field(config: &CoordinatorConfig) -> &'static str {
+        match config.validate() {
+            Err(CoreError::OutOfBounds { field, .. }) => field,
+            other => panic!("expected OutOfBounds, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let d = CoordinatorConfig::default();
+        assert_eq!(d.batch, 16);
+        assert_eq!(d.lease, Duration::from_secs(30));
+        assert_eq!(d.cadence, Duration::from_secs(1));
+        assert_eq!(d.drain_timeout, Duration::from_secs(10));
+        assert_eq!(refused_field(&d), "owner", "the caller must set the owner");
+        assert!(valid().validate().is_ok());
+    }
+
+    #[test]
+    fn owner_bounds() {
+        let with = |owner: String| CoordinatorConfig { owner, ..valid() };
+        assert!(with("a".into()).validate().is_ok());
+        assert!(with("é".repeat(200)).validate().is_ok());
+        assert_eq!(refused_field(&with("é".repeat(201))), "owner");
+        assert_eq!(refused_field(&with(String::new())), "owner");
+        assert_eq!(refused_field(&with("a\nb".into())), "owner");
+        assert_eq!(refused_field(&with("a\u{7f}".into())), "owner");
+    }
+
+    #[test]
+    fn batch_bounds() {
+        let with = |batch| CoordinatorConfig { batch, ..valid() };
+        assert!(with(1).validate().is_ok());
+        assert!(with(MAX_BATCH).validate().is_ok());
+        assert_eq!(refused_field(&with(0)), "batch");
+        assert_eq!(
+            with(300).validate().unwrap_err().to_string(),
+            "batch must be 1..=256, got 300"
+        );
+    }
+
+    #[test]
+    fn lease_bounds() {
+        let with = |n| CoordinatorConfig {
+            lease: ms(n),
+            ..valid()
+        };
+        assert!(with(1_000).validate().is_ok());
+        assert!(with(3_600_000).validate().is_ok());
+        assert_eq!(refused_field(&with(999)), "lease");
+        assert_eq!(refused_field(&with(3_600_001)), "lease");
+    }
+
+    #[test]
+    fn cadence_bounds() {
+        let with = |n| CoordinatorConfig {
+            cadence: ms(n),
+            ..valid()
+        };
+        assert!(with(10).validate().is_ok());
+        assert!(with(3_600_000).validate().is_ok());
+        assert_eq!(refused_field(&with(9)), "cadence");
+        assert_eq!(refused_field(&with(3_600_001)), "cadence");
+    }
+
+    #[test]
+    fn drain_timeout_bounds() {
+        let with = |n| CoordinatorConfig {
+            drain_timeout: ms(n),
+            ..valid()
+        };
+        assert!(with(0).validate().is_ok());
+        assert!(with(600_000).validate().is_ok());
+        let err = with(600_001).validate().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "drain_timeout must be 0s..=10m, got 10m1ms"
+        );
+        assert_eq!(err.exit_code(), 78);
+    }
+}

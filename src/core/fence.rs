@@ -1,0 +1,52 @@
+//! The claim fence of ADR-0105: what a replica holds between claiming a schedule row and admitting
+//! its occurrence, and what every admission and operator expiry must match.
+
+/// The full fence a claimer must present to commit anything on a schedule row.
+///
+/// Neither half of a weaker fence is enough (ADR-0105, rejected alternatives). Owner alone is
+/// ABA-unsafe: a replica whose claim expired and was taken over can win the row back under the same
+/// owner name, and its stale in-flight admission would then match. Expiry alone trusts clocks and
+/// says nothing about who holds the row now. The random `token`, fresh on every claim, together with
+/// `version`, incremented by every claim, publish and expiry, names one claim exactly once: after
+/// any takeover, expiry or re-publish, a stale holder's WHERE clause matches no row and its commit
+/// is impossible. `owner` and `expires_at_ms` are still checked, and are what operators read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ClaimFence {
+    pub owner: String,
+    #[serde(serialize_with = "serialize_token")]
+    pub token: uuid::Uuid,
+    pub version: i64,
+    pub expires_at_ms: i64,
+}
+
+/// The token in its hyphenated form; written by hand because the crate builds `uuid` without its
+/// `serde` feature.
+fn serialize_token<S: serde::Serializer>(token: &uuid::Uuid, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&token.hyphenated())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_token_as_hyphenated_string() {
+        let fence = ClaimFence {
+            owner: "node-a".into(),
+            token: uuid::Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef),
+            version: 7,
+            expires_at_ms: 1_000,
+        };
+        let json = serde_json::to_value(&fence).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "owner": "node-a",
+                "token": "01234567-89ab-cdef-0123-456789abcdef",
+                "version": 7,
+                "expires_at_ms": 1000
+            })
+        );
+    }
+}
