@@ -27,6 +27,11 @@ const MACROS: [(&str, &str); 7] = [
 const VALIDATION_ORIGIN_MS: i64 = 946_684_800_000; // 2000-01-01T00:00:00Z
 
 /// A validated cron expression bound to its time zone.
+///
+/// Occurrences are wall clock times in the zone, with croner's DST rules (pinned by the tests
+/// below): a fixed-time job whose time falls in a spring-forward gap fires once, at the first
+/// instant after the gap; in an autumn fold a fixed-time job fires on the earlier instant only,
+/// while an interval job (such as every 15 minutes) fires on both, which are distinct instants.
 #[derive(Debug, Clone)]
 pub struct CronSchedule {
     cron: Cron,

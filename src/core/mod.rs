@@ -11,13 +11,14 @@ pub mod fence;
 pub mod idempotency;
 pub mod manifest;
 
-pub use config::CoordinatorConfig;
+pub use config::{CoordinatorConfig, DEFAULT_BATCH, MAX_BATCH};
 pub use cron::CronSchedule;
-pub use decide::{Decision, DecisionInput, MisfirePolicy, decide};
+pub use decide::{Decision, DecisionInput, MisfirePolicy, UnknownMisfirePolicy, decide};
 pub use duration::{format_duration, format_ms, parse_duration};
 pub use error::CoreError;
 pub use fence::ClaimFence;
 pub use idempotency::idempotency_key;
 pub use manifest::{
     Manifest, ManifestError, ProjectDef, ProjectStatus, TaskDef, TriggerDef, parse_manifest,
+    sha256_hex,
 };
