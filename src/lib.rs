@@ -1,4 +1,12 @@
 //! qlsched: the PostgreSQL row-lease cluster scheduler of ADR-0105, and the operator's
 //! instrument for it.
+//!
+//! Layers, from the inside out: [`core`] is pure (cron, decider, fence, manifest, bounds);
+//! [`store`] is the PostgreSQL adapter and the only place SQL lives; [`coordinator`] runs one
+//! bounded round and [`lifecycle`] the timer around it; [`cli`] translates between people and
+//! the layers below.
 
+pub mod coordinator;
 pub mod core;
+pub mod lifecycle;
+pub mod store;

@@ -13,16 +13,9 @@
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ClaimFence {
     pub owner: String,
-    #[serde(serialize_with = "serialize_token")]
     pub token: uuid::Uuid,
     pub version: i64,
     pub expires_at_ms: i64,
-}
-
-/// The token in its hyphenated form; written by hand because the crate builds `uuid` without its
-/// `serde` feature.
-fn serialize_token<S: serde::Serializer>(token: &uuid::Uuid, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&token.hyphenated())
 }
 
 #[cfg(test)]

@@ -1,0 +1,225 @@
+//! The bounded round of ADR-0105 ("有界 Lifecycle"): claim up to the budget, decide each claimed
+//! row outside any lock, admit what fires, advance what initializes or skips, and release what
+//! turned out not to be due. One round at a time; [`crate::lifecycle`] owns the timer.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::core::{CoordinatorConfig, CronSchedule, Decision, DecisionInput, decide, idempotency_key};
+use crate::store::admit::admit;
+use crate::store::claim::{claim_due, release};
+use crate::store::{Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store, StoreError};
+
+/// What one round did. Counts are of claimed rows; durations are wall time on this replica.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RoundReport {
+    pub owner: String,
+    pub claimed: usize,
+    pub fired: usize,
+    pub initialized: usize,
+    pub skipped: usize,
+    /// Claimed but not due after all (released at once).
+    pub released: usize,
+    pub fence_lost: usize,
+    /// Rows whose stored cron could not be evaluated: left claimed until the lease expires, which
+    /// paces the retry, and logged.
+    pub undecidable: usize,
+    pub transactions: u32,
+    pub serialization_retries: u32,
+    pub batch_fallbacks: u32,
+    #[serde(serialize_with = "as_ms")]
+    pub claim_time: Duration,
+    #[serde(serialize_with = "as_ms")]
+    pub admit_time: Duration,
+    /// The occurrences this round admitted.
+    pub admitted: Vec<AdmittedRun>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AdmittedRun {
+    pub project_id: String,
+    pub trigger_id: String,
+    #[serde(flatten)]
+    pub run: RunIdentity,
+    pub misfired: bool,
+}
+
+fn as_ms<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
+}
+
+/// One replica's scheduler: its configuration, its store, and the claims its round holds.
+pub struct Coordinator {
+    store: Store,
+    config: CoordinatorConfig,
+    /// Claims taken and not yet settled, so that a stop that cannot wait for the round can still
+    /// give them back (DESIGN.md section 4, Lifecycle).
+    held: Mutex<Vec<ReleaseRequest>>,
+    /// Parsed schedules by (expression, zone): parsing is cheap, but not free on the hot path.
+    schedules: Mutex<HashMap<(String, String), CronSchedule>>,
+}
+
+impl Coordinator {
+    pub fn new(store: Store, config: CoordinatorConfig) -> Self {
+        Coordinator { store, config, held: Mutex::new(Vec::new()), schedules: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Runs one round: claim, decide, admit, release.
+    pub async fn run_round(&self) -> Result<RoundReport, StoreError> {
+        let client = self.store.client().await?;
+        let mut report = RoundReport { owner: self.config.owner.clone(), ..RoundReport::default() };
+        let started = Instant::now();
+        let rows = claim_due(
+            &client,
+            &self.config.owner,
+            i64::from(self.config.batch),
+            duration_ms(self.config.lease),
+        )
+        .await?;
+        report.claim_time = started.elapsed();
+        report.claimed = rows.len();
+        if rows.is_empty() {
+            return Ok(report);
+        }
+        self.hold(rows.iter().map(ReleaseRequest::from));
+
+        let mut admissions = Vec::with_capacity(rows.len());
+        let mut not_due = Vec::new();
+        for row in &rows {
+            match self.decide(row) {
+                Ok(Decision::NotDue { .. }) => not_due.push(ReleaseRequest::from(row)),
+                Ok(decision) => admissions.push(Admission { row, decision, run: run_identity(row, &decision) }),
+                Err(error) => {
+                    report.undecidable += 1;
+                    self.settle(&row.project_id, &row.trigger_id);
+                    tracing::error!(trigger = %row.name(), %error, "cannot decide; the claim is left to expire");
+                }
+            }
+        }
+
+        let admit_started = Instant::now();
+        let mut stats = AdmitStats::default();
+        let outcomes = admit(&client, &admissions, &mut stats).await;
+        report.admit_time = admit_started.elapsed();
+        report.transactions = stats.transactions;
+        report.serialization_retries = stats.serialization_retries;
+        report.batch_fallbacks = stats.batch_fallbacks;
+        let outcomes = match outcomes {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                // Nothing of a failed admission was committed: give the claims back so that the
+                // next round (here or on another replica) can take them at once.
+                let held: Vec<ReleaseRequest> = rows.iter().map(ReleaseRequest::from).collect();
+                if let Err(release_error) = release(&**client, &held).await {
+                    tracing::warn!(error = %release_error, "could not release claims after a failed admission; they expire with their lease");
+                }
+                self.settle_all();
+                return Err(error);
+            }
+        };
+        for (admission, outcome) in admissions.iter().zip(outcomes) {
+            match outcome {
+                AdmissionOutcome::Admitted(run) => {
+                    report.fired += 1;
+                    report.admitted.push(AdmittedRun {
+                        project_id: admission.row.project_id.clone(),
+                        trigger_id: admission.row.trigger_id.clone(),
+                        run,
+                        misfired: matches!(admission.decision, Decision::Fire { misfired: true, .. }),
+                    });
+                }
+                AdmissionOutcome::Advanced => match admission.decision {
+                    Decision::Initialize { .. } => report.initialized += 1,
+                    _ => report.skipped += 1,
+                },
+                AdmissionOutcome::FenceLost => {
+                    report.fence_lost += 1;
+                    tracing::warn!(trigger = %admission.row.name(), "claim fence lost before admission; nothing written");
+                }
+            }
+            self.settle(&admission.row.project_id, &admission.row.trigger_id);
+        }
+        if !not_due.is_empty() {
+            report.released = release(&**client, &not_due).await?.len();
+        }
+        self.settle_all();
+        Ok(report)
+    }
+
+    /// Gives back every claim the round in flight still holds (used when a stop cannot wait for
+    /// the round). Fenced: a claim admitted or taken over meanwhile is left alone.
+    pub async fn release_held(&self) -> Result<usize, StoreError> {
+        let held = std::mem::take(&mut *self.lock_held());
+        if held.is_empty() {
+            return Ok(0);
+        }
+        let client = self.store.client().await?;
+        Ok(release(&**client, &held).await?.len())
+    }
+
+    fn decide(&self, row: &ClaimedRow) -> Result<Decision, crate::core::CoreError> {
+        let definition = &row.definition;
+        let key = (definition.cron_expr.clone(), definition.time_zone.clone());
+        let mut schedules = self.schedules.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let schedule = match schedules.get(&key) {
+            Some(schedule) => schedule,
+            None => {
+                let parsed = CronSchedule::parse(&definition.cron_expr, &definition.time_zone)?;
+                schedules.entry(key).or_insert(parsed)
+            }
+        };
+        decide(&DecisionInput {
+            schedule,
+            policy: definition.misfire_policy,
+            grace_ms: definition.misfire_grace_ms,
+            cursor_ms: row.cursor_ms,
+            now_ms: row.claimed_at_ms,
+        })
+    }
+
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<ReleaseRequest>> {
+        self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn hold(&self, requests: impl Iterator<Item = ReleaseRequest>) {
+        self.lock_held().extend(requests);
+    }
+
+    fn settle(&self, project_id: &str, trigger_id: &str) {
+        self.lock_held().retain(|r| !(r.project_id == project_id && r.trigger_id == trigger_id));
+    }
+
+    fn settle_all(&self) {
+        self.lock_held().clear();
+    }
+}
+
+/// A run identity is allocated here and only here, for a decision that fires (ADR-0105).
+fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity> {
+    let Decision::Fire { scheduled_for_ms, .. } = *decision else {
+        return None;
+    };
+    Some(RunIdentity {
+        run_id: Uuid::now_v7(),
+        attempt_id: Uuid::now_v7(),
+        idempotency_key: idempotency_key(&row.name(), row.trigger_revision, scheduled_for_ms),
+        scheduled_for_ms,
+    })
+}
+
+/// Milliseconds of a duration that configuration bounds keep far below `i64::MAX`.
+pub fn duration_ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}

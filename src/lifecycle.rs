@@ -1,0 +1,114 @@
+//! The timer around the coordinator (ADR-0105 "有界 Lifecycle"): one round at a time, a round
+//! that used its whole budget may start the next at once, errors (and even panics) of a round go
+//! to the diagnostic sink and never stop or overlap the timer, and a stop waits at most the drain
+//! timeout for the round in flight before giving its claims back.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::FutureExt;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::coordinator::{Coordinator, RoundReport};
+
+/// What the lifecycle tells an observer (the demo, `top`, the bench, tests) after each round.
+#[derive(Debug, Clone)]
+pub enum RoundEvent {
+    Finished { started: Instant, finished: Instant, report: RoundReport },
+    Failed { started: Instant, finished: Instant, error: String },
+}
+
+/// How a stop went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopReport {
+    /// The round in flight finished within the drain timeout (or none was in flight).
+    pub drained: bool,
+    /// Claims given back because the round in flight was abandoned.
+    pub released: usize,
+}
+
+pub struct Lifecycle {
+    coordinator: Arc<Coordinator>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Lifecycle {
+    /// Starts the timer. The first round starts at once.
+    pub fn start(coordinator: Arc<Coordinator>, events: Option<mpsc::UnboundedSender<RoundEvent>>) -> Self {
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(run_rounds(coordinator.clone(), stopped, events));
+        Lifecycle { coordinator, stop, task }
+    }
+
+    /// Stops claiming, waits up to the drain timeout for the round in flight, then gives back any
+    /// claim that round still holds.
+    pub async fn stop(mut self) -> StopReport {
+        let _ = self.stop.send(true);
+        let drain_timeout = self.coordinator.config().drain_timeout;
+        let drained = tokio::time::timeout(drain_timeout, &mut self.task).await.is_ok();
+        if !drained {
+            self.task.abort();
+            tracing::warn!(timeout = ?drain_timeout, "the round in flight did not finish within the drain timeout; releasing its claims");
+        }
+        let released = match self.coordinator.release_held().await {
+            Ok(released) => released,
+            Err(error) => {
+                tracing::warn!(%error, "could not release held claims; they expire with their lease");
+                0
+            }
+        };
+        StopReport { drained, released }
+    }
+}
+
+async fn run_rounds(
+    coordinator: Arc<Coordinator>,
+    mut stopped: watch::Receiver<bool>,
+    events: Option<mpsc::UnboundedSender<RoundEvent>>,
+) {
+    let cadence = coordinator.config().cadence;
+    let batch = usize::from(coordinator.config().batch);
+    loop {
+        if *stopped.borrow() {
+            return;
+        }
+        let started = Instant::now();
+        let outcome = AssertUnwindSafe(coordinator.run_round()).catch_unwind().await;
+        let finished = Instant::now();
+        let full_budget = match outcome {
+            Ok(Ok(report)) => {
+                let full = report.claimed >= batch;
+                emit(&events, RoundEvent::Finished { started, finished, report });
+                full
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "round failed; the next round runs on schedule");
+                emit(&events, RoundEvent::Failed { started, finished, error: error.to_string() });
+                false
+            }
+            Err(_) => {
+                tracing::error!("round panicked; the next round runs on schedule");
+                emit(&events, RoundEvent::Failed { started, finished, error: "round panicked".to_owned() });
+                false
+            }
+        };
+        if full_budget {
+            // More may be due right now: go again, but let a stop in between take effect.
+            tokio::task::yield_now().await;
+            continue;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until((started + cadence).into()) => {}
+            _ = stopped.changed() => return,
+        }
+    }
+}
+
+fn emit(events: &Option<mpsc::UnboundedSender<RoundEvent>>, event: RoundEvent) {
+    if let Some(events) = events {
+        let _ = events.send(event);
+    }
+}

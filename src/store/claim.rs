@@ -1,0 +1,257 @@
+//! The claim: one statement that takes short row leases on due schedule rows (DESIGN.md
+//! section 4, Claim; ADR-0105 "无全局 Leader 的领取"), and the fenced release of a lease.
+//!
+//! Nothing else happens while the row locks are held: the statement commits at once, and the
+//! cron decision is taken afterwards, outside any lock.
+
+use serde::Serialize;
+use deadpool_postgres::ClientWrapper;
+use tokio_postgres::{GenericClient, Row};
+use uuid::Uuid;
+
+use super::StoreError;
+use crate::core::{ClaimFence, MisfirePolicy};
+
+/// A schedule row as this replica claimed it: the full fence, and every definition the decision
+/// and the admission are taken on, so that the admission can check none of them moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimedRow {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub trigger_revision: i64,
+    /// `state_version` after the claim wrote it.
+    pub state_version: i64,
+    /// The cursor (`next_fire_at_ms`) the claim saw; `None` means not yet initialized.
+    pub cursor_ms: Option<i64>,
+    pub fence: ClaimFence,
+    /// Database time at the claim (the row's `updated_at_ms`, ADR-0107 `claimAcquiredAtMs`): the
+    /// "now" the decision is taken at.
+    pub claimed_at_ms: i64,
+    pub definition: TriggerDefinition,
+}
+
+/// What the decision and the admission depend on, as the claim read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TriggerDefinition {
+    pub task_id: String,
+    pub cron_expr: String,
+    pub time_zone: String,
+    pub misfire_policy: MisfirePolicy,
+    pub misfire_grace_ms: i64,
+    pub trigger_digest: String,
+    pub task_revision: i64,
+    pub task_digest: String,
+    pub execution_revision_id: Uuid,
+}
+
+impl ClaimedRow {
+    /// `PROJECT/TRIGGER`, the name operators use.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.project_id, self.trigger_id)
+    }
+
+    fn from_row(row: &Row) -> Result<Self, StoreError> {
+        let policy: String = row.get("misfire_policy");
+        Ok(ClaimedRow {
+            project_id: row.get("project_id"),
+            trigger_id: row.get("trigger_id"),
+            trigger_revision: row.get("trigger_revision"),
+            state_version: row.get("state_version"),
+            cursor_ms: row.get("next_fire_at_ms"),
+            fence: ClaimFence {
+                owner: row.get("claim_owner"),
+                token: row.get("claim_token"),
+                version: row.get("claim_version"),
+                expires_at_ms: row.get("claim_expires_at_ms"),
+            },
+            claimed_at_ms: row.get("updated_at_ms"),
+            definition: TriggerDefinition {
+                task_id: row.get("task_id"),
+                cron_expr: row.get("cron_expr"),
+                time_zone: row.get("time_zone"),
+                misfire_policy: policy.parse().map_err(|_| {
+                    StoreError::BadInput(format!("stored misfire policy {policy:?} is unknown"))
+                })?,
+                misfire_grace_ms: row.get("misfire_grace_ms"),
+                trigger_digest: row.get("trigger_digest"),
+                task_revision: row.get("task_revision"),
+                task_digest: row.get("task_digest"),
+                execution_revision_id: row.get("execution_revision_id"),
+            },
+        })
+    }
+}
+
+/// The columns every claim statement returns, in [`ClaimedRow::from_row`]'s names.
+macro_rules! claimed_columns {
+    () => {
+        "s.project_id, s.trigger_id, s.trigger_revision, s.state_version, s.next_fire_at_ms,
+         s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms,
+         t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
+         t.content_digest AS trigger_digest, k.revision AS task_revision,
+         k.content_digest AS task_digest, k.execution_revision_id"
+    };
+}
+
+/// Eligibility of a schedule row `s` joined to its trigger `t` and project `p` (DESIGN.md §4):
+/// an active project, an enabled builtin cron trigger at the schedule's revision, no valid claim.
+macro_rules! eligible {
+    () => {
+        "p.status = 'active' AND t.enabled AND t.kind = 'cron' AND t.provider = 'builtin'
+         AND t.revision = s.trigger_revision
+         AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())"
+    };
+}
+
+// Claim up to $2 due rows for owner $1 with a lease of $3 ms, in claim order, skipping rows that
+// another replica holds locked. Uninitialized rows (NULL cursor, first in claim order) and overdue
+// rows are found by two scans of the claim-order index, each bounded by its own condition, so a
+// claim that finds nothing stops at once instead of walking a million rows that are not due.
+// The overdue scan takes only what the first left of the budget.
+const CLAIM_DUE: &str = concat!(
+    "WITH uninitialized AS (
+        SELECT s.project_id, s.trigger_id
+        FROM trigger_schedules s
+        JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+        JOIN projects p ON p.project_id = s.project_id
+        WHERE s.next_fire_at_ms IS NULL AND ",
+    eligible!(),
+    "
+        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
+        LIMIT $2
+        FOR UPDATE OF s SKIP LOCKED
+    ), overdue AS (
+        SELECT s.project_id, s.trigger_id
+        FROM trigger_schedules s
+        JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+        JOIN projects p ON p.project_id = s.project_id
+        WHERE s.next_fire_at_ms <= now_ms() AND ",
+    eligible!(),
+    "
+        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
+        LIMIT $2 - (SELECT count(*) FROM uninitialized)
+        FOR UPDATE OF s SKIP LOCKED
+    ), chosen AS (
+        SELECT project_id, trigger_id FROM uninitialized
+        UNION ALL
+        SELECT project_id, trigger_id FROM overdue
+    )
+    UPDATE trigger_schedules s
+    SET claim_owner = $1,
+        claim_token = gen_random_uuid(),
+        claim_version = s.claim_version + 1,
+        claim_expires_at_ms = now_ms() + $3,
+        state_version = s.state_version + 1,
+        updated_at_ms = now_ms()
+    FROM chosen c, triggers t, tasks k
+    WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id
+      AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+      AND k.project_id = t.project_id AND k.task_id = t.task_id
+    RETURNING ",
+    claimed_columns!()
+);
+
+// Claim one named row for owner $3 with a lease of $4 ms, if it is due and eligible; NOWAIT so an
+// operator is told at once that a replica holds the row locked instead of waiting behind it.
+const CLAIM_ONE: &str = concat!(
+    "WITH chosen AS (
+        SELECT s.project_id, s.trigger_id
+        FROM trigger_schedules s
+        JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+        JOIN projects p ON p.project_id = s.project_id
+        WHERE s.project_id = $1 AND s.trigger_id = $2
+          AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms()) AND ",
+    eligible!(),
+    "
+        FOR UPDATE OF s SKIP LOCKED
+    )
+    UPDATE trigger_schedules s
+    SET claim_owner = $3,
+        claim_token = gen_random_uuid(),
+        claim_version = s.claim_version + 1,
+        claim_expires_at_ms = now_ms() + $4,
+        state_version = s.state_version + 1,
+        updated_at_ms = now_ms()
+    FROM chosen c, triggers t, tasks k
+    WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id
+      AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+      AND k.project_id = t.project_id AND k.task_id = t.task_id
+    RETURNING ",
+    claimed_columns!()
+);
+
+// Give claims back: clear each row's claim if its fence (owner, token, version) still holds.
+// The version moves on, so the released fence can never be used again.
+const RELEASE: &str = "UPDATE trigger_schedules s
+    SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+        state_version = s.state_version + 1, updated_at_ms = now_ms()
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::int8[])
+         AS r(project_id, trigger_id, owner, token, claim_version)
+    WHERE s.project_id = r.project_id AND s.trigger_id = r.trigger_id
+      AND s.claim_owner = r.owner AND s.claim_token = r.token AND s.claim_version = r.claim_version
+    RETURNING s.project_id, s.trigger_id";
+
+/// Claims up to `budget` due rows for `owner`, with a lease of `lease_ms` in database time.
+pub async fn claim_due(
+    client: &ClientWrapper,
+    owner: &str,
+    budget: i64,
+    lease_ms: i64,
+) -> Result<Vec<ClaimedRow>, StoreError> {
+    let statement = client.prepare_cached(CLAIM_DUE).await?;
+    let rows = client.query(&statement, &[&owner, &budget, &lease_ms]).await?;
+    rows.iter().map(ClaimedRow::from_row).collect()
+}
+
+/// Claims the named row if it is eligible now; `None` when it is not (the caller explains why).
+pub async fn claim_one(
+    client: &impl GenericClient,
+    project_id: &str,
+    trigger_id: &str,
+    owner: &str,
+    lease_ms: i64,
+) -> Result<Option<ClaimedRow>, StoreError> {
+    let rows = client.query(CLAIM_ONE, &[&project_id, &trigger_id, &owner, &lease_ms]).await?;
+    rows.first().map(ClaimedRow::from_row).transpose()
+}
+
+/// Key and fence of a claim to give back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseRequest {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub owner: String,
+    pub token: Uuid,
+    pub version: i64,
+}
+
+impl From<&ClaimedRow> for ReleaseRequest {
+    fn from(row: &ClaimedRow) -> Self {
+        ReleaseRequest {
+            project_id: row.project_id.clone(),
+            trigger_id: row.trigger_id.clone(),
+            owner: row.fence.owner.clone(),
+            token: row.fence.token,
+            version: row.fence.version,
+        }
+    }
+}
+
+/// Releases the claims whose fence still holds; returns the `(project, trigger)` pairs released.
+/// A claim that was admitted, expired or taken over in the meantime is left as it is.
+pub async fn release(
+    client: &impl GenericClient,
+    requests: &[ReleaseRequest],
+) -> Result<Vec<(String, String)>, StoreError> {
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let column = |f: fn(&ReleaseRequest) -> String| requests.iter().map(f).collect::<Vec<_>>();
+    let projects = column(|r| r.project_id.clone());
+    let triggers = column(|r| r.trigger_id.clone());
+    let owners = column(|r| r.owner.clone());
+    let tokens: Vec<Uuid> = requests.iter().map(|r| r.token).collect();
+    let versions: Vec<i64> = requests.iter().map(|r| r.version).collect();
+    let rows = client.query(RELEASE, &[&projects, &triggers, &owners, &tokens, &versions]).await?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}

@@ -1,0 +1,376 @@
+//! Connection settings, resolved in one place (DESIGN.md section 5, section 7).
+//!
+//! tokio-postgres reads no environment variables, so the libpq rules are applied here by hand:
+//! `--database-url`, else `QLSCHED_DATABASE_URL`, else `DATABASE_URL`, else the `PG*` variables,
+//! else libpq's defaults. As with libpq, `PG*` variables also fill whatever a URL leaves out.
+//! A password is never part of any text this module renders.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::{Config, NoTls};
+
+use super::StoreError;
+
+/// The PostgreSQL schema that holds every qlsched object (DESIGN.md section 3).
+///
+/// Identifiers cannot be bound as statement parameters, so the name is validated here once and
+/// is the only text ever spliced into SQL: a plain lower-case identifier, quoted anyway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaName(String);
+
+impl SchemaName {
+    pub const DEFAULT: &'static str = "qlsched";
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `"name"`, for the few statements (CREATE SCHEMA, search_path) that need the identifier.
+    pub fn quoted(&self) -> String {
+        format!("\"{}\"", self.0)
+    }
+}
+
+impl Default for SchemaName {
+    fn default() -> Self {
+        SchemaName(Self::DEFAULT.to_owned())
+    }
+}
+
+impl FromStr for SchemaName {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        let mut chars = name.chars();
+        let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+        let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if first_ok && rest_ok && name.len() <= 63 && !name.starts_with("pg_") {
+            Ok(SchemaName(name.to_owned()))
+        } else {
+            Err(format!(
+                "invalid schema name {name:?}: use 1 to 63 lower-case letters, digits and \
+                 underscores, starting with a letter or underscore, not `pg_`"
+            ))
+        }
+    }
+}
+
+impl std::fmt::Display for SchemaName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where the connection settings came from, for messages ("from DATABASE_URL").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsSource {
+    Flag,
+    QlschedDatabaseUrl,
+    DatabaseUrl,
+    LibpqEnvironment,
+}
+
+/// Resolved connection settings for one PostgreSQL database.
+#[derive(Clone)]
+pub struct ConnectionSettings {
+    config: Config,
+    source: SettingsSource,
+}
+
+impl std::fmt::Debug for ConnectionSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionSettings")
+            .field("target", &self.describe())
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl ConnectionSettings {
+    /// Resolves the settings from the flag and the process environment.
+    pub fn resolve(flag: Option<&str>) -> Result<Self, StoreError> {
+        Self::resolve_with(flag, |name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// [`Self::resolve`] with the environment passed in, so that tests need not mutate theirs.
+    pub fn resolve_with(
+        flag: Option<&str>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, StoreError> {
+        let (text, source) = match flag {
+            Some(url) => (Some(url.to_owned()), SettingsSource::Flag),
+            None => match env("QLSCHED_DATABASE_URL") {
+                Some(url) => (Some(url), SettingsSource::QlschedDatabaseUrl),
+                None => match env("DATABASE_URL") {
+                    Some(url) => (Some(url), SettingsSource::DatabaseUrl),
+                    None => (None, SettingsSource::LibpqEnvironment),
+                },
+            },
+        };
+        let mut config = match &text {
+            Some(text) => Config::from_str(text).map_err(|error| {
+                StoreError::Config(format!(
+                    "cannot parse the connection string from {}: {error}",
+                    source.describe()
+                ))
+            })?,
+            None => Config::new(),
+        };
+        fill_from_libpq_environment(&mut config, &env)?;
+        if matches!(config.get_ssl_mode(), SslMode::Require) {
+            return Err(StoreError::Config(
+                "sslmode=require is not supported by this build (it connects without TLS); \
+                 use a local socket, an SSH tunnel, or sslmode=prefer"
+                    .to_owned(),
+            ));
+        }
+        config.connect_timeout(Duration::from_secs(10));
+        config.keepalives_idle(Duration::from_secs(30));
+        Ok(ConnectionSettings { config, source })
+    }
+
+    /// The same server and credentials, another database (the demo and the tests create theirs).
+    pub fn with_dbname(&self, dbname: &str) -> Self {
+        let mut settings = self.clone();
+        settings.config.dbname(dbname);
+        settings
+    }
+
+    pub fn dbname(&self) -> &str {
+        self.config.get_dbname().unwrap_or_default()
+    }
+
+    pub fn user(&self) -> &str {
+        self.config.get_user().unwrap_or_default()
+    }
+
+    pub fn source(&self) -> SettingsSource {
+        self.source
+    }
+
+    /// `user@host:port/dbname`, never with the password.
+    pub fn describe(&self) -> String {
+        let host = match self.config.get_hosts().first() {
+            Some(Host::Tcp(name)) => name.clone(),
+            Some(Host::Unix(path)) => path.display().to_string(),
+            None => "?".to_owned(),
+        };
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        format!("{}@{host}:{port}/{}", self.user(), self.dbname())
+    }
+
+    /// A driver configuration whose sessions resolve unqualified names in `schema`.
+    pub fn driver_config(&self, schema: &SchemaName, application_name: &str) -> Config {
+        let mut config = self.config.clone();
+        // A startup option costs no round trip, and every session of the pool gets it.
+        config.options(format!("-c search_path={}", schema.as_str()));
+        if self.config.get_application_name().is_none() {
+            config.application_name(application_name);
+        }
+        config
+    }
+
+    /// Opens one connection outside any pool (migrations, the demo's admin work).
+    pub async fn connect(
+        &self,
+        schema: &SchemaName,
+        application_name: &str,
+    ) -> Result<tokio_postgres::Client, StoreError> {
+        let (client, connection) = self
+            .driver_config(schema, application_name)
+            .connect(NoTls)
+            .await
+            .map_err(|error| self.unavailable(error))?;
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection closed");
+            }
+        });
+        Ok(client)
+    }
+
+    /// Opens a pool of `size` connections and checks that one can be had.
+    pub async fn pool(
+        &self,
+        schema: &SchemaName,
+        application_name: &str,
+        size: usize,
+    ) -> Result<Pool, StoreError> {
+        let manager = Manager::from_config(
+            self.driver_config(schema, application_name),
+            NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(size)
+            .wait_timeout(Some(Duration::from_secs(15)))
+            .create_timeout(Some(Duration::from_secs(15)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|error| StoreError::Config(error.to_string()))?;
+        drop(pool.get().await.map_err(|error| match error {
+            deadpool_postgres::PoolError::Backend(db) => self.unavailable(db),
+            other => StoreError::Unavailable(format!("{}: {other}", self.describe())),
+        })?);
+        Ok(pool)
+    }
+
+    fn unavailable(&self, error: tokio_postgres::Error) -> StoreError {
+        match StoreError::from_db(error) {
+            StoreError::Unavailable(message) => {
+                StoreError::Unavailable(format!("{}: {message}", self.describe()))
+            }
+            other => other,
+        }
+    }
+}
+
+impl SettingsSource {
+    fn describe(self) -> &'static str {
+        match self {
+            SettingsSource::Flag => "--database-url",
+            SettingsSource::QlschedDatabaseUrl => "QLSCHED_DATABASE_URL",
+            SettingsSource::DatabaseUrl => "DATABASE_URL",
+            SettingsSource::LibpqEnvironment => "the PG* environment",
+        }
+    }
+}
+
+/// Applies `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`, `PGPASSWORD`, `PGSSLMODE` and `PGAPPNAME`
+/// to whatever the connection string left unset, then libpq's compiled-in defaults.
+fn fill_from_libpq_environment(
+    config: &mut Config,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<(), StoreError> {
+    if config.get_hosts().is_empty() {
+        match env("PGHOST") {
+            Some(hosts) => {
+                for host in hosts.split(',') {
+                    config.host(host);
+                }
+            }
+            None => {
+                config.host(default_socket_dir());
+            }
+        }
+    }
+    if config.get_ports().is_empty()
+        && let Some(port) = env("PGPORT")
+    {
+        let port = port
+            .parse::<u16>()
+            .map_err(|_| StoreError::Config(format!("PGPORT={port:?} is not a port number")))?;
+        config.port(port);
+    }
+    if config.get_user().is_none() {
+        let user = env("PGUSER").unwrap_or_else(os_user);
+        config.user(&user);
+    }
+    if config.get_dbname().is_none() {
+        let dbname = env("PGDATABASE").unwrap_or_else(|| config.get_user().unwrap_or("postgres").to_owned());
+        config.dbname(&dbname);
+    }
+    if config.get_password().is_none()
+        && let Some(password) = env("PGPASSWORD")
+    {
+        config.password(password);
+    }
+    if config.get_application_name().is_none()
+        && let Some(name) = env("PGAPPNAME")
+    {
+        config.application_name(name);
+    }
+    if let Some(mode) = env("PGSSLMODE") {
+        config.ssl_mode(match mode.as_str() {
+            "disable" => SslMode::Disable,
+            "allow" | "prefer" => SslMode::Prefer,
+            "require" | "verify-ca" | "verify-full" => SslMode::Require,
+            other => {
+                return Err(StoreError::Config(format!(
+                    "PGSSLMODE={other:?} is not one of disable, allow, prefer, require, verify-ca, verify-full"
+                )));
+            }
+        });
+    }
+    Ok(())
+}
+
+/// libpq's default socket directory: Debian builds use /var/run/postgresql, upstream /tmp.
+fn default_socket_dir() -> &'static str {
+    if Path::new("/var/run/postgresql").is_dir() { "/var/run/postgresql" } else { "/tmp" }
+}
+
+fn os_user() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| whoami::username())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| (*value).to_owned())
+    }
+
+    #[test]
+    fn flag_wins_over_environment() {
+        let settings = ConnectionSettings::resolve_with(
+            Some("postgres://alice:secret@db.example:6543/prod"),
+            env_of(&[("DATABASE_URL", "postgres://bob@elsewhere/other")]),
+        )
+        .expect("valid");
+        assert_eq!(settings.describe(), "alice@db.example:6543/prod");
+        assert!(!format!("{settings:?}").contains("secret"));
+    }
+
+    #[test]
+    fn qlsched_url_wins_over_database_url() {
+        let settings = ConnectionSettings::resolve_with(
+            None,
+            env_of(&[
+                ("QLSCHED_DATABASE_URL", "host=one user=u dbname=a"),
+                ("DATABASE_URL", "postgres://two/b"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(settings.describe(), "u@one:5432/a");
+        assert_eq!(settings.source(), SettingsSource::QlschedDatabaseUrl);
+    }
+
+    #[test]
+    fn libpq_variables_fill_the_gaps() {
+        let settings = ConnectionSettings::resolve_with(
+            None,
+            env_of(&[("PGHOST", "127.0.0.1"), ("PGPORT", "5433"), ("PGUSER", "ops"), ("PGPASSWORD", "pw")]),
+        )
+        .expect("valid");
+        assert_eq!(settings.describe(), "ops@127.0.0.1:5433/ops");
+    }
+
+    #[test]
+    fn bad_port_and_sslmode_are_configuration_errors() {
+        for env in [
+            env_of(&[("PGPORT", "fivefour")]),
+            env_of(&[("PGSSLMODE", "sometimes")]),
+            env_of(&[("PGSSLMODE", "require")]),
+        ] {
+            let error = ConnectionSettings::resolve_with(None, env).expect_err("invalid");
+            assert_eq!(error.exit_code(), 78, "{error}");
+        }
+    }
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        assert!("qlsched".parse::<SchemaName>().is_ok());
+        assert!("ql_2".parse::<SchemaName>().is_ok());
+        for bad in ["", "Bad", "a-b", "x;drop", "pg_x", "1abc", &"a".repeat(64)] {
+            assert!(bad.parse::<SchemaName>().is_err(), "{bad:?}");
+        }
+    }
+}

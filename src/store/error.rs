@@ -1,0 +1,124 @@
+//! The store layer's errors, each mapped to one exit status of DESIGN.md section 5.
+//!
+//! PostgreSQL reports what went wrong as a SQLSTATE; [`StoreError::from_db`] is the one place
+//! that reads it, so every caller sees the same classification.
+
+use tokio_postgres::error::SqlState;
+
+/// SQLSTATE raised by the admission statement when a claim fence no longer holds.
+pub(crate) const FENCE_LOST_SQLSTATE: &str = "QLF01";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("permission denied by the database role: {0}")]
+    PermissionDenied(String),
+    #[error("schema not ready: {0}")]
+    SchemaNotReady(String),
+    #[error("configuration invalid: {0}")]
+    Config(String),
+    #[error("transient conflict: {what} still failed after {attempts} attempts (serialization failures)")]
+    RetriesExhausted { what: &'static str, attempts: u32 },
+    #[error("fence rejected: {0}")]
+    FenceRejected(String),
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("nothing eligible: {0}")]
+    NothingEligible(String),
+    #[error("bad input: {0}")]
+    BadInput(String),
+    #[error("database error: {0}")]
+    Database(#[source] tokio_postgres::Error),
+}
+
+impl StoreError {
+    /// Classifies a driver error by its SQLSTATE (or by its lack of one: a closed or never-opened
+    /// connection has none).
+    pub fn from_db(error: tokio_postgres::Error) -> Self {
+        let Some(db) = error.as_db_error() else {
+            return StoreError::Unavailable(error_chain(&error));
+        };
+        let code = db.code();
+        let message = db.message().to_owned();
+        if *code == SqlState::INSUFFICIENT_PRIVILEGE
+            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+            || *code == SqlState::INVALID_PASSWORD
+        {
+            StoreError::PermissionDenied(message)
+        } else if *code == SqlState::INVALID_SCHEMA_NAME
+            || *code == SqlState::UNDEFINED_TABLE
+            || *code == SqlState::UNDEFINED_FUNCTION
+        {
+            StoreError::SchemaNotReady(format!("{message} (run `qlsched migrate`)"))
+        } else if code.code().starts_with("08")
+            || *code == SqlState::ADMIN_SHUTDOWN
+            || *code == SqlState::CRASH_SHUTDOWN
+            || *code == SqlState::CANNOT_CONNECT_NOW
+            || *code == SqlState::INVALID_CATALOG_NAME
+            || *code == SqlState::TOO_MANY_CONNECTIONS
+        {
+            StoreError::Unavailable(message)
+        } else {
+            StoreError::Database(error)
+        }
+    }
+
+    /// The exit status DESIGN.md section 5 gives this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            StoreError::Unavailable(_) => 69,
+            StoreError::PermissionDenied(_) => 77,
+            StoreError::SchemaNotReady(_) | StoreError::Config(_) => 78,
+            StoreError::RetriesExhausted { .. } => 75,
+            StoreError::FenceRejected(_) => 3,
+            StoreError::NotFound(_) => 4,
+            StoreError::NothingEligible(_) => 5,
+            StoreError::BadInput(_) => 65,
+            StoreError::Database(_) => 1,
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(error: tokio_postgres::Error) -> Self {
+        StoreError::from_db(error)
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(error: deadpool_postgres::PoolError) -> Self {
+        match error {
+            deadpool_postgres::PoolError::Backend(db) => StoreError::from_db(db),
+            other => StoreError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+/// True for the errors a SERIALIZABLE transaction is expected to hit under contention and that
+/// a retry of the whole transaction resolves.
+pub(crate) fn is_serialization_failure(error: &tokio_postgres::Error) -> bool {
+    matches!(
+        error.code(),
+        Some(code) if *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
+    )
+}
+
+pub(crate) fn is_fence_lost(error: &tokio_postgres::Error) -> bool {
+    error.code().is_some_and(|code| code.code() == FENCE_LOST_SQLSTATE)
+}
+
+/// The driver's message with its causes ("error connecting to server: Connection refused").
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

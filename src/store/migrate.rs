@@ -1,0 +1,432 @@
+//! The embedded migration runner, modelled on sqlx's (DESIGN.md section 7): a ledger with a
+//! sha256 checksum per file, each migration applied with its ledger row in one transaction, and
+//! an advisory lock so that concurrent migrators of one schema wait instead of racing.
+//!
+//! Readiness ([`check_ready`]) is what `run` demands before it claims anything: every embedded
+//! migration applied with an identical checksum, and nothing applied that this binary does not
+//! know (a schema ahead of the binary is as unsafe as one behind it).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use serde::Serialize;
+use tokio_postgres::Client;
+
+use super::{SchemaName, StoreError};
+use crate::core::manifest::sha256_hex;
+
+/// One migration file, embedded at build time.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+impl Migration {
+    pub fn checksum(&self) -> String {
+        sha256_hex(self.sql.as_bytes())
+    }
+
+    pub fn file_name(&self) -> String {
+        format!("{:04}_{}.sql", self.version, self.name)
+    }
+}
+
+/// Every migration this binary carries, in order. A test checks this list against the files in
+/// `migrations/`, so a file cannot be added without being embedded.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "schedule_admission",
+        sql: include_str!("../../migrations/0001_schedule_admission.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "roles_and_grants",
+        sql: include_str!("../../migrations/0002_roles_and_grants.sql"),
+    },
+];
+
+/// The schema version a fully migrated database reports.
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// The four group roles of DESIGN.md section 3.
+pub const ROLES: [&str; 4] =
+    ["qlsched_admin", "qlsched_runtime", "qlsched_observer", "qlsched_worker_ingress"];
+
+/// The exact table privileges each role must hold (DESIGN.md section 3); anything more or less is
+/// reported by `migrate verify`.
+pub const GRANTS: &[(&str, &str, &[&str])] = &[
+    ("qlsched_admin", "projects", &["INSERT", "SELECT", "UPDATE"]),
+    ("qlsched_admin", "tasks", &["INSERT", "SELECT", "UPDATE"]),
+    ("qlsched_admin", "triggers", &["INSERT", "SELECT", "UPDATE"]),
+    ("qlsched_admin", "execution_revisions", &["INSERT", "SELECT"]),
+    ("qlsched_admin", "trigger_schedules", &["DELETE", "INSERT", "SELECT", "UPDATE"]),
+    ("qlsched_admin", "runs", &["SELECT"]),
+    ("qlsched_admin", "attempts", &["SELECT"]),
+    ("qlsched_admin", "run_events", &["SELECT"]),
+    ("qlsched_admin", "schema_migrations", &["SELECT"]),
+    ("qlsched_admin", "schedule_audit", &["INSERT", "SELECT"]),
+    ("qlsched_admin", "schedule_audit_audit_id_seq", &["USAGE"]),
+    ("qlsched_runtime", "projects", &["SELECT"]),
+    ("qlsched_runtime", "tasks", &["SELECT"]),
+    ("qlsched_runtime", "triggers", &["SELECT"]),
+    ("qlsched_runtime", "execution_revisions", &["SELECT"]),
+    ("qlsched_runtime", "schema_migrations", &["SELECT"]),
+    ("qlsched_runtime", "trigger_schedules", &["SELECT", "UPDATE"]),
+    ("qlsched_runtime", "runs", &["INSERT", "SELECT"]),
+    ("qlsched_runtime", "attempts", &["INSERT", "SELECT"]),
+    ("qlsched_runtime", "run_events", &["INSERT", "SELECT"]),
+    ("qlsched_runtime", "schedule_audit", &["INSERT", "SELECT"]),
+    ("qlsched_runtime", "schedule_audit_audit_id_seq", &["USAGE"]),
+    ("qlsched_observer", "projects", &["SELECT"]),
+    ("qlsched_observer", "tasks", &["SELECT"]),
+    ("qlsched_observer", "triggers", &["SELECT"]),
+    ("qlsched_observer", "execution_revisions", &["SELECT"]),
+    ("qlsched_observer", "trigger_schedules", &["SELECT"]),
+    ("qlsched_observer", "runs", &["SELECT"]),
+    ("qlsched_observer", "attempts", &["SELECT"]),
+    ("qlsched_observer", "run_events", &["SELECT"]),
+    ("qlsched_observer", "schedule_audit", &["SELECT"]),
+    ("qlsched_observer", "schema_migrations", &["SELECT"]),
+];
+
+/// Roles that must have USAGE on the schema; `qlsched_worker_ingress` must not.
+const SCHEMA_USERS: [&str; 3] = ["qlsched_admin", "qlsched_runtime", "qlsched_observer"];
+
+/// One row of `migrate status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrationStatus {
+    pub version: i64,
+    pub name: String,
+    /// `applied`, `pending`, `checksum_mismatch`, or `unknown` (applied, but not in this binary).
+    pub state: &'static str,
+    pub checksum: String,
+    pub applied_at_ms: Option<i64>,
+    pub execution_ms: Option<i64>,
+}
+
+/// What `migrate up` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrateReport {
+    pub schema: String,
+    pub applied: Vec<MigrationStatus>,
+    pub version: i64,
+}
+
+/// Key of the session advisory lock that serialises migrators of one schema.
+const LOCK_NAMESPACE: &str = "qlsched.migrate";
+
+// The ledger; created before the first migration so that migration 0002 can grant on it.
+const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version       bigint PRIMARY KEY,
+    name          text NOT NULL,
+    checksum      text NOT NULL,
+    applied_at_ms bigint NOT NULL,
+    execution_ms  bigint NOT NULL
+)";
+
+// Is the ledger there at all? (A missing one means "never migrated", not an error.)
+const LEDGER_EXISTS: &str = "SELECT to_regclass(format('%I.schema_migrations', $1::text)) IS NOT NULL";
+
+// The applied migrations, in order.
+const READ_LEDGER: &str = "SELECT version, name, checksum, applied_at_ms, execution_ms
+    FROM schema_migrations ORDER BY version";
+
+// Record one applied migration, inside the transaction that applied it.
+const RECORD_MIGRATION: &str = "INSERT INTO schema_migrations
+    (version, name, checksum, applied_at_ms, execution_ms) VALUES ($1, $2, $3, now_ms(), $4)";
+
+/// Applies every pending migration. Safe to run concurrently: the advisory lock makes the second
+/// migrator wait and then find nothing to do.
+pub async fn migrate_up(client: &mut Client, schema: &SchemaName) -> Result<MigrateReport, StoreError> {
+    client
+        .execute("SELECT pg_advisory_lock(hashtext($1), hashtext($2))", &[&LOCK_NAMESPACE, &schema.as_str()])
+        .await?;
+    let result = apply_pending(client, schema).await;
+    // Unlock even after a failure; a closed connection releases the lock by itself.
+    let _ = client
+        .execute("SELECT pg_advisory_unlock(hashtext($1), hashtext($2))", &[&LOCK_NAMESPACE, &schema.as_str()])
+        .await;
+    result
+}
+
+async fn apply_pending(client: &mut Client, schema: &SchemaName) -> Result<MigrateReport, StoreError> {
+    client
+        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted()))
+        .await?;
+    client.batch_execute(CREATE_LEDGER).await?;
+    let ledger = read_ledger(client).await?;
+    refuse_divergence(&ledger)?;
+    let mut applied = Vec::new();
+    for migration in MIGRATIONS.iter().filter(|m| !ledger.contains_key(&m.version)) {
+        let started = Instant::now();
+        let transaction = client.transaction().await?;
+        transaction.batch_execute(migration.sql).await.map_err(|error| {
+            let cause = StoreError::from_db(error);
+            match cause {
+                StoreError::Database(db) => StoreError::SchemaNotReady(format!(
+                    "migration {} failed: {}",
+                    migration.file_name(),
+                    db.as_db_error().map_or_else(|| db.to_string(), |e| e.message().to_owned())
+                )),
+                other => other,
+            }
+        })?;
+        let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        transaction
+            .execute(
+                RECORD_MIGRATION,
+                &[&migration.version, &migration.name, &migration.checksum(), &execution_ms],
+            )
+            .await?;
+        transaction.commit().await?;
+        applied.push(MigrationStatus {
+            version: migration.version,
+            name: migration.name.to_owned(),
+            state: "applied",
+            checksum: migration.checksum(),
+            applied_at_ms: None,
+            execution_ms: Some(execution_ms),
+        });
+    }
+    Ok(MigrateReport { schema: schema.to_string(), applied, version: latest_version() })
+}
+
+#[derive(Debug, Clone)]
+struct LedgerRow {
+    name: String,
+    checksum: String,
+    applied_at_ms: i64,
+    execution_ms: i64,
+}
+
+async fn read_ledger(client: &Client) -> Result<BTreeMap<i64, LedgerRow>, StoreError> {
+    let rows = client.query(READ_LEDGER, &[]).await?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            (
+                row.get::<_, i64>(0),
+                LedgerRow {
+                    name: row.get(1),
+                    checksum: row.get(2),
+                    applied_at_ms: row.get(3),
+                    execution_ms: row.get(4),
+                },
+            )
+        })
+        .collect())
+}
+
+/// Refuses a ledger that disagrees with this binary: a changed file or an unknown version.
+fn refuse_divergence(ledger: &BTreeMap<i64, LedgerRow>) -> Result<(), StoreError> {
+    let problems = divergence(ledger);
+    if problems.is_empty() { Ok(()) } else { Err(StoreError::SchemaNotReady(problems.join("; "))) }
+}
+
+fn divergence(ledger: &BTreeMap<i64, LedgerRow>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (version, row) in ledger {
+        match MIGRATIONS.iter().find(|m| m.version == *version) {
+            None => problems.push(format!(
+                "migration {version} ({}) is applied but unknown to this binary (schema ahead: \
+                 upgrade qlsched)",
+                row.name
+            )),
+            Some(migration) if migration.checksum() != row.checksum => problems.push(format!(
+                "migration {} was applied with checksum {} but this binary carries {} (the file \
+                 changed after it was applied)",
+                migration.file_name(),
+                short(&row.checksum),
+                short(&migration.checksum())
+            )),
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
+/// `migrate status`: every known and every applied migration.
+pub async fn status(client: &Client, schema: &SchemaName) -> Result<Vec<MigrationStatus>, StoreError> {
+    let ledger = if ledger_exists(client, schema).await? { read_ledger(client).await? } else { BTreeMap::new() };
+    let mut out: Vec<MigrationStatus> = MIGRATIONS
+        .iter()
+        .map(|m| {
+            let row = ledger.get(&m.version);
+            MigrationStatus {
+                version: m.version,
+                name: m.name.to_owned(),
+                state: match row {
+                    None => "pending",
+                    Some(row) if row.checksum != m.checksum() => "checksum_mismatch",
+                    Some(_) => "applied",
+                },
+                checksum: m.checksum(),
+                applied_at_ms: row.map(|r| r.applied_at_ms),
+                execution_ms: row.map(|r| r.execution_ms),
+            }
+        })
+        .collect();
+    for (version, row) in ledger.iter().filter(|(v, _)| !MIGRATIONS.iter().any(|m| m.version == **v)) {
+        out.push(MigrationStatus {
+            version: *version,
+            name: row.name.clone(),
+            state: "unknown",
+            checksum: row.checksum.clone(),
+            applied_at_ms: Some(row.applied_at_ms),
+            execution_ms: Some(row.execution_ms),
+        });
+    }
+    Ok(out)
+}
+
+async fn ledger_exists(client: &Client, schema: &SchemaName) -> Result<bool, StoreError> {
+    Ok(client.query_one(LEDGER_EXISTS, &[&schema.as_str()]).await?.get(0))
+}
+
+/// Schema readiness, checked by `run` before it claims anything: the capability (every migration
+/// this binary needs) present, with identical checksums, and nothing unknown applied.
+pub async fn check_ready(client: &Client, schema: &SchemaName) -> Result<(), StoreError> {
+    if !ledger_exists(client, schema).await? {
+        return Err(StoreError::SchemaNotReady(format!(
+            "schema {schema} has no migration ledger (run `qlsched migrate`)"
+        )));
+    }
+    let ledger = read_ledger(client).await?;
+    let mut problems = divergence(&ledger);
+    let pending: Vec<String> =
+        MIGRATIONS.iter().filter(|m| !ledger.contains_key(&m.version)).map(Migration::file_name).collect();
+    if !pending.is_empty() {
+        problems.push(format!(
+            "schema {schema} is behind this binary: {} pending (run `qlsched migrate`)",
+            pending.join(", ")
+        ));
+    }
+    if problems.is_empty() { Ok(()) } else { Err(StoreError::SchemaNotReady(problems.join("; "))) }
+}
+
+/// One difference between the live database and what DESIGN.md section 3 prescribes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifyFinding {
+    /// `checksum`, `pending`, `unknown_migration`, `missing_grant`, `extra_grant`, `schema_usage`,
+    /// `role`.
+    pub kind: &'static str,
+    pub message: String,
+}
+
+// Live table and sequence privileges of the qlsched roles in the schema.
+const LIVE_GRANTS: &str = "SELECT r.rolname::text, c.relname::text, a.privilege_type
+    FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    CROSS JOIN LATERAL aclexplode(c.relacl) a
+    JOIN pg_roles r ON r.oid = a.grantee
+    WHERE n.nspname = $1 AND r.rolname = ANY($2) AND c.relkind IN ('r', 'p', 'S')";
+
+// Role existence, login capability and schema usage.
+const LIVE_ROLES: &str = "SELECT role_name, r.oid IS NOT NULL, coalesce(r.rolcanlogin, false),
+        r.oid IS NOT NULL AND has_schema_privilege(r.oid, $1::text, 'USAGE')
+    FROM unnest($2::text[]) AS role_name
+    LEFT JOIN pg_roles r ON r.rolname = role_name";
+
+/// `migrate verify`: checksums and the exact grant matrix. An empty result means all is well.
+pub async fn verify(client: &Client, schema: &SchemaName) -> Result<Vec<VerifyFinding>, StoreError> {
+    if !ledger_exists(client, schema).await? {
+        return Ok(vec![VerifyFinding {
+            kind: "pending",
+            message: format!("schema {schema} has no migration ledger (run `qlsched migrate`)"),
+        }]);
+    }
+    let ledger = read_ledger(client).await?;
+    let mut findings: Vec<VerifyFinding> = divergence(&ledger)
+        .into_iter()
+        .map(|message| VerifyFinding {
+            kind: if message.contains("checksum") { "checksum" } else { "unknown_migration" },
+            message,
+        })
+        .collect();
+    for m in MIGRATIONS.iter().filter(|m| !ledger.contains_key(&m.version)) {
+        findings.push(VerifyFinding { kind: "pending", message: format!("{} is not applied", m.file_name()) });
+    }
+
+    let roles: Vec<String> = ROLES.iter().map(|r| (*r).to_owned()).collect();
+    for row in client.query(LIVE_ROLES, &[&schema.as_str(), &roles]).await? {
+        let (role, exists, can_login, usage): (String, bool, bool, bool) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        if !exists {
+            findings.push(VerifyFinding { kind: "role", message: format!("role {role} does not exist") });
+            continue;
+        }
+        if can_login {
+            findings.push(VerifyFinding {
+                kind: "role",
+                message: format!("role {role} can log in; it must be a NOLOGIN group role granted to login users"),
+            });
+        }
+        let should_use = SCHEMA_USERS.contains(&role.as_str());
+        if usage != should_use {
+            findings.push(VerifyFinding {
+                kind: "schema_usage",
+                message: if should_use {
+                    format!("role {role} lacks USAGE on schema {schema}")
+                } else {
+                    format!("role {role} has USAGE on schema {schema}, which it must not")
+                },
+            });
+        }
+    }
+
+    let expected: BTreeSet<(String, String, String)> = GRANTS
+        .iter()
+        .flat_map(|(role, table, privileges)| {
+            privileges.iter().map(move |p| ((*role).to_owned(), (*table).to_owned(), (*p).to_owned()))
+        })
+        .collect();
+    let live: BTreeSet<(String, String, String)> = client
+        .query(LIVE_GRANTS, &[&schema.as_str(), &roles])
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    for (role, table, privilege) in expected.difference(&live) {
+        findings.push(VerifyFinding {
+            kind: "missing_grant",
+            message: format!("{role} lacks {privilege} on {schema}.{table}"),
+        });
+    }
+    for (role, table, privilege) in live.difference(&expected) {
+        findings.push(VerifyFinding {
+            kind: "extra_grant",
+            message: format!("{role} has {privilege} on {schema}.{table}, which DESIGN.md section 3 does not grant"),
+        });
+    }
+    Ok(findings)
+}
+
+fn short(checksum: &str) -> &str {
+    checksum.get(..12).unwrap_or(checksum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_migrations_match_the_migrations_folder() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .expect("migrations folder")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".sql"))
+            .collect();
+        files.sort();
+        let embedded: Vec<String> = MIGRATIONS.iter().map(Migration::file_name).collect();
+        assert_eq!(files, embedded, "every file in migrations/ must be listed in MIGRATIONS");
+        for pair in MIGRATIONS.windows(2) {
+            assert_eq!(pair[1].version, pair[0].version + 1, "versions are consecutive");
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! Publishing definitions: one admin transaction that upserts projects, execution revisions,
+//! tasks, triggers and their schedule rows (DESIGN.md section 4, Publish).
+//!
+//! The manifest is diffed against the stored definitions by content digest, then written with a
+//! fixed number of set-based statements, so publishing ten thousand triggers costs the same
+//! handful of round trips as publishing one. An unchanged definition is not written at all.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use tokio_postgres::Client;
+use uuid::Uuid;
+
+use super::StoreError;
+use crate::core::manifest::{Manifest, ProjectDef, TaskDef, TriggerDef};
+
+/// What publishing did to one definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PublishedItem {
+    /// `project`, `task` or `trigger`.
+    pub kind: &'static str,
+    /// `PROJECT`, or `PROJECT/TASK`, or `PROJECT/TRIGGER`.
+    pub name: String,
+    /// `created`, `changed` or `unchanged`.
+    pub change: &'static str,
+    /// The revision after publishing (tasks and triggers).
+    pub revision: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishReport {
+    pub dry_run: bool,
+    pub items: Vec<PublishedItem>,
+}
+
+impl PublishReport {
+    pub fn count(&self, change: &str) -> usize {
+        self.items.iter().filter(|item| item.change == change).count()
+    }
+}
+
+// Publishers of one database take turns; admissions are not blocked by this lock.
+const LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('qlsched.publish'))";
+
+const READ_PROJECTS: &str = "SELECT project_id, status FROM projects WHERE project_id = ANY($1)";
+const READ_TASKS: &str =
+    "SELECT project_id, task_id, revision, content_digest FROM tasks WHERE project_id = ANY($1)";
+const READ_TRIGGERS: &str =
+    "SELECT project_id, trigger_id, revision, content_digest FROM triggers WHERE project_id = ANY($1)";
+
+const UPSERT_PROJECTS: &str = "INSERT INTO projects (project_id, status, created_at_ms, updated_at_ms)
+    SELECT id, status, now_ms(), now_ms() FROM unnest($1::text[], $2::text[]) AS x(id, status)
+    ON CONFLICT (project_id) DO UPDATE SET status = excluded.status, updated_at_ms = now_ms()";
+
+// The digest is PostgreSQL's own: sha256 of the jsonb's canonical text, which the admission
+// recomputes to detect a corrupted revision.
+const INSERT_EXECUTION_REVISIONS: &str = "INSERT INTO execution_revisions
+        (execution_revision_id, project_id, kind, spec, digest, created_at_ms)
+    SELECT id, project_id, 'remote_worker', spec,
+           encode(sha256(convert_to(spec::text, 'UTF8')), 'hex'), now_ms()
+    FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS x(id, project_id, spec)";
+
+const UPSERT_TASKS: &str = "INSERT INTO tasks
+        (project_id, task_id, revision, content_digest, execution_revision_id, created_at_ms, updated_at_ms)
+    SELECT project_id, task_id, 1, digest, revision_id, now_ms(), now_ms()
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[])
+         AS x(project_id, task_id, digest, revision_id)
+    ON CONFLICT (project_id, task_id) DO UPDATE
+    SET revision = tasks.revision + 1, content_digest = excluded.content_digest,
+        execution_revision_id = excluded.execution_revision_id, updated_at_ms = now_ms()
+    RETURNING project_id, task_id, revision";
+
+// A changed task voids every claim taken on its old revision: clear those claims and move both
+// versions on, so that no admission decided on the old task can commit (the cursor stays).
+const VOID_CLAIMS_OF_TASKS: &str = "UPDATE trigger_schedules s
+    SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+        claim_version = s.claim_version + 1, state_version = s.state_version + 1,
+        updated_at_ms = now_ms()
+    FROM triggers t, unnest($1::text[], $2::text[]) AS x(project_id, task_id)
+    WHERE t.project_id = x.project_id AND t.task_id = x.task_id
+      AND s.project_id = t.project_id AND s.trigger_id = t.trigger_id";
+
+const UPSERT_TRIGGERS: &str = "INSERT INTO triggers
+        (project_id, trigger_id, task_id, revision, kind, provider, enabled, cron_expr, time_zone,
+         misfire_policy, misfire_grace_ms, content_digest, created_at_ms, updated_at_ms)
+    SELECT project_id, trigger_id, task_id, 1, 'cron', 'builtin', enabled, cron_expr, time_zone,
+           misfire_policy, grace_ms, digest, now_ms(), now_ms()
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::text[], $6::text[], $7::text[],
+                $8::int8[], $9::text[])
+         AS x(project_id, trigger_id, task_id, enabled, cron_expr, time_zone, misfire_policy,
+              grace_ms, digest)
+    ON CONFLICT (project_id, trigger_id) DO UPDATE
+    SET revision = triggers.revision + 1, task_id = excluded.task_id, enabled = excluded.enabled,
+        cron_expr = excluded.cron_expr, time_zone = excluded.time_zone,
+        misfire_policy = excluded.misfire_policy, misfire_grace_ms = excluded.misfire_grace_ms,
+        content_digest = excluded.content_digest, updated_at_ms = now_ms()
+    RETURNING project_id, trigger_id, revision";
+
+// Create the schedule row of a new trigger head, or reset it for a new revision: cursor and
+// claim cleared, both versions moved on, so any claim on the old revision can never commit.
+const UPSERT_SCHEDULES: &str = "INSERT INTO trigger_schedules
+        (project_id, trigger_id, trigger_revision, updated_at_ms)
+    SELECT project_id, trigger_id, revision, now_ms()
+    FROM unnest($1::text[], $2::text[], $3::int8[]) AS x(project_id, trigger_id, revision)
+    ON CONFLICT (project_id, trigger_id) DO UPDATE
+    SET trigger_revision = excluded.trigger_revision, next_fire_at_ms = NULL,
+        claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+        claim_version = trigger_schedules.claim_version + 1,
+        state_version = trigger_schedules.state_version + 1, updated_at_ms = now_ms()";
+
+/// Publishes `manifest` in one transaction; with `dry_run`, reports the same and rolls back.
+pub async fn publish(
+    client: &mut Client,
+    manifest: &Manifest,
+    dry_run: bool,
+) -> Result<PublishReport, StoreError> {
+    let transaction = client.transaction().await?;
+    transaction.execute(LOCK, &[]).await?;
+    let project_ids: Vec<String> = manifest.projects.iter().map(|p| p.id.clone()).collect();
+    let stored = Stored::read(&transaction, &project_ids).await?;
+    let mut items = Vec::new();
+
+    let projects: Vec<&ProjectDef> = manifest
+        .projects
+        .iter()
+        .filter(|p| {
+            let change = match stored.projects.get(&p.id) {
+                None => "created",
+                Some(status) if status != p.status.as_str() => "changed",
+                Some(_) => "unchanged",
+            };
+            items.push(PublishedItem { kind: "project", name: p.id.clone(), change, revision: None });
+            change != "unchanged"
+        })
+        .collect();
+    transaction
+        .execute(
+            UPSERT_PROJECTS,
+            &[
+                &projects.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
+                &projects.iter().map(|p| p.status.as_str().to_owned()).collect::<Vec<_>>(),
+            ],
+        )
+        .await?;
+
+    let mut tasks: Vec<(&ProjectDef, &TaskDef, Uuid)> = Vec::new();
+    let mut changed_tasks: Vec<(&ProjectDef, &TaskDef)> = Vec::new();
+    for project in &manifest.projects {
+        for task in &project.tasks {
+            let key = (project.id.clone(), task.id.clone());
+            let change = match stored.tasks.get(&key) {
+                None => "created",
+                Some((_, digest)) if *digest != task.content_digest => "changed",
+                Some((revision, _)) => {
+                    items.push(unchanged("task", &key, *revision));
+                    continue;
+                }
+            };
+            if change == "changed" {
+                changed_tasks.push((project, task));
+            }
+            tasks.push((project, task, Uuid::now_v7()));
+            items.push(PublishedItem { kind: "task", name: join(&key), change, revision: None });
+        }
+    }
+    transaction
+        .execute(
+            INSERT_EXECUTION_REVISIONS,
+            &[
+                &tasks.iter().map(|(_, _, id)| *id).collect::<Vec<_>>(),
+                &tasks.iter().map(|(p, _, _)| p.id.clone()).collect::<Vec<_>>(),
+                &tasks.iter().map(|(_, t, _)| t.execution.clone()).collect::<Vec<_>>(),
+            ],
+        )
+        .await?;
+    let task_revisions = transaction
+        .query(
+            UPSERT_TASKS,
+            &[
+                &tasks.iter().map(|(p, _, _)| p.id.clone()).collect::<Vec<_>>(),
+                &tasks.iter().map(|(_, t, _)| t.id.clone()).collect::<Vec<_>>(),
+                &tasks.iter().map(|(_, t, _)| t.content_digest.clone()).collect::<Vec<_>>(),
+                &tasks.iter().map(|(_, _, id)| *id).collect::<Vec<_>>(),
+            ],
+        )
+        .await?;
+    fill_revisions(&mut items, "task", &task_revisions);
+    transaction
+        .execute(
+            VOID_CLAIMS_OF_TASKS,
+            &[
+                &changed_tasks.iter().map(|(p, _)| p.id.clone()).collect::<Vec<_>>(),
+                &changed_tasks.iter().map(|(_, t)| t.id.clone()).collect::<Vec<_>>(),
+            ],
+        )
+        .await?;
+
+    let mut triggers: Vec<(&ProjectDef, &TriggerDef)> = Vec::new();
+    for project in &manifest.projects {
+        for trigger in &project.triggers {
+            let key = (project.id.clone(), trigger.id.clone());
+            let change = match stored.triggers.get(&key) {
+                None => "created",
+                Some((_, digest)) if *digest != trigger.content_digest => "changed",
+                Some((revision, _)) => {
+                    items.push(unchanged("trigger", &key, *revision));
+                    continue;
+                }
+            };
+            triggers.push((project, trigger));
+            items.push(PublishedItem { kind: "trigger", name: join(&key), change, revision: None });
+        }
+    }
+    let column = |f: &dyn Fn(&TriggerDef) -> String| triggers.iter().map(|(_, t)| f(t)).collect::<Vec<_>>();
+    let trigger_revisions = transaction
+        .query(
+            UPSERT_TRIGGERS,
+            &[
+                &triggers.iter().map(|(p, _)| p.id.clone()).collect::<Vec<_>>(),
+                &column(&|t| t.id.clone()),
+                &column(&|t| t.task.clone()),
+                &triggers.iter().map(|(_, t)| t.enabled).collect::<Vec<_>>(),
+                &column(&|t| t.cron_expr.clone()),
+                &column(&|t| t.time_zone.clone()),
+                &column(&|t| t.misfire.as_str().to_owned()),
+                &triggers.iter().map(|(_, t)| t.misfire_grace_ms).collect::<Vec<_>>(),
+                &column(&|t| t.content_digest.clone()),
+            ],
+        )
+        .await?;
+    fill_revisions(&mut items, "trigger", &trigger_revisions);
+    transaction
+        .execute(
+            UPSERT_SCHEDULES,
+            &[
+                &trigger_revisions.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>(),
+                &trigger_revisions.iter().map(|r| r.get::<_, String>(1)).collect::<Vec<_>>(),
+                &trigger_revisions.iter().map(|r| r.get::<_, i64>(2)).collect::<Vec<_>>(),
+            ],
+        )
+        .await?;
+
+    if dry_run {
+        transaction.rollback().await?;
+    } else {
+        transaction.commit().await?;
+    }
+    Ok(PublishReport { dry_run, items })
+}
+
+/// The stored state the manifest is diffed against.
+struct Stored {
+    projects: HashMap<String, String>,
+    tasks: HashMap<(String, String), (i64, String)>,
+    triggers: HashMap<(String, String), (i64, String)>,
+}
+
+impl Stored {
+    async fn read(
+        transaction: &tokio_postgres::Transaction<'_>,
+        project_ids: &[String],
+    ) -> Result<Self, StoreError> {
+        let projects = transaction
+            .query(READ_PROJECTS, &[&project_ids])
+            .await?
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        let keyed = |rows: Vec<tokio_postgres::Row>| {
+            rows.iter().map(|row| ((row.get(0), row.get(1)), (row.get(2), row.get(3)))).collect()
+        };
+        Ok(Stored {
+            projects,
+            tasks: keyed(transaction.query(READ_TASKS, &[&project_ids]).await?),
+            triggers: keyed(transaction.query(READ_TRIGGERS, &[&project_ids]).await?),
+        })
+    }
+}
+
+fn join((project, item): &(String, String)) -> String {
+    format!("{project}/{item}")
+}
+
+fn unchanged(kind: &'static str, key: &(String, String), revision: i64) -> PublishedItem {
+    PublishedItem { kind, name: join(key), change: "unchanged", revision: Some(revision) }
+}
+
+/// Copies the revisions a RETURNING clause reported into the matching report items.
+fn fill_revisions(items: &mut [PublishedItem], kind: &str, rows: &[tokio_postgres::Row]) {
+    let revisions: HashMap<String, i64> =
+        rows.iter().map(|row| (format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1)), row.get(2))).collect();
+    for item in items.iter_mut().filter(|item| item.kind == kind && item.revision.is_none()) {
+        item.revision = revisions.get(&item.name).copied();
+    }
+}

@@ -1,0 +1,95 @@
+//! Startup recovery (DESIGN.md section 4; ADR-0105 "startup recovery 不得把 pristine queued Attempt
+//! 当成失效执行").
+//!
+//! A queued run whose newest attempt is the claimed `remote_worker` attempt exactly as admission
+//! wrote it belongs to the dispatcher and is left alone. Anything else in the recovery source (a
+//! dispatcher field set, a newer attempt, the run no longer queued, no attempt at all) is drift:
+//! it is reported with every reason, never silently ignored, and never re-admitted.
+
+use serde::Serialize;
+use tokio_postgres::GenericClient;
+use uuid::Uuid;
+
+use super::StoreError;
+
+/// One recovery candidate and why it is not pristine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecoveryCandidate {
+    pub run_id: Uuid,
+    pub project_id: String,
+    pub trigger_id: String,
+    pub run_status: String,
+    pub attempt_id: Option<Uuid>,
+    pub attempt_no: Option<i32>,
+    pub attempt_state: Option<String>,
+    pub drift: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecoveryReport {
+    /// Queued runs left to the dispatcher, untouched.
+    pub pristine: i64,
+    /// Drifted runs (at most `limit` of them are listed in `candidates`).
+    pub drifted: i64,
+    pub candidates: Vec<RecoveryCandidate>,
+}
+
+// The recovery source (queued runs, and runs with a claimed remote_worker attempt), each with its
+// newest attempt and every reason it differs from what an admission leaves behind.
+const CLASSIFIED: &str = "WITH source AS (
+    SELECT run_id FROM runs WHERE status = 'queued'
+    UNION
+    SELECT run_id FROM attempts WHERE state = 'claimed' AND executor = 'remote_worker'
+), newest AS (
+    SELECT DISTINCT ON (a.run_id) a.*
+    FROM attempts a JOIN source USING (run_id)
+    ORDER BY a.run_id, a.attempt_no DESC
+), classified AS (
+    SELECT r.run_id, r.project_id, r.trigger_id, r.status, n.attempt_id, n.attempt_no, n.state,
+        array_remove(ARRAY[
+            CASE WHEN r.status <> 'queued' THEN 'run is ' || r.status || ', no longer queued' END,
+            CASE WHEN r.queued_at_ms IS NULL THEN 'run has no queued_at_ms' END,
+            CASE WHEN n.attempt_id IS NULL THEN 'run has no attempt' END,
+            CASE WHEN n.state <> 'claimed' THEN 'newest attempt is ' || n.state END,
+            CASE WHEN n.executor <> 'remote_worker' THEN 'newest attempt runs on ' || n.executor END,
+            CASE WHEN EXISTS (SELECT 1 FROM attempts o WHERE o.run_id = r.run_id
+                                AND o.state = 'claimed' AND o.attempt_no < n.attempt_no)
+                 THEN 'a newer attempt supersedes a claimed attempt' END,
+            CASE WHEN n.worker_id IS NOT NULL THEN 'worker_id is set' END,
+            CASE WHEN n.session_id IS NOT NULL THEN 'session_id is set' END,
+            CASE WHEN n.lease_id IS NOT NULL THEN 'lease_id is set' END,
+            CASE WHEN n.offer_id IS NOT NULL THEN 'offer_id is set' END,
+            CASE WHEN n.callback_token IS NOT NULL THEN 'callback_token is set' END,
+            CASE WHEN n.started_at_ms IS NOT NULL THEN 'started_at_ms is set' END,
+            CASE WHEN n.result IS NOT NULL THEN 'result is set' END,
+            CASE WHEN n.error IS NOT NULL THEN 'error is set' END
+        ], NULL) AS drift
+    FROM source JOIN runs r USING (run_id) LEFT JOIN newest n USING (run_id)
+)";
+
+const COUNTS: &str = "SELECT count(*) FILTER (WHERE cardinality(drift) = 0),
+    count(*) FILTER (WHERE cardinality(drift) > 0) FROM classified";
+
+const DRIFTED: &str = "SELECT run_id, project_id, trigger_id, status, attempt_id, attempt_no, state, drift
+    FROM classified WHERE cardinality(drift) > 0 ORDER BY run_id LIMIT $1";
+
+/// Classifies the recovery source; lists at most `limit` candidates.
+pub async fn recovery_report(client: &impl GenericClient, limit: i64) -> Result<RecoveryReport, StoreError> {
+    let counts = client.query_one(&format!("{CLASSIFIED} {COUNTS}"), &[]).await?;
+    let candidates = client
+        .query(&format!("{CLASSIFIED} {DRIFTED}"), &[&limit])
+        .await?
+        .iter()
+        .map(|row| RecoveryCandidate {
+            run_id: row.get(0),
+            project_id: row.get(1),
+            trigger_id: row.get(2),
+            run_status: row.get(3),
+            attempt_id: row.get(4),
+            attempt_no: row.get(5),
+            attempt_state: row.get(6),
+            drift: row.get(7),
+        })
+        .collect();
+    Ok(RecoveryReport { pristine: counts.get(0), drifted: counts.get(1), candidates })
+}
