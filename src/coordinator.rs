@@ -9,10 +9,15 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::core::{CoordinatorConfig, CronSchedule, Decision, DecisionInput, decide, idempotency_key};
+use crate::core::{
+    CoordinatorConfig, CronSchedule, Decision, DecisionInput, decide, idempotency_key,
+};
 use crate::store::admit::admit;
 use crate::store::claim::{claim_due, release};
-use crate::store::{Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store, StoreError};
+use crate::store::{
+    Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
+    StoreError,
+};
 
 /// What one round did. Counts are of claimed rows; durations are wall time on this replica.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -65,7 +70,12 @@ pub struct Coordinator {
 
 impl Coordinator {
     pub fn new(store: Store, config: CoordinatorConfig) -> Self {
-        Coordinator { store, config, held: Mutex::new(Vec::new()), schedules: Mutex::new(HashMap::new()) }
+        Coordinator {
+            store,
+            config,
+            held: Mutex::new(Vec::new()),
+            schedules: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn config(&self) -> &CoordinatorConfig {
@@ -79,7 +89,10 @@ impl Coordinator {
     /// Runs one round: claim, decide, admit, release.
     pub async fn run_round(&self) -> Result<RoundReport, StoreError> {
         let client = self.store.client().await?;
-        let mut report = RoundReport { owner: self.config.owner.clone(), ..RoundReport::default() };
+        let mut report = RoundReport {
+            owner: self.config.owner.clone(),
+            ..RoundReport::default()
+        };
         let started = Instant::now();
         let rows = claim_due(
             &client,
@@ -100,7 +113,11 @@ impl Coordinator {
         for row in &rows {
             match self.decide(row) {
                 Ok(Decision::NotDue { .. }) => not_due.push(ReleaseRequest::from(row)),
-                Ok(decision) => admissions.push(Admission { row, decision, run: run_identity(row, &decision) }),
+                Ok(decision) => admissions.push(Admission {
+                    row,
+                    decision,
+                    run: run_identity(row, &decision),
+                }),
                 Err(error) => {
                     report.undecidable += 1;
                     self.settle(&row.project_id, &row.trigger_id);
@@ -137,7 +154,10 @@ impl Coordinator {
                         project_id: admission.row.project_id.clone(),
                         trigger_id: admission.row.trigger_id.clone(),
                         run,
-                        misfired: matches!(admission.decision, Decision::Fire { misfired: true, .. }),
+                        misfired: matches!(
+                            admission.decision,
+                            Decision::Fire { misfired: true, .. }
+                        ),
                     });
                 }
                 AdmissionOutcome::Advanced => match admission.decision {
@@ -172,7 +192,10 @@ impl Coordinator {
     fn decide(&self, row: &ClaimedRow) -> Result<Decision, crate::core::CoreError> {
         let definition = &row.definition;
         let key = (definition.cron_expr.clone(), definition.time_zone.clone());
-        let mut schedules = self.schedules.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut schedules = self
+            .schedules
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let schedule = match schedules.get(&key) {
             Some(schedule) => schedule,
             None => {
@@ -190,7 +213,9 @@ impl Coordinator {
     }
 
     fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<ReleaseRequest>> {
-        self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn hold(&self, requests: impl Iterator<Item = ReleaseRequest>) {
@@ -198,7 +223,8 @@ impl Coordinator {
     }
 
     fn settle(&self, project_id: &str, trigger_id: &str) {
-        self.lock_held().retain(|r| !(r.project_id == project_id && r.trigger_id == trigger_id));
+        self.lock_held()
+            .retain(|r| !(r.project_id == project_id && r.trigger_id == trigger_id));
     }
 
     fn settle_all(&self) {
@@ -208,7 +234,10 @@ impl Coordinator {
 
 /// A run identity is allocated here and only here, for a decision that fires (ADR-0105).
 fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity> {
-    let Decision::Fire { scheduled_for_ms, .. } = *decision else {
+    let Decision::Fire {
+        scheduled_for_ms, ..
+    } = *decision
+    else {
         return None;
     };
     Some(RunIdentity {

@@ -6,6 +6,7 @@
 //! bounded round and [`lifecycle`] the timer around it; [`cli`] translates between people and
 //! the layers below.
 
+pub mod cli;
 pub mod coordinator;
 pub mod core;
 pub mod lifecycle;

@@ -16,8 +16,16 @@ use crate::coordinator::{Coordinator, RoundReport};
 /// What the lifecycle tells an observer (the demo, `top`, the bench, tests) after each round.
 #[derive(Debug, Clone)]
 pub enum RoundEvent {
-    Finished { started: Instant, finished: Instant, report: RoundReport },
-    Failed { started: Instant, finished: Instant, error: String },
+    Finished {
+        started: Instant,
+        finished: Instant,
+        report: RoundReport,
+    },
+    Failed {
+        started: Instant,
+        finished: Instant,
+        error: String,
+    },
 }
 
 /// How a stop went.
@@ -36,11 +44,18 @@ pub struct Lifecycle {
 }
 
 impl Lifecycle {
-    /// Starts the timer. The first round starts at once.
-    pub fn start(coordinator: Arc<Coordinator>, events: Option<mpsc::UnboundedSender<RoundEvent>>) -> Self {
+    /// Starts the timer. The first round starts within one cadence, at a random phase.
+    pub fn start(
+        coordinator: Arc<Coordinator>,
+        events: Option<mpsc::UnboundedSender<RoundEvent>>,
+    ) -> Self {
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(run_rounds(coordinator.clone(), stopped, events));
-        Lifecycle { coordinator, stop, task }
+        Lifecycle {
+            coordinator,
+            stop,
+            task,
+        }
     }
 
     /// Stops claiming, waits up to the drain timeout for the round in flight, then gives back any
@@ -48,7 +63,9 @@ impl Lifecycle {
     pub async fn stop(mut self) -> StopReport {
         let _ = self.stop.send(true);
         let drain_timeout = self.coordinator.config().drain_timeout;
-        let drained = tokio::time::timeout(drain_timeout, &mut self.task).await.is_ok();
+        let drained = tokio::time::timeout(drain_timeout, &mut self.task)
+            .await
+            .is_ok();
         if !drained {
             self.task.abort();
             tracing::warn!(timeout = ?drain_timeout, "the round in flight did not finish within the drain timeout; releasing its claims");
@@ -71,27 +88,57 @@ async fn run_rounds(
 ) {
     let cadence = coordinator.config().cadence;
     let batch = usize::from(coordinator.config().batch);
+    // Replicas started together would otherwise claim in step, each round racing the others for
+    // the same head of the claim order; a random phase within one cadence spreads them out.
+    let phase = cadence.mul_f64(f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 256.0);
+    tokio::select! {
+        _ = tokio::time::sleep(phase) => {}
+        _ = stopped.changed() => return,
+    }
     loop {
         if *stopped.borrow() {
             return;
         }
         let started = Instant::now();
-        let outcome = AssertUnwindSafe(coordinator.run_round()).catch_unwind().await;
+        let outcome = AssertUnwindSafe(coordinator.run_round())
+            .catch_unwind()
+            .await;
         let finished = Instant::now();
         let full_budget = match outcome {
             Ok(Ok(report)) => {
                 let full = report.claimed >= batch;
-                emit(&events, RoundEvent::Finished { started, finished, report });
+                emit(
+                    &events,
+                    RoundEvent::Finished {
+                        started,
+                        finished,
+                        report,
+                    },
+                );
                 full
             }
             Ok(Err(error)) => {
                 tracing::warn!(%error, "round failed; the next round runs on schedule");
-                emit(&events, RoundEvent::Failed { started, finished, error: error.to_string() });
+                emit(
+                    &events,
+                    RoundEvent::Failed {
+                        started,
+                        finished,
+                        error: error.to_string(),
+                    },
+                );
                 false
             }
             Err(_) => {
                 tracing::error!("round panicked; the next round runs on schedule");
-                emit(&events, RoundEvent::Failed { started, finished, error: "round panicked".to_owned() });
+                emit(
+                    &events,
+                    RoundEvent::Failed {
+                        started,
+                        finished,
+                        error: "round panicked".to_owned(),
+                    },
+                );
                 false
             }
         };

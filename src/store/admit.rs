@@ -155,7 +155,9 @@ pub async fn admit(
     }
     if admissions.len() > 1 {
         match admit_with_retries(client, admissions, stats).await {
-            Ok(Verdict::Committed) => return Ok(admissions.iter().map(committed_outcome).collect()),
+            Ok(Verdict::Committed) => {
+                return Ok(admissions.iter().map(committed_outcome).collect());
+            }
             Ok(Verdict::FenceLost) | Err(StoreError::RetriesExhausted { .. }) => {
                 stats.batch_fallbacks += 1;
             }
@@ -205,7 +207,10 @@ async fn admit_with_retries(
             Err(error) => return Err(StoreError::from_db(error)),
         }
     }
-    Err(StoreError::RetriesExhausted { what: "admission", attempts: MAX_ATTEMPTS })
+    Err(StoreError::RetriesExhausted {
+        what: "admission",
+        attempts: MAX_ATTEMPTS,
+    })
 }
 
 /// Short, jittered, growing pauses: two replicas that collided do not collide again in step.
@@ -215,16 +220,22 @@ fn retry_backoff(attempt: u32) -> Duration {
 }
 
 /// One pipelined round trip: BEGIN, the admission statement, COMMIT.
-async fn admit_once(client: &ClientWrapper, admissions: &[Admission<'_>]) -> Result<(), tokio_postgres::Error> {
+async fn admit_once(
+    client: &ClientWrapper,
+    admissions: &[Admission<'_>],
+) -> Result<(), tokio_postgres::Error> {
     let begin = client.prepare_cached(BEGIN_SERIALIZABLE).await?;
     let admit = client.prepare_cached(ADMIT).await?;
     let commit = client.prepare_cached(COMMIT).await?;
     let columns = Columns::of(admissions);
     let params = columns.params();
     // join3 polls in order, so the three requests leave in order on the one connection.
-    let (began, admitted, committed) =
-        join3(client.execute(&begin, &[]), client.query_one(&admit, &params), client.execute(&commit, &[]))
-            .await;
+    let (began, admitted, committed) = join3(
+        client.execute(&begin, &[]),
+        client.query_one(&admit, &params),
+        client.execute(&commit, &[]),
+    )
+    .await;
     match (began, admitted, committed) {
         (Err(error), _, _) | (Ok(_), Err(error), _) => {
             // The pipelined COMMIT already ended the aborted transaction (as a rollback); make
@@ -297,10 +308,12 @@ impl Columns {
             c.task_digest.push(d.task_digest.clone());
             c.execution_revision_id.push(d.execution_revision_id);
             c.next_fire_at_ms.push(decision.next_fire_at_ms());
-            c.scheduled_for_ms.push(run.as_ref().map(|r| r.scheduled_for_ms));
+            c.scheduled_for_ms
+                .push(run.as_ref().map(|r| r.scheduled_for_ms));
             c.run_id.push(run.as_ref().map(|r| r.run_id));
             c.attempt_id.push(run.as_ref().map(|r| r.attempt_id));
-            c.idempotency_key.push(run.as_ref().map(|r| r.idempotency_key.clone()));
+            c.idempotency_key
+                .push(run.as_ref().map(|r| r.idempotency_key.clone()));
             c.decision.push(decision_label(decision).to_owned());
         }
         c

@@ -4,8 +4,8 @@
 //! Nothing else happens while the row locks are held: the statement commits at once, and the
 //! cron decision is taken afterwards, outside any lock.
 
-use serde::Serialize;
 use deadpool_postgres::ClientWrapper;
+use serde::Serialize;
 use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
@@ -199,7 +199,9 @@ pub async fn claim_due(
     lease_ms: i64,
 ) -> Result<Vec<ClaimedRow>, StoreError> {
     let statement = client.prepare_cached(CLAIM_DUE).await?;
-    let rows = client.query(&statement, &[&owner, &budget, &lease_ms]).await?;
+    let rows = client
+        .query(&statement, &[&owner, &budget, &lease_ms])
+        .await?;
     rows.iter().map(ClaimedRow::from_row).collect()
 }
 
@@ -211,7 +213,9 @@ pub async fn claim_one(
     owner: &str,
     lease_ms: i64,
 ) -> Result<Option<ClaimedRow>, StoreError> {
-    let rows = client.query(CLAIM_ONE, &[&project_id, &trigger_id, &owner, &lease_ms]).await?;
+    let rows = client
+        .query(CLAIM_ONE, &[&project_id, &trigger_id, &owner, &lease_ms])
+        .await?;
     rows.first().map(ClaimedRow::from_row).transpose()
 }
 
@@ -252,6 +256,11 @@ pub async fn release(
     let owners = column(|r| r.owner.clone());
     let tokens: Vec<Uuid> = requests.iter().map(|r| r.token).collect();
     let versions: Vec<i64> = requests.iter().map(|r| r.version).collect();
-    let rows = client.query(RELEASE, &[&projects, &triggers, &owners, &tokens, &versions]).await?;
+    let rows = client
+        .query(
+            RELEASE,
+            &[&projects, &triggers, &owners, &tokens, &versions],
+        )
+        .await?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }

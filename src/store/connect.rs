@@ -46,7 +46,9 @@ impl FromStr for SchemaName {
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         let mut chars = name.chars();
-        let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_');
         let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
         if first_ok && rest_ok && name.len() <= 63 && !name.starts_with("pg_") {
             Ok(SchemaName(name.to_owned()))
@@ -93,7 +95,9 @@ impl std::fmt::Debug for ConnectionSettings {
 impl ConnectionSettings {
     /// Resolves the settings from the flag and the process environment.
     pub fn resolve(flag: Option<&str>) -> Result<Self, StoreError> {
-        Self::resolve_with(flag, |name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        Self::resolve_with(flag, |name| {
+            std::env::var(name).ok().filter(|v| !v.is_empty())
+        })
     }
 
     /// [`Self::resolve`] with the environment passed in, so that tests need not mutate theirs.
@@ -203,7 +207,9 @@ impl ConnectionSettings {
         let manager = Manager::from_config(
             self.driver_config(schema, application_name),
             NoTls,
-            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
         );
         let pool = Pool::builder(manager)
             .max_size(size)
@@ -271,7 +277,8 @@ fn fill_from_libpq_environment(
         config.user(&user);
     }
     if config.get_dbname().is_none() {
-        let dbname = env("PGDATABASE").unwrap_or_else(|| config.get_user().unwrap_or("postgres").to_owned());
+        let dbname =
+            env("PGDATABASE").unwrap_or_else(|| config.get_user().unwrap_or("postgres").to_owned());
         config.dbname(&dbname);
     }
     if config.get_password().is_none()
@@ -301,7 +308,11 @@ fn fill_from_libpq_environment(
 
 /// libpq's default socket directory: Debian builds use /var/run/postgresql, upstream /tmp.
 fn default_socket_dir() -> &'static str {
-    if Path::new("/var/run/postgresql").is_dir() { "/var/run/postgresql" } else { "/tmp" }
+    if Path::new("/var/run/postgresql").is_dir() {
+        "/var/run/postgresql"
+    } else {
+        "/tmp"
+    }
 }
 
 fn os_user() -> String {
@@ -315,7 +326,12 @@ mod tests {
     use super::*;
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| (*value).to_owned())
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        }
     }
 
     #[test]
@@ -347,7 +363,12 @@ mod tests {
     fn libpq_variables_fill_the_gaps() {
         let settings = ConnectionSettings::resolve_with(
             None,
-            env_of(&[("PGHOST", "127.0.0.1"), ("PGPORT", "5433"), ("PGUSER", "ops"), ("PGPASSWORD", "pw")]),
+            env_of(&[
+                ("PGHOST", "127.0.0.1"),
+                ("PGPORT", "5433"),
+                ("PGUSER", "ops"),
+                ("PGPASSWORD", "pw"),
+            ]),
         )
         .expect("valid");
         assert_eq!(settings.describe(), "ops@127.0.0.1:5433/ops");

@@ -18,7 +18,9 @@ pub enum StoreError {
     SchemaNotReady(String),
     #[error("configuration invalid: {0}")]
     Config(String),
-    #[error("transient conflict: {what} still failed after {attempts} attempts (serialization failures)")]
+    #[error(
+        "transient conflict: {what} still failed after {attempts} attempts (serialization failures)"
+    )]
     RetriesExhausted { what: &'static str, attempts: u32 },
     #[error("fence rejected: {0}")]
     FenceRejected(String),
@@ -105,7 +107,9 @@ pub(crate) fn is_serialization_failure(error: &tokio_postgres::Error) -> bool {
 }
 
 pub(crate) fn is_fence_lost(error: &tokio_postgres::Error) -> bool {
-    error.code().is_some_and(|code| code.code() == FENCE_LOST_SQLSTATE)
+    error
+        .code()
+        .is_some_and(|code| code.code() == FENCE_LOST_SQLSTATE)
 }
 
 /// The driver's message with its causes ("error connecting to server: Connection refused").

@@ -54,8 +54,12 @@ pub fn latest_version() -> i64 {
 }
 
 /// The four group roles of DESIGN.md section 3.
-pub const ROLES: [&str; 4] =
-    ["qlsched_admin", "qlsched_runtime", "qlsched_observer", "qlsched_worker_ingress"];
+pub const ROLES: [&str; 4] = [
+    "qlsched_admin",
+    "qlsched_runtime",
+    "qlsched_observer",
+    "qlsched_worker_ingress",
+];
 
 /// The exact table privileges each role must hold (DESIGN.md section 3); anything more or less is
 /// reported by `migrate verify`.
@@ -63,8 +67,16 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_admin", "projects", &["INSERT", "SELECT", "UPDATE"]),
     ("qlsched_admin", "tasks", &["INSERT", "SELECT", "UPDATE"]),
     ("qlsched_admin", "triggers", &["INSERT", "SELECT", "UPDATE"]),
-    ("qlsched_admin", "execution_revisions", &["INSERT", "SELECT"]),
-    ("qlsched_admin", "trigger_schedules", &["DELETE", "INSERT", "SELECT", "UPDATE"]),
+    (
+        "qlsched_admin",
+        "execution_revisions",
+        &["INSERT", "SELECT"],
+    ),
+    (
+        "qlsched_admin",
+        "trigger_schedules",
+        &["DELETE", "INSERT", "SELECT", "UPDATE"],
+    ),
     ("qlsched_admin", "runs", &["SELECT"]),
     ("qlsched_admin", "attempts", &["SELECT"]),
     ("qlsched_admin", "run_events", &["SELECT"]),
@@ -76,7 +88,11 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_runtime", "triggers", &["SELECT"]),
     ("qlsched_runtime", "execution_revisions", &["SELECT"]),
     ("qlsched_runtime", "schema_migrations", &["SELECT"]),
-    ("qlsched_runtime", "trigger_schedules", &["SELECT", "UPDATE"]),
+    (
+        "qlsched_runtime",
+        "trigger_schedules",
+        &["SELECT", "UPDATE"],
+    ),
     ("qlsched_runtime", "runs", &["INSERT", "SELECT"]),
     ("qlsched_runtime", "attempts", &["INSERT", "SELECT"]),
     ("qlsched_runtime", "run_events", &["INSERT", "SELECT"]),
@@ -130,7 +146,8 @@ const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
 )";
 
 // Is the ledger there at all? (A missing one means "never migrated", not an error.)
-const LEDGER_EXISTS: &str = "SELECT to_regclass(format('%I.schema_migrations', $1::text)) IS NOT NULL";
+const LEDGER_EXISTS: &str =
+    "SELECT to_regclass(format('%I.schema_migrations', $1::text)) IS NOT NULL";
 
 // The applied migrations, in order.
 const READ_LEDGER: &str = "SELECT version, name, checksum, applied_at_ms, execution_ms
@@ -142,19 +159,31 @@ const RECORD_MIGRATION: &str = "INSERT INTO schema_migrations
 
 /// Applies every pending migration. Safe to run concurrently: the advisory lock makes the second
 /// migrator wait and then find nothing to do.
-pub async fn migrate_up(client: &mut Client, schema: &SchemaName) -> Result<MigrateReport, StoreError> {
+pub async fn migrate_up(
+    client: &mut Client,
+    schema: &SchemaName,
+) -> Result<MigrateReport, StoreError> {
     client
-        .execute("SELECT pg_advisory_lock(hashtext($1), hashtext($2))", &[&LOCK_NAMESPACE, &schema.as_str()])
+        .execute(
+            "SELECT pg_advisory_lock(hashtext($1), hashtext($2))",
+            &[&LOCK_NAMESPACE, &schema.as_str()],
+        )
         .await?;
     let result = apply_pending(client, schema).await;
     // Unlock even after a failure; a closed connection releases the lock by itself.
     let _ = client
-        .execute("SELECT pg_advisory_unlock(hashtext($1), hashtext($2))", &[&LOCK_NAMESPACE, &schema.as_str()])
+        .execute(
+            "SELECT pg_advisory_unlock(hashtext($1), hashtext($2))",
+            &[&LOCK_NAMESPACE, &schema.as_str()],
+        )
         .await;
     result
 }
 
-async fn apply_pending(client: &mut Client, schema: &SchemaName) -> Result<MigrateReport, StoreError> {
+async fn apply_pending(
+    client: &mut Client,
+    schema: &SchemaName,
+) -> Result<MigrateReport, StoreError> {
     client
         .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted()))
         .await?;
@@ -162,25 +191,37 @@ async fn apply_pending(client: &mut Client, schema: &SchemaName) -> Result<Migra
     let ledger = read_ledger(client).await?;
     refuse_divergence(&ledger)?;
     let mut applied = Vec::new();
-    for migration in MIGRATIONS.iter().filter(|m| !ledger.contains_key(&m.version)) {
+    for migration in MIGRATIONS
+        .iter()
+        .filter(|m| !ledger.contains_key(&m.version))
+    {
         let started = Instant::now();
         let transaction = client.transaction().await?;
-        transaction.batch_execute(migration.sql).await.map_err(|error| {
-            let cause = StoreError::from_db(error);
-            match cause {
-                StoreError::Database(db) => StoreError::SchemaNotReady(format!(
-                    "migration {} failed: {}",
-                    migration.file_name(),
-                    db.as_db_error().map_or_else(|| db.to_string(), |e| e.message().to_owned())
-                )),
-                other => other,
-            }
-        })?;
+        transaction
+            .batch_execute(migration.sql)
+            .await
+            .map_err(|error| {
+                let cause = StoreError::from_db(error);
+                match cause {
+                    StoreError::Database(db) => StoreError::SchemaNotReady(format!(
+                        "migration {} failed: {}",
+                        migration.file_name(),
+                        db.as_db_error()
+                            .map_or_else(|| db.to_string(), |e| e.message().to_owned())
+                    )),
+                    other => other,
+                }
+            })?;
         let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
         transaction
             .execute(
                 RECORD_MIGRATION,
-                &[&migration.version, &migration.name, &migration.checksum(), &execution_ms],
+                &[
+                    &migration.version,
+                    &migration.name,
+                    &migration.checksum(),
+                    &execution_ms,
+                ],
             )
             .await?;
         transaction.commit().await?;
@@ -193,7 +234,11 @@ async fn apply_pending(client: &mut Client, schema: &SchemaName) -> Result<Migra
             execution_ms: Some(execution_ms),
         });
     }
-    Ok(MigrateReport { schema: schema.to_string(), applied, version: latest_version() })
+    Ok(MigrateReport {
+        schema: schema.to_string(),
+        applied,
+        version: latest_version(),
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -225,7 +270,11 @@ async fn read_ledger(client: &Client) -> Result<BTreeMap<i64, LedgerRow>, StoreE
 /// Refuses a ledger that disagrees with this binary: a changed file or an unknown version.
 fn refuse_divergence(ledger: &BTreeMap<i64, LedgerRow>) -> Result<(), StoreError> {
     let problems = divergence(ledger);
-    if problems.is_empty() { Ok(()) } else { Err(StoreError::SchemaNotReady(problems.join("; "))) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(StoreError::SchemaNotReady(problems.join("; ")))
+    }
 }
 
 fn divergence(ledger: &BTreeMap<i64, LedgerRow>) -> Vec<String> {
@@ -251,8 +300,15 @@ fn divergence(ledger: &BTreeMap<i64, LedgerRow>) -> Vec<String> {
 }
 
 /// `migrate status`: every known and every applied migration.
-pub async fn status(client: &Client, schema: &SchemaName) -> Result<Vec<MigrationStatus>, StoreError> {
-    let ledger = if ledger_exists(client, schema).await? { read_ledger(client).await? } else { BTreeMap::new() };
+pub async fn status(
+    client: &Client,
+    schema: &SchemaName,
+) -> Result<Vec<MigrationStatus>, StoreError> {
+    let ledger = if ledger_exists(client, schema).await? {
+        read_ledger(client).await?
+    } else {
+        BTreeMap::new()
+    };
     let mut out: Vec<MigrationStatus> = MIGRATIONS
         .iter()
         .map(|m| {
@@ -271,7 +327,10 @@ pub async fn status(client: &Client, schema: &SchemaName) -> Result<Vec<Migratio
             }
         })
         .collect();
-    for (version, row) in ledger.iter().filter(|(v, _)| !MIGRATIONS.iter().any(|m| m.version == **v)) {
+    for (version, row) in ledger
+        .iter()
+        .filter(|(v, _)| !MIGRATIONS.iter().any(|m| m.version == **v))
+    {
         out.push(MigrationStatus {
             version: *version,
             name: row.name.clone(),
@@ -285,7 +344,10 @@ pub async fn status(client: &Client, schema: &SchemaName) -> Result<Vec<Migratio
 }
 
 async fn ledger_exists(client: &Client, schema: &SchemaName) -> Result<bool, StoreError> {
-    Ok(client.query_one(LEDGER_EXISTS, &[&schema.as_str()]).await?.get(0))
+    Ok(client
+        .query_one(LEDGER_EXISTS, &[&schema.as_str()])
+        .await?
+        .get(0))
 }
 
 /// Schema readiness, checked by `run` before it claims anything: the capability (every migration
@@ -298,15 +360,22 @@ pub async fn check_ready(client: &Client, schema: &SchemaName) -> Result<(), Sto
     }
     let ledger = read_ledger(client).await?;
     let mut problems = divergence(&ledger);
-    let pending: Vec<String> =
-        MIGRATIONS.iter().filter(|m| !ledger.contains_key(&m.version)).map(Migration::file_name).collect();
+    let pending: Vec<String> = MIGRATIONS
+        .iter()
+        .filter(|m| !ledger.contains_key(&m.version))
+        .map(Migration::file_name)
+        .collect();
     if !pending.is_empty() {
         problems.push(format!(
             "schema {schema} is behind this binary: {} pending (run `qlsched migrate`)",
             pending.join(", ")
         ));
     }
-    if problems.is_empty() { Ok(()) } else { Err(StoreError::SchemaNotReady(problems.join("; "))) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(StoreError::SchemaNotReady(problems.join("; ")))
+    }
 }
 
 /// One difference between the live database and what DESIGN.md section 3 prescribes.
@@ -333,7 +402,10 @@ const LIVE_ROLES: &str = "SELECT role_name, r.oid IS NOT NULL, coalesce(r.rolcan
     LEFT JOIN pg_roles r ON r.rolname = role_name";
 
 /// `migrate verify`: checksums and the exact grant matrix. An empty result means all is well.
-pub async fn verify(client: &Client, schema: &SchemaName) -> Result<Vec<VerifyFinding>, StoreError> {
+pub async fn verify(
+    client: &Client,
+    schema: &SchemaName,
+) -> Result<Vec<VerifyFinding>, StoreError> {
     if !ledger_exists(client, schema).await? {
         return Ok(vec![VerifyFinding {
             kind: "pending",
@@ -344,26 +416,44 @@ pub async fn verify(client: &Client, schema: &SchemaName) -> Result<Vec<VerifyFi
     let mut findings: Vec<VerifyFinding> = divergence(&ledger)
         .into_iter()
         .map(|message| VerifyFinding {
-            kind: if message.contains("checksum") { "checksum" } else { "unknown_migration" },
+            kind: if message.contains("checksum") {
+                "checksum"
+            } else {
+                "unknown_migration"
+            },
             message,
         })
         .collect();
-    for m in MIGRATIONS.iter().filter(|m| !ledger.contains_key(&m.version)) {
-        findings.push(VerifyFinding { kind: "pending", message: format!("{} is not applied", m.file_name()) });
+    for m in MIGRATIONS
+        .iter()
+        .filter(|m| !ledger.contains_key(&m.version))
+    {
+        findings.push(VerifyFinding {
+            kind: "pending",
+            message: format!("{} is not applied", m.file_name()),
+        });
     }
 
     let roles: Vec<String> = ROLES.iter().map(|r| (*r).to_owned()).collect();
-    for row in client.query(LIVE_ROLES, &[&schema.as_str(), &roles]).await? {
+    for row in client
+        .query(LIVE_ROLES, &[&schema.as_str(), &roles])
+        .await?
+    {
         let (role, exists, can_login, usage): (String, bool, bool, bool) =
             (row.get(0), row.get(1), row.get(2), row.get(3));
         if !exists {
-            findings.push(VerifyFinding { kind: "role", message: format!("role {role} does not exist") });
+            findings.push(VerifyFinding {
+                kind: "role",
+                message: format!("role {role} does not exist"),
+            });
             continue;
         }
         if can_login {
             findings.push(VerifyFinding {
                 kind: "role",
-                message: format!("role {role} can log in; it must be a NOLOGIN group role granted to login users"),
+                message: format!(
+                    "role {role} can log in; it must be a NOLOGIN group role granted to login users"
+                ),
             });
         }
         let should_use = SCHEMA_USERS.contains(&role.as_str());
@@ -382,7 +472,9 @@ pub async fn verify(client: &Client, schema: &SchemaName) -> Result<Vec<VerifyFi
     let expected: BTreeSet<(String, String, String)> = GRANTS
         .iter()
         .flat_map(|(role, table, privileges)| {
-            privileges.iter().map(move |p| ((*role).to_owned(), (*table).to_owned(), (*p).to_owned()))
+            privileges
+                .iter()
+                .map(move |p| ((*role).to_owned(), (*table).to_owned(), (*p).to_owned()))
         })
         .collect();
     let live: BTreeSet<(String, String, String)> = client
@@ -419,14 +511,27 @@ mod tests {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .expect("migrations folder")
-            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .filter(|name| name.ends_with(".sql"))
             .collect();
         files.sort();
         let embedded: Vec<String> = MIGRATIONS.iter().map(Migration::file_name).collect();
-        assert_eq!(files, embedded, "every file in migrations/ must be listed in MIGRATIONS");
+        assert_eq!(
+            files, embedded,
+            "every file in migrations/ must be listed in MIGRATIONS"
+        );
         for pair in MIGRATIONS.windows(2) {
-            assert_eq!(pair[1].version, pair[0].version + 1, "versions are consecutive");
+            assert_eq!(
+                pair[1].version,
+                pair[0].version + 1,
+                "versions are consecutive"
+            );
         }
     }
 }

@@ -5,9 +5,11 @@ pub mod admit;
 pub mod claim;
 pub mod connect;
 mod error;
+pub mod invariants;
 pub mod migrate;
 pub mod publish;
 pub mod recovery;
+pub mod scratch;
 
 pub use admit::{Admission, AdmissionOutcome, AdmitStats, RunIdentity};
 pub use claim::{ClaimedRow, ReleaseRequest, TriggerDefinition};
@@ -34,7 +36,10 @@ impl Store {
         size: usize,
     ) -> Result<Self, StoreError> {
         let pool = settings.pool(schema, application_name, size).await?;
-        Ok(Store { pool, schema: schema.clone() })
+        Ok(Store {
+            pool,
+            schema: schema.clone(),
+        })
     }
 
     pub fn schema(&self) -> &SchemaName {

@@ -35,7 +35,10 @@ pub struct PublishReport {
 
 impl PublishReport {
     pub fn count(&self, change: &str) -> usize {
-        self.items.iter().filter(|item| item.change == change).count()
+        self.items
+            .iter()
+            .filter(|item| item.change == change)
+            .count()
     }
 }
 
@@ -45,10 +48,10 @@ const LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('qlsched.publish'))";
 const READ_PROJECTS: &str = "SELECT project_id, status FROM projects WHERE project_id = ANY($1)";
 const READ_TASKS: &str =
     "SELECT project_id, task_id, revision, content_digest FROM tasks WHERE project_id = ANY($1)";
-const READ_TRIGGERS: &str =
-    "SELECT project_id, trigger_id, revision, content_digest FROM triggers WHERE project_id = ANY($1)";
+const READ_TRIGGERS: &str = "SELECT project_id, trigger_id, revision, content_digest FROM triggers WHERE project_id = ANY($1)";
 
-const UPSERT_PROJECTS: &str = "INSERT INTO projects (project_id, status, created_at_ms, updated_at_ms)
+const UPSERT_PROJECTS: &str =
+    "INSERT INTO projects (project_id, status, created_at_ms, updated_at_ms)
     SELECT id, status, now_ms(), now_ms() FROM unnest($1::text[], $2::text[]) AS x(id, status)
     ON CONFLICT (project_id) DO UPDATE SET status = excluded.status, updated_at_ms = now_ms()";
 
@@ -129,7 +132,12 @@ pub async fn publish(
                 Some(status) if status != p.status.as_str() => "changed",
                 Some(_) => "unchanged",
             };
-            items.push(PublishedItem { kind: "project", name: p.id.clone(), change, revision: None });
+            items.push(PublishedItem {
+                kind: "project",
+                name: p.id.clone(),
+                change,
+                revision: None,
+            });
             change != "unchanged"
         })
         .collect();
@@ -138,7 +146,10 @@ pub async fn publish(
             UPSERT_PROJECTS,
             &[
                 &projects.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
-                &projects.iter().map(|p| p.status.as_str().to_owned()).collect::<Vec<_>>(),
+                &projects
+                    .iter()
+                    .map(|p| p.status.as_str().to_owned())
+                    .collect::<Vec<_>>(),
             ],
         )
         .await?;
@@ -160,7 +171,12 @@ pub async fn publish(
                 changed_tasks.push((project, task));
             }
             tasks.push((project, task, Uuid::now_v7()));
-            items.push(PublishedItem { kind: "task", name: join(&key), change, revision: None });
+            items.push(PublishedItem {
+                kind: "task",
+                name: join(&key),
+                change,
+                revision: None,
+            });
         }
     }
     transaction
@@ -168,8 +184,14 @@ pub async fn publish(
             INSERT_EXECUTION_REVISIONS,
             &[
                 &tasks.iter().map(|(_, _, id)| *id).collect::<Vec<_>>(),
-                &tasks.iter().map(|(p, _, _)| p.id.clone()).collect::<Vec<_>>(),
-                &tasks.iter().map(|(_, t, _)| t.execution.clone()).collect::<Vec<_>>(),
+                &tasks
+                    .iter()
+                    .map(|(p, _, _)| p.id.clone())
+                    .collect::<Vec<_>>(),
+                &tasks
+                    .iter()
+                    .map(|(_, t, _)| t.execution.clone())
+                    .collect::<Vec<_>>(),
             ],
         )
         .await?;
@@ -177,9 +199,18 @@ pub async fn publish(
         .query(
             UPSERT_TASKS,
             &[
-                &tasks.iter().map(|(p, _, _)| p.id.clone()).collect::<Vec<_>>(),
-                &tasks.iter().map(|(_, t, _)| t.id.clone()).collect::<Vec<_>>(),
-                &tasks.iter().map(|(_, t, _)| t.content_digest.clone()).collect::<Vec<_>>(),
+                &tasks
+                    .iter()
+                    .map(|(p, _, _)| p.id.clone())
+                    .collect::<Vec<_>>(),
+                &tasks
+                    .iter()
+                    .map(|(_, t, _)| t.id.clone())
+                    .collect::<Vec<_>>(),
+                &tasks
+                    .iter()
+                    .map(|(_, t, _)| t.content_digest.clone())
+                    .collect::<Vec<_>>(),
                 &tasks.iter().map(|(_, _, id)| *id).collect::<Vec<_>>(),
             ],
         )
@@ -189,8 +220,14 @@ pub async fn publish(
         .execute(
             VOID_CLAIMS_OF_TASKS,
             &[
-                &changed_tasks.iter().map(|(p, _)| p.id.clone()).collect::<Vec<_>>(),
-                &changed_tasks.iter().map(|(_, t)| t.id.clone()).collect::<Vec<_>>(),
+                &changed_tasks
+                    .iter()
+                    .map(|(p, _)| p.id.clone())
+                    .collect::<Vec<_>>(),
+                &changed_tasks
+                    .iter()
+                    .map(|(_, t)| t.id.clone())
+                    .collect::<Vec<_>>(),
             ],
         )
         .await?;
@@ -208,22 +245,34 @@ pub async fn publish(
                 }
             };
             triggers.push((project, trigger));
-            items.push(PublishedItem { kind: "trigger", name: join(&key), change, revision: None });
+            items.push(PublishedItem {
+                kind: "trigger",
+                name: join(&key),
+                change,
+                revision: None,
+            });
         }
     }
-    let column = |f: &dyn Fn(&TriggerDef) -> String| triggers.iter().map(|(_, t)| f(t)).collect::<Vec<_>>();
+    let column =
+        |f: &dyn Fn(&TriggerDef) -> String| triggers.iter().map(|(_, t)| f(t)).collect::<Vec<_>>();
     let trigger_revisions = transaction
         .query(
             UPSERT_TRIGGERS,
             &[
-                &triggers.iter().map(|(p, _)| p.id.clone()).collect::<Vec<_>>(),
+                &triggers
+                    .iter()
+                    .map(|(p, _)| p.id.clone())
+                    .collect::<Vec<_>>(),
                 &column(&|t| t.id.clone()),
                 &column(&|t| t.task.clone()),
                 &triggers.iter().map(|(_, t)| t.enabled).collect::<Vec<_>>(),
                 &column(&|t| t.cron_expr.clone()),
                 &column(&|t| t.time_zone.clone()),
                 &column(&|t| t.misfire.as_str().to_owned()),
-                &triggers.iter().map(|(_, t)| t.misfire_grace_ms).collect::<Vec<_>>(),
+                &triggers
+                    .iter()
+                    .map(|(_, t)| t.misfire_grace_ms)
+                    .collect::<Vec<_>>(),
                 &column(&|t| t.content_digest.clone()),
             ],
         )
@@ -233,9 +282,18 @@ pub async fn publish(
         .execute(
             UPSERT_SCHEDULES,
             &[
-                &trigger_revisions.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>(),
-                &trigger_revisions.iter().map(|r| r.get::<_, String>(1)).collect::<Vec<_>>(),
-                &trigger_revisions.iter().map(|r| r.get::<_, i64>(2)).collect::<Vec<_>>(),
+                &trigger_revisions
+                    .iter()
+                    .map(|r| r.get::<_, String>(0))
+                    .collect::<Vec<_>>(),
+                &trigger_revisions
+                    .iter()
+                    .map(|r| r.get::<_, String>(1))
+                    .collect::<Vec<_>>(),
+                &trigger_revisions
+                    .iter()
+                    .map(|r| r.get::<_, i64>(2))
+                    .collect::<Vec<_>>(),
             ],
         )
         .await?;
@@ -267,7 +325,9 @@ impl Stored {
             .map(|row| (row.get(0), row.get(1)))
             .collect();
         let keyed = |rows: Vec<tokio_postgres::Row>| {
-            rows.iter().map(|row| ((row.get(0), row.get(1)), (row.get(2), row.get(3)))).collect()
+            rows.iter()
+                .map(|row| ((row.get(0), row.get(1)), (row.get(2), row.get(3))))
+                .collect()
         };
         Ok(Stored {
             projects,
@@ -282,14 +342,29 @@ fn join((project, item): &(String, String)) -> String {
 }
 
 fn unchanged(kind: &'static str, key: &(String, String), revision: i64) -> PublishedItem {
-    PublishedItem { kind, name: join(key), change: "unchanged", revision: Some(revision) }
+    PublishedItem {
+        kind,
+        name: join(key),
+        change: "unchanged",
+        revision: Some(revision),
+    }
 }
 
 /// Copies the revisions a RETURNING clause reported into the matching report items.
 fn fill_revisions(items: &mut [PublishedItem], kind: &str, rows: &[tokio_postgres::Row]) {
-    let revisions: HashMap<String, i64> =
-        rows.iter().map(|row| (format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1)), row.get(2))).collect();
-    for item in items.iter_mut().filter(|item| item.kind == kind && item.revision.is_none()) {
+    let revisions: HashMap<String, i64> = rows
+        .iter()
+        .map(|row| {
+            (
+                format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1)),
+                row.get(2),
+            )
+        })
+        .collect();
+    for item in items
+        .iter_mut()
+        .filter(|item| item.kind == kind && item.revision.is_none())
+    {
         item.revision = revisions.get(&item.name).copied();
     }
 }

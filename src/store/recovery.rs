@@ -70,12 +70,18 @@ const CLASSIFIED: &str = "WITH source AS (
 const COUNTS: &str = "SELECT count(*) FILTER (WHERE cardinality(drift) = 0),
     count(*) FILTER (WHERE cardinality(drift) > 0) FROM classified";
 
-const DRIFTED: &str = "SELECT run_id, project_id, trigger_id, status, attempt_id, attempt_no, state, drift
+const DRIFTED: &str =
+    "SELECT run_id, project_id, trigger_id, status, attempt_id, attempt_no, state, drift
     FROM classified WHERE cardinality(drift) > 0 ORDER BY run_id LIMIT $1";
 
 /// Classifies the recovery source; lists at most `limit` candidates.
-pub async fn recovery_report(client: &impl GenericClient, limit: i64) -> Result<RecoveryReport, StoreError> {
-    let counts = client.query_one(&format!("{CLASSIFIED} {COUNTS}"), &[]).await?;
+pub async fn recovery_report(
+    client: &impl GenericClient,
+    limit: i64,
+) -> Result<RecoveryReport, StoreError> {
+    let counts = client
+        .query_one(&format!("{CLASSIFIED} {COUNTS}"), &[])
+        .await?;
     let candidates = client
         .query(&format!("{CLASSIFIED} {DRIFTED}"), &[&limit])
         .await?
@@ -91,5 +97,9 @@ pub async fn recovery_report(client: &impl GenericClient, limit: i64) -> Result<
             drift: row.get(7),
         })
         .collect();
-    Ok(RecoveryReport { pristine: counts.get(0), drifted: counts.get(1), candidates })
+    Ok(RecoveryReport {
+        pristine: counts.get(0),
+        drifted: counts.get(1),
+        candidates,
+    })
 }

@@ -1,0 +1,57 @@
+//! Every error a subcommand can end with, and the one exit status each maps to (DESIGN.md
+//! section 5). `main` prints `qlsched: <message>` on stderr and exits with [`CliError::exit_code`].
+
+use crate::core::CoreError;
+use crate::core::manifest::ManifestError;
+use crate::store::StoreError;
+
+/// The documented exit statuses, named.
+pub mod exit {
+    pub const SUCCESS: u8 = 0;
+    pub const UNEXPECTED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const FENCE_REJECTED: u8 = 3;
+    pub const NOT_FOUND: u8 = 4;
+    pub const NOTHING_ELIGIBLE: u8 = 5;
+    pub const DATA: u8 = 65;
+    pub const UNAVAILABLE: u8 = 69;
+    pub const TEMPFAIL: u8 = 75;
+    pub const NO_PERMISSION: u8 = 77;
+    pub const CONFIG: u8 = 78;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    #[error("bad manifest: {0}")]
+    Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A check that found problems (`migrate verify`, `inspect invariants`): already reported on
+    /// stdout, the message is the one-line summary.
+    #[error("{message}")]
+    Findings { message: String, code: u8 },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => exit::USAGE,
+            CliError::Core(error) => error.exit_code(),
+            CliError::Manifest(_) => exit::DATA,
+            CliError::Store(error) => error.exit_code(),
+            CliError::Findings { code, .. } => *code,
+            CliError::Io(_) => exit::UNEXPECTED,
+        }
+    }
+
+    /// Standard output went away (`qlsched inspect | head`): not an error, exit quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, CliError::Io(error) if error.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}

@@ -1,0 +1,108 @@
+//! `qlsched generate` (hidden): shell completions and man pages from the clap definitions, as
+//! clap_mangen advises (from the binary, not build.rs). The checked-in `completions/` and `man/`
+//! are its output; a test fails when they are stale.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use clap_complete::Shell;
+
+use super::CliError;
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Folder to write `completions/` and `man/` into.
+    #[arg(long, default_value = ".")]
+    pub out_dir: PathBuf,
+}
+
+pub fn run(args: GenerateArgs) -> Result<(), CliError> {
+    write_all(&args.out_dir)?;
+    eprintln!("wrote {0}/completions and {0}/man", args.out_dir.display());
+    Ok(())
+}
+
+/// Writes every completion script and man page under `out_dir`.
+pub fn write_all(out_dir: &Path) -> Result<(), CliError> {
+    let completions = out_dir.join("completions");
+    std::fs::create_dir_all(&completions)?;
+    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+        clap_complete::generate_to(shell, &mut super::command(), "qlsched", &completions)?;
+    }
+    let man = out_dir.join("man");
+    std::fs::create_dir_all(&man)?;
+    let root = super::command();
+    write_page(&man, &root, "qlsched", true)?;
+    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("qlsched-{}", sub.get_name());
+        write_page(
+            &man,
+            &sub.clone()
+                .name(name.clone())
+                .bin_name(format!("qlsched {}", sub.get_name())),
+            &name,
+            false,
+        )?;
+    }
+    Ok(())
+}
+
+fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Result<(), CliError> {
+    let page = clap_mangen::Man::new(command.clone())
+        .title(name.to_uppercase())
+        .section("1")
+        .manual("qlsched manual");
+    let mut out: Vec<u8> = Vec::new();
+    page.render_title(&mut out)?;
+    page.render_name_section(&mut out)?;
+    page.render_synopsis_section(&mut out)?;
+    page.render_description_section(&mut out)?;
+    if command.get_arguments().any(|a| !a.is_hide_set()) {
+        page.render_options_section(&mut out)?;
+    }
+    if command.get_subcommands().any(|s| !s.is_hide_set()) {
+        page.render_subcommands_section(&mut out)?;
+    }
+    let short = name.strip_prefix("qlsched-").unwrap_or(name);
+    if let Some(json) = super::manual::json_section(short) {
+        section(&mut out, "JSON OUTPUT", json)?;
+    }
+    section(&mut out, "EXIT STATUS", super::manual::EXIT_STATUS)?;
+    section(&mut out, "ENVIRONMENT", super::manual::ENVIRONMENT)?;
+    section(
+        &mut out,
+        "EXAMPLES",
+        super::manual::examples(if root { "qlsched" } else { short }),
+    )?;
+    if root {
+        section(&mut out, "SEE ALSO", super::manual::SEE_ALSO)?;
+    }
+    std::fs::write(dir.join(format!("{name}.1")), out)?;
+    Ok(())
+}
+
+/// A section of plain paragraphs; a line starting with two spaces is kept as a literal line.
+fn section(out: &mut Vec<u8>, title: &str, body: &str) -> std::io::Result<()> {
+    writeln!(out, ".SH \"{title}\"")?;
+    for paragraph in body.trim().split("\n\n") {
+        writeln!(out, ".PP")?;
+        for line in paragraph.lines() {
+            if let Some(literal) = line.strip_prefix("  ") {
+                writeln!(out, ".br\n{}", roff_escape(literal))?;
+            } else {
+                writeln!(out, "{}", roff_escape(line))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn roff_escape(line: &str) -> String {
+    let escaped = line.replace('\\', "\\\\").replace('-', "\\-");
+    if escaped.starts_with('.') || escaped.starts_with('\'') {
+        format!("\\&{escaped}")
+    } else {
+        escaped
+    }
+}

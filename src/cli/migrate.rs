@@ -1,0 +1,117 @@
+//! `qlsched migrate [up|status|verify]`.
+
+use clap::{Args, Subcommand};
+
+use super::error::exit;
+use super::output::{emit, opt, table};
+use super::{CliError, Global};
+use crate::store::migrate::{self, MigrateReport, MigrationStatus, VerifyFinding};
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[command(subcommand)]
+    pub action: Option<MigrateAction>,
+}
+
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum MigrateAction {
+    /// Apply every pending migration (the default). Safe to run from several places at once.
+    Up,
+    /// List the migrations this binary carries and what the database has applied.
+    Status,
+    /// Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference.
+    Verify,
+}
+
+pub async fn run(args: MigrateArgs, global: &Global) -> Result<(), CliError> {
+    let settings = global.connection.settings()?;
+    let schema = &global.connection.schema;
+    let mut client = settings.connect(schema, "qlsched migrate").await?;
+    match args.action.unwrap_or(MigrateAction::Up) {
+        MigrateAction::Up => {
+            let report = migrate::migrate_up(&mut client, schema).await?;
+            emit(global.format, &report, render_up)
+        }
+        MigrateAction::Status => {
+            let status = migrate::status(&client, schema).await?;
+            emit(global.format, &status, |rows| render_status(rows))
+        }
+        MigrateAction::Verify => {
+            let findings = migrate::verify(&client, schema).await?;
+            let report = VerifyReport {
+                schema: schema.to_string(),
+                ok: findings.is_empty(),
+                findings,
+            };
+            emit(global.format, &report, render_verify)?;
+            if report.ok {
+                Ok(())
+            } else {
+                Err(CliError::Findings {
+                    message: format!(
+                        "schema {schema}: {} difference(s) from the expected schema",
+                        report.findings.len()
+                    ),
+                    code: exit::CONFIG,
+                })
+            }
+        }
+    }
+}
+
+#[derive(Debug, serde::Serialize)]
+struct VerifyReport {
+    schema: String,
+    ok: bool,
+    findings: Vec<VerifyFinding>,
+}
+
+fn render_up(report: &MigrateReport) -> String {
+    if report.applied.is_empty() {
+        return format!(
+            "schema {} is up to date at version {}",
+            report.schema, report.version
+        );
+    }
+    let rows = report.applied.iter().map(|m| {
+        vec![
+            m.version.to_string(),
+            m.name.clone(),
+            format!("{} ms", opt(m.execution_ms)),
+        ]
+    });
+    format!(
+        "{}\nschema {} migrated to version {}",
+        table(&["version", "applied", "took"], rows),
+        report.schema,
+        report.version
+    )
+}
+
+fn render_status(rows: &[MigrationStatus]) -> String {
+    table(
+        &["version", "name", "state", "checksum", "applied at (ms)"],
+        rows.iter().map(|m| {
+            vec![
+                m.version.to_string(),
+                m.name.clone(),
+                m.state.to_owned(),
+                m.checksum.get(..12).unwrap_or_default().to_owned(),
+                opt(m.applied_at_ms),
+            ]
+        }),
+    )
+}
+
+fn render_verify(report: &VerifyReport) -> String {
+    if report.ok {
+        return format!("schema {}: checksums and grants match", report.schema);
+    }
+    table(
+        &["kind", "difference"],
+        report
+            .findings
+            .iter()
+            .map(|f| vec![f.kind.to_owned(), f.message.clone()]),
+    )
+}

@@ -1,0 +1,143 @@
+//! The command line: clap definitions, one module per subcommand, and the one place an outcome
+//! becomes an exit status. Subcommands translate between people and the core and store layers;
+//! none writes SQL of its own (DESIGN.md section 2).
+
+mod args;
+mod demo;
+mod error;
+mod generate;
+mod manual;
+mod migrate;
+mod output;
+mod publish;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+pub use args::{ColorChoice, ConfirmArgs, ConnectionArgs, OutputArgs, OutputFormat};
+pub use error::{CliError, exit};
+
+/// PostgreSQL row-lease cluster scheduler: exactly-once cron admission across leaderless
+/// replicas, and the operator's instrument for it.
+#[derive(Debug, Parser)]
+#[command(name = "qlsched", version, about, long_about = None, propagate_version = true)]
+#[command(after_long_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// When to use colour [NO_COLOR is honoured under auto].
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const AFTER_HELP: &str = "\
+Exit status: 0 success, 1 unexpected error, 2 usage error, 3 fence rejected, 4 not found,
+5 nothing eligible, 65 bad input data, 69 database unavailable, 75 transient conflict
+(retries exhausted), 77 permission denied, 78 schema not ready or configuration invalid.
+
+Logs go to stderr; set QLSCHED_LOG (e.g. debug, or qlsched=trace) to change their level.";
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create or upgrade the schema, show its migrations, or verify checksums and grants.
+    Migrate(migrate::MigrateArgs),
+    /// Publish projects, tasks and triggers from a JSON manifest.
+    Publish(publish::PublishArgs),
+    /// Run a scheduler replica until SIGINT or SIGTERM.
+    Run(run::RunArgs),
+    /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
+    Demo(demo::DemoArgs),
+    /// Write shell completions and man pages generated from these definitions.
+    #[command(hide = true)]
+    Generate(generate::GenerateArgs),
+}
+
+/// Parses the command line, runs the subcommand, and returns its exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.command, cli.color);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return report(&CliError::Io(error)),
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => report(&error),
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<(), CliError> {
+    let Cli {
+        connection,
+        output,
+        color,
+        command,
+    } = cli;
+    let global = Global {
+        connection,
+        format: output.format,
+        color: color.enabled(),
+    };
+    match command {
+        Command::Migrate(args) => migrate::run(args, &global).await,
+        Command::Publish(args) => publish::run(args, &global).await,
+        Command::Run(args) => run::run(args, &global).await,
+        Command::Demo(args) => demo::run(args, &global).await,
+        Command::Generate(args) => generate::run(args),
+    }
+}
+
+/// Options every subcommand sees.
+#[derive(Debug, Clone)]
+pub struct Global {
+    pub connection: ConnectionArgs,
+    pub format: OutputFormat,
+    pub color: bool,
+}
+
+fn report(error: &CliError) -> ExitCode {
+    if error.is_broken_pipe() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("qlsched: {}", one_line(&error.to_string()));
+    ExitCode::from(error.exit_code())
+}
+
+/// Error messages stay on one line, whatever the database or a cause put in them.
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless
+/// QLSCHED_LOG says otherwise.
+fn init_logging(command: &Command, color: ColorChoice) {
+    let default = match command {
+        Command::Run(_) | Command::Demo(_) => "info,tokio_postgres=warn",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("QLSCHED_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(color.enabled_for_stderr())
+        .with_target(false)
+        .try_init();
+}
+
+/// The clap command tree, for completions and man pages.
+pub fn command() -> clap::Command {
+    Cli::command()
+}

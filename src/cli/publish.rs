@@ -1,0 +1,82 @@
+//! `qlsched publish -f FILE|-`: validate a manifest, then publish it in one admin transaction.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::output::{emit, opt, table};
+use super::{CliError, Global};
+use crate::core::manifest::parse_manifest;
+use crate::store::publish::{PublishReport, publish};
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// The JSON manifest to publish, or `-` for standard input.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// Validate and diff against the database, report, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
+    let text = read_manifest(&args.file)?;
+    // Validated in full before any connection is opened: a bad manifest writes nothing.
+    let manifest = parse_manifest(&text)?;
+    let settings = global.connection.settings()?;
+    let mut client = settings
+        .connect(&global.connection.schema, "qlsched publish")
+        .await?;
+    let report = publish(&mut client, &manifest, args.dry_run).await?;
+    emit(global.format, &report, render)?;
+    if global.format == super::OutputFormat::Table {
+        eprintln!(
+            "{}{} created, {} changed, {} unchanged",
+            if report.dry_run {
+                "dry run, nothing written: "
+            } else {
+                ""
+            },
+            report.count("created"),
+            report.count("changed"),
+            report.count("unchanged")
+        );
+    }
+    Ok(())
+}
+
+fn read_manifest(file: &PathBuf) -> Result<String, CliError> {
+    let mut text = String::new();
+    let result = if file.as_os_str() == "-" {
+        std::io::stdin().read_to_string(&mut text).map(|_| ())
+    } else {
+        std::fs::read_to_string(file).map(|read| text = read)
+    };
+    result.map_err(|error| {
+        CliError::Usage(format!("cannot read manifest {}: {error}", file.display()))
+    })?;
+    Ok(text)
+}
+
+/// Created and changed definitions; unchanged ones are only counted (on stderr).
+fn render(report: &PublishReport) -> String {
+    let rows: Vec<Vec<String>> = report
+        .items
+        .iter()
+        .filter(|item| item.change != "unchanged")
+        .map(|item| {
+            vec![
+                item.kind.to_owned(),
+                item.name.clone(),
+                item.change.to_owned(),
+                opt(item.revision),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "nothing to publish: every definition is unchanged".to_owned();
+    }
+    table(&["kind", "name", "change", "revision"], rows)
+}

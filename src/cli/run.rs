@@ -1,0 +1,188 @@
+//! `qlsched run`: one scheduler replica (DESIGN.md section 4, Lifecycle). Configuration is
+//! checked before any connection is opened; then schema readiness, startup recovery, and the
+//! lifecycle until SIGINT or SIGTERM, which drains the round in flight and exits 0.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::args::duration_arg;
+use super::{CliError, Global};
+use crate::coordinator::Coordinator;
+use crate::core::CoordinatorConfig;
+use crate::core::duration::format_duration;
+use crate::lifecycle::{Lifecycle, RoundEvent};
+use crate::store::Store;
+use crate::store::migrate::check_ready;
+use crate::store::recovery::recovery_report;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub replica: ReplicaArgs,
+}
+
+/// A replica's configuration, shared with the demo and the bench.
+#[derive(Debug, Clone, Args)]
+pub struct ReplicaArgs {
+    /// Claim owner written into every lease [default: HOSTNAME:PID].
+    #[arg(long, env = "QLSCHED_OWNER")]
+    pub owner: Option<String>,
+
+    /// Claims per round (1..=256).
+    #[arg(long, default_value_t = crate::core::config::DEFAULT_BATCH)]
+    pub batch: u16,
+
+    /// Lease of each claim, in database time.
+    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    pub lease: Duration,
+
+    /// Time from the start of one round to the start of the next.
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub cadence: Duration,
+
+    /// How long a stop waits for the round in flight before releasing its claims.
+    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    pub drain_timeout: Duration,
+}
+
+impl ReplicaArgs {
+    /// The validated configuration (exit 78 when out of bounds), before any connection.
+    pub fn config(&self) -> Result<CoordinatorConfig, CliError> {
+        let config = CoordinatorConfig {
+            owner: self.owner.clone().unwrap_or_else(default_owner),
+            batch: self.batch,
+            lease: self.lease,
+            cadence: self.cadence,
+            drain_timeout: self.drain_timeout,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// `hostname:pid`: unique per live process, and readable in `inspect claims`.
+pub fn default_owner() -> String {
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    format!("{host}:{}", std::process::id())
+}
+
+pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
+    let config = args.replica.config()?;
+    let settings = global.connection.settings()?;
+    let schema = &global.connection.schema;
+    let store = Store::open(
+        &settings,
+        schema,
+        &format!("qlsched run {}", config.owner),
+        2,
+    )
+    .await?;
+    check_ready(&**store.client().await?, schema).await?;
+    let recovery = recovery_report(&**store.client().await?, 20).await?;
+    if recovery.drifted > 0 {
+        tracing::warn!(
+            pristine = recovery.pristine,
+            drifted = recovery.drifted,
+            "startup recovery found drifted runs; they are not re-admitted (see `qlsched inspect recovery`)"
+        );
+        for candidate in &recovery.candidates {
+            tracing::warn!(run = %candidate.run_id, trigger = %format!("{}/{}", candidate.project_id, candidate.trigger_id),
+                drift = %candidate.drift.join("; "), "recovery candidate");
+        }
+    } else {
+        tracing::info!(
+            pristine = recovery.pristine,
+            "startup recovery: every queued run is pristine"
+        );
+    }
+    tracing::info!(
+        owner = %config.owner, batch = config.batch, lease = %format_duration(config.lease),
+        cadence = %format_duration(config.cadence), database = %settings.describe(), %schema,
+        "replica started"
+    );
+
+    let coordinator = Arc::new(Coordinator::new(store, config));
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let lifecycle = Lifecycle::start(coordinator, Some(events));
+    let mut totals = Totals::default();
+    let mut summary = tokio::time::interval(Duration::from_secs(60));
+    summary.tick().await;
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            signal = &mut shutdown => {
+                tracing::info!(signal = signal?, "stopping: draining the round in flight");
+                break;
+            }
+            Some(event) = received.recv() => totals.add(&event),
+            _ = summary.tick() => totals.log_and_reset(),
+        }
+    }
+    let stop = lifecycle.stop().await;
+    totals.log_and_reset();
+    tracing::info!(
+        drained = stop.drained,
+        released = stop.released,
+        "replica stopped"
+    );
+    Ok(())
+}
+
+/// Admissions since the last summary line.
+#[derive(Default)]
+struct Totals {
+    rounds: u64,
+    failed: u64,
+    fired: u64,
+    skipped: u64,
+    initialized: u64,
+    fence_lost: u64,
+}
+
+impl Totals {
+    fn add(&mut self, event: &RoundEvent) {
+        self.rounds += 1;
+        match event {
+            RoundEvent::Finished { report, .. } => {
+                self.fired += report.fired as u64;
+                self.skipped += report.skipped as u64;
+                self.initialized += report.initialized as u64;
+                self.fence_lost += report.fence_lost as u64;
+                for run in &report.admitted {
+                    tracing::debug!(trigger = %format!("{}/{}", run.project_id, run.trigger_id),
+                        run = %run.run.run_id, key = %run.run.idempotency_key, "admitted");
+                }
+            }
+            RoundEvent::Failed { .. } => self.failed += 1,
+        }
+    }
+
+    fn log_and_reset(&mut self) {
+        if self.rounds > 0 {
+            tracing::info!(
+                rounds = self.rounds,
+                failed = self.failed,
+                admitted = self.fired,
+                skipped = self.skipped,
+                initialized = self.initialized,
+                fence_lost = self.fence_lost,
+                "summary"
+            );
+        }
+        *self = Totals::default();
+    }
+}
+
+/// Resolves with the name of the first SIGINT or SIGTERM.
+pub async fn shutdown_signal() -> Result<&'static str, CliError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(tokio::select! {
+        _ = interrupt.recv() => "SIGINT",
+        _ = terminate.recv() => "SIGTERM",
+    })
+}

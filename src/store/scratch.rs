@@ -1,0 +1,49 @@
+//! Whole databases, for the demo, the benchmark and the tests: each works in a database of its
+//! own that it creates from scratch and drops afterwards.
+
+use super::{ConnectionSettings, SchemaName, StoreError};
+
+/// A database name the scratch functions accept: the same plain identifiers as schema names, so
+/// it can be spliced into CREATE/DROP DATABASE (identifiers cannot be parameters).
+pub fn check_database_name(name: &str) -> Result<(), StoreError> {
+    name.parse::<SchemaName>()
+        .map(drop)
+        .map_err(|_| StoreError::Config(format!("invalid scratch database name {name:?}")))
+}
+
+/// Drops `name` if it exists (closing its sessions) and creates it empty, optionally from a
+/// template database.
+pub async fn recreate_database(
+    settings: &ConnectionSettings,
+    name: &str,
+    template: Option<&str>,
+) -> Result<(), StoreError> {
+    check_database_name(name)?;
+    let client = settings
+        .connect(&SchemaName::default(), "qlsched scratch")
+        .await?;
+    client
+        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .await?;
+    let create = match template {
+        Some(template) => {
+            check_database_name(template)?;
+            format!("CREATE DATABASE \"{name}\" TEMPLATE \"{template}\"")
+        }
+        None => format!("CREATE DATABASE \"{name}\""),
+    };
+    client.batch_execute(&create).await?;
+    Ok(())
+}
+
+/// Drops `name` if it exists, closing its sessions.
+pub async fn drop_database(settings: &ConnectionSettings, name: &str) -> Result<(), StoreError> {
+    check_database_name(name)?;
+    let client = settings
+        .connect(&SchemaName::default(), "qlsched scratch")
+        .await?;
+    client
+        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,256 @@
+//! Issue 2, point 1: migrations, the ledger, roles and their exact grants, readiness.
+
+use crate::util::{TestDb, code, qlsched, schema, stderr, stdout};
+use qlsched::store::migrate::{latest_version, migrate_up, verify};
+
+#[tokio::test]
+async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
+    let db = TestDb::empty().await;
+    let first = qlsched(Some(&db), &["migrate", "-o", "json"], None);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&first)).expect("json");
+    assert_eq!(report["applied"].as_array().map(Vec::len), Some(2));
+    assert_eq!(report["version"], latest_version());
+
+    let client = db.client().await;
+    assert!(verify(&client, &schema()).await.expect("verify").is_empty());
+    let roles: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_roles WHERE rolname IN ('qlsched_admin', 'qlsched_runtime', \
+             'qlsched_observer', 'qlsched_worker_ingress') AND NOT rolcanlogin",
+            &[],
+        )
+        .await
+        .expect("roles")
+        .get(0);
+    assert_eq!(roles, 4);
+
+    let second = qlsched(Some(&db), &["migrate", "-o", "json"], None);
+    assert_eq!(code(&second), 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&second)).expect("json");
+    assert_eq!(
+        report["applied"].as_array().map(Vec::len),
+        Some(0),
+        "a second migrate applies nothing"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM schema_migrations").await, 2);
+
+    let verify_ok = qlsched(Some(&db), &["migrate", "verify"], None);
+    assert_eq!(code(&verify_ok), 0, "{}", stdout(&verify_ok));
+}
+
+#[tokio::test]
+async fn two_migrators_started_at_once_both_succeed() {
+    let db = TestDb::empty().await;
+    let url = db.url();
+    let spawn = |url: String| {
+        std::thread::spawn(move || {
+            std::process::Command::new(crate::util::bin())
+                .args(["-D", &url, "migrate"])
+                .output()
+                .expect("run migrate")
+        })
+    };
+    let (a, b) = (spawn(url.clone()), spawn(url));
+    for output in [a.join().expect("a"), b.join().expect("b")] {
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+    }
+    assert_eq!(db.count("SELECT count(*) FROM schema_migrations").await, 2);
+    let mut client = db.client().await;
+    assert!(
+        migrate_up(&mut client, &schema())
+            .await
+            .expect("again")
+            .applied
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn verify_names_an_extra_grant_and_a_changed_checksum() {
+    let db = TestDb::new().await;
+    let client = db.client().await;
+    client
+        .batch_execute("GRANT INSERT ON trigger_schedules TO qlsched_runtime")
+        .await
+        .expect("grant");
+    let output = qlsched(Some(&db), &["migrate", "verify"], None);
+    assert_eq!(code(&output), 78);
+    assert!(
+        stdout(&output).contains("qlsched_runtime has INSERT on qlsched.trigger_schedules"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stderr(&output).starts_with("qlsched: "),
+        "{}",
+        stderr(&output)
+    );
+
+    client
+        .batch_execute("REVOKE INSERT ON trigger_schedules FROM qlsched_runtime")
+        .await
+        .expect("revoke");
+    client
+        .batch_execute("UPDATE schema_migrations SET checksum = repeat('0', 64) WHERE version = 1")
+        .await
+        .expect("tamper");
+    let output = qlsched(Some(&db), &["migrate", "verify", "-o", "json"], None);
+    assert_eq!(code(&output), 78);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("json");
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["findings"][0]["kind"], "checksum");
+    assert!(
+        report["findings"][0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("0001_schedule_admission.sql")
+    );
+}
+
+#[tokio::test]
+async fn run_refuses_a_schema_that_is_behind_ahead_or_changed() {
+    let empty = TestDb::empty().await;
+    let output = qlsched(Some(&empty), &["run"], None);
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("qlsched migrate"),
+        "{}",
+        stderr(&output)
+    );
+
+    let ahead = TestDb::new().await;
+    ahead
+        .client()
+        .await
+        .batch_execute(
+            "INSERT INTO schema_migrations VALUES (99, 'from_the_future', repeat('a', 64), 0, 0)",
+        )
+        .await
+        .expect("insert");
+    let output = qlsched(Some(&ahead), &["run"], None);
+    assert_eq!(code(&output), 78);
+    assert!(
+        stderr(&output).contains("migration 99 (from_the_future) is applied but unknown"),
+        "{}",
+        stderr(&output)
+    );
+
+    let changed = TestDb::new().await;
+    changed
+        .client()
+        .await
+        .batch_execute("UPDATE schema_migrations SET checksum = repeat('b', 64) WHERE version = 2")
+        .await
+        .expect("tamper");
+    let output = qlsched(Some(&changed), &["run"], None);
+    assert_eq!(code(&output), 78);
+    assert!(
+        stderr(&output)
+            .contains("0002_roles_and_grants.sql was applied with checksum bbbbbbbbbbbb"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A login user that is a member of `group`, dropped with the value.
+struct LoginRole {
+    name: String,
+}
+
+impl LoginRole {
+    async fn create(db: &TestDb, group: &str) -> LoginRole {
+        let name = format!(
+            "{}_login_{}",
+            group,
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        db.client()
+            .await
+            .batch_execute(&format!("CREATE ROLE {name} LOGIN IN ROLE {group}"))
+            .await
+            .expect("create role");
+        LoginRole { name }
+    }
+
+    async fn connect(&self, db: &TestDb) -> tokio_postgres::Client {
+        let url = format!("postgres://{}@127.0.0.1:5432/{}", self.name, db.name);
+        qlsched::store::ConnectionSettings::resolve(Some(&url))
+            .expect("url")
+            .connect(&schema(), "qlsched tests")
+            .await
+            .expect("connect as login role")
+    }
+
+    async fn drop(self, db: &TestDb) {
+        db.client()
+            .await
+            .batch_execute(&format!("DROP ROLE {}", self.name))
+            .await
+            .expect("drop role");
+    }
+}
+
+#[tokio::test]
+async fn runtime_cannot_insert_schedules_and_worker_ingress_cannot_read_anything() {
+    let db = TestDb::new().await;
+    db.publish(&crate::util::manifest(
+        serde_json::json!([{ "id": "tr", "task": "t", "cron": "* * * * *" }]),
+    ))
+    .await;
+
+    let runtime = LoginRole::create(&db, "qlsched_runtime").await;
+    let client = runtime.connect(&db).await;
+    let insert = client
+        .execute(
+            "INSERT INTO trigger_schedules (project_id, trigger_id, trigger_revision, updated_at_ms) \
+             VALUES ('p', 'other', 1, 0)",
+            &[],
+        )
+        .await
+        .expect_err("runtime must not insert schedule rows");
+    assert_eq!(
+        insert.code(),
+        Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)
+    );
+    let delete = client
+        .execute("DELETE FROM trigger_schedules", &[])
+        .await
+        .expect_err("nor delete them");
+    assert_eq!(
+        delete.code(),
+        Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)
+    );
+    let rows: i64 = client
+        .query_one("SELECT count(*) FROM trigger_schedules", &[])
+        .await
+        .expect("select")
+        .get(0);
+    assert_eq!(rows, 1, "runtime reads schedules");
+    drop(client);
+
+    let ingress = LoginRole::create(&db, "qlsched_worker_ingress").await;
+    let client = ingress.connect(&db).await;
+    for table in [
+        "projects",
+        "triggers",
+        "trigger_schedules",
+        "runs",
+        "attempts",
+        "run_events",
+        "schedule_audit",
+    ] {
+        let error = client
+            .query(&format!("SELECT * FROM qlsched.{table}"), &[])
+            .await
+            .expect_err("worker ingress must read nothing");
+        assert_eq!(
+            error.code(),
+            Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+            "{table}"
+        );
+    }
+    drop(client);
+    runtime.drop(&db).await;
+    ingress.drop(&db).await;
+}

@@ -1,0 +1,288 @@
+//! Test support: a fresh PostgreSQL database per test (a RAII value, dropped with the test),
+//! created from a migrated template for speed, and helpers to drive the real binary.
+//!
+//! The server comes from QLSCHED_TEST_DATABASE_URL (default: the local server as `postgres`).
+//! A missing server fails the test; nothing here skips.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use qlsched::core::manifest::parse_manifest;
+use qlsched::store::migrate::{MIGRATIONS, migrate_up};
+use qlsched::store::publish::{PublishReport, publish};
+use qlsched::store::{ConnectionSettings, SchemaName, Store};
+
+pub const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// The server every test database lives on.
+pub fn server() -> ConnectionSettings {
+    let url =
+        std::env::var("QLSCHED_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_SERVER.to_owned());
+    ConnectionSettings::resolve(Some(&url))
+        .expect("QLSCHED_TEST_DATABASE_URL must be a valid connection string")
+}
+
+pub fn server_url() -> String {
+    std::env::var("QLSCHED_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_SERVER.to_owned())
+}
+
+pub fn schema() -> SchemaName {
+    SchemaName::default()
+}
+
+/// A database of its own for one test, dropped when the value is.
+pub struct TestDb {
+    pub name: String,
+    pub settings: ConnectionSettings,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+impl TestDb {
+    /// A fresh, migrated database.
+    pub async fn new() -> TestDb {
+        let template = ensure_template().await;
+        Self::create(Some(&template)).await
+    }
+
+    /// A fresh database with nothing in it.
+    pub async fn empty() -> TestDb {
+        Self::create(None).await
+    }
+
+    async fn create(template: Option<&str>) -> TestDb {
+        let name = format!(
+            "qlsched_test_{}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            &uuid::Uuid::new_v4().simple().to_string()[..6]
+        );
+        qlsched::store::scratch::recreate_database(&server(), &name, template)
+            .await
+            .unwrap_or_else(|e| {
+                panic!("cannot create test database {name} (is PostgreSQL running?): {e}")
+            });
+        TestDb {
+            settings: server().with_dbname(&name),
+            name,
+        }
+    }
+
+    /// A superuser connection with search_path set to the qlsched schema.
+    pub async fn client(&self) -> tokio_postgres::Client {
+        self.settings
+            .connect(&schema(), "qlsched tests")
+            .await
+            .expect("connect to the test database")
+    }
+
+    /// A pool of its own, as a replica would have.
+    pub async fn store(&self, application_name: &str) -> Store {
+        Store::open(&self.settings, &schema(), application_name, 4)
+            .await
+            .expect("open a pool")
+    }
+
+    /// The URL of this database, for `qlsched -D`.
+    pub fn url(&self) -> String {
+        let server = server_url();
+        match server.rfind('/') {
+            Some(slash) if server.starts_with("postgres") => {
+                format!("{}/{}", &server[..slash], self.name)
+            }
+            _ => format!("{server} dbname={}", self.name),
+        }
+    }
+
+    /// Publishes a manifest given as JSON.
+    pub async fn publish(&self, manifest: &serde_json::Value) -> PublishReport {
+        let manifest = parse_manifest(&manifest.to_string()).expect("valid manifest");
+        let mut client = self.client().await;
+        publish(&mut client, &manifest, false)
+            .await
+            .expect("publish")
+    }
+
+    /// One integer from a query.
+    pub async fn count(&self, sql: &str) -> i64 {
+        self.client()
+            .await
+            .query_one(sql, &[])
+            .await
+            .expect(sql)
+            .get(0)
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Drop runs outside any runtime the test may have had: use a small one of our own.
+        let dropped = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map(|runtime| {
+                    runtime.block_on(qlsched::store::scratch::drop_database(&server(), &name))
+                })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(Ok(())))) {
+            eprintln!("warning: could not drop test database {}", self.name);
+        }
+    }
+}
+
+/// The migrated template, named after the migrations' checksums so a changed migration gets a
+/// new one. Built once per server under an advisory lock (tests run in many processes); stale
+/// templates of older migrations are dropped. It stays between runs as a cache.
+async fn ensure_template() -> String {
+    let digest: String = qlsched::core::manifest::sha256_hex(
+        MIGRATIONS
+            .iter()
+            .map(|m| m.checksum())
+            .collect::<Vec<_>>()
+            .join(",")
+            .as_bytes(),
+    );
+    let template = format!("qlsched_template_{}", &digest[..12]);
+    let admin = server()
+        .connect(&schema(), "qlsched tests")
+        .await
+        .expect("connect to the test server");
+    admin
+        .execute(
+            "SELECT pg_advisory_lock(hashtext('qlsched-test-template'))",
+            &[],
+        )
+        .await
+        .expect("lock");
+    let ready: Option<bool> = admin
+        .query_opt(
+            "SELECT datistemplate FROM pg_database WHERE datname = $1",
+            &[&template],
+        )
+        .await
+        .expect("read pg_database")
+        .map(|row| row.get(0));
+    if ready != Some(true) {
+        for row in admin
+            .query(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'qlsched\\_template\\_%'",
+                &[],
+            )
+            .await
+            .expect("list templates")
+        {
+            let stale: String = row.get(0);
+            admin
+                .batch_execute(&format!(
+                    "ALTER DATABASE \"{stale}\" WITH IS_TEMPLATE false"
+                ))
+                .await
+                .expect("unmark");
+            admin
+                .batch_execute(&format!("DROP DATABASE \"{stale}\" WITH (FORCE)"))
+                .await
+                .expect("drop stale");
+        }
+        admin
+            .batch_execute(&format!("CREATE DATABASE \"{template}\""))
+            .await
+            .expect("create template");
+        let mut client = server()
+            .with_dbname(&template)
+            .connect(&schema(), "qlsched tests")
+            .await
+            .expect("connect");
+        migrate_up(&mut client, &schema())
+            .await
+            .expect("migrate the template");
+        drop(client);
+        admin
+            .batch_execute(&format!(
+                "ALTER DATABASE \"{template}\" WITH IS_TEMPLATE true"
+            ))
+            .await
+            .expect("mark");
+    }
+    admin
+        .execute(
+            "SELECT pg_advisory_unlock(hashtext('qlsched-test-template'))",
+            &[],
+        )
+        .await
+        .expect("unlock");
+    template
+}
+
+/// The qlsched binary built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_qlsched"))
+}
+
+/// Runs `qlsched ARGS` against `db` with no terminal and no inherited connection variables;
+/// `stdin` is fed if given.
+pub fn qlsched(db: Option<&TestDb>, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut command = Command::new(bin());
+    if let Some(db) = db {
+        command.arg("-D").arg(db.url());
+    }
+    command
+        .args(args)
+        .env_remove("QLSCHED_DATABASE_URL")
+        .env_remove("DATABASE_URL")
+        .env_remove("QLSCHED_LOG")
+        .env("NO_COLOR", "1")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn qlsched");
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    }
+    child.wait_with_output().expect("wait for qlsched")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+pub fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+/// Sleeps in database-time terms: long enough that `ms` of wall time passed (the server shares
+/// this machine's clock, but tests never compare it with a lease; they wait it out).
+pub async fn sleep_ms(ms: u64) {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+/// A manifest with one project `p` holding one task `t` and the given triggers.
+pub fn manifest(triggers: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "projects": [{
+            "id": "p",
+            "tasks": [{ "id": "t", "execution": { "kind": "remote_worker", "image": "x" } }],
+            "triggers": triggers
+        }]
+    })
+}
