@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use tokio_postgres::{CancelToken, NoTls};
 use uuid::Uuid;
 
 use crate::core::{
@@ -66,6 +67,9 @@ pub struct Coordinator {
     held: Mutex<Vec<ReleaseRequest>>,
     /// Parsed schedules by (expression, zone): parsing is cheap, but not free on the hot path.
     schedules: Mutex<HashMap<(String, String), CronSchedule>>,
+    /// Cancels the statement of the round in flight, for a stop that cannot wait for it: the
+    /// server rolls the admission back, and the held claims can then be released.
+    in_flight: Mutex<Option<CancelToken>>,
 }
 
 impl Coordinator {
@@ -75,6 +79,7 @@ impl Coordinator {
             config,
             held: Mutex::new(Vec::new()),
             schedules: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(None),
         }
     }
 
@@ -89,6 +94,13 @@ impl Coordinator {
     /// Runs one round: claim, decide, admit, release.
     pub async fn run_round(&self) -> Result<RoundReport, StoreError> {
         let client = self.store.client().await?;
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.cancel_token());
+        let result = self.round(&client).await;
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).take();
+        result
+    }
+
+    async fn round(&self, client: &deadpool_postgres::Object) -> Result<RoundReport, StoreError> {
         let mut report = RoundReport {
             owner: self.config.owner.clone(),
             ..RoundReport::default()
@@ -139,7 +151,7 @@ impl Coordinator {
                 // Nothing of a failed admission was committed: give the claims back so that the
                 // next round (here or on another replica) can take them at once.
                 let held: Vec<ReleaseRequest> = rows.iter().map(ReleaseRequest::from).collect();
-                if let Err(release_error) = release(&**client, &held).await {
+                if let Err(release_error) = release(&***client, &held).await {
                     tracing::warn!(error = %release_error, "could not release claims after a failed admission; they expire with their lease");
                 }
                 self.settle_all();
@@ -172,10 +184,25 @@ impl Coordinator {
             self.settle(&admission.row.project_id, &admission.row.trigger_id);
         }
         if !not_due.is_empty() {
-            report.released = release(&**client, &not_due).await?.len();
+            report.released = release(&***client, &not_due).await?.len();
         }
         self.settle_all();
         Ok(report)
+    }
+
+    /// Asks the server to cancel the statement of the round in flight, if any. A cancelled
+    /// admission rolls back as a whole; one that already committed is unaffected.
+    pub async fn cancel_in_flight(&self) {
+        let token = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(token) = token
+            && let Err(error) = token.cancel_query(NoTls).await
+        {
+            tracing::warn!(%error, "could not cancel the statement in flight");
+        }
     }
 
     /// Gives back every claim the round in flight still holds (used when a stop cannot wait for

@@ -67,6 +67,7 @@ impl Lifecycle {
             .await
             .is_ok();
         if !drained {
+            self.coordinator.cancel_in_flight().await;
             self.task.abort();
             tracing::warn!(timeout = ?drain_timeout, "the round in flight did not finish within the drain timeout; releasing its claims");
         }
