@@ -96,7 +96,10 @@ impl Coordinator {
         let client = self.store.client().await?;
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.cancel_token());
         let result = self.round(&client).await;
-        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         result
     }
 

@@ -30,7 +30,7 @@ pub enum StoreError {
     NothingEligible(String),
     #[error("bad input: {0}")]
     BadInput(String),
-    #[error("database error: {0}")]
+    #[error("database error: {}", describe_db(.0))]
     Database(#[source] tokio_postgres::Error),
 }
 
@@ -110,6 +110,23 @@ pub(crate) fn is_fence_lost(error: &tokio_postgres::Error) -> bool {
     error
         .code()
         .is_some_and(|code| code.code() == FENCE_LOST_SQLSTATE)
+}
+
+/// The server's message, detail and hint (the driver's own Display says only "db error").
+fn describe_db(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => {
+            let mut text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+            if let Some(detail) = db.detail() {
+                text.push_str(&format!("; {detail}"));
+            }
+            if let Some(hint) = db.hint() {
+                text.push_str(&format!("; hint: {hint}"));
+            }
+            text
+        }
+        None => error_chain(error),
+    }
 }
 
 /// The driver's message with its causes ("error connecting to server: Connection refused").

@@ -3,4 +3,7 @@
 
 mod util;
 
+mod admission;
+mod claiming;
 mod migrate;
+mod publish;

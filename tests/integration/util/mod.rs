@@ -286,3 +286,99 @@ pub fn manifest(triggers: serde_json::Value) -> serde_json::Value {
         }]
     })
 }
+
+/// A digest of every scheduler table's rows: equal before and after means nothing was written.
+pub async fn fingerprint(db: &TestDb) -> String {
+    let client = db.client().await;
+    let mut parts = Vec::new();
+    for table in [
+        "projects",
+        "execution_revisions",
+        "tasks",
+        "triggers",
+        "trigger_schedules",
+        "runs",
+        "attempts",
+        "run_events",
+        "schedule_audit",
+    ] {
+        let row = client
+            .query_one(&format!("SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t::text)), '') FROM {table} t"), &[])
+            .await
+            .expect("fingerprint");
+        parts.push(format!("{table}:{}", row.get::<_, String>(0)));
+    }
+    parts.join(" ")
+}
+
+/// Claims up to `budget` due rows, as a replica's round would.
+pub async fn claim(
+    store: &Store,
+    owner: &str,
+    budget: i64,
+    lease_ms: i64,
+) -> Vec<qlsched::store::ClaimedRow> {
+    let client = store.client().await.expect("pooled connection");
+    qlsched::store::claim::claim_due(&client, owner, budget, lease_ms)
+        .await
+        .expect("claim")
+}
+
+/// The decision the coordinator would take on a claimed row.
+pub fn decide_row(row: &qlsched::store::ClaimedRow) -> qlsched::core::Decision {
+    let d = &row.definition;
+    let schedule =
+        qlsched::core::CronSchedule::parse(&d.cron_expr, &d.time_zone).expect("stored cron");
+    qlsched::core::decide(&qlsched::core::DecisionInput {
+        schedule: &schedule,
+        policy: d.misfire_policy,
+        grace_ms: d.misfire_grace_ms,
+        cursor_ms: row.cursor_ms,
+        now_ms: row.claimed_at_ms,
+    })
+    .expect("decide")
+}
+
+/// The admission the coordinator would submit for a claimed row.
+pub fn admission(row: &qlsched::store::ClaimedRow) -> qlsched::store::Admission<'_> {
+    let decision = decide_row(row);
+    let run = match decision {
+        qlsched::core::Decision::Fire {
+            scheduled_for_ms, ..
+        } => Some(qlsched::store::RunIdentity {
+            run_id: uuid::Uuid::now_v7(),
+            attempt_id: uuid::Uuid::now_v7(),
+            idempotency_key: qlsched::core::idempotency_key(
+                &row.name(),
+                row.trigger_revision,
+                scheduled_for_ms,
+            ),
+            scheduled_for_ms,
+        }),
+        _ => None,
+    };
+    qlsched::store::Admission { row, decision, run }
+}
+
+/// Admits claimed rows as the coordinator would; one outcome per row.
+pub async fn admit(
+    store: &Store,
+    admissions: &[qlsched::store::Admission<'_>],
+) -> Result<Vec<qlsched::store::AdmissionOutcome>, qlsched::store::StoreError> {
+    let client = store.client().await.expect("pooled connection");
+    let mut stats = qlsched::store::AdmitStats::default();
+    qlsched::store::admit::admit(&client, admissions, &mut stats).await
+}
+
+/// Asserts the scheduler's promises hold in `db`, and returns the counts.
+pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::InvariantCounts {
+    let counts = qlsched::store::invariants::invariant_counts(&db.client().await)
+        .await
+        .expect("invariants");
+    assert!(
+        counts.violations().is_empty(),
+        "invariants violated: {:?}",
+        counts.violations()
+    );
+    counts
+}

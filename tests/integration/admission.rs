@@ -1,0 +1,299 @@
+//! Issue 2, point 5: the admission — atomic writes, skip, the fence race, an injected write
+//! fault, a corrupt execution revision, and bounded serialization retries.
+
+use serde_json::json;
+
+use qlsched::core::Decision;
+use qlsched::store::{AdmissionOutcome, StoreError};
+
+use crate::util::{
+    TestDb, admission, admit, assert_invariants, claim, fingerprint, manifest, sleep_ms,
+};
+
+async fn one_due_trigger(db: &TestDb, extra: serde_json::Value) {
+    let mut trigger = json!({ "id": "a", "task": "t", "cron": "* * * * * *" });
+    if let (Some(trigger), Some(extra)) = (trigger.as_object_mut(), extra.as_object()) {
+        trigger.extend(extra.clone());
+    }
+    db.publish(&manifest(json!([trigger]))).await;
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000",
+        )
+        .await
+        .expect("make it due");
+}
+
+#[tokio::test]
+async fn admission_writes_run_attempt_and_two_events_and_advances_the_schedule() {
+    let db = TestDb::new().await;
+    one_due_trigger(&db, json!({})).await;
+    let store = db.store("test").await;
+    let rows = claim(&store, "o", 1, 60_000).await;
+    let admission = admission(&rows[0]);
+    let Decision::Fire {
+        scheduled_for_ms,
+        next_fire_at_ms,
+        ..
+    } = admission.decision
+    else {
+        panic!("expected a fire decision, got {:?}", admission.decision);
+    };
+    let outcome = admit(&store, std::slice::from_ref(&admission))
+        .await
+        .expect("admit");
+    let AdmissionOutcome::Admitted(run) = &outcome[0] else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(
+        run.idempotency_key,
+        format!("ql3:cron:v1:p/a:1:{scheduled_for_ms}")
+    );
+
+    let client = db.client().await;
+    let r = client
+        .query_one(
+            "SELECT status, scheduled_for_ms, queued_at_ms IS NOT NULL, idempotency_key FROM runs",
+            &[],
+        )
+        .await
+        .expect("one run");
+    assert_eq!(r.get::<_, String>(0), "queued");
+    assert_eq!(r.get::<_, i64>(1), scheduled_for_ms);
+    assert!(r.get::<_, bool>(2));
+    let a = client
+        .query_one(
+            "SELECT attempt_no, executor, state, num_nonnulls(worker_id, session_id, lease_id, offer_id, \
+             callback_token, started_at_ms, result, error) FROM attempts",
+            &[],
+        )
+        .await
+        .expect("one attempt");
+    assert_eq!(
+        (
+            a.get::<_, i32>(0),
+            a.get::<_, String>(1),
+            a.get::<_, String>(2),
+            a.get::<_, i32>(3)
+        ),
+        (1, "remote_worker".into(), "claimed".into(), 0)
+    );
+    let events: Vec<String> = client
+        .query("SELECT type FROM run_events ORDER BY seq", &[])
+        .await
+        .expect("events")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(events, ["run.created", "run.queued"]);
+    let s = client
+        .query_one("SELECT next_fire_at_ms, last_scheduled_at_ms, claim_token IS NULL FROM trigger_schedules", &[])
+        .await
+        .expect("schedule");
+    assert_eq!(s.get::<_, Option<i64>>(0), Some(next_fire_at_ms));
+    assert_eq!(s.get::<_, Option<i64>>(1), Some(scheduled_for_ms));
+    assert!(s.get::<_, bool>(2), "claim cleared");
+    assert_invariants(&db).await;
+}
+
+#[tokio::test]
+async fn skip_moves_only_the_cursor() {
+    let db = TestDb::new().await;
+    one_due_trigger(
+        &db,
+        json!({ "cron": "0 0 1 1 *", "misfire": "skip", "misfire_grace": "1s" }),
+    )
+    .await;
+    // The cursor at this year's New Year occurrence: long missed, far beyond the grace.
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules \
+             SET next_fire_at_ms = (extract(epoch FROM date_trunc('year', now() AT TIME ZONE 'UTC')) * 1000)::bigint",
+        )
+        .await
+        .expect("missed");
+    let store = db.store("test").await;
+    let rows = claim(&store, "o", 1, 60_000).await;
+    let admission = admission(&rows[0]);
+    assert!(
+        matches!(admission.decision, Decision::Skip { .. }),
+        "{:?}",
+        admission.decision
+    );
+    assert_eq!(
+        admit(&store, &[admission]).await.expect("admit"),
+        [AdmissionOutcome::Advanced]
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+    assert_eq!(db.count("SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms > now_ms() AND claim_token IS NULL AND last_scheduled_at_ms IS NULL").await, 1);
+}
+
+#[tokio::test]
+async fn the_first_holder_loses_the_fence_race_and_writes_nothing() {
+    let db = TestDb::new().await;
+    one_due_trigger(&db, json!({})).await;
+    let (first, second) = (db.store("first").await, db.store("second").await);
+    let stale = claim(&first, "first", 1, 500).await;
+    sleep_ms(800).await;
+    let fresh = claim(&second, "second", 1, 60_000).await;
+    assert_eq!(fresh.len(), 1, "taken over after expiry");
+
+    let before = fingerprint(&db).await;
+    assert_eq!(
+        admit(&first, &[admission(&stale[0])]).await.expect("admit"),
+        [AdmissionOutcome::FenceLost]
+    );
+    assert_eq!(
+        fingerprint(&db).await,
+        before,
+        "the stale holder wrote nothing"
+    );
+    assert!(matches!(
+        admit(&second, &[admission(&fresh[0])])
+            .await
+            .expect("admit")[0],
+        AdmissionOutcome::Admitted(_)
+    ));
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 1);
+    assert_invariants(&db).await;
+}
+
+#[tokio::test]
+async fn a_write_fault_in_the_middle_of_admission_leaves_no_row_behind() {
+    let db = TestDb::new().await;
+    one_due_trigger(&db, json!({})).await;
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION fail_queued_event() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN IF NEW.type = 'run.queued' THEN RAISE EXCEPTION 'injected write fault'; END IF;
+                   RETURN NEW; END $$;
+             CREATE TRIGGER inject_fault BEFORE INSERT ON run_events
+                 FOR EACH ROW EXECUTE FUNCTION fail_queued_event();",
+        )
+        .await
+        .expect("inject");
+    let store = db.store("test").await;
+    let rows = claim(&store, "o", 1, 60_000).await;
+    let before = fingerprint(&db).await;
+    let error = admit(&store, &[admission(&rows[0])])
+        .await
+        .expect_err("the fault fails the admission");
+    assert!(
+        error.to_string().contains("injected write fault"),
+        "{error}"
+    );
+    assert_eq!(
+        fingerprint(&db).await,
+        before,
+        "no run, attempt, event or schedule change survived"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await
+            + db.count("SELECT count(*) FROM attempts").await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_corrupt_execution_revision_digest_fails_closed() {
+    let db = TestDb::new().await;
+    one_due_trigger(&db, json!({})).await;
+    db.client()
+        .await
+        .batch_execute(
+            "SET session_replication_role = replica;
+             UPDATE execution_revisions SET spec = spec || '{\"image\": \"evil\"}';
+             SET session_replication_role = origin;",
+        )
+        .await
+        .expect("tamper with the spec, bypassing the immutability trigger");
+    let store = db.store("test").await;
+    let rows = claim(&store, "o", 1, 60_000).await;
+    let before = fingerprint(&db).await;
+    assert_eq!(
+        admit(&store, &[admission(&rows[0])]).await.expect("admit"),
+        [AdmissionOutcome::FenceLost]
+    );
+    assert_eq!(fingerprint(&db).await, before);
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+}
+
+#[tokio::test]
+async fn serialization_failures_are_retried_a_bounded_number_of_times_then_reported() {
+    let db = TestDb::new().await;
+    one_due_trigger(&db, json!({})).await;
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION always_conflict() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN RAISE EXCEPTION 'injected conflict' USING ERRCODE = 'serialization_failure'; END $$;
+             CREATE TRIGGER inject_conflict BEFORE INSERT ON runs
+                 FOR EACH ROW EXECUTE FUNCTION always_conflict();",
+        )
+        .await
+        .expect("inject");
+    let store = db.store("test").await;
+    let rows = claim(&store, "o", 1, 60_000).await;
+    let client = store.client().await.expect("client");
+    let mut stats = qlsched::store::AdmitStats::default();
+    let error = qlsched::store::admit::admit(&client, &[admission(&rows[0])], &mut stats)
+        .await
+        .expect_err("gives up");
+    assert!(
+        matches!(error, StoreError::RetriesExhausted { attempts: 4, .. }),
+        "{error}"
+    );
+    assert_eq!(error.exit_code(), 75);
+    assert_eq!((stats.transactions, stats.serialization_retries), (4, 3));
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+}
+
+#[tokio::test]
+async fn a_batch_with_one_lost_fence_falls_back_and_admits_the_others() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([
+        { "id": "a", "task": "t", "cron": "* * * * * *" },
+        { "id": "b", "task": "t", "cron": "* * * * * *" },
+        { "id": "c", "task": "t", "cron": "* * * * * *" }
+    ])))
+    .await;
+    db.client()
+        .await
+        .batch_execute("UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 1000")
+        .await
+        .expect("due");
+    let store = db.store("test").await;
+    let rows = claim(&store, "o", 3, 60_000).await;
+    // An operator-style expiry of b between claim and admission.
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL, \
+             claim_version = claim_version + 1, state_version = state_version + 1 WHERE trigger_id = 'b'",
+        )
+        .await
+        .expect("expire b");
+    let admissions: Vec<_> = rows.iter().map(admission).collect();
+    let client = store.client().await.expect("client");
+    let mut stats = qlsched::store::AdmitStats::default();
+    let outcomes = qlsched::store::admit::admit(&client, &admissions, &mut stats)
+        .await
+        .expect("admit");
+    for (row, outcome) in rows.iter().zip(&outcomes) {
+        if row.trigger_id == "b" {
+            assert_eq!(*outcome, AdmissionOutcome::FenceLost);
+        } else {
+            assert!(
+                matches!(outcome, AdmissionOutcome::Admitted(_)),
+                "{}: {outcome:?}",
+                row.trigger_id
+            );
+        }
+    }
+    assert_eq!(stats.batch_fallbacks, 1);
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 2);
+    assert_invariants(&db).await;
+}
