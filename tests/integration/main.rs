@@ -5,5 +5,8 @@ mod util;
 
 mod admission;
 mod claiming;
+mod lifecycle;
 mod migrate;
 mod publish;
+mod recovery;
+mod replicas;

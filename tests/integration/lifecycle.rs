@@ -1,0 +1,241 @@
+//! Issue 2, point 6: the coordinator and its lifecycle — rounds never overlap, run identities
+//! only for admissions, a bounded stop that releases unadmitted claims, errors that do not stop
+//! the timer.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use qlsched::coordinator::Coordinator;
+use qlsched::core::CoordinatorConfig;
+use qlsched::lifecycle::{Lifecycle, RoundEvent};
+
+use crate::util::{TestDb, assert_invariants, manifest, sleep_ms};
+
+fn config(owner: &str, cadence_ms: u64, drain_ms: u64) -> CoordinatorConfig {
+    CoordinatorConfig {
+        owner: owner.to_owned(),
+        lease: Duration::from_secs(30),
+        cadence: Duration::from_millis(cadence_ms),
+        drain_timeout: Duration::from_millis(drain_ms),
+        ..CoordinatorConfig::default()
+    }
+}
+
+async fn every_second(db: &TestDb, n: usize) {
+    let triggers: Vec<_> = (0..n)
+        .map(|i| json!({ "id": format!("t{i}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    db.publish(&manifest(json!(triggers))).await;
+}
+
+fn drain(events: &mut mpsc::UnboundedReceiver<RoundEvent>) -> Vec<RoundEvent> {
+    let mut out = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        out.push(event);
+    }
+    out
+}
+
+fn span(event: &RoundEvent) -> (Instant, Instant) {
+    match event {
+        RoundEvent::Finished {
+            started, finished, ..
+        }
+        | RoundEvent::Failed {
+            started, finished, ..
+        } => (*started, *finished),
+    }
+}
+
+#[tokio::test]
+async fn rounds_never_overlap_even_when_a_round_is_slower_than_the_cadence() {
+    let db = TestDb::new().await;
+    every_second(&db, 3).await;
+    // Every claim write sleeps: a round takes far longer than the 20 ms cadence.
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION slow_down() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_sleep(0.1); RETURN NEW; END $$;
+             CREATE TRIGGER slow BEFORE UPDATE ON trigger_schedules FOR EACH ROW EXECUTE FUNCTION slow_down();",
+        )
+        .await
+        .expect("slow trigger");
+    let coordinator = Arc::new(Coordinator::new(
+        db.store("slow").await,
+        config("slow", 20, 5_000),
+    ));
+    let (sender, mut events) = mpsc::unbounded_channel();
+    let lifecycle = Lifecycle::start(coordinator, Some(sender));
+    sleep_ms(2_500).await;
+    lifecycle.stop().await;
+    let rounds = drain(&mut events);
+    assert!(rounds.len() >= 3, "{} rounds", rounds.len());
+    let slow = rounds.iter().filter(|e| {
+        let (s, f) = span(e);
+        f - s >= Duration::from_millis(100)
+    });
+    assert!(slow.count() >= 2, "rounds were slower than the cadence");
+    for pair in rounds.windows(2) {
+        let (_, previous_end) = span(&pair[0]);
+        let (next_start, _) = span(&pair[1]);
+        assert!(
+            next_start >= previous_end,
+            "a round started before the previous one finished"
+        );
+    }
+}
+
+#[tokio::test]
+async fn run_identities_are_allocated_only_for_admissions() {
+    let db = TestDb::new().await;
+    every_second(&db, 4).await;
+    let coordinator = Coordinator::new(db.store("c").await, config("c", 1000, 1000));
+    let first = coordinator.run_round().await.expect("round");
+    assert_eq!((first.claimed, first.initialized, first.fired), (4, 4, 0));
+    assert!(
+        first.admitted.is_empty(),
+        "initializing allocates no run identity"
+    );
+    sleep_ms(1_100).await;
+    let second = coordinator.run_round().await.expect("round");
+    assert_eq!(second.fired, 4);
+    assert_eq!(second.admitted.len(), 4);
+    let client = db.client().await;
+    for admitted in &second.admitted {
+        let n: i64 = client
+            .query_one(
+                "SELECT count(*) FROM runs WHERE run_id = $1",
+                &[&admitted.run.run_id],
+            )
+            .await
+            .expect("count")
+            .get(0);
+        assert_eq!(n, 1, "every identity allocated is a run admitted");
+    }
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 4);
+    assert_invariants(&db).await;
+}
+
+#[tokio::test]
+async fn stop_waits_at_most_the_drain_timeout_then_releases_unadmitted_claims() {
+    let db = TestDb::new().await;
+    every_second(&db, 3).await;
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 500;
+             CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
+             CREATE TRIGGER stall BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION stall();",
+        )
+        .await
+        .expect("stall admissions");
+    let coordinator = Arc::new(Coordinator::new(
+        db.store("stuck").await,
+        config("stuck", 10, 400),
+    ));
+    let lifecycle = Lifecycle::start(coordinator, None);
+    // Wait until the round holds its claims and is stuck in the admission.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while db
+        .count("SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'stuck'")
+        .await
+        < 3
+    {
+        assert!(Instant::now() < deadline, "the round never claimed");
+        sleep_ms(20).await;
+    }
+    sleep_ms(200).await;
+    let started = Instant::now();
+    let stop = lifecycle.stop().await;
+    let took = started.elapsed();
+    assert!(!stop.drained, "the stalled round cannot drain");
+    assert_eq!(stop.released, 3, "its claims are given back");
+    assert!(took < Duration::from_secs(5), "stop took {took:?}");
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_token IS NOT NULL")
+            .await,
+        0
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+}
+
+#[tokio::test]
+async fn stop_drains_a_round_that_finishes_in_time() {
+    let db = TestDb::new().await;
+    every_second(&db, 5).await;
+    db.client()
+        .await
+        .batch_execute("UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 500")
+        .await
+        .expect("due");
+    let coordinator = Arc::new(Coordinator::new(
+        db.store("d").await,
+        config("d", 10_000, 10_000),
+    ));
+    let (sender, mut events) = mpsc::unbounded_channel();
+    let lifecycle = Lifecycle::start(coordinator, Some(sender));
+    while db.count("SELECT count(*) FROM runs").await < 5 {
+        sleep_ms(20).await;
+    }
+    let stop = lifecycle.stop().await;
+    assert!(stop.drained);
+    assert_eq!(stop.released, 0);
+    assert!(
+        matches!(drain(&mut events).first(), Some(RoundEvent::Finished { report, .. }) if report.fired == 5)
+    );
+    let counts = assert_invariants(&db).await;
+    assert_eq!(counts.claims_held, 0);
+}
+
+#[tokio::test]
+async fn a_failed_round_is_reported_and_the_next_round_still_runs() {
+    let db = TestDb::new().await;
+    every_second(&db, 2).await;
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN RAISE EXCEPTION 'injected outage'; END $$;
+             CREATE TRIGGER refuse BEFORE UPDATE ON trigger_schedules FOR EACH ROW EXECUTE FUNCTION refuse();",
+        )
+        .await
+        .expect("break claims");
+    let coordinator = Arc::new(Coordinator::new(db.store("r").await, config("r", 50, 1000)));
+    let (sender, mut events) = mpsc::unbounded_channel();
+    let lifecycle = Lifecycle::start(coordinator, Some(sender));
+    sleep_ms(400).await;
+    client
+        .batch_execute("DROP TRIGGER refuse ON trigger_schedules")
+        .await
+        .expect("heal");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while db
+        .count("SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms IS NOT NULL")
+        .await
+        < 2
+    {
+        assert!(Instant::now() < deadline, "rounds did not resume");
+        sleep_ms(50).await;
+    }
+    lifecycle.stop().await;
+    let events = drain(&mut events);
+    let first_ok = events
+        .iter()
+        .position(|e| matches!(e, RoundEvent::Finished { report, .. } if report.claimed > 0));
+    let failures = events
+        .iter()
+        .filter(
+            |e| matches!(e, RoundEvent::Failed { error, .. } if error.contains("injected outage")),
+        )
+        .count();
+    assert!(failures >= 2, "failed rounds are reported: {failures}");
+    assert!(
+        first_ok.is_some_and(|i| i >= failures),
+        "work resumed after the failures"
+    );
+}

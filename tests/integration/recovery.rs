@@ -1,0 +1,111 @@
+//! Issue 2, point 7: startup recovery leaves pristine queued attempts alone and reports every
+//! kind of drift as a recovery candidate.
+
+use serde_json::json;
+
+use qlsched::coordinator::Coordinator;
+use qlsched::core::CoordinatorConfig;
+use qlsched::store::recovery::recovery_report;
+
+use crate::util::{TestDb, manifest, sleep_ms};
+
+/// Four admitted runs, one per trigger t0..t3, as a replica leaves them.
+async fn four_queued_runs(db: &TestDb) {
+    let triggers: Vec<_> = (0..4)
+        .map(|i| json!({ "id": format!("t{i}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    db.publish(&manifest(json!(triggers))).await;
+    let coordinator = Coordinator::new(
+        db.store("r").await,
+        CoordinatorConfig {
+            owner: "r".into(),
+            ..CoordinatorConfig::default()
+        },
+    );
+    coordinator.run_round().await.expect("initialize");
+    sleep_ms(1_100).await;
+    assert_eq!(coordinator.run_round().await.expect("fire").fired, 4);
+}
+
+#[tokio::test]
+async fn pristine_queued_attempts_are_left_alone() {
+    let db = TestDb::new().await;
+    four_queued_runs(&db).await;
+    let report = recovery_report(&db.client().await, 100)
+        .await
+        .expect("report");
+    assert_eq!((report.pristine, report.drifted), (4, 0));
+    assert!(report.candidates.is_empty());
+}
+
+#[tokio::test]
+async fn every_kind_of_drift_is_a_recovery_candidate() {
+    let db = TestDb::new().await;
+    four_queued_runs(&db).await;
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE attempts SET worker_id = 'w-17' WHERE run_id = (SELECT run_id FROM runs WHERE trigger_id = 't0');
+             INSERT INTO attempts (attempt_id, run_id, attempt_no, executor, state, created_at_ms)
+                 SELECT gen_random_uuid(), run_id, 2, 'remote_worker', 'dispatching', now_ms()
+                 FROM runs WHERE trigger_id = 't1';
+             UPDATE runs SET status = 'cancelled' WHERE trigger_id = 't2';",
+        )
+        .await
+        .expect("drift");
+    let report = recovery_report(&db.client().await, 100)
+        .await
+        .expect("report");
+    assert_eq!((report.pristine, report.drifted), (1, 3));
+    let reasons = |trigger: &str| {
+        report
+            .candidates
+            .iter()
+            .find(|c| c.trigger_id == trigger)
+            .map(|c| c.drift.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(reasons("t0"), ["worker_id is set"]);
+    assert_eq!(
+        reasons("t1"),
+        [
+            "newest attempt is dispatching",
+            "a newer attempt supersedes a claimed attempt"
+        ]
+    );
+    assert_eq!(reasons("t2"), ["run is cancelled, no longer queued"]);
+}
+
+#[tokio::test]
+async fn run_reports_drift_at_startup_and_still_starts() {
+    let db = TestDb::new().await;
+    four_queued_runs(&db).await;
+    db.client().await.batch_execute("UPDATE attempts SET lease_id = 'l-1' WHERE attempt_no = 1 AND run_id = (SELECT run_id FROM runs ORDER BY run_id LIMIT 1)").await.expect("drift");
+    let mut child = std::process::Command::new(crate::util::bin())
+        .args([
+            "-D",
+            &db.url(),
+            "run",
+            "--owner",
+            "rec",
+            "--drain-timeout",
+            "1s",
+        ])
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    sleep_ms(1_500).await;
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    let output = child.wait_with_output().expect("wait");
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{log}");
+    assert!(
+        log.contains("drifted=1") && log.contains("lease_id is set"),
+        "{log}"
+    );
+    assert!(log.contains("replica stopped"), "{log}");
+}

@@ -1,0 +1,177 @@
+//! Issue 2, point 8: replicas as real processes, each with its own pool — one SIGKILLed while it
+//! holds claims — and two independent pools racing to initialize one row. Every test ends on the
+//! invariants: one run per occurrence, one attempt and two events per run, no claim half-written.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use qlsched::coordinator::Coordinator;
+use qlsched::core::CoordinatorConfig;
+
+use crate::util::{TestDb, assert_invariants, bin, manifest, sleep_ms};
+
+const LEASE_MS: i64 = 3_000;
+
+fn replica(db: &TestDb, owner: &str) -> Child {
+    Command::new(bin())
+        .args([
+            "-D",
+            &db.url(),
+            "run",
+            "--owner",
+            owner,
+            "--lease",
+            "3s",
+            "--cadence",
+            "250ms",
+            "--drain-timeout",
+            "5s",
+        ])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn qlsched run")
+}
+
+fn terminate(child: &Child) {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+}
+
+#[tokio::test]
+async fn three_replica_processes_one_killed_holding_claims_admit_every_occurrence_once() {
+    let db = TestDb::new().await;
+    let triggers: Vec<_> = (0..50)
+        .map(|i| json!({ "id": format!("t{i:02}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    db.publish(&manifest(json!(triggers))).await;
+    // The victim's admissions are slow, so it is sure to be caught holding claims when killed.
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "CREATE FUNCTION slow_victim() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF current_setting('application_name') = 'qlsched run victim' THEN PERFORM pg_sleep(1.5); END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE TRIGGER slow_victim BEFORE INSERT ON runs FOR EACH STATEMENT EXECUTE FUNCTION slow_victim();",
+        )
+        .await
+        .expect("slow victim");
+
+    let mut victim = replica(&db, "victim");
+    let survivors = [replica(&db, "replica-b"), replica(&db, "replica-c")];
+    sleep_ms(3_000).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let held_query = "SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'victim' AND claim_expires_at_ms > now_ms()";
+    while db.count(held_query).await == 0 {
+        assert!(Instant::now() < deadline, "the victim never held a claim");
+        sleep_ms(25).await;
+    }
+    victim.kill().expect("SIGKILL the victim");
+    victim.wait().expect("reap");
+    let killed_at: i64 = client
+        .query_one("SELECT now_ms()", &[])
+        .await
+        .expect("now")
+        .get(0);
+    let held_at_kill = db
+        .count("SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'victim'")
+        .await;
+    assert!(held_at_kill > 0, "killed while holding claims");
+
+    sleep_ms(12_000).await;
+    for child in &survivors {
+        terminate(child);
+    }
+    for child in survivors {
+        let output = child.wait_with_output().expect("wait");
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    let counts = assert_invariants(&db).await;
+    assert_eq!(
+        counts.claims_held, 0,
+        "no schedule row keeps a claim after the survivors stop"
+    );
+    assert!(counts.runs >= 50 * 8, "{} runs", counts.runs);
+    let resumed = db
+        .count(&format!(
+            "SELECT count(*) FROM (SELECT trigger_id FROM runs GROUP BY trigger_id \
+             HAVING max(scheduled_for_ms) >= {}) resumed",
+            killed_at + LEASE_MS + 1_000
+        ))
+        .await;
+    assert_eq!(
+        resumed, 50,
+        "every trigger kept firing after the killed replica's leases expired"
+    );
+    let by_owner = |owner: &str| {
+        format!(
+            "SELECT count(*) FROM run_events WHERE type = 'run.created' AND payload->>'claim_owner' = '{owner}'"
+        )
+    };
+    assert!(
+        db.count(&by_owner("replica-b")).await > 0 && db.count(&by_owner("replica-c")).await > 0
+    );
+}
+
+#[tokio::test]
+async fn two_independent_pools_racing_initialize_a_row_exactly_once() {
+    let db = TestDb::new().await;
+    let config = |owner: &str| CoordinatorConfig {
+        owner: owner.to_owned(),
+        ..CoordinatorConfig::default()
+    };
+    let (store_a, store_b) = (db.store("pool-a").await, db.store("pool-b").await);
+    let pid = |store: qlsched::store::Store| async move {
+        let client = store.client().await.expect("client");
+        client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .expect("pid")
+            .get::<_, i32>(0)
+    };
+    assert_ne!(
+        pid(store_a.clone()).await,
+        pid(store_b.clone()).await,
+        "two backends"
+    );
+    let a = Arc::new(Coordinator::new(store_a, config("a")));
+    let b = Arc::new(Coordinator::new(store_b, config("b")));
+    for round in 0..20 {
+        let id = format!("race{round:02}");
+        let triggers: Vec<_> = (0..=round)
+            .map(|i| json!({ "id": format!("race{i:02}"), "task": "t", "cron": "* * * * *" }))
+            .collect();
+        db.publish(&manifest(json!(triggers))).await;
+        let (ra, rb) = tokio::join!(a.run_round(), b.run_round());
+        let (ra, rb) = (ra.expect("round a"), rb.expect("round b"));
+        assert_eq!(ra.initialized + rb.initialized, 1, "{id}: initialized once");
+        assert_eq!(ra.fence_lost + rb.fence_lost, 0);
+        let state: i64 = db
+            .client()
+            .await
+            .query_one(
+                "SELECT state_version FROM trigger_schedules WHERE trigger_id = $1",
+                &[&id],
+            )
+            .await
+            .expect("row")
+            .get(0);
+        assert_eq!(state, 2, "{id}: one claim and one admission wrote the row");
+    }
+    let counts = assert_invariants(&db).await;
+    assert_eq!((counts.runs, counts.claims_held), (0, 0));
+}
