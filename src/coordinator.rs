@@ -110,7 +110,7 @@ impl Coordinator {
         };
         let started = Instant::now();
         let rows = claim_due(
-            &client,
+            client,
             &self.config.owner,
             i64::from(self.config.batch),
             duration_ms(self.config.lease),
@@ -143,7 +143,7 @@ impl Coordinator {
 
         let admit_started = Instant::now();
         let mut stats = AdmitStats::default();
-        let outcomes = admit(&client, &admissions, &mut stats).await;
+        let outcomes = admit(client, &admissions, &mut stats).await;
         report.admit_time = admit_started.elapsed();
         report.transactions = stats.transactions;
         report.serialization_retries = stats.serialization_retries;
