@@ -81,7 +81,7 @@ async fn run_reports_drift_at_startup_and_still_starts() {
     let db = TestDb::new().await;
     four_queued_runs(&db).await;
     db.client().await.batch_execute("UPDATE attempts SET lease_id = 'l-1' WHERE attempt_no = 1 AND run_id = (SELECT run_id FROM runs ORDER BY run_id LIMIT 1)").await.expect("drift");
-    let mut child = std::process::Command::new(crate::util::bin())
+    let child = std::process::Command::new(crate::util::bin())
         .args([
             "-D",
             &db.url(),
