@@ -37,6 +37,10 @@ pub struct DemoArgs {
     #[arg(long, value_parser = duration_arg)]
     pub duration: Option<Duration>,
 
+    /// The database to (re)create for the demo, on the server the connection settings name.
+    #[arg(long, default_value = DEMO_DATABASE)]
+    pub database: String,
+
     /// Number of in-process replicas.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub replicas: u8,

@@ -5,6 +5,7 @@ mod util;
 
 mod admission;
 mod claiming;
+mod cli;
 mod lifecycle;
 mod migrate;
 mod publish;
