@@ -1,6 +1,6 @@
 //! Issue 2, point 1: migrations, the ledger, roles and their exact grants, readiness.
 
-use crate::util::{TestDb, code, qlsched, schema, stderr, stdout};
+use crate::util::{LoginRole, TestDb, code, qlsched, schema, stderr, stdout};
 use qlsched::store::migrate::{latest_version, migrate_up, verify};
 
 #[tokio::test]
@@ -153,44 +153,6 @@ async fn run_refuses_a_schema_that_is_behind_ahead_or_changed() {
     );
 }
 
-/// A login user that is a member of `group`, dropped with the value.
-struct LoginRole {
-    name: String,
-}
-
-impl LoginRole {
-    async fn create(db: &TestDb, group: &str) -> LoginRole {
-        let name = format!(
-            "{}_login_{}",
-            group,
-            &uuid::Uuid::new_v4().simple().to_string()[..8]
-        );
-        db.client()
-            .await
-            .batch_execute(&format!("CREATE ROLE {name} LOGIN IN ROLE {group}"))
-            .await
-            .expect("create role");
-        LoginRole { name }
-    }
-
-    async fn connect(&self, db: &TestDb) -> tokio_postgres::Client {
-        let url = format!("postgres://{}@127.0.0.1:5432/{}", self.name, db.name);
-        qlsched::store::ConnectionSettings::resolve(Some(&url))
-            .expect("url")
-            .connect(&schema(), "qlsched tests")
-            .await
-            .expect("connect as login role")
-    }
-
-    async fn drop(self, db: &TestDb) {
-        db.client()
-            .await
-            .batch_execute(&format!("DROP ROLE {}", self.name))
-            .await
-            .expect("drop role");
-    }
-}
-
 #[tokio::test]
 async fn runtime_cannot_insert_schedules_and_worker_ingress_cannot_read_anything() {
     let db = TestDb::new().await;
@@ -253,4 +215,62 @@ async fn runtime_cannot_insert_schedules_and_worker_ingress_cannot_read_anything
     drop(client);
     runtime.drop(&db).await;
     ingress.drop(&db).await;
+}
+
+#[tokio::test]
+async fn the_granted_roles_are_enough_to_publish_and_to_run_a_replica() {
+    let db = TestDb::new().await;
+    let admin = LoginRole::create(&db, "qlsched_admin").await;
+    let runtime = LoginRole::create(&db, "qlsched_runtime").await;
+    let manifest = crate::util::manifest(
+        serde_json::json!([{ "id": "a", "task": "t", "cron": "* * * * * *" }]),
+    );
+    let published = std::process::Command::new(crate::util::bin())
+        .args(["-D", &admin.url(&db), "publish", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(manifest.to_string().as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("publish as admin");
+    assert_eq!(code(&published), 0, "{}", stderr(&published));
+
+    let replica = std::process::Command::new(crate::util::bin())
+        .args([
+            "-D",
+            &runtime.url(&db),
+            "run",
+            "--owner",
+            "least-privilege",
+            "--cadence",
+            "100ms",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run as runtime");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while db.count("SELECT count(*) FROM runs").await < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the runtime role admitted nothing"
+        );
+        crate::util::sleep_ms(50).await;
+    }
+    std::process::Command::new("kill")
+        .args(["-TERM", &replica.id().to_string()])
+        .status()
+        .expect("kill");
+    let output = replica.wait_with_output().expect("wait");
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    crate::util::assert_invariants(&db).await;
+    admin.drop(&db).await;
+    runtime.drop(&db).await;
 }

@@ -382,3 +382,45 @@ pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::Invar
     );
     counts
 }
+
+/// A login user that is a member of `group`, dropped with the value.
+pub struct LoginRole {
+    pub name: String,
+}
+
+impl LoginRole {
+    pub async fn create(db: &TestDb, group: &str) -> LoginRole {
+        let name = format!(
+            "{}_login_{}",
+            group,
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        db.client()
+            .await
+            .batch_execute(&format!("CREATE ROLE {name} LOGIN IN ROLE {group}"))
+            .await
+            .expect("create role");
+        LoginRole { name }
+    }
+
+    /// The URL of `db` as this user.
+    pub fn url(&self, db: &TestDb) -> String {
+        format!("postgres://{}@127.0.0.1:5432/{}", self.name, db.name)
+    }
+
+    pub async fn connect(&self, db: &TestDb) -> tokio_postgres::Client {
+        qlsched::store::ConnectionSettings::resolve(Some(&self.url(db)))
+            .expect("url")
+            .connect(&schema(), "qlsched tests")
+            .await
+            .expect("connect as login role")
+    }
+
+    pub async fn drop(self, db: &TestDb) {
+        db.client()
+            .await
+            .batch_execute(&format!("DROP ROLE {}", self.name))
+            .await
+            .expect("drop role");
+    }
+}
