@@ -103,6 +103,34 @@ macro_rules! eligible {
     };
 }
 
+/// Writes a fresh claim (owner parameter, lease parameter in ms) on every row of the `chosen` CTE
+/// and returns it with its definitions: a new random token, the claim version and the state
+/// version moved on, expiry and acquired time from database time.
+macro_rules! take_chosen {
+    ($owner:literal, $lease_ms:literal) => {
+        concat!(
+            "
+    UPDATE trigger_schedules s
+    SET claim_owner = ",
+            $owner,
+            ",
+        claim_token = gen_random_uuid(),
+        claim_version = s.claim_version + 1,
+        claim_expires_at_ms = now_ms() + ",
+            $lease_ms,
+            ",
+        state_version = s.state_version + 1,
+        updated_at_ms = now_ms()
+    FROM chosen c, triggers t, tasks k
+    WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id
+      AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+      AND k.project_id = t.project_id AND k.task_id = t.task_id
+    RETURNING ",
+            claimed_columns!()
+        )
+    };
+}
+
 // Claim up to $2 due rows for owner $1 with a lease of $3 ms, in claim order, skipping rows that
 // another replica holds locked. Uninitialized rows (NULL cursor, first in claim order) and overdue
 // rows are found by two scans of the claim-order index, each bounded by its own condition, so a
@@ -136,19 +164,8 @@ const CLAIM_DUE: &str = concat!(
         UNION ALL
         SELECT project_id, trigger_id FROM overdue
     )
-    UPDATE trigger_schedules s
-    SET claim_owner = $1,
-        claim_token = gen_random_uuid(),
-        claim_version = s.claim_version + 1,
-        claim_expires_at_ms = now_ms() + $3,
-        state_version = s.state_version + 1,
-        updated_at_ms = now_ms()
-    FROM chosen c, triggers t, tasks k
-    WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id
-      AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-      AND k.project_id = t.project_id AND k.task_id = t.task_id
-    RETURNING ",
-    claimed_columns!()
+",
+    take_chosen!("$1", "$3")
 );
 
 // Claim one named row for owner $3 with a lease of $4 ms, if it is due and eligible; NOWAIT so an
@@ -165,19 +182,8 @@ const CLAIM_ONE: &str = concat!(
     "
         FOR UPDATE OF s SKIP LOCKED
     )
-    UPDATE trigger_schedules s
-    SET claim_owner = $3,
-        claim_token = gen_random_uuid(),
-        claim_version = s.claim_version + 1,
-        claim_expires_at_ms = now_ms() + $4,
-        state_version = s.state_version + 1,
-        updated_at_ms = now_ms()
-    FROM chosen c, triggers t, tasks k
-    WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id
-      AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-      AND k.project_id = t.project_id AND k.task_id = t.task_id
-    RETURNING ",
-    claimed_columns!()
+",
+    take_chosen!("$3", "$4")
 );
 
 // Give claims back: clear each row's claim if its fence (owner, token, version) still holds.

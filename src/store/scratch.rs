@@ -18,13 +18,7 @@ pub async fn recreate_database(
     name: &str,
     template: Option<&str>,
 ) -> Result<(), StoreError> {
-    check_database_name(name)?;
-    let client = settings
-        .connect(&SchemaName::default(), "qlsched scratch")
-        .await?;
-    client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .await?;
+    let client = drop_with(settings, name).await?;
     let create = match template {
         Some(template) => {
             check_database_name(template)?;
@@ -38,6 +32,14 @@ pub async fn recreate_database(
 
 /// Drops `name` if it exists, closing its sessions.
 pub async fn drop_database(settings: &ConnectionSettings, name: &str) -> Result<(), StoreError> {
+    drop_with(settings, name).await.map(drop)
+}
+
+/// Drops `name` over a new maintenance connection, and returns that connection.
+async fn drop_with(
+    settings: &ConnectionSettings,
+    name: &str,
+) -> Result<tokio_postgres::Client, StoreError> {
     check_database_name(name)?;
     let client = settings
         .connect(&SchemaName::default(), "qlsched scratch")
@@ -45,5 +47,5 @@ pub async fn drop_database(settings: &ConnectionSettings, name: &str) -> Result<
     client
         .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
         .await?;
-    Ok(())
+    Ok(client)
 }

@@ -114,27 +114,11 @@ async fn sigterm_stops_a_replica_with_exit_0_and_no_claim_left() {
         serde_json::json!([{ "id": "a", "task": "t", "cron": "* * * * * *" }]),
     ))
     .await;
-    let child = std::process::Command::new(crate::util::bin())
-        .args([
-            "-D",
-            &db.url(),
-            "run",
-            "--owner",
-            "term",
-            "--cadence",
-            "100ms",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = crate::util::spawn_run(&db.url(), &["--owner", "term", "--cadence", "100ms"]);
     while db.count("SELECT count(*) FROM runs").await < 2 {
         crate::util::sleep_ms(50).await;
     }
-    std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    let output = child.wait_with_output().expect("wait");
+    let output = crate::util::terminate(child);
     assert_eq!(
         output.status.code(),
         Some(0),

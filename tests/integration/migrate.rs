@@ -193,15 +193,7 @@ async fn runtime_cannot_insert_schedules_and_worker_ingress_cannot_read_anything
 
     let ingress = LoginRole::create(&db, "qlsched_worker_ingress").await;
     let client = ingress.connect(&db).await;
-    for table in [
-        "projects",
-        "triggers",
-        "trigger_schedules",
-        "runs",
-        "attempts",
-        "run_events",
-        "schedule_audit",
-    ] {
+    for table in crate::util::SCHEDULER_TABLES {
         let error = client
             .query(&format!("SELECT * FROM qlsched.{table}"), &[])
             .await
@@ -243,19 +235,10 @@ async fn the_granted_roles_are_enough_to_publish_and_to_run_a_replica() {
         .expect("publish as admin");
     assert_eq!(code(&published), 0, "{}", stderr(&published));
 
-    let replica = std::process::Command::new(crate::util::bin())
-        .args([
-            "-D",
-            &runtime.url(&db),
-            "run",
-            "--owner",
-            "least-privilege",
-            "--cadence",
-            "100ms",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run as runtime");
+    let replica = crate::util::spawn_run(
+        &runtime.url(&db),
+        &["--owner", "least-privilege", "--cadence", "100ms"],
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     while db.count("SELECT count(*) FROM runs").await < 2 {
         assert!(
@@ -264,11 +247,7 @@ async fn the_granted_roles_are_enough_to_publish_and_to_run_a_replica() {
         );
         crate::util::sleep_ms(50).await;
     }
-    std::process::Command::new("kill")
-        .args(["-TERM", &replica.id().to_string()])
-        .status()
-        .expect("kill");
-    let output = replica.wait_with_output().expect("wait");
+    let output = crate::util::terminate(replica);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     crate::util::assert_invariants(&db).await;
     admin.drop(&db).await;

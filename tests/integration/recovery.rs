@@ -81,26 +81,9 @@ async fn run_reports_drift_at_startup_and_still_starts() {
     let db = TestDb::new().await;
     four_queued_runs(&db).await;
     db.client().await.batch_execute("UPDATE attempts SET lease_id = 'l-1' WHERE attempt_no = 1 AND run_id = (SELECT run_id FROM runs ORDER BY run_id LIMIT 1)").await.expect("drift");
-    let child = std::process::Command::new(crate::util::bin())
-        .args([
-            "-D",
-            &db.url(),
-            "run",
-            "--owner",
-            "rec",
-            "--drain-timeout",
-            "1s",
-        ])
-        .env("NO_COLOR", "1")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn run");
+    let child = crate::util::spawn_run(&db.url(), &["--owner", "rec", "--drain-timeout", "1s"]);
     sleep_ms(1_500).await;
-    std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    let output = child.wait_with_output().expect("wait");
+    let output = crate::util::terminate(child);
     let log = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{log}");
     assert!(

@@ -2,7 +2,7 @@
 //! holds claims — and two independent pools racing to initialize one row. Every test ends on the
 //! invariants: one run per occurrence, one attempt and two events per run, no claim half-written.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,16 +11,14 @@ use serde_json::json;
 use qlsched::coordinator::Coordinator;
 use qlsched::core::CoordinatorConfig;
 
-use crate::util::{TestDb, assert_invariants, bin, manifest, sleep_ms};
+use crate::util::{TestDb, assert_invariants, manifest, sleep_ms, spawn_run, terminate};
 
 const LEASE_MS: i64 = 3_000;
 
 fn replica(db: &TestDb, owner: &str) -> Child {
-    Command::new(bin())
-        .args([
-            "-D",
-            &db.url(),
-            "run",
+    spawn_run(
+        &db.url(),
+        &[
             "--owner",
             owner,
             "--lease",
@@ -29,19 +27,8 @@ fn replica(db: &TestDb, owner: &str) -> Child {
             "250ms",
             "--drain-timeout",
             "5s",
-        ])
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn qlsched run")
-}
-
-fn terminate(child: &Child) {
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill -TERM");
+        ],
+    )
 }
 
 #[tokio::test]
@@ -87,11 +74,8 @@ async fn three_replica_processes_one_killed_holding_claims_admit_every_occurrenc
     assert!(held_at_kill > 0, "killed while holding claims");
 
     sleep_ms(12_000).await;
-    for child in &survivors {
-        terminate(child);
-    }
     for child in survivors {
-        let output = child.wait_with_output().expect("wait");
+        let output = terminate(child);
         assert_eq!(
             output.status.code(),
             Some(0),

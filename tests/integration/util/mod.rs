@@ -287,21 +287,45 @@ pub fn manifest(triggers: serde_json::Value) -> serde_json::Value {
     })
 }
 
+/// Every table of DESIGN.md section 3 but the migration ledger.
+pub const SCHEDULER_TABLES: [&str; 9] = [
+    "projects",
+    "execution_revisions",
+    "tasks",
+    "triggers",
+    "trigger_schedules",
+    "runs",
+    "attempts",
+    "run_events",
+    "schedule_audit",
+];
+
+/// Starts `qlsched -D URL run ARGS` as a child process, logs piped.
+pub fn spawn_run(url: &str, args: &[&str]) -> std::process::Child {
+    Command::new(bin())
+        .args(["-D", url, "run"])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn qlsched run")
+}
+
+/// Sends SIGTERM and waits for the child to exit.
+pub fn terminate(child: std::process::Child) -> Output {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    child.wait_with_output().expect("wait for qlsched")
+}
+
 /// A digest of every scheduler table's rows: equal before and after means nothing was written.
 pub async fn fingerprint(db: &TestDb) -> String {
     let client = db.client().await;
     let mut parts = Vec::new();
-    for table in [
-        "projects",
-        "execution_revisions",
-        "tasks",
-        "triggers",
-        "trigger_schedules",
-        "runs",
-        "attempts",
-        "run_events",
-        "schedule_audit",
-    ] {
+    for table in SCHEDULER_TABLES {
         let row = client
             .query_one(&format!("SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t::text)), '') FROM {table} t"), &[])
             .await
