@@ -159,3 +159,62 @@ async fn two_independent_pools_racing_initialize_a_row_exactly_once() {
     let counts = assert_invariants(&db).await;
     assert_eq!((counts.runs, counts.claims_held), (0, 0));
 }
+
+#[tokio::test]
+async fn backends_terminated_mid_round_never_duplicate_or_lose_an_occurrence() {
+    let db = TestDb::new().await;
+    let triggers: Vec<_> = (0..10)
+        .map(|i| json!({ "id": format!("t{i}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    db.publish(&manifest(json!(triggers))).await;
+    // Widen the admission so terminations land inside it as often as outside.
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "CREATE FUNCTION widen() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_sleep(0.2); RETURN NULL; END $$;
+             CREATE TRIGGER widen BEFORE INSERT ON runs FOR EACH STATEMENT EXECUTE FUNCTION widen();",
+        )
+        .await
+        .expect("widen");
+    let store =
+        qlsched::store::Store::open(&db.settings, &crate::util::schema(), "doomed-replica", 2)
+            .await
+            .expect("pool");
+    let config = CoordinatorConfig {
+        owner: "doomed".into(),
+        lease: Duration::from_secs(2),
+        cadence: Duration::from_millis(100),
+        ..CoordinatorConfig::default()
+    };
+    let lifecycle =
+        qlsched::lifecycle::Lifecycle::start(Arc::new(Coordinator::new(store, config)), None);
+    let mut terminated = 0;
+    let until = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < until {
+        sleep_ms(300).await;
+        terminated += client
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE application_name = 'doomed-replica' AND state = 'active'",
+                &[],
+            )
+            .await
+            .expect("terminate")
+            .len();
+    }
+    assert!(
+        terminated >= 3,
+        "only {terminated} backends were terminated mid-statement"
+    );
+    let runs_before_calm = db.count("SELECT count(*) FROM runs").await;
+    sleep_ms(4_000).await;
+    let stop = lifecycle.stop().await;
+    assert!(stop.drained);
+    let counts = assert_invariants(&db).await;
+    assert!(
+        counts.runs > runs_before_calm,
+        "the replica kept admitting after its backends were terminated"
+    );
+    assert_eq!(counts.claims_held, 0);
+}
