@@ -8,6 +8,7 @@ mod error;
 pub mod invariants;
 pub mod migrate;
 pub mod publish;
+pub mod read;
 pub mod recovery;
 pub mod scratch;
 
