@@ -919,3 +919,13 @@ pub fn diagnose(state: &TriggerState, digest_ok: bool) -> Diagnosis {
         _ => Diagnosis::Eligible,
     }
 }
+
+// Every later transaction of this session is read-only: an inspecting session cannot write, even
+// through a superuser login.
+const READ_ONLY: &str = "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY";
+
+/// Makes `client`'s session read-only, for inspection.
+pub async fn read_only(client: &Client) -> Result<(), StoreError> {
+    client.batch_execute(READ_ONLY).await?;
+    Ok(())
+}
