@@ -46,6 +46,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "roles_and_grants",
         sql: include_str!("../../migrations/0002_roles_and_grants.sql"),
     },
+    Migration {
+        version: 3,
+        name: "operator_read_models",
+        sql: include_str!("../../migrations/0003_operator_read_models.sql"),
+    },
 ];
 
 /// The schema version a fully migrated database reports.

@@ -1,7 +1,7 @@
 //! Issue 2, point 1: migrations, the ledger, roles and their exact grants, readiness.
 
 use crate::util::{LoginRole, TestDb, code, qlsched, schema, stderr, stdout};
-use qlsched::store::migrate::{latest_version, migrate_up, verify};
+use qlsched::store::migrate::{MIGRATIONS, latest_version, migrate_up, verify};
 
 #[tokio::test]
 async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
@@ -9,7 +9,10 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
     let first = qlsched(Some(&db), &["migrate", "-o", "json"], None);
     assert_eq!(code(&first), 0, "{}", stderr(&first));
     let report: serde_json::Value = serde_json::from_str(&stdout(&first)).expect("json");
-    assert_eq!(report["applied"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        report["applied"].as_array().map(Vec::len),
+        Some(MIGRATIONS.len())
+    );
     assert_eq!(report["version"], latest_version());
 
     let client = db.client().await;
@@ -33,7 +36,10 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
         Some(0),
         "a second migrate applies nothing"
     );
-    assert_eq!(db.count("SELECT count(*) FROM schema_migrations").await, 2);
+    assert_eq!(
+        db.count("SELECT count(*) FROM schema_migrations").await,
+        latest_version()
+    );
 
     let verify_ok = qlsched(Some(&db), &["migrate", "verify"], None);
     assert_eq!(code(&verify_ok), 0, "{}", stdout(&verify_ok));
@@ -55,7 +61,10 @@ async fn two_migrators_started_at_once_both_succeed() {
     for output in [a.join().expect("a"), b.join().expect("b")] {
         assert_eq!(code(&output), 0, "{}", stderr(&output));
     }
-    assert_eq!(db.count("SELECT count(*) FROM schema_migrations").await, 2);
+    assert_eq!(
+        db.count("SELECT count(*) FROM schema_migrations").await,
+        latest_version()
+    );
     let mut client = db.client().await;
     assert!(
         migrate_up(&mut client, &schema())
