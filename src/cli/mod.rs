@@ -11,6 +11,7 @@ mod migrate;
 mod output;
 mod publish;
 mod run;
+mod top;
 
 use std::process::ExitCode;
 
@@ -54,6 +55,8 @@ pub enum Command {
     Publish(publish::PublishArgs),
     /// Run a scheduler replica until SIGINT or SIGTERM.
     Run(run::RunArgs),
+    /// Watch claims, leases and admissions live in the terminal; expire a stuck claim.
+    Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
     Demo(demo::DemoArgs),
     /// Write shell completions and man pages generated from these definitions.
@@ -94,6 +97,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Migrate(args) => migrate::run(args, &global).await,
         Command::Publish(args) => publish::run(args, &global).await,
         Command::Run(args) => run::run(args, &global).await,
+        Command::Top(args) => top::run(args, &global).await,
         Command::Demo(args) => demo::run(args, &global).await,
         Command::Generate(args) => generate::run(args),
     }
@@ -123,7 +127,12 @@ fn one_line(message: &str) -> String {
 /// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless
 /// QLSCHED_LOG says otherwise.
 fn init_logging(command: &Command, color: ColorChoice) {
+    use std::io::IsTerminal;
+    // The dashboard owns the terminal: a log line on stderr would tear its frame.
+    let dashboard = matches!(command, Command::Top(_))
+        || (matches!(command, Command::Demo(_)) && std::io::stdout().is_terminal());
     let default = match command {
+        _ if dashboard => "off",
         Command::Run(_) | Command::Demo(_) => "info,tokio_postgres=warn",
         _ => "warn",
     };
