@@ -8,7 +8,9 @@ use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span, Text};
-use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{
+    Block, Borders, Cell, Clear, HighlightSpacing, Paragraph, Row, Table, TableState, Wrap,
+};
 
 use super::input::KEYS;
 use super::state::{App, ExpireRequest, Modal, SortOrder};
@@ -370,6 +372,9 @@ fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
         .style(theme.title()),
     )
     .row_highlight_style(theme.selected())
+    // A symbol as well as the reverse video, so the selection shows in any terminal.
+    .highlight_symbol("›")
+    .highlight_spacing(HighlightSpacing::Always)
     .block(block(&title, theme));
     let mut state = TableState::default().with_selected(app.selected_index());
     frame.render_stateful_widget(table, area, &mut state);
@@ -693,5 +698,148 @@ pub fn span(ms: i64) -> String {
         60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1_000),
         3_600_000..86_400_000 => format!("{}h{:02}m", ms / 3_600_000, ms % 3_600_000 / 60_000),
         _ => format!("{}d{:02}h", ms / 86_400_000, ms % 86_400_000 / 3_600_000),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::style::Color;
+
+    use super::draw;
+    use crate::tui::fixtures;
+    use crate::tui::input::{Action, update};
+    use crate::tui::state::{App, Modal};
+
+    fn frame_of(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| draw(frame, app)).unwrap();
+        terminal
+    }
+
+    /// The frame as text, one line per row, trailing blanks trimmed.
+    fn render(app: &App, width: u16, height: u16) -> String {
+        let terminal = frame_of(app, width, height);
+        let buffer = terminal.backend().buffer();
+        (0..height)
+            .map(|y| {
+                let line: String = (0..width).map(|x| buffer[(x, y)].symbol()).collect();
+                line.trim_end().to_owned()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn empty_database() {
+        insta::assert_snapshot!(render(&fixtures::empty(), 100, 30));
+    }
+
+    #[test]
+    fn busy_cluster_with_three_owners() {
+        insta::assert_snapshot!(render(&fixtures::busy(), 120, 40));
+    }
+
+    #[test]
+    fn expired_claim_not_taken_over() {
+        insta::assert_snapshot!(render(&fixtures::stuck(), 120, 40));
+    }
+
+    #[test]
+    fn detail_view() {
+        let mut app = fixtures::stuck();
+        update(&mut app, Action::ToggleDetail);
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.detail = Some(fixtures::stuck_detail());
+        }
+        assert!(matches!(app.modal, Modal::Detail { .. }));
+        insta::assert_snapshot!(render(&app, 120, 40));
+    }
+
+    #[test]
+    fn filter_prompt() {
+        let mut app = fixtures::busy();
+        update(&mut app, Action::OpenFilter);
+        for c in "globex".chars() {
+            update(&mut app, Action::FilterChar(c));
+        }
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn filter_applied() {
+        let mut app = fixtures::busy();
+        update(&mut app, Action::OpenFilter);
+        for c in "demo-".chars() {
+            update(&mut app, Action::FilterChar(c));
+        }
+        update(&mut app, Action::FilterApply);
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn expire_confirmation() {
+        let mut app = fixtures::stuck();
+        update(&mut app, Action::AskExpire);
+        assert!(matches!(app.modal, Modal::ConfirmExpire(_)));
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn help_overlay() {
+        let mut app = fixtures::busy();
+        update(&mut app, Action::ToggleHelp);
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn lost_connection() {
+        let mut app = fixtures::busy();
+        app.apply_failure(
+            "database unavailable: postgres@127.0.0.1:5432/qlsched_demo: error connecting to \
+             server: Connection refused (os error 111)"
+                .to_owned(),
+        );
+        app.apply_failure("database unavailable: Connection refused (os error 111)".to_owned());
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn smallest_terminal_80_by_24() {
+        let mut app = fixtures::stuck();
+        app.paused = true;
+        insta::assert_snapshot!(render(&app, 80, 24));
+    }
+
+    #[test]
+    fn no_colour_when_colour_is_off() {
+        let app = fixtures::stuck();
+        let terminal = frame_of(&app, 120, 40);
+        let coloured = terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .filter(|cell| cell.fg != Color::Reset || cell.bg != Color::Reset)
+            .count();
+        assert_eq!(
+            coloured, 0,
+            "NO_COLOR / --color never: no cell has a colour"
+        );
+
+        let mut app = fixtures::stuck();
+        app.color = true;
+        let terminal = frame_of(&app, 120, 40);
+        assert!(
+            terminal
+                .backend()
+                .buffer()
+                .content()
+                .iter()
+                .any(|cell| cell.fg == Color::Red),
+            "with colour, the expired claim is red"
+        );
     }
 }

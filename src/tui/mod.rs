@@ -9,6 +9,9 @@ pub mod input;
 pub mod load;
 pub mod state;
 
+#[cfg(test)]
+mod fixtures;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
