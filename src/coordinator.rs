@@ -203,13 +203,7 @@ impl Coordinator {
                 schedules.entry(key).or_insert(parsed)
             }
         };
-        decide(&DecisionInput {
-            schedule,
-            policy: definition.misfire_policy,
-            grace_ms: definition.misfire_grace_ms,
-            cursor_ms: row.cursor_ms,
-            now_ms: row.claimed_at_ms,
-        })
+        decide_claimed(row, schedule)
     }
 
     fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<ReleaseRequest>> {
@@ -232,8 +226,24 @@ impl Coordinator {
     }
 }
 
+/// The decision on a claimed row, taken at its claim time (ADR-0107 `claimAcquiredAtMs`): what a
+/// round does for every row it claims, and what a manual `qlsched claim` shows and admits.
+pub fn decide_claimed(
+    row: &ClaimedRow,
+    schedule: &CronSchedule,
+) -> Result<Decision, crate::core::CoreError> {
+    let definition = &row.definition;
+    decide(&DecisionInput {
+        schedule,
+        policy: definition.misfire_policy,
+        grace_ms: definition.misfire_grace_ms,
+        cursor_ms: row.cursor_ms,
+        now_ms: row.claimed_at_ms,
+    })
+}
+
 /// A run identity is allocated here and only here, for a decision that fires (ADR-0105).
-fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity> {
+pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity> {
     let Decision::Fire {
         scheduled_for_ms, ..
     } = *decision

@@ -101,3 +101,104 @@ impl ColorChoice {
         }
     }
 }
+
+/// `PROJECT/TRIGGER`, the name operators use for a trigger (DESIGN.md section 5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriggerName {
+    pub project_id: String,
+    pub trigger_id: String,
+}
+
+impl TriggerName {
+    pub fn key(&self) -> (&str, &str) {
+        (&self.project_id, &self.trigger_id)
+    }
+}
+
+impl std::fmt::Display for TriggerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.project_id, self.trigger_id)
+    }
+}
+
+/// A clap value parser for `PROJECT/TRIGGER`: two ids as the schema allows them (1 to 128 of
+/// `A-Z a-z 0-9 _ . -`). A malformed name is a usage error (exit 2).
+pub fn trigger_name(text: &str) -> Result<TriggerName, String> {
+    let valid = |id: &str| {
+        (1..=128).contains(&id.len())
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    };
+    match text.split_once('/') {
+        Some((project, trigger)) if valid(project) && valid(trigger) => Ok(TriggerName {
+            project_id: project.to_owned(),
+            trigger_id: trigger.to_owned(),
+        }),
+        _ => Err(format!(
+            "expected PROJECT/TRIGGER, each 1 to 128 of A-Z a-z 0-9 _ . -, got {text:?}"
+        )),
+    }
+}
+
+/// A claim fence passed back by a script: `--token UUID --version N`. The version is a flag value
+/// (a negative or non-numeric one is a usage error, exit 2); the token is data, checked after
+/// parsing so that a malformed UUID is bad input (exit 65), as DESIGN.md section 5 lists it.
+#[derive(Debug, Clone, Args)]
+pub struct FenceArgs {
+    /// The claim token `qlsched claim` printed (a UUID).
+    #[arg(long, value_name = "UUID")]
+    pub token: String,
+
+    /// The claim version `qlsched claim` printed with the token.
+    #[arg(long = "version", id = "claim_version", value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub claim_version: i64,
+}
+
+impl FenceArgs {
+    pub fn fence(&self) -> Result<crate::store::operator::FenceRef, super::CliError> {
+        fence(&self.token, self.claim_version)
+    }
+}
+
+/// A fence from its token text and version; a malformed token is bad input (exit 65).
+pub fn fence(
+    token: &str,
+    version: i64,
+) -> Result<crate::store::operator::FenceRef, super::CliError> {
+    let token = uuid::Uuid::parse_str(token).map_err(|error| {
+        super::CliError::BadInput(format!("invalid claim token {token:?}: {error}"))
+    })?;
+    Ok(crate::store::operator::FenceRef { token, version })
+}
+
+/// True when a person can answer a prompt: stdin and stderr are both terminals.
+pub fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Asks `question` on stderr and returns the answer, trimmed and lower-cased.
+pub fn ask(question: &str) -> Result<String, super::CliError> {
+    use std::io::Write;
+    let mut stderr = std::io::stderr().lock();
+    write!(stderr, "{question} ")?;
+    stderr.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(answer.trim().to_lowercase())
+}
+
+impl ConfirmArgs {
+    /// Refuses, before anything is touched, a destructive action that nobody confirmed: without
+    /// `--yes` or `--dry-run` it needs a terminal to ask on (DESIGN.md section 5, exit 2).
+    pub fn require_confirmable(&self, what: &str) -> Result<(), super::CliError> {
+        if self.yes || self.dry_run || interactive() {
+            Ok(())
+        } else {
+            Err(super::CliError::Usage(format!(
+                "{what} needs --yes when not run on a terminal (or --dry-run to see what would change)"
+            )))
+        }
+    }
+}

@@ -26,6 +26,9 @@ pub enum CliError {
     Usage(String),
     #[error(transparent)]
     Core(#[from] CoreError),
+    /// Bad input data given on the command line (a malformed claim token or run id): exit 65.
+    #[error("bad input: {0}")]
+    BadInput(String),
     #[error("bad manifest: {0}")]
     Manifest(#[from] ManifestError),
     #[error(transparent)]
@@ -43,7 +46,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => exit::USAGE,
             CliError::Core(error) => error.exit_code(),
-            CliError::Manifest(_) => exit::DATA,
+            CliError::Manifest(_) | CliError::BadInput(_) => exit::DATA,
             CliError::Store(error) => error.exit_code(),
             CliError::Findings { code, .. } => *code,
             CliError::Io(_) => exit::UNEXPECTED,

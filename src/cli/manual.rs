@@ -6,11 +6,11 @@ The same for every subcommand:
 
   0   success
   1   unexpected error
-  2   usage error (bad flag or argument; a destructive action without --yes and without a terminal)
+  2   usage error (bad flag or argument, such as a malformed PROJECT/TRIGGER, a negative or non-numeric --version, a bad duration or an unknown --state; a destructive action without --yes and without a terminal)
   3   fence rejected: the claim named no longer holds (other owner, newer version, expired)
   4   not found
-  5   nothing eligible (no due, unclaimed row)
-  65  bad input data (manifest, cron expression, time zone, UUID)
+  5   nothing eligible (no due, unclaimed row; a named row that is not eligible, or holds no claim to expire)
+  65  bad input data (manifest, cron expression, time zone, a malformed claim token or run id)
   69  database unavailable
   75  transient conflict, retries exhausted
   77  permission denied by the database role
@@ -38,7 +38,7 @@ NO_COLOR
 When set and not empty, no colour under --color auto.";
 
 pub const SEE_ALSO: &str = "\
-qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-demo(1). The design: DESIGN.md and ADR-0105.";
+qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-inspect(1), qlsched-expire(1), qlsched-top(1), qlsched-demo(1). The operator's guide: docs/OPERATIONS.md. The design: DESIGN.md and ADR-0105.";
 
 pub fn examples(command: &str) -> &'static str {
     match command {
@@ -67,13 +67,69 @@ A replica with the defaults (16 claims a round, 30 s leases, 1 s cadence):
 A replica with a fixed owner name and short leases, e.g. under a supervisor:
   qlsched run --owner sched-1 --lease 10s --drain-timeout 5s"
         }
+        "top" => {
+            "\
+Watch the cluster live (q quits, ? lists every key):
+  qlsched -D postgres://observer@db/prod top
+
+Look without being able to touch anything, refreshing every 5 s:
+  qlsched top --readonly --refresh 5s
+
+In a stuck-claim investigation: select the row marked !, Enter shows why it is not firing, e shows
+its fence and expires exactly that claim after y (fenced and audited, as qlsched expire).
+
+Without a terminal, top exits 2; scripts use inspect instead:
+  qlsched inspect -o json"
+        }
         "demo" => {
             "\
-The first look, against the local server:
+The first look, against the local server (on a terminal it opens top on the demo database):
   qlsched demo
 
 For a minute, against another server:
   qlsched -D postgres://postgres@127.0.0.1/postgres demo --duration 1m"
+        }
+        "claim" => {
+            "\
+Claim the next due row, look at the fence and the decision, and answer admit, hold or release:
+  qlsched claim
+
+Claim one trigger and keep the claim (a script; the fence is in the JSON):
+  qlsched claim acme/nightly --hold --owner ops-script -o json
+
+Admit or give back that claim later, with the fence passed back (exit 3 if it no longer holds):
+  qlsched claim admit acme/nightly --token 0190f3c2-5c1e-7d3a-9a41-2f7b3c8d9e10 --version 7
+  qlsched claim release acme/nightly --token 0190f3c2-5c1e-7d3a-9a41-2f7b3c8d9e10 --version 7
+
+See which row would be claimed and what would be decided, changing nothing:
+  qlsched claim --dry-run"
+        }
+        "inspect" => {
+            "\
+The summary: rows by state, claims per owner, the oldest overdue row, admissions per minute:
+  qlsched inspect
+
+Why is a trigger not firing?
+  qlsched inspect trigger acme/nightly
+
+Claims past their lease, and the overdue rows, for a script:
+  qlsched inspect claims --expired -o json
+  qlsched inspect schedules --state due --limit 20 -o json
+
+Check every promise and the grants (exit 1 on any failure):
+  qlsched inspect invariants"
+        }
+        "expire" => {
+            "\
+Expire exactly the claim a script saw (exit 3 if it changed in between):
+  qlsched expire acme/nightly --token 0190f3c2-5c1e-7d3a-9a41-2f7b3c8d9e10 --version 7 --reason 'stuck'
+
+Expire whatever claim the row holds, after looking at it (asks on a terminal):
+  qlsched expire acme/nightly --reason 'replica sched-2 hung'
+
+Every claim of a replica known to be dead, in one transaction:
+  qlsched expire --owner sched-2:4711 --yes --reason 'host lost'
+  qlsched expire --owner sched-2:4711 --expired-only --dry-run"
         }
         _ => {
             "\
@@ -94,6 +150,34 @@ migrate status: [migration], where migration is {\"version\": int, \"name\": str
 migrate verify: {\"schema\": string, \"ok\": bool, \"findings\": [{\"kind\": \"checksum\"|\"pending\"|\"unknown_migration\"|\"missing_grant\"|\"extra_grant\"|\"schema_usage\"|\"role\", \"message\": string}]}.",
         "publish" => "\
 {\"dry_run\": bool, \"items\": [{\"kind\": \"project\"|\"task\"|\"trigger\", \"name\": \"PROJECT\" or \"PROJECT/ID\", \"change\": \"created\"|\"changed\"|\"unchanged\", \"revision\": int|null}]}.",
+        "claim" => "\
+claim: {\"dry_run\": bool, \"project_id\": string, \"trigger_id\": string, \"fence\": fence, \"observed_at_ms\": int (database time of the claim, the decision's now), \"cursor_ms\": int|null, \"decision\": decision, \"step\": \"admitted\"|\"advanced\"|\"held\"|\"released\"|\"dry_run\", \"run\": run|null}.
+
+claim admit: {\"project_id\": string, \"trigger_id\": string, \"decision\": decision, \"step\": \"admitted\"|\"advanced\"|\"released\", \"run\": run|null}.
+
+claim release: {\"project_id\": string, \"trigger_id\": string, \"fence\": fence (as it was), \"step\": \"released\"}.
+
+fence is {\"owner\": string, \"token\": uuid, \"version\": int, \"expires_at_ms\": int}. decision is {\"kind\": \"initialize\"|\"fire\"|\"skip\"|\"not_due\", \"next_fire_at_ms\": int, \"scheduled_for_ms\": int|null, \"idempotency_key\": string|null, \"late_ms\": int|null, \"misfired\": bool|null}. run is {\"run_id\": uuid, \"attempt_id\": uuid, \"idempotency_key\": string, \"scheduled_for_ms\": int}.",
+        "inspect" => "\
+inspect: {\"schema_version\": int, \"now_ms\": int, \"schedules\": {\"total\", \"due\", \"claimed\", \"expired_claim\", \"not_due\", \"disabled\", \"uninitialized\": int}, \"owners\": [{\"owner\": string, \"claims\": int, \"expired\": int, \"last_claim_at_ms\": int, \"admissions_last_minute\": int}], \"oldest_overdue\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int}|null, \"admissions_last_minute\": int}.
+
+inspect schedules: [{\"project_id\", \"trigger_id\": string, \"state\": \"disabled\"|\"claimed\"|\"expired_claim\"|\"uninitialized\"|\"due\"|\"not_due\", \"trigger_revision\", \"state_version\", \"claim_version\": int, \"next_fire_at_ms\", \"due_in_ms\", \"last_scheduled_at_ms\": int|null, \"claim_owner\": string|null, \"claim_expires_at_ms\": int|null, \"updated_at_ms\": int}].
+
+inspect claims: [claim], where claim is {\"project_id\", \"trigger_id\", \"owner\": string, \"token\": uuid, \"version\", \"acquired_at_ms\", \"expires_at_ms\", \"remaining_ms\" (negative once expired): int, \"expired\": bool}.
+
+inspect runs: [run], where run is {\"run_id\": uuid, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"task_id\": string, \"task_revision\": int, \"execution_revision_id\": uuid, \"idempotency_key\", \"status\": string, \"scheduled_for_ms\", \"created_at_ms\": int, \"queued_at_ms\": int|null}.
+
+inspect run: {\"run\": run, \"attempts\": [{\"attempt_id\": uuid, \"attempt_no\": int, \"executor\", \"state\": string, \"worker_id\", \"session_id\", \"lease_id\": string|null, \"started_at_ms\": int|null, \"created_at_ms\": int}], \"events\": [{\"seq\": int, \"type\": string, \"at_ms\": int, \"payload\": object}]}.
+
+inspect trigger: {\"project_id\", \"trigger_id\": string, \"why_not_firing\": {\"cause\": \"schema_not_ready\"|\"project_suspended\"|\"trigger_disabled\"|\"revision_behind\"|\"digest_corrupt\"|\"claim_held\"|\"claim_expired\"|\"not_initialized\"|\"not_due\"|\"eligible\", and the cause's fields: detail; schedule_revision, trigger_revision; execution_revision_id; owner, remaining_ms; owner, expired_ms_ago; next_fire_at_ms, due_in_ms}, and unless the schema is not ready: \"now_ms\": int, \"definition\": {\"project_status\", \"task_id\": string, \"revision\": int, \"enabled\": bool, \"cron_expr\", \"time_zone\", \"misfire_policy\": string, \"misfire_grace_ms\": int, \"content_digest\": string, \"execution_revision_id\": uuid}, \"schedule\": schedule (as in inspect schedules), \"claim\": claim|null, \"recent_runs\": [run], \"audit\": [audit]}.
+
+inspect recovery: {\"pristine\": int, \"drifted\": int, \"candidates\": [{\"run_id\": uuid, \"project_id\", \"trigger_id\", \"run_status\": string, \"attempt_id\": uuid|null, \"attempt_no\": int|null, \"attempt_state\": string|null, \"drift\": [string]}]}.
+
+inspect audit: [audit], where audit is {\"audit_id\": int, \"project_id\", \"trigger_id\": string, \"action\": \"claim\"|\"admit\"|\"release\"|\"expire\", \"actor\", \"db_user\": string, \"reason\": string|null, \"at_ms\": int, \"fence_before\", \"fence_after\": fence|null}; a cleared fence has null owner, token and expires_at_ms.
+
+inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrences\", \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\", \"half_written_claims\", \"cursors_behind\", \"claims_held\": int}, \"failures\": [string], \"grants\": [finding as in migrate verify]}.",
+        "expire" => "\
+{\"dry_run\": bool, \"expired\": [{\"project_id\", \"trigger_id\": string, \"fence_before\": fence, \"claim_version\": int, \"state_version\": int}]}, the versions as they are after the expiry. An owner with no claims gives an empty list (exit 0); a named row without a claim exits 5.",
         _ => return None,
     })
 }

@@ -3,9 +3,12 @@
 //! none writes SQL of its own (DESIGN.md section 2).
 
 mod args;
+mod claim;
 mod demo;
 mod error;
+mod expire;
 mod generate;
+mod inspect;
 mod manual;
 mod migrate;
 mod output;
@@ -55,6 +58,13 @@ pub enum Command {
     Publish(publish::PublishArgs),
     /// Run a scheduler replica until SIGINT or SIGTERM.
     Run(run::RunArgs),
+    /// Step through the scheduler by hand: claim a row, see its fence and decision, then admit,
+    /// hold or release it.
+    Claim(claim::ClaimArgs),
+    /// Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing.
+    Inspect(inspect::InspectArgs),
+    /// Expire a stuck claim (fenced and audited), or every claim of a dead replica.
+    Expire(expire::ExpireArgs),
     /// Watch claims, leases and admissions live in the terminal; expire a stuck claim.
     Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
@@ -66,7 +76,10 @@ pub enum Command {
 
 /// Parses the command line, runs the subcommand, and returns its exit status.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
     init_logging(&cli.command, cli.color);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -99,6 +112,9 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Run(args) => run::run(args, &global).await,
         Command::Top(args) => top::run(args, &global).await,
         Command::Demo(args) => demo::run(args, &global).await,
+        Command::Claim(args) => claim::run(args, &global).await,
+        Command::Inspect(args) => inspect::run(args, &global).await,
+        Command::Expire(args) => expire::run(args, &global).await,
         Command::Generate(args) => generate::run(args),
     }
 }
@@ -117,6 +133,36 @@ fn report(error: &CliError) -> ExitCode {
     }
     eprintln!("qlsched: {}", one_line(&error.to_string()));
     ExitCode::from(error.exit_code())
+}
+
+/// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr
+/// like every other error, so that scripts can read it, and exits 2.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return match error.print() {
+            Ok(()) => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(exit::UNEXPECTED)),
+            Err(_) => ExitCode::from(exit::UNEXPECTED),
+        };
+    }
+    let text = error.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    let message = message.join(" ");
+    eprintln!(
+        "qlsched: {}",
+        message.strip_prefix("error: ").unwrap_or(&message)
+    );
+    ExitCode::from(exit::USAGE)
 }
 
 /// Error messages stay on one line, whatever the database or a cause put in them.

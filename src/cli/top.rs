@@ -70,6 +70,7 @@ pub async fn open(
         readonly,
         refresh,
         color: global.color,
+        actor: super::claim::operator_name(),
     };
     tui::run(store, options, shutdown).await?;
     Ok(())

@@ -180,6 +180,19 @@ const CLAIM_ONE: &str = concat!(
     claimed_columns!()
 );
 
+// The named row as its holder claimed it, if the claim with token $3 and version $4 is still
+// there and unexpired: what a script's `qlsched claim admit` hands to the admission, which checks
+// the whole fence again under its own lock.
+const CLAIMED_BY_FENCE: &str = concat!(
+    "SELECT ",
+    claimed_columns!(),
+    " FROM trigger_schedules s
+    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
+    WHERE s.project_id = $1 AND s.trigger_id = $2 AND s.claim_token = $3 AND s.claim_version = $4
+      AND s.claim_expires_at_ms > now_ms()"
+);
+
 // Give claims back: clear each row's claim if its fence (owner, token, version) still holds.
 // The version moves on, so the released fence can never be used again.
 const RELEASE: &str = "UPDATE trigger_schedules s
@@ -215,6 +228,23 @@ pub async fn claim_one(
 ) -> Result<Option<ClaimedRow>, StoreError> {
     let rows = client
         .query(CLAIM_ONE, &[&project_id, &trigger_id, &owner, &lease_ms])
+        .await?;
+    rows.first().map(ClaimedRow::from_row).transpose()
+}
+
+/// The named row as claimed under `token` and `version`, if that claim still holds now.
+pub async fn claimed_by_fence(
+    client: &impl GenericClient,
+    project_id: &str,
+    trigger_id: &str,
+    token: Uuid,
+    version: i64,
+) -> Result<Option<ClaimedRow>, StoreError> {
+    let rows = client
+        .query(
+            CLAIMED_BY_FENCE,
+            &[&project_id, &trigger_id, &token, &version],
+        )
         .await?;
     rows.first().map(ClaimedRow::from_row).transpose()
 }

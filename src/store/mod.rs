@@ -7,6 +7,7 @@ pub mod connect;
 mod error;
 pub mod invariants;
 pub mod migrate;
+pub mod operator;
 pub mod publish;
 pub mod read;
 pub mod recovery;

@@ -1,5 +1,6 @@
 //! What `qlsched top` needs beyond the operator read models of [`super::read`]: a summary whose
-//! every statement is bounded by an index, and the fenced expiry of its `e` key.
+//! every statement is bounded by an index. (Its `e` key expires through [`super::operator`],
+//! as `qlsched expire` does.)
 //!
 //! `read::summary` classifies every schedule row in one sequential scan, which at a million rows
 //! takes most of a second (0.76 s here): too slow for a dashboard that refreshes every second
@@ -8,16 +9,13 @@
 //! operator acts on are counted exactly (held claims by the partial claim-owner index, cursors by
 //! the claim-order index, switched-off rows from the few disabled triggers and suspended
 //! projects), the due count stops at [`DUE_CAP`], and the total is the planner's estimate once
-//! the table is large. The expiry does what `qlsched expire` does: the row locked, the fence the
-//! operator saw checked, the claim cleared with its versions moved on, and an audit row, in one
-//! statement.
+//! the table is large.
 
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
 use super::read::{OwnerClaims, StateCounts};
-use crate::core::ClaimFence;
 
 /// Below this many rows (by the planner's estimate) the total is counted; above, estimated.
 pub const COUNT_EXACT_BELOW: i64 = 100_000;
@@ -156,100 +154,5 @@ impl TriggerKey {
 impl std::fmt::Display for TriggerKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.project_id, self.trigger_id)
-    }
-}
-
-/// What an operator's expiry of a claim did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExpireOutcome {
-    pub key: TriggerKey,
-    /// The fence that was cleared.
-    pub expired: ClaimFence,
-    /// `claim_version` after the expiry: the old holder's admission can no longer match.
-    pub claim_version: i64,
-}
-
-// Expire one claim if, with the row locked, its fence is still exactly the one the operator saw:
-// clear it, move claim_version and state_version on (so the old holder's admission fails its
-// fence, DESIGN.md section 4, Expire), and write the audit row, all in one statement. The last
-// SELECT reports the row as locked, so a rejection can say who holds it now.
-const EXPIRE_FENCED: &str = "WITH target AS (
-        SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
-        FROM trigger_schedules
-        WHERE project_id = $1 AND trigger_id = $2
-        FOR UPDATE
-    ), expired AS (
-        UPDATE trigger_schedules s
-        SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
-            claim_version = s.claim_version + 1, state_version = s.state_version + 1,
-            updated_at_ms = now_ms()
-        FROM target t
-        WHERE s.project_id = t.project_id AND s.trigger_id = t.trigger_id
-          AND t.claim_owner = $3 AND t.claim_token = $4 AND t.claim_version = $5
-        RETURNING s.claim_version, s.state_version
-    ), audit AS (
-        INSERT INTO schedule_audit (project_id, trigger_id, action, actor, reason, at_ms,
-                                    fence_before, fence_after)
-        SELECT t.project_id, t.trigger_id, 'expire', $6, $7, now_ms(),
-               jsonb_build_object('owner', t.claim_owner, 'token', t.claim_token,
-                                  'version', t.claim_version, 'expires_at_ms', t.claim_expires_at_ms),
-               jsonb_build_object('owner', NULL, 'token', NULL, 'version', e.claim_version,
-                                  'expires_at_ms', NULL)
-        FROM target t, expired e
-        RETURNING 1
-    )
-    SELECT t.claim_owner, t.claim_token, t.claim_version, t.claim_expires_at_ms,
-           (SELECT claim_version FROM expired), (SELECT count(*) FROM audit)
-    FROM target t";
-
-/// Expires the claim on `key` if its fence is still `fence`, and audits it as `actor`.
-///
-/// # Errors
-///
-/// [`StoreError::NotFound`] when the trigger has no schedule row; [`StoreError::FenceRejected`]
-/// when the row holds no claim or another one (taken over, admitted, expired by someone else).
-pub async fn expire_claim(
-    client: &impl GenericClient,
-    key: &TriggerKey,
-    fence: &ClaimFence,
-    actor: &str,
-    reason: &str,
-) -> Result<ExpireOutcome, StoreError> {
-    let rows = client
-        .query(
-            EXPIRE_FENCED,
-            &[
-                &key.project_id,
-                &key.trigger_id,
-                &fence.owner,
-                &fence.token,
-                &fence.version,
-                &actor,
-                &reason,
-            ],
-        )
-        .await?;
-    let Some(row) = rows.first() else {
-        return Err(StoreError::NotFound(format!("no schedule row for {key}")));
-    };
-    match row.get::<_, Option<i64>>(4) {
-        Some(claim_version) => Ok(ExpireOutcome {
-            key: key.clone(),
-            expired: fence.clone(),
-            claim_version,
-        }),
-        None => {
-            let owner: Option<String> = row.get(0);
-            let version: i64 = row.get(2);
-            Err(StoreError::FenceRejected(match owner {
-                Some(owner) => format!(
-                    "{key} is now claimed by {owner} at claim version {version}, not by {} at {}",
-                    fence.owner, fence.version
-                ),
-                None => format!(
-                    "{key} holds no claim any more (claim version {version}); nothing expired"
-                ),
-            }))
-        }
     }
 }

@@ -9,9 +9,10 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_postgres::IsolationLevel;
 
-use super::state::{LoadRequest, Snapshot};
+use super::state::{ExpireRequest, LoadRequest, Snapshot};
+use crate::store::operator::{self, Actor, Expired, FenceRef};
 use crate::store::read::{self, ScheduleFilter};
-use crate::store::top::{ExpireOutcome, TriggerKey, expire_claim, top_summary};
+use crate::store::top::{TriggerKey, top_summary};
 use crate::store::{Store, StoreError};
 
 /// Schedule rows a snapshot carries: more than any terminal shows, few enough to stay cheap.
@@ -28,7 +29,7 @@ const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum LoadEvent {
     Snapshot(Box<Snapshot>),
     Failed(String),
-    Expired(Result<ExpireOutcome, String>),
+    Expired(Result<Expired, String>),
 }
 
 /// Reads one snapshot. The list statements run pipelined in one REPEATABLE READ READ ONLY
@@ -114,15 +115,16 @@ pub fn spawn(
     })
 }
 
-/// Expires a claim on its own task, fenced and audited, and reports the outcome.
+/// Expires a claim on its own task, as `qlsched expire` does (fenced by token and version,
+/// audited as `actor`), and reports the outcome.
 pub fn spawn_expire(
     store: Store,
-    key: TriggerKey,
-    fence: crate::core::ClaimFence,
+    request: ExpireRequest,
+    actor: String,
     events: mpsc::Sender<LoadEvent>,
 ) {
     tokio::spawn(async move {
-        let outcome = expire(&store, &key, &fence)
+        let outcome = expire(&store, &request, &actor)
             .await
             .map_err(|error| one_line(&error.to_string()));
         // The event loop may have quit meanwhile; the expiry stands either way.
@@ -130,19 +132,27 @@ pub fn spawn_expire(
     });
 }
 
-/// The expiry `e` performs: `expire_claim` with the operator named in the audit row.
+/// The expiry `e` asks for: exactly the claim the confirmation showed, or nothing.
 pub async fn expire(
     store: &Store,
-    key: &TriggerKey,
-    fence: &crate::core::ClaimFence,
-) -> Result<ExpireOutcome, StoreError> {
-    let client = store.client().await?;
-    expire_claim(
-        &**client,
-        key,
-        fence,
-        &format!("{} (qlsched top)", whoami::username()),
-        "expired from qlsched top",
+    request: &ExpireRequest,
+    actor: &str,
+) -> Result<Expired, StoreError> {
+    let fence = FenceRef {
+        token: request.fence.token,
+        version: request.fence.version,
+    };
+    let actor = Actor {
+        name: actor,
+        reason: Some("expired from qlsched top"),
+    };
+    operator::expire(
+        store,
+        &request.key.project_id,
+        &request.key.trigger_id,
+        Some(fence),
+        &actor,
+        false,
     )
     .await
 }

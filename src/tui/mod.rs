@@ -33,6 +33,8 @@ pub struct TopOptions {
     pub readonly: bool,
     pub refresh: Duration,
     pub color: bool,
+    /// Who the audit row of an expiry names (as `qlsched expire` names its operator).
+    pub actor: String,
 }
 
 /// Restores the terminal when dropped, whichever way the dashboard ends.
@@ -52,7 +54,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let mut app = App::new(
-        options.database,
+        options.database.clone(),
         store.schema().to_string(),
         options.readonly,
         options.color,
@@ -82,7 +84,7 @@ pub async fn run(
                 Event::Key(key) => {
                     app.notice = None;
                     if let Some(Effect::Expire(request)) = input::handle_key(&mut app, key) {
-                        load::spawn_expire(store.clone(), request.key, request.fence, load_tx.clone());
+                        load::spawn_expire(store.clone(), request, options.actor.clone(), load_tx.clone());
                     }
                 }
                 Event::Resize(..) => {}
@@ -95,8 +97,8 @@ pub async fn run(
                     app.notice = Some(match outcome {
                         Ok(done) => Notice {
                             text: format!(
-                                "expired the claim of {} on {} (claim version now {})",
-                                done.expired.owner, done.key, done.claim_version
+                                "expired the claim of {} on {}/{} (claim version now {})",
+                                done.fence_before.owner, done.project_id, done.trigger_id, done.claim_version
                             ),
                             is_error: false,
                         },

@@ -3,4 +3,6 @@
 
 mod util;
 
+mod generated;
 mod migrate;
+mod operator;

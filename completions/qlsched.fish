@@ -1,0 +1,342 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_qlsched_global_optspecs
+    string join \n D/database-url= schema= o/output= color= h/help V/version
+end
+
+function __fish_qlsched_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_qlsched_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_qlsched_using_subcommand
+    set -l cmd (__fish_qlsched_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c qlsched -n "__fish_qlsched_needs_command" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_needs_command" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_needs_command" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_needs_command" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c qlsched -n "__fish_qlsched_needs_command" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "run" -d 'Run a scheduler replica until SIGINT or SIGTERM'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "verify" -d 'Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "verify" -d 'Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s f -l file -d 'The JSON manifest to publish, or `-` for standard input' -r -F
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l dry-run -d 'Validate and diff against the database, report, and change nothing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l owner -d 'Claim owner written into every lease [default: HOSTNAME:PID]' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l batch -d 'Claims per round (1..=256)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l lease -d 'Lease of each claim, in database time' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l cadence -d 'Time from the start of one round to the start of the next' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l drain-timeout -d 'How long a stop waits for the round in flight before releasing its claims' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l owner -d 'Claim owner written into the lease [default: USER@HOST:manual]' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l lease -d 'Lease of the claim, in database time' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l dry-run -d 'Show what would change and change nothing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l hold -d 'Keep the claim and exit: the row stays claimed until it expires or is expired'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l release -d 'Give the claim back at once'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l token -d 'The claim token `qlsched claim` printed (a UUID)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l version -d 'The claim version `qlsched claim` printed with the token' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l token -d 'The claim token `qlsched claim` printed (a UUID)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l version -d 'The claim version `qlsched claim` printed with the token' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "claims" -d 'Claims held, by owner, with the lease left in database time'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "runs" -d 'Admitted runs, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "run" -d 'One run with its attempt and events'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "invariants" -d 'Check what the scheduler promises, and the grants; exit 1 listing every failure'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l project -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l state -d 'Only rows in this state' -r -f -a "disabled\t''
+claimed\t''
+expired_claim\t''
+uninitialized\t''
+due\t''
+not_due\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l owner -d 'Only rows claimed by this owner' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l owner -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l expired -d 'Only claims past their lease that nobody took over'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l trigger -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l since -d 'Only runs created within this long (e.g. 10m)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l trigger -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "claims" -d 'Claims held, by owner, with the lease left in database time'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "runs" -d 'Admitted runs, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "run" -d 'One run with its attempt and events'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "invariants" -d 'Check what the scheduler promises, and the grants; exit 1 listing every failure'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l token -d 'Expire only the claim with this token (exit 3 if it changed in between)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l version -d 'The claim version that goes with --token' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l owner -d 'Expire every claim of this owner (a replica known to be dead), in one transaction' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l reason -d 'Why, for the audit row' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l expired-only -d 'With --owner: only the claims already past their lease'
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l dry-run -d 'Show what would change and change nothing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l refresh -d 'Time between refreshes, 250ms to 10s (`+` and `-` change it live)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Disable `e` (expire): look, never touch'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l replicas -d 'Number of in-process replicas' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l out-dir -d 'Folder to write `completions/` and `man/` into' -r -F
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "run" -d 'Run a scheduler replica until SIGINT or SIGTERM'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "verify" -d 'Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from claim" -f -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from claim" -f -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "claims" -d 'Claims held, by owner, with the lease left in database time'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "runs" -d 'Admitted runs, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "run" -d 'One run with its attempt and events'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "invariants" -d 'Check what the scheduler promises, and the grants; exit 1 listing every failure'

@@ -1,0 +1,417 @@
+//! `qlsched claim`: the scheduler's steps by hand (DESIGN.md section 5). An operator claims a row,
+//! sees the fence and the decision the core takes on it, and admits, holds or releases it; a
+//! script does the same with the fence passed back explicitly (`claim admit`, `claim release`).
+//! Claim, decision and admission are the replica's own (`coordinator::decide_claimed`,
+//! `store::admit`), so what is seen here is exactly what a replica would do.
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use super::args::{ConfirmArgs, FenceArgs, TriggerName, ask, duration_arg, trigger_name};
+use super::output::{emit, opt, table};
+use super::{CliError, Global, OutputFormat};
+use crate::coordinator::{decide_claimed, duration_ms, run_identity};
+use crate::core::{CoordinatorConfig, CronSchedule, Decision, format_ms};
+use crate::store::operator::{self, Actor};
+use crate::store::read::utc;
+use crate::store::{AdmissionOutcome, ClaimedRow, RunIdentity, Store};
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct ClaimArgs {
+    #[command(subcommand)]
+    pub action: Option<ClaimAction>,
+
+    /// The trigger to claim [default: the next eligible row in claim order].
+    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    pub trigger: Option<TriggerName>,
+
+    #[command(flatten)]
+    pub confirm: ConfirmArgs,
+
+    /// Keep the claim and exit: the row stays claimed until it expires or is expired.
+    #[arg(long, conflicts_with_all = ["yes", "dry_run", "release"])]
+    pub hold: bool,
+
+    /// Give the claim back at once.
+    #[arg(long, conflicts_with_all = ["yes", "dry_run"])]
+    pub release: bool,
+
+    /// Claim owner written into the lease [default: USER@HOST:manual].
+    #[arg(long)]
+    pub owner: Option<String>,
+
+    /// Lease of the claim, in database time.
+    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    pub lease: Duration,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClaimAction {
+    /// Admit a claimed row's occurrence under its fence; exit 3 when the fence no longer holds.
+    #[command(disable_version_flag = true)]
+    Admit(FencedTrigger),
+    /// Give a claimed row back under its fence; exit 3 when the fence no longer holds.
+    #[command(disable_version_flag = true)]
+    Release(FencedTrigger),
+}
+
+#[derive(Debug, Args)]
+pub struct FencedTrigger {
+    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    pub trigger: TriggerName,
+
+    #[command(flatten)]
+    pub fence: FenceArgs,
+}
+
+/// The decision the core took on a claimed row, for output.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionView {
+    /// `initialize`, `fire`, `skip` or `not_due`.
+    pub kind: &'static str,
+    pub next_fire_at_ms: i64,
+    pub scheduled_for_ms: Option<i64>,
+    pub idempotency_key: Option<String>,
+    pub late_ms: Option<i64>,
+    pub misfired: Option<bool>,
+}
+
+impl DecisionView {
+    fn of(decision: &Decision, run: Option<&RunIdentity>) -> Self {
+        let (late_ms, misfired) = match *decision {
+            Decision::Fire {
+                late_ms, misfired, ..
+            } => (Some(late_ms), Some(misfired)),
+            Decision::Skip { late_ms, .. } => (Some(late_ms), Some(true)),
+            _ => (None, None),
+        };
+        DecisionView {
+            kind: decision.kind(),
+            next_fire_at_ms: decision.next_fire_at_ms(),
+            scheduled_for_ms: run.map(|r| r.scheduled_for_ms),
+            idempotency_key: run.map(|r| r.idempotency_key.clone()),
+            late_ms,
+            misfired,
+        }
+    }
+}
+
+/// What `qlsched claim` did: the claim as taken, the decision, and the step that followed.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimReport {
+    pub dry_run: bool,
+    pub project_id: String,
+    pub trigger_id: String,
+    pub fence: crate::core::ClaimFence,
+    /// Database time at the claim: the "now" the decision was taken at.
+    pub observed_at_ms: i64,
+    pub cursor_ms: Option<i64>,
+    pub decision: DecisionView,
+    /// `admitted`, `advanced`, `held`, `released` or `dry_run`.
+    pub step: &'static str,
+    pub run: Option<RunIdentity>,
+}
+
+pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
+    if let Some(action) = args.action {
+        return scripted(action, global).await;
+    }
+    let config = CoordinatorConfig {
+        owner: args.owner.clone().unwrap_or_else(manual_owner),
+        lease: args.lease,
+        ..CoordinatorConfig::default()
+    };
+    config.validate()?;
+    // A claim nobody will settle is refused before anything is claimed.
+    if !args.hold && !args.release {
+        args.confirm
+            .require_confirmable("admitting a manual claim")?;
+    }
+    let store = open(global).await?;
+    let dry_run = args.confirm.dry_run;
+    let row = operator::claim(
+        &store,
+        args.trigger.as_ref().map(TriggerName::key),
+        &config.owner,
+        duration_ms(config.lease),
+        dry_run,
+    )
+    .await?;
+    let (decision, run) = match decision_of(&row) {
+        Ok(decided) => decided,
+        Err(error) => {
+            if !dry_run {
+                let _ = operator::release_claim(
+                    &store,
+                    &row.project_id,
+                    &row.trigger_id,
+                    fence_of(&row),
+                    &actor(&config.owner),
+                )
+                .await;
+            }
+            return Err(error);
+        }
+    };
+    let mut report = ClaimReport {
+        dry_run,
+        project_id: row.project_id.clone(),
+        trigger_id: row.trigger_id.clone(),
+        fence: row.fence.clone(),
+        observed_at_ms: row.claimed_at_ms,
+        cursor_ms: row.cursor_ms,
+        decision: DecisionView::of(&decision, run.as_ref()),
+        step: "dry_run",
+        run: None,
+    };
+    let step = if dry_run {
+        Step::DryRun
+    } else if args.hold {
+        Step::Hold
+    } else if args.release {
+        Step::Release
+    } else if args.confirm.yes {
+        Step::Admit
+    } else {
+        if global.format == OutputFormat::Table {
+            super::output::print(&render_claim(&report))?;
+        }
+        ask_step()?
+    };
+    let actor = actor(&config.owner);
+    match step {
+        Step::DryRun => {}
+        Step::Hold => report.step = "held",
+        Step::Release => {
+            operator::release_claim(
+                &store,
+                &row.project_id,
+                &row.trigger_id,
+                fence_of(&row),
+                &actor,
+            )
+            .await?;
+            report.step = "released";
+        }
+        Step::Admit => {
+            let outcome = settle(&store, &row, decision, run, &actor).await?;
+            report.step = outcome.step;
+            report.run = outcome.run;
+        }
+    }
+    emit(global.format, &report, render_claim)
+}
+
+enum Step {
+    DryRun,
+    Hold,
+    Release,
+    Admit,
+}
+
+fn ask_step() -> Result<Step, CliError> {
+    loop {
+        match ask("admit, hold or release? [a/h/r]")?.as_str() {
+            "a" | "admit" => return Ok(Step::Admit),
+            "h" | "hold" => return Ok(Step::Hold),
+            "r" | "release" => return Ok(Step::Release),
+            _ => eprintln!("answer a, h or r"),
+        }
+    }
+}
+
+/// What `claim admit` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdmitReport {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub decision: DecisionView,
+    /// `admitted`, `advanced` or `released`.
+    pub step: &'static str,
+    pub run: Option<RunIdentity>,
+}
+
+/// What `claim release` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReleaseReport {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub fence: crate::core::ClaimFence,
+    pub step: &'static str,
+}
+
+async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> {
+    let user = manual_owner();
+    let actor = actor(&user);
+    match action {
+        ClaimAction::Admit(FencedTrigger { trigger, fence }) => {
+            let fence = fence.fence()?;
+            let store = open(global).await?;
+            let row =
+                operator::claimed(&store, &trigger.project_id, &trigger.trigger_id, fence).await?;
+            let (decision, run) = decision_of(&row)?;
+            let view = DecisionView::of(&decision, run.as_ref());
+            let outcome = settle(&store, &row, decision, run, &actor).await?;
+            let report = AdmitReport {
+                project_id: row.project_id,
+                trigger_id: row.trigger_id,
+                decision: view,
+                step: outcome.step,
+                run: outcome.run,
+            };
+            emit(global.format, &report, |r| {
+                format!(
+                    "{}/{}: {}{}",
+                    r.project_id,
+                    r.trigger_id,
+                    r.step,
+                    r.run.as_ref().map_or_else(String::new, |run| format!(
+                        " run {} attempt {} ({})",
+                        run.run_id, run.attempt_id, run.idempotency_key
+                    ))
+                )
+            })
+        }
+        ClaimAction::Release(FencedTrigger { trigger, fence }) => {
+            let fence = fence.fence()?;
+            let store = open(global).await?;
+            let before = operator::release_claim(
+                &store,
+                &trigger.project_id,
+                &trigger.trigger_id,
+                fence,
+                &actor,
+            )
+            .await?;
+            let report = ReleaseReport {
+                project_id: trigger.project_id,
+                trigger_id: trigger.trigger_id,
+                fence: before,
+                step: "released",
+            };
+            emit(global.format, &report, |r| {
+                format!(
+                    "{}/{}: released the claim of {} at version {}",
+                    r.project_id, r.trigger_id, r.fence.owner, r.fence.version
+                )
+            })
+        }
+    }
+}
+
+struct Settled {
+    step: &'static str,
+    run: Option<RunIdentity>,
+}
+
+/// Admits what the decision admits or advances, as a round does; a row not due after all is
+/// released, as a round releases it.
+async fn settle(
+    store: &Store,
+    row: &ClaimedRow,
+    decision: Decision,
+    run: Option<RunIdentity>,
+    actor: &Actor<'_>,
+) -> Result<Settled, CliError> {
+    if let Decision::NotDue { .. } = decision {
+        operator::release_claim(
+            store,
+            &row.project_id,
+            &row.trigger_id,
+            fence_of(row),
+            actor,
+        )
+        .await?;
+        return Ok(Settled {
+            step: "released",
+            run: None,
+        });
+    }
+    Ok(
+        match operator::admit_claimed(store, row, decision, run, actor).await? {
+            AdmissionOutcome::Admitted(run) => Settled {
+                step: "admitted",
+                run: Some(run),
+            },
+            _ => Settled {
+                step: "advanced",
+                run: None,
+            },
+        },
+    )
+}
+
+/// The core's decision on the row, and the run identity when it fires.
+fn decision_of(row: &ClaimedRow) -> Result<(Decision, Option<RunIdentity>), CliError> {
+    let schedule = CronSchedule::parse(&row.definition.cron_expr, &row.definition.time_zone)?;
+    let decision = decide_claimed(row, &schedule)?;
+    let run = run_identity(row, &decision);
+    Ok((decision, run))
+}
+
+fn fence_of(row: &ClaimedRow) -> operator::FenceRef {
+    operator::FenceRef {
+        token: row.fence.token,
+        version: row.fence.version,
+    }
+}
+
+fn actor(name: &str) -> Actor<'_> {
+    Actor { name, reason: None }
+}
+
+async fn open(global: &Global) -> Result<Store, CliError> {
+    let settings = global.connection.settings()?;
+    Ok(Store::open(&settings, &global.connection.schema, "qlsched claim", 1).await?)
+}
+
+/// `USER@HOST:manual`: who claimed by hand, readable in `inspect claims` and the audit.
+pub fn manual_owner() -> String {
+    format!("{}:manual", operator_name())
+}
+
+/// `USER@HOST`, the actor of operator actions.
+pub fn operator_name() -> String {
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    format!("{}@{host}", whoami::username())
+}
+
+fn render_claim(report: &ClaimReport) -> String {
+    let d = &report.decision;
+    let rows = vec![
+        vec![
+            "trigger".into(),
+            format!("{}/{}", report.project_id, report.trigger_id),
+        ],
+        vec!["owner".into(), report.fence.owner.clone()],
+        vec!["token".into(), report.fence.token.to_string()],
+        vec!["version".into(), report.fence.version.to_string()],
+        vec!["expires at".into(), utc(report.fence.expires_at_ms)],
+        vec!["observed at".into(), utc(report.observed_at_ms)],
+        vec!["cursor".into(), opt(report.cursor_ms.map(utc))],
+        vec!["decision".into(), d.kind.to_owned()],
+        vec!["scheduled for".into(), opt(d.scheduled_for_ms.map(utc))],
+        vec!["late by".into(), opt(d.late_ms.map(format_ms))],
+        vec!["idempotency key".into(), opt(d.idempotency_key.clone())],
+        vec!["next cursor".into(), utc(d.next_fire_at_ms)],
+        vec![
+            "step".into(),
+            if report.dry_run {
+                "dry run: rolled back, nothing claimed".to_owned()
+            } else {
+                report.step.to_owned()
+            },
+        ],
+        vec![
+            "run".into(),
+            opt(report
+                .run
+                .as_ref()
+                .map(|r| format!("{} (attempt {})", r.run_id, r.attempt_id))),
+        ],
+    ];
+    table(&["claim", "value"], rows)
+}

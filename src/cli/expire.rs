@@ -1,0 +1,158 @@
+//! `qlsched expire`: clear a stuck claim, fenced and audited (DESIGN.md section 4, Expire). With
+//! a fence, only that claim; without one, the claim is shown and confirmed first. `--owner`
+//! expires every claim of a replica known to be dead, in one transaction.
+
+use clap::Args;
+use serde::Serialize;
+
+use super::args::{ConfirmArgs, TriggerName, ask, fence, interactive, trigger_name};
+use super::claim::operator_name;
+use super::output::{emit, table};
+use super::{CliError, Global};
+use crate::store::operator::{self, Actor, Expired};
+use crate::store::read::{trigger_detail, utc};
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, Args)]
+#[command(disable_version_flag = true)]
+pub struct ExpireArgs {
+    /// The trigger whose claim to expire.
+    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name,
+          required_unless_present = "owner", conflicts_with = "owner")]
+    pub trigger: Option<TriggerName>,
+
+    /// Expire only the claim with this token (exit 3 if it changed in between).
+    #[arg(long, value_name = "UUID", requires = "claim_version")]
+    pub token: Option<String>,
+
+    /// The claim version that goes with --token.
+    #[arg(long = "version", id = "claim_version", value_name = "N", requires = "token",
+          value_parser = clap::value_parser!(i64).range(0..))]
+    pub claim_version: Option<i64>,
+
+    /// Expire every claim of this owner (a replica known to be dead), in one transaction.
+    #[arg(long, conflicts_with_all = ["token", "claim_version"])]
+    pub owner: Option<String>,
+
+    /// With --owner: only the claims already past their lease.
+    #[arg(long, requires = "owner")]
+    pub expired_only: bool,
+
+    /// Why, for the audit row.
+    #[arg(long)]
+    pub reason: Option<String>,
+
+    #[command(flatten)]
+    pub confirm: ConfirmArgs,
+}
+
+/// What `qlsched expire` did (or, with --dry-run, would do).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpireReport {
+    pub dry_run: bool,
+    pub expired: Vec<Expired>,
+}
+
+pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
+    let given = match (&args.token, args.claim_version) {
+        (Some(token), Some(version)) => Some(fence(token, version)?),
+        _ => None,
+    };
+    // A fence is the script's explicit consent; anything broader needs --yes or a person.
+    if given.is_none() {
+        args.confirm.require_confirmable("expiring a claim")?;
+    }
+    let settings = global.connection.settings()?;
+    let store = Store::open(&settings, &global.connection.schema, "qlsched expire", 1).await?;
+    let name = operator_name();
+    let actor = Actor {
+        name: &name,
+        reason: args.reason.as_deref(),
+    };
+    let dry_run = args.confirm.dry_run;
+    let asking = given.is_none() && !args.confirm.yes && !dry_run && interactive();
+    let expired = match (&args.trigger, &args.owner) {
+        (Some(trigger), _) => {
+            if asking && !confirm_trigger(&store, trigger).await? {
+                return Err(CliError::Usage("not confirmed; nothing changed".into()));
+            }
+            vec![
+                operator::expire(
+                    &store,
+                    &trigger.project_id,
+                    &trigger.trigger_id,
+                    given,
+                    &actor,
+                    dry_run,
+                )
+                .await?,
+            ]
+        }
+        (None, Some(owner)) => {
+            let question = format!(
+                "expire every {}claim of {owner}? [y/N]",
+                if args.expired_only { "expired " } else { "" }
+            );
+            if asking && ask(&question)? != "y" {
+                return Err(CliError::Usage("not confirmed; nothing changed".into()));
+            }
+            operator::expire_owner(&store, owner, args.expired_only, &actor, dry_run).await?
+        }
+        (None, None) => {
+            return Err(CliError::Usage(
+                "name a PROJECT/TRIGGER or an --owner".into(),
+            ));
+        }
+    };
+    emit(global.format, &ExpireReport { dry_run, expired }, render)
+}
+
+/// Shows the claim about to be expired and asks.
+async fn confirm_trigger(store: &Store, trigger: &TriggerName) -> Result<bool, CliError> {
+    let client = store.client().await?;
+    let detail = trigger_detail(
+        &client,
+        store.schema(),
+        &trigger.project_id,
+        &trigger.trigger_id,
+    )
+    .await?;
+    let Some(claim) = detail.state.and_then(|state| state.claim) else {
+        return Err(StoreError::NothingEligible(format!(
+            "{trigger} holds no claim; nothing to expire"
+        ))
+        .into());
+    };
+    eprintln!(
+        "{trigger} is claimed by {} (token {}, version {}), {} at {}",
+        claim.owner,
+        claim.token,
+        claim.version,
+        if claim.expired { "expired" } else { "expiring" },
+        utc(claim.expires_at_ms)
+    );
+    Ok(ask("expire it? [y/N]")? == "y")
+}
+
+fn render(report: &ExpireReport) -> String {
+    if report.expired.is_empty() {
+        return "no claim to expire".to_owned();
+    }
+    let rows = report.expired.iter().map(|e| {
+        vec![
+            format!("{}/{}", e.project_id, e.trigger_id),
+            e.fence_before.owner.clone(),
+            e.fence_before.version.to_string(),
+            e.claim_version.to_string(),
+            if report.dry_run {
+                "would expire (dry run)".to_owned()
+            } else {
+                "expired".to_owned()
+            },
+        ]
+    });
+    table(
+        &["trigger", "owner", "claim version", "version now", "result"],
+        rows,
+    )
+}

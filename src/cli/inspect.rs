@@ -1,0 +1,526 @@
+//! `qlsched inspect`: read-only views of the scheduler's state, through the read models `top`
+//! also draws (DESIGN.md section 5). The session is read-only, and the statements need only the
+//! observer role's grants.
+
+use std::time::Duration;
+
+use clap::builder::TypedValueParser;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use super::args::{TriggerName, duration_arg, trigger_name};
+use super::error::exit;
+use super::output::{emit, opt, table};
+use super::{CliError, Global};
+use crate::coordinator::duration_ms;
+use crate::core::format_ms;
+use crate::store::invariants::{InvariantCounts, invariant_counts};
+use crate::store::migrate::{VerifyFinding, verify};
+use crate::store::read::{
+    self, AuditView, ClaimView, Diagnosis, RunDetail, RunView, ScheduleFilter, ScheduleState,
+    ScheduleView, Summary, TriggerDetail, utc,
+};
+use crate::store::recovery::{RecoveryReport, recovery_report};
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    #[command(subcommand)]
+    pub what: Option<InspectWhat>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InspectWhat {
+    /// Schedule rows, most urgent first (claim order).
+    Schedules {
+        #[arg(long, value_name = "PROJECT")]
+        project: Option<String>,
+        /// Only rows in this state.
+        #[arg(long, value_parser = state_arg())]
+        state: Option<ScheduleState>,
+        /// Only rows claimed by this owner.
+        #[arg(long)]
+        owner: Option<String>,
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
+        limit: i64,
+    },
+    /// Claims held, by owner, with the lease left in database time.
+    Claims {
+        #[arg(long)]
+        owner: Option<String>,
+        /// Only claims past their lease that nobody took over.
+        #[arg(long)]
+        expired: bool,
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..))]
+        limit: i64,
+    },
+    /// Admitted runs, newest first.
+    Runs {
+        #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+        trigger: Option<TriggerName>,
+        /// Only runs created within this long (e.g. 10m).
+        #[arg(long, value_parser = duration_arg)]
+        since: Option<Duration>,
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
+        limit: i64,
+    },
+    /// One run with its attempt and events.
+    Run {
+        #[arg(value_name = "RUN_ID")]
+        run_id: String,
+    },
+    /// A trigger's definition, cursor, claim, recent runs and audit, and why it is not firing.
+    Trigger {
+        #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+        trigger: TriggerName,
+    },
+    /// Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates).
+    Recovery {
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..))]
+        limit: i64,
+    },
+    /// Operator actions on schedule rows, newest first.
+    Audit {
+        #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+        trigger: Option<TriggerName>,
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
+        limit: i64,
+    },
+    /// Check what the scheduler promises, and the grants; exit 1 listing every failure.
+    Invariants,
+}
+
+fn state_arg() -> impl TypedValueParser<Value = ScheduleState> {
+    clap::builder::PossibleValuesParser::new(ScheduleState::NAMES)
+        .try_map(|name| name.parse::<ScheduleState>())
+}
+
+pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
+    let run_id = match &args.what {
+        Some(InspectWhat::Run { run_id }) => {
+            Some(uuid::Uuid::parse_str(run_id).map_err(|error| {
+                CliError::BadInput(format!("invalid run id {run_id:?}: {error}"))
+            })?)
+        }
+        _ => None,
+    };
+    let settings = global.connection.settings()?;
+    let schema = &global.connection.schema;
+    let client = settings.connect(schema, "qlsched inspect").await?;
+    read::read_only(&client).await?;
+    let format = global.format;
+    match args.what {
+        None => emit(format, &read::summary(&client).await?, render_summary),
+        Some(InspectWhat::Schedules {
+            project,
+            state,
+            owner,
+            limit,
+        }) => {
+            let filter = ScheduleFilter {
+                project_id: project,
+                state,
+                owner,
+                limit,
+            };
+            emit(format, &read::schedules(&client, &filter).await?, |rows| {
+                render_schedules(rows)
+            })
+        }
+        Some(InspectWhat::Claims {
+            owner,
+            expired,
+            limit,
+        }) => emit(
+            format,
+            &read::claims(&client, owner.as_deref(), expired, limit).await?,
+            |rows| render_claims(rows),
+        ),
+        Some(InspectWhat::Runs {
+            trigger,
+            since,
+            limit,
+        }) => emit(
+            format,
+            &read::runs(
+                &client,
+                trigger.as_ref().map(TriggerName::key),
+                since.map(duration_ms),
+                limit,
+            )
+            .await?,
+            |rows| render_runs(rows),
+        ),
+        Some(InspectWhat::Run { .. }) => {
+            let Some(run_id) = run_id else {
+                return Ok(());
+            };
+            emit(
+                format,
+                &read::run_detail(&client, run_id).await?,
+                render_run,
+            )
+        }
+        Some(InspectWhat::Trigger { trigger }) => {
+            let detail =
+                read::trigger_detail(&client, schema, &trigger.project_id, &trigger.trigger_id)
+                    .await?;
+            emit(format, &detail, render_trigger)?;
+            match &detail.why_not_firing {
+                Diagnosis::SchemaNotReady { .. } => Err(CliError::Findings {
+                    message: detail.why_not_firing.reason(),
+                    code: exit::CONFIG,
+                }),
+                _ => Ok(()),
+            }
+        }
+        Some(InspectWhat::Recovery { limit }) => emit(
+            format,
+            &recovery_report(&client, limit).await?,
+            render_recovery,
+        ),
+        Some(InspectWhat::Audit { trigger, limit }) => emit(
+            format,
+            &read::audit(&client, trigger.as_ref().map(TriggerName::key), limit).await?,
+            |rows| render_audit(rows),
+        ),
+        Some(InspectWhat::Invariants) => {
+            let report = InvariantReport::new(
+                invariant_counts(&client).await?,
+                verify(&client, schema).await?,
+            );
+            emit(format, &report, render_invariants)?;
+            if report.ok {
+                Ok(())
+            } else {
+                Err(CliError::Findings {
+                    message: format!("{} invariant(s) failed", report.failures.len()),
+                    code: exit::UNEXPECTED,
+                })
+            }
+        }
+    }
+}
+
+/// `inspect invariants`: the counts, and every failure (violated promise or grant difference).
+#[derive(Debug, Serialize)]
+struct InvariantReport {
+    ok: bool,
+    counts: InvariantCounts,
+    failures: Vec<String>,
+    grants: Vec<VerifyFinding>,
+}
+
+impl InvariantReport {
+    fn new(counts: InvariantCounts, grants: Vec<VerifyFinding>) -> Self {
+        let mut failures = counts.violations();
+        failures.extend(grants.iter().map(|f| f.message.clone()));
+        InvariantReport {
+            ok: failures.is_empty(),
+            counts,
+            failures,
+            grants,
+        }
+    }
+}
+
+fn render_summary(s: &Summary) -> String {
+    let c = &s.schedules;
+    let mut out = table(
+        &["schedules", "rows"],
+        [
+            ("due", c.due),
+            ("claimed", c.claimed),
+            ("expired claim", c.expired_claim),
+            ("not due", c.not_due),
+            ("disabled", c.disabled),
+            ("uninitialized", c.uninitialized),
+            ("total", c.total),
+        ]
+        .into_iter()
+        .map(|(state, n)| vec![state.to_owned(), n.to_string()]),
+    );
+    out.push_str(&format!(
+        "\nschema version {}, database time {}, {} admissions in the last minute\n",
+        s.schema_version,
+        utc(s.now_ms),
+        s.admissions_last_minute
+    ));
+    out.push_str(&match &s.oldest_overdue {
+        Some(o) => format!(
+            "oldest overdue: {}/{} due at {}, lag {}\n",
+            o.project_id,
+            o.trigger_id,
+            utc(o.next_fire_at_ms),
+            format_ms(o.lag_ms)
+        ),
+        None => "oldest overdue: none\n".to_owned(),
+    });
+    if !s.owners.is_empty() {
+        out.push_str(&table(
+            &[
+                "owner",
+                "claims",
+                "expired",
+                "last claim",
+                "admissions last minute",
+            ],
+            s.owners.iter().map(|o| {
+                vec![
+                    o.owner.clone(),
+                    o.claims.to_string(),
+                    o.expired.to_string(),
+                    utc(o.last_claim_at_ms),
+                    o.admissions_last_minute.to_string(),
+                ]
+            }),
+        ));
+    }
+    out
+}
+
+fn render_schedules(rows: &[ScheduleView]) -> String {
+    table(
+        &[
+            "trigger",
+            "state",
+            "next fire",
+            "due in",
+            "owner",
+            "claim version",
+        ],
+        rows.iter().map(|s| {
+            vec![
+                format!("{}/{}", s.project_id, s.trigger_id),
+                s.state.to_string(),
+                opt(s.next_fire_at_ms.map(utc)),
+                opt(s.due_in_ms.map(format_ms)),
+                opt(s.claim_owner.clone()),
+                s.claim_version.to_string(),
+            ]
+        }),
+    )
+}
+
+fn render_claims(rows: &[ClaimView]) -> String {
+    table(
+        &[
+            "trigger",
+            "owner",
+            "version",
+            "token",
+            "acquired",
+            "lease left",
+        ],
+        rows.iter().map(|c| {
+            vec![
+                format!("{}/{}", c.project_id, c.trigger_id),
+                c.owner.clone(),
+                c.version.to_string(),
+                c.token.to_string(),
+                utc(c.acquired_at_ms),
+                if c.expired {
+                    format!("expired {} ago", format_ms(-c.remaining_ms))
+                } else {
+                    format_ms(c.remaining_ms)
+                },
+            ]
+        }),
+    )
+}
+
+fn render_runs(rows: &[RunView]) -> String {
+    table(
+        &["run", "trigger", "scheduled for", "status", "created"],
+        rows.iter().map(|r| {
+            vec![
+                r.run_id.to_string(),
+                format!("{}/{}", r.project_id, r.trigger_id),
+                utc(r.scheduled_for_ms),
+                r.status.clone(),
+                utc(r.created_at_ms),
+            ]
+        }),
+    )
+}
+
+fn render_run(detail: &RunDetail) -> String {
+    let r = &detail.run;
+    let mut out = format!(
+        "run {} of {}/{} (revision {}), task {} revision {}\n{} scheduled for {}, key {}\n",
+        r.run_id,
+        r.project_id,
+        r.trigger_id,
+        r.trigger_revision,
+        r.task_id,
+        r.task_revision,
+        r.status,
+        utc(r.scheduled_for_ms),
+        r.idempotency_key
+    );
+    out.push_str(&table(
+        &["attempt", "id", "executor", "state", "worker"],
+        detail.attempts.iter().map(|a| {
+            vec![
+                a.attempt_no.to_string(),
+                a.attempt_id.to_string(),
+                a.executor.clone(),
+                a.state.clone(),
+                opt(a.worker_id.clone()),
+            ]
+        }),
+    ));
+    out.push('\n');
+    out.push_str(&table(
+        &["seq", "event", "at", "payload"],
+        detail.events.iter().map(|e| {
+            vec![
+                e.seq.to_string(),
+                e.event_type.clone(),
+                utc(e.at_ms),
+                e.payload.to_string(),
+            ]
+        }),
+    ));
+    out
+}
+
+fn render_trigger(detail: &TriggerDetail) -> String {
+    let why = &detail.why_not_firing;
+    let headline = format!(
+        "{}/{}: {}\nfix: {}",
+        detail.project_id,
+        detail.trigger_id,
+        why.reason(),
+        why.fix()
+    );
+    let Some(state) = &detail.state else {
+        return headline;
+    };
+    let d = &state.definition;
+    let s = &state.schedule;
+    let mut rows = vec![
+        vec!["project status".to_owned(), d.project_status.clone()],
+        vec!["enabled".to_owned(), d.enabled.to_string()],
+        vec!["task".to_owned(), d.task_id.clone()],
+        vec!["revision".to_owned(), d.revision.to_string()],
+        vec![
+            "cron".to_owned(),
+            format!("{} ({})", d.cron_expr, d.time_zone),
+        ],
+        vec![
+            "misfire".to_owned(),
+            format!(
+                "{}, grace {}",
+                d.misfire_policy,
+                format_ms(d.misfire_grace_ms)
+            ),
+        ],
+        vec!["state".to_owned(), s.state.to_string()],
+        vec!["cursor".to_owned(), opt(s.next_fire_at_ms.map(utc))],
+        vec![
+            "last scheduled".to_owned(),
+            opt(s.last_scheduled_at_ms.map(utc)),
+        ],
+        vec![
+            "versions".to_owned(),
+            format!(
+                "schedule revision {}, state {}, claim {}",
+                s.trigger_revision, s.state_version, s.claim_version
+            ),
+        ],
+        vec!["database time".to_owned(), utc(state.now_ms)],
+    ];
+    if let Some(c) = &state.claim {
+        rows.push(vec![
+            "claim".to_owned(),
+            format!(
+                "{} token {} version {}, {}",
+                c.owner,
+                c.token,
+                c.version,
+                if c.expired {
+                    format!("expired {} ago", format_ms(-c.remaining_ms))
+                } else {
+                    format!("{} left", format_ms(c.remaining_ms))
+                }
+            ),
+        ]);
+    }
+    let mut out = format!("{headline}\n{}", table(&["trigger", "value"], rows));
+    if !state.recent_runs.is_empty() {
+        out.push('\n');
+        out.push_str(&render_runs(&state.recent_runs));
+    }
+    if !state.audit.is_empty() {
+        out.push('\n');
+        out.push_str(&render_audit(&state.audit));
+    }
+    out
+}
+
+fn render_recovery(report: &RecoveryReport) -> String {
+    let mut out = format!(
+        "{} pristine queued runs (the dispatcher's), {} drifted\n",
+        report.pristine, report.drifted
+    );
+    if !report.candidates.is_empty() {
+        out.push_str(&table(
+            &["run", "trigger", "status", "drift"],
+            report.candidates.iter().map(|c| {
+                vec![
+                    c.run_id.to_string(),
+                    format!("{}/{}", c.project_id, c.trigger_id),
+                    c.run_status.clone(),
+                    c.drift.join("; "),
+                ]
+            }),
+        ));
+    }
+    out
+}
+
+fn render_audit(rows: &[AuditView]) -> String {
+    let version = |fence: &Option<serde_json::Value>| {
+        opt(fence
+            .as_ref()
+            .and_then(|f| f.get("version"))
+            .and_then(serde_json::Value::as_i64))
+    };
+    table(
+        &[
+            "id",
+            "trigger",
+            "action",
+            "actor",
+            "at",
+            "version before",
+            "version after",
+            "reason",
+        ],
+        rows.iter().map(|a| {
+            vec![
+                a.audit_id.to_string(),
+                format!("{}/{}", a.project_id, a.trigger_id),
+                a.action.clone(),
+                a.actor.clone(),
+                utc(a.at_ms),
+                version(&a.fence_before),
+                version(&a.fence_after),
+                opt(a.reason.clone()),
+            ]
+        }),
+    )
+}
+
+fn render_invariants(report: &InvariantReport) -> String {
+    if report.ok {
+        return format!(
+            "every invariant holds ({} runs, {} claims held); grants match DESIGN.md section 3",
+            report.counts.runs, report.counts.claims_held
+        );
+    }
+    table(
+        &["failure"],
+        report.failures.iter().map(|f| vec![f.clone()]),
+    )
+}

@@ -1,0 +1,544 @@
+//! Operator actions on schedule rows: the scheduler's own steps by hand (claim, admit, release)
+//! and the fenced expiry of a stuck claim (DESIGN.md section 4, Expire; section 5).
+//!
+//! Nothing here decides or admits on its own: a manual claim runs the replica's claim statement,
+//! an admission goes through [`admit`], a release through [`release`]. What this module adds is
+//! the audit trail (every action writes a `schedule_audit` row with the fence before and after,
+//! in the transaction that acts) and the explanation an operator needs when an action is refused.
+//! A dry run does the same work inside a transaction that is rolled back.
+
+use deadpool_postgres::ClientWrapper;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio_postgres::{GenericClient, Row};
+use uuid::Uuid;
+
+use super::admit::admit;
+use super::claim::{claim_due, claim_one, claimed_by_fence, release};
+use super::read::{Diagnosis, trigger_detail};
+use super::{
+    Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
+    StoreError,
+};
+use crate::core::{ClaimFence, Decision};
+
+/// The part of a fence a script passes back: the token names one claim, the version proves it
+/// is still the latest (DESIGN.md section 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FenceRef {
+    pub token: Uuid,
+    pub version: i64,
+}
+
+/// A claim that an expiry cleared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Expired {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub fence_before: ClaimFence,
+    /// `claim_version` after the expiry: the old holder's version no longer matches.
+    pub claim_version: i64,
+    pub state_version: i64,
+}
+
+/// Who acts and why, for the audit row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor<'a> {
+    pub name: &'a str,
+    pub reason: Option<&'a str>,
+}
+
+// Manual actions are short READ COMMITTED transactions: each statement sees the database's now,
+// and the row lock taken by the first statement keeps the row still until the audit row is in.
+const BEGIN: &str = "BEGIN";
+const COMMIT: &str = "COMMIT";
+const ROLLBACK: &str = "ROLLBACK";
+
+// One audit row; `at_ms` is database time, `db_user` defaults to the session's role.
+const INSERT_AUDIT: &str = "INSERT INTO schedule_audit
+        (project_id, trigger_id, action, actor, reason, at_ms, fence_before, fence_after)
+    VALUES ($1, $2, $3, $4, $5, now_ms(), $6, $7)";
+
+// Lock one schedule row and read its claim, so that a fence given by an operator is compared
+// with a row nobody can change until this transaction ends.
+const LOCK_CLAIM: &str = "SELECT claim_owner, claim_token, claim_version, claim_expires_at_ms
+    FROM trigger_schedules WHERE project_id = $1 AND trigger_id = $2
+    FOR UPDATE";
+
+/// Clears the claims of the `target` rows (locked by it) whose fence is unchanged, moves both
+/// versions on so that the old holder's admission fails its fence (DESIGN.md section 4, Expire),
+/// and audits each, in one statement. `$3` is the actor, `$4` the reason.
+macro_rules! expire_and_audit {
+    () => {
+        ", expired AS (
+            UPDATE trigger_schedules s
+            SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+                claim_version = s.claim_version + 1, state_version = s.state_version + 1,
+                updated_at_ms = now_ms()
+            FROM target t
+            WHERE s.project_id = t.project_id AND s.trigger_id = t.trigger_id
+              AND s.claim_token = t.claim_token AND s.claim_version = t.claim_version
+            RETURNING t.project_id, t.trigger_id, t.claim_owner, t.claim_token,
+                      t.claim_version AS version_before, t.claim_expires_at_ms,
+                      s.claim_version, s.state_version
+        ), audited AS (
+            INSERT INTO schedule_audit
+                (project_id, trigger_id, action, actor, reason, at_ms, fence_before, fence_after)
+            SELECT project_id, trigger_id, 'expire', $3, $4, now_ms(),
+                   jsonb_build_object('owner', claim_owner, 'token', claim_token,
+                                      'version', version_before, 'expires_at_ms', claim_expires_at_ms),
+                   jsonb_build_object('owner', NULL, 'token', NULL, 'version', claim_version,
+                                      'expires_at_ms', NULL)
+            FROM expired
+            RETURNING 1
+        )
+        SELECT project_id, trigger_id, claim_owner, claim_token, version_before,
+               claim_expires_at_ms, claim_version, state_version
+        FROM expired ORDER BY project_id, trigger_id"
+    };
+}
+
+// Expire the claim of one row, whose fence ($5, $6) the caller read under LOCK_CLAIM.
+const EXPIRE_ONE: &str = concat!(
+    "WITH target AS (
+        SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
+        FROM trigger_schedules
+        WHERE project_id = $1 AND trigger_id = $2 AND claim_token = $5 AND claim_version = $6
+        FOR UPDATE
+    )",
+    expire_and_audit!()
+);
+
+// Expire every claim of owner $1 (only the expired ones when $2), in one statement: a replica
+// known to be dead gives up all its rows at once, or none.
+const EXPIRE_OWNER: &str = concat!(
+    "WITH target AS (
+        SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
+        FROM trigger_schedules
+        WHERE claim_owner = $1 AND (NOT $2 OR claim_expires_at_ms <= now_ms())
+        FOR UPDATE
+    )",
+    expire_and_audit!()
+);
+
+/// Claims the next eligible row in claim order, or the named one, for `owner` with a lease of
+/// `lease_ms`, and audits the claim in the same transaction. A named row that is not eligible is
+/// [`StoreError::NothingEligible`] with the reason, or [`StoreError::NotFound`].
+pub async fn claim(
+    store: &Store,
+    target: Option<(&str, &str)>,
+    owner: &str,
+    lease_ms: i64,
+    dry_run: bool,
+) -> Result<ClaimedRow, StoreError> {
+    let client = store.client().await?;
+    client.batch_execute(BEGIN).await?;
+    let claimed = claim_and_audit(&client, target, owner, lease_ms).await;
+    match finish(&client, claimed, dry_run).await? {
+        Some(row) => Ok(row),
+        None => Err(match target {
+            None => StoreError::NothingEligible(
+                "no schedule row is due and unclaimed (see `qlsched inspect schedules`)".into(),
+            ),
+            Some((project_id, trigger_id)) => {
+                not_eligible(store, &client, project_id, trigger_id).await
+            }
+        }),
+    }
+}
+
+async fn claim_and_audit(
+    client: &ClientWrapper,
+    target: Option<(&str, &str)>,
+    owner: &str,
+    lease_ms: i64,
+) -> Result<Option<ClaimedRow>, StoreError> {
+    let row = match target {
+        Some((project_id, trigger_id)) => {
+            claim_one(&**client, project_id, trigger_id, owner, lease_ms).await?
+        }
+        None => claim_due(client, owner, 1, lease_ms).await?.pop(),
+    };
+    if let Some(row) = &row {
+        write_audit(
+            &**client,
+            (&row.project_id, &row.trigger_id),
+            "claim",
+            &Actor {
+                name: owner,
+                reason: None,
+            },
+            None,
+            Some(fence_json(Some(&row.fence), row.fence.version)),
+        )
+        .await?;
+    }
+    Ok(row)
+}
+
+/// Why the named row could not be claimed: the trigger's diagnosis, or that a replica holds the
+/// row locked at this very moment (the claim skips locked rows rather than wait).
+async fn not_eligible(
+    store: &Store,
+    client: &ClientWrapper,
+    project_id: &str,
+    trigger_id: &str,
+) -> StoreError {
+    let detail = match trigger_detail(client, store.schema(), project_id, trigger_id).await {
+        Ok(detail) => detail,
+        Err(error) => return error,
+    };
+    let reason = match &detail.why_not_firing {
+        Diagnosis::SchemaNotReady { detail } => {
+            return StoreError::SchemaNotReady(detail.clone());
+        }
+        Diagnosis::Eligible => {
+            "a replica is claiming or admitting it at this moment; try again".to_owned()
+        }
+        other => format!("{}; {}", other.reason(), other.fix()),
+    };
+    StoreError::NothingEligible(format!(
+        "{project_id}/{trigger_id} is not eligible: {reason}"
+    ))
+}
+
+/// The named row as claimed under `fence`, for an admission by a script; a fence that no longer
+/// holds is [`StoreError::FenceRejected`] saying what holds now.
+pub async fn claimed(
+    store: &Store,
+    project_id: &str,
+    trigger_id: &str,
+    fence: FenceRef,
+) -> Result<ClaimedRow, StoreError> {
+    let client = store.client().await?;
+    match claimed_by_fence(
+        &**client,
+        project_id,
+        trigger_id,
+        fence.token,
+        fence.version,
+    )
+    .await?
+    {
+        Some(row) => Ok(row),
+        None => Err(fence_rejected(store, &client, project_id, trigger_id, fence).await),
+    }
+}
+
+/// Admits one claimed row with its decision through the replica's own [`admit`], then audits it.
+/// A fence that no longer holds is [`StoreError::FenceRejected`]; nothing was written then.
+///
+/// The audit row follows the admission's transaction rather than joining it: the admission is
+/// one pipelined statement shared with the replicas, and its `run.created` event already records
+/// the claim owner and version, so an admission is never without a durable trace.
+pub async fn admit_claimed(
+    store: &Store,
+    row: &ClaimedRow,
+    decision: Decision,
+    run: Option<RunIdentity>,
+    actor: &Actor<'_>,
+) -> Result<AdmissionOutcome, StoreError> {
+    let client = store.client().await?;
+    let admission = Admission { row, decision, run };
+    let mut stats = AdmitStats::default();
+    let outcome = admit(&client, std::slice::from_ref(&admission), &mut stats)
+        .await?
+        .pop()
+        .unwrap_or(AdmissionOutcome::FenceLost);
+    if outcome == AdmissionOutcome::FenceLost {
+        let fence = FenceRef {
+            token: row.fence.token,
+            version: row.fence.version,
+        };
+        return Err(fence_rejected(store, &client, &row.project_id, &row.trigger_id, fence).await);
+    }
+    write_audit(
+        &**client,
+        (&row.project_id, &row.trigger_id),
+        "admit",
+        actor,
+        Some(fence_json(Some(&row.fence), row.fence.version)),
+        Some(fence_json(None, row.fence.version)),
+    )
+    .await?;
+    Ok(outcome)
+}
+
+/// Gives the named row's claim back if `fence` still names it, and audits the release.
+pub async fn release_claim(
+    store: &Store,
+    project_id: &str,
+    trigger_id: &str,
+    fence: FenceRef,
+    actor: &Actor<'_>,
+) -> Result<ClaimFence, StoreError> {
+    let client = store.client().await?;
+    client.batch_execute(BEGIN).await?;
+    let released = release_locked(&client, project_id, trigger_id, fence, actor).await;
+    match finish(&client, released, false).await? {
+        Some(before) => Ok(before),
+        None => Err(fence_rejected(store, &client, project_id, trigger_id, fence).await),
+    }
+}
+
+async fn release_locked(
+    client: &ClientWrapper,
+    project_id: &str,
+    trigger_id: &str,
+    fence: FenceRef,
+    actor: &Actor<'_>,
+) -> Result<Option<ClaimFence>, StoreError> {
+    let Some(current) = lock_claim(&**client, project_id, trigger_id).await? else {
+        return Err(StoreError::NotFound(format!(
+            "trigger {project_id}/{trigger_id}"
+        )));
+    };
+    let Some(before) = current.fence.filter(|f| names(f, fence)) else {
+        return Ok(None);
+    };
+    let request = ReleaseRequest {
+        project_id: project_id.to_owned(),
+        trigger_id: trigger_id.to_owned(),
+        owner: before.owner.clone(),
+        token: before.token,
+        version: before.version,
+    };
+    if release(&**client, &[request]).await?.is_empty() {
+        return Ok(None);
+    }
+    write_audit(
+        &**client,
+        (project_id, trigger_id),
+        "release",
+        actor,
+        Some(fence_json(Some(&before), before.version)),
+        Some(fence_json(None, before.version)),
+    )
+    .await?;
+    Ok(Some(before))
+}
+
+/// Expires the named row's claim (DESIGN.md section 4, Expire): with `fence`, only if it still
+/// names the claim. Without a claim to expire: [`StoreError::FenceRejected`] when a fence was
+/// given, else [`StoreError::NothingEligible`].
+pub async fn expire(
+    store: &Store,
+    project_id: &str,
+    trigger_id: &str,
+    fence: Option<FenceRef>,
+    actor: &Actor<'_>,
+    dry_run: bool,
+) -> Result<Expired, StoreError> {
+    let client = store.client().await?;
+    client.batch_execute(BEGIN).await?;
+    let expired = expire_locked(&client, project_id, trigger_id, fence, actor).await;
+    match finish(&client, expired, dry_run).await? {
+        Some(expired) => Ok(expired),
+        None => Err(match fence {
+            Some(fence) => fence_rejected(store, &client, project_id, trigger_id, fence).await,
+            None => StoreError::NothingEligible(format!(
+                "{project_id}/{trigger_id} holds no claim; nothing to expire"
+            )),
+        }),
+    }
+}
+
+async fn expire_locked(
+    client: &ClientWrapper,
+    project_id: &str,
+    trigger_id: &str,
+    fence: Option<FenceRef>,
+    actor: &Actor<'_>,
+) -> Result<Option<Expired>, StoreError> {
+    let Some(current) = lock_claim(&**client, project_id, trigger_id).await? else {
+        return Err(StoreError::NotFound(format!(
+            "trigger {project_id}/{trigger_id}"
+        )));
+    };
+    let Some(held) = current.fence else {
+        return Ok(None);
+    };
+    if fence.is_some_and(|fence| !names(&held, fence)) {
+        return Ok(None);
+    }
+    let rows = client
+        .query(
+            EXPIRE_ONE,
+            &[
+                &project_id,
+                &trigger_id,
+                &actor.name,
+                &actor.reason,
+                &held.token,
+                &held.version,
+            ],
+        )
+        .await?;
+    rows.first().map(expired_row).transpose()
+}
+
+/// Expires every claim of `owner` (only those already past their lease when `expired_only`) in
+/// one transaction, each audited; an owner with no claims expires nothing.
+pub async fn expire_owner(
+    store: &Store,
+    owner: &str,
+    expired_only: bool,
+    actor: &Actor<'_>,
+    dry_run: bool,
+) -> Result<Vec<Expired>, StoreError> {
+    let client = store.client().await?;
+    client.batch_execute(BEGIN).await?;
+    let expired = client
+        .query(
+            EXPIRE_OWNER,
+            &[&owner, &expired_only, &actor.name, &actor.reason],
+        )
+        .await
+        .map_err(StoreError::from)
+        .and_then(|rows| rows.iter().map(expired_row).collect());
+    finish(&client, expired, dry_run).await
+}
+
+/// Ends the transaction: COMMIT when `result` is a success and this is not a dry run, else
+/// ROLLBACK. The first error wins.
+async fn finish<T>(
+    client: &ClientWrapper,
+    result: Result<T, StoreError>,
+    dry_run: bool,
+) -> Result<T, StoreError> {
+    let end = if dry_run || result.is_err() {
+        ROLLBACK
+    } else {
+        COMMIT
+    };
+    let ended = client.batch_execute(end).await;
+    let value = result?;
+    ended?;
+    Ok(value)
+}
+
+/// A schedule row's claim, read under its row lock.
+struct LockedClaim {
+    fence: Option<ClaimFence>,
+}
+
+async fn lock_claim(
+    client: &impl GenericClient,
+    project_id: &str,
+    trigger_id: &str,
+) -> Result<Option<LockedClaim>, StoreError> {
+    let Some(row) = client
+        .query_opt(LOCK_CLAIM, &[&project_id, &trigger_id])
+        .await?
+    else {
+        return Ok(None);
+    };
+    let owner: Option<String> = row.get(0);
+    let token: Option<Uuid> = row.get(1);
+    let expires_at_ms: Option<i64> = row.get(3);
+    let fence = match (owner, token, expires_at_ms) {
+        (Some(owner), Some(token), Some(expires_at_ms)) => Some(ClaimFence {
+            owner,
+            token,
+            version: row.get(2),
+            expires_at_ms,
+        }),
+        _ => None,
+    };
+    Ok(Some(LockedClaim { fence }))
+}
+
+/// Does the operator's `fence` name this claim? Token and version together name one claim
+/// exactly once (see [`ClaimFence`]).
+fn names(claim: &ClaimFence, fence: FenceRef) -> bool {
+    claim.token == fence.token && claim.version == fence.version
+}
+
+/// The refusal of a fence that no longer holds, saying what holds instead.
+async fn fence_rejected(
+    store: &Store,
+    client: &ClientWrapper,
+    project_id: &str,
+    trigger_id: &str,
+    fence: FenceRef,
+) -> StoreError {
+    let detail = match trigger_detail(client, store.schema(), project_id, trigger_id).await {
+        Ok(detail) => detail,
+        Err(error) => return error,
+    };
+    let given = format!(
+        "the claim {} at version {} on {project_id}/{trigger_id}",
+        fence.token, fence.version
+    );
+    let Some(state) = &detail.state else {
+        return StoreError::SchemaNotReady(detail.why_not_firing.reason());
+    };
+    let now = match &state.claim {
+        None => format!(
+            "no longer holds: the row holds no claim now (claim version {})",
+            state.schedule.claim_version
+        ),
+        Some(claim) if claim.token != fence.token || claim.version != fence.version => format!(
+            "no longer holds: the row is now claimed by {} at version {}",
+            claim.owner, claim.version
+        ),
+        Some(claim) if claim.expired => format!(
+            "no longer holds: it expired {} ago",
+            crate::core::format_ms(-claim.remaining_ms)
+        ),
+        // The claim is intact, so the admission refused a definition that moved under it.
+        Some(_) => format!(
+            "was refused by the admission: {}",
+            detail.why_not_firing.reason()
+        ),
+    };
+    StoreError::FenceRejected(format!("{given} {now}"))
+}
+
+async fn write_audit(
+    client: &impl GenericClient,
+    (project_id, trigger_id): (&str, &str),
+    action: &str,
+    actor: &Actor<'_>,
+    fence_before: Option<Value>,
+    fence_after: Option<Value>,
+) -> Result<(), StoreError> {
+    client
+        .execute(
+            INSERT_AUDIT,
+            &[
+                &project_id,
+                &trigger_id,
+                &action,
+                &actor.name,
+                &actor.reason,
+                &fence_before,
+                &fence_after,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// A fence as recorded in `schedule_audit`: the claim, or a cleared one at `version`.
+fn fence_json(fence: Option<&ClaimFence>, version: i64) -> Value {
+    match fence {
+        Some(fence) => json!(fence),
+        None => json!({ "owner": null, "token": null, "version": version, "expires_at_ms": null }),
+    }
+}
+
+fn expired_row(row: &Row) -> Result<Expired, StoreError> {
+    Ok(Expired {
+        project_id: row.get(0),
+        trigger_id: row.get(1),
+        fence_before: ClaimFence {
+            owner: row.get(2),
+            token: row.get(3),
+            version: row.get(4),
+            expires_at_ms: row.get(5),
+        },
+        claim_version: row.get(6),
+        state_version: row.get(7),
+    })
+}

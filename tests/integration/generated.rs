@@ -1,0 +1,55 @@
+//! Issue 3: the checked-in completions and man pages are exactly what the binary generates.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::util::{code, qlsched, stderr};
+
+const STALE: &str = "completions/ or man/ are stale: run `cargo run -- generate --out-dir .`";
+
+#[test]
+fn completions_and_man_pages_are_up_to_date() {
+    let out = std::env::temp_dir().join(format!("qlsched-generate-{}", uuid::Uuid::new_v4()));
+    let output = qlsched(
+        None,
+        &[
+            "generate",
+            "--out-dir",
+            out.to_str().expect("utf-8 temp path"),
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for folder in ["completions", "man"] {
+        let generated = files(&out.join(folder));
+        let checked_in = files(&root.join(folder));
+        assert_eq!(
+            generated.keys().collect::<Vec<_>>(),
+            checked_in.keys().collect::<Vec<_>>(),
+            "{STALE}"
+        );
+        for (name, bytes) in &generated {
+            assert!(
+                checked_in[name] == *bytes,
+                "{STALE} ({folder}/{name} differs)"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{STALE} ({}: {e})", dir.display()))
+        .map(|entry| {
+            let path = entry.expect("entry").path();
+            let name = path
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            (name, std::fs::read(&path).expect("read"))
+        })
+        .collect()
+}

@@ -1,0 +1,558 @@
+//! Issue 3: the operator commands, driven through the real binary as a script would, and the
+//! store functions underneath them.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{TestDb, bin, code, manifest, qlsched, sleep_ms, stderr, stdout};
+use qlsched::store::StoreError;
+use qlsched::store::operator::{self, Actor, FenceRef};
+
+/// A trigger firing every second, `p/tick`, on project `p`.
+fn every_second() -> Value {
+    manifest(json!([{ "id": "tick", "task": "t", "cron": "* * * * * *" }]))
+}
+
+/// Runs qlsched with `-o json`, expects `expected` as exit status, and parses stdout.
+fn json_of(db: &TestDb, args: &[&str], expected: i32) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    let output = qlsched(Some(db), &all, None);
+    assert_eq!(
+        code(&output),
+        expected,
+        "qlsched {args:?}: {}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    serde_json::from_str(&stdout(&output)).unwrap_or_else(|e| {
+        panic!(
+            "qlsched {args:?} printed no JSON ({e}): {}",
+            stdout(&output)
+        )
+    })
+}
+
+/// The schedule row of `p/tick` and the audit count: what "nothing written" compares.
+async fn written(db: &TestDb) -> (Value, i64) {
+    let client = db.client().await;
+    let row: Value = client
+        .query_one(
+            "SELECT to_jsonb(s) FROM trigger_schedules s WHERE project_id = 'p' AND trigger_id = 'tick'",
+            &[],
+        )
+        .await
+        .expect("schedule row")
+        .get(0);
+    (row, db.count("SELECT count(*) FROM schedule_audit").await)
+}
+
+/// A replica as a child process, stopped with SIGTERM.
+struct Replica(Child);
+
+impl Replica {
+    fn start(db: &TestDb, owner: &str) -> Replica {
+        let child = Command::new(bin())
+            .args([
+                "-D",
+                &db.url(),
+                "run",
+                "--owner",
+                owner,
+                "--lease",
+                "2s",
+                "--cadence",
+                "100ms",
+            ])
+            .env_remove("QLSCHED_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn qlsched run");
+        Replica(child)
+    }
+
+    fn stop(mut self) {
+        let pid = self.0.id().to_string();
+        let killed = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let status = self.0.wait().expect("wait for the replica");
+        assert!(status.success(), "the replica exits 0 on SIGTERM: {status}");
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+    }
+}
+
+#[tokio::test]
+async fn operator_script_holds_expires_and_the_old_fence_is_dead() {
+    let db = TestDb::empty().await;
+    assert_eq!(code(&qlsched(Some(&db), &["migrate"], None)), 0);
+    let file = std::env::temp_dir().join(format!("qlsched-{}.json", db.name));
+    std::fs::write(&file, every_second().to_string()).expect("write manifest");
+    let published = qlsched(
+        Some(&db),
+        &["publish", "-f", file.to_str().expect("path")],
+        None,
+    );
+    assert_eq!(code(&published), 0, "{}", stderr(&published));
+
+    let held = json_of(
+        &db,
+        &[
+            "claim",
+            "p/tick",
+            "--hold",
+            "--owner",
+            "ops-script",
+            "--lease",
+            "20s",
+        ],
+        0,
+    );
+    assert_eq!(held["step"], "held");
+    assert_eq!(held["decision"]["kind"], "initialize");
+    let token = held["fence"]["token"].as_str().expect("token").to_owned();
+    let version = held["fence"]["version"].as_i64().expect("version");
+
+    let inspected = json_of(&db, &["inspect", "trigger", "p/tick"], 0);
+    assert_eq!(inspected["claim"]["owner"], "ops-script");
+    assert_eq!(inspected["claim"]["token"], token.as_str());
+    assert_eq!(inspected["why_not_firing"]["cause"], "claim_held");
+
+    let replica = Replica::start(&db, "replica-a");
+    sleep_ms(1_500).await;
+    let (row, audits) = written(&db).await;
+    assert_eq!(
+        row["claim_owner"], "ops-script",
+        "a replica cannot take a held row before expiry"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+
+    let wrong = (version + 1).to_string();
+    let refused = qlsched(
+        Some(&db),
+        &["expire", "p/tick", "--token", &token, "--version", &wrong],
+        None,
+    );
+    assert_eq!(code(&refused), 3, "{}", stderr(&refused));
+    assert!(stdout(&refused).is_empty());
+    assert_eq!(
+        written(&db).await,
+        (row, audits),
+        "a refused expire changes nothing"
+    );
+
+    let version_text = version.to_string();
+    let expired = json_of(
+        &db,
+        &[
+            "expire",
+            "p/tick",
+            "--token",
+            &token,
+            "--version",
+            &version_text,
+            "--reason",
+            "test",
+        ],
+        0,
+    );
+    assert_eq!(expired["expired"][0]["fence_before"]["owner"], "ops-script");
+    assert_eq!(expired["expired"][0]["claim_version"], version + 1);
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action = 'expire' AND reason = 'test'")
+            .await,
+        1
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while db.count("SELECT count(*) FROM runs").await == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the replica admits after the expiry"
+        );
+        sleep_ms(100).await;
+    }
+    let owner: String = db
+        .client()
+        .await
+        .query_one(
+            "SELECT payload->>'claim_owner' FROM run_events WHERE seq = 1 LIMIT 1",
+            &[],
+        )
+        .await
+        .expect("event")
+        .get(0);
+    assert_eq!(owner, "replica-a");
+
+    let stale = qlsched(
+        Some(&db),
+        &[
+            "claim",
+            "admit",
+            "p/tick",
+            "--token",
+            &token,
+            "--version",
+            &version_text,
+        ],
+        None,
+    );
+    assert_eq!(code(&stale), 3, "{}", stderr(&stale));
+    assert!(
+        stderr(&stale).contains("no longer holds"),
+        "{}",
+        stderr(&stale)
+    );
+    replica.stop();
+    let _ = std::fs::remove_file(file);
+}
+
+#[tokio::test]
+async fn the_old_holders_admission_fails_its_fence_after_an_expire() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let store = db.store("operator test").await;
+    let actor = Actor {
+        name: "test",
+        reason: None,
+    };
+    let row = operator::claim(&store, Some(("p", "tick")), "old-holder", 30_000, false)
+        .await
+        .expect("claim");
+    let fence = FenceRef {
+        token: row.fence.token,
+        version: row.fence.version,
+    };
+    operator::expire(&store, "p", "tick", Some(fence), &actor, false)
+        .await
+        .expect("expire");
+
+    let schedule = qlsched::core::CronSchedule::parse("* * * * * *", "UTC").expect("cron");
+    let decision = qlsched::coordinator::decide_claimed(&row, &schedule).expect("decide");
+    let run = qlsched::coordinator::run_identity(&row, &decision);
+    let refused = operator::admit_claimed(&store, &row, decision, run, &actor).await;
+    assert!(
+        matches!(refused, Err(StoreError::FenceRejected(_))),
+        "{refused:?}"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+    let version: i64 = db
+        .client()
+        .await
+        .query_one("SELECT claim_version FROM trigger_schedules", &[])
+        .await
+        .expect("row")
+        .get(0);
+    assert_eq!(version, row.fence.version + 1);
+}
+
+/// `inspect trigger p/tick -o json`'s answer to "why is this not firing?".
+fn why(db: &TestDb) -> Value {
+    json_of(db, &["inspect", "trigger", "p/tick"], 0)["why_not_firing"].clone()
+}
+
+#[tokio::test]
+async fn why_not_firing_project_suspended() {
+    let db = TestDb::new().await;
+    let mut m = every_second();
+    m["projects"][0]["status"] = json!("suspended");
+    db.publish(&m).await;
+    assert_eq!(why(&db)["cause"], "project_suspended");
+}
+
+#[tokio::test]
+async fn why_not_firing_trigger_disabled() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "tick", "task": "t", "cron": "* * * * * *", "enabled": false }]),
+    ))
+    .await;
+    assert_eq!(why(&db)["cause"], "trigger_disabled");
+}
+
+#[tokio::test]
+async fn why_not_firing_not_initialized() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    assert_eq!(why(&db)["cause"], "not_initialized");
+}
+
+#[tokio::test]
+async fn why_not_firing_not_due_until() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "tick", "task": "t", "cron": "0 0 1 1 *" }]),
+    ))
+    .await;
+    json_of(&db, &["claim", "p/tick", "--yes"], 0);
+    let why = why(&db);
+    assert_eq!(why["cause"], "not_due");
+    assert!(why["due_in_ms"].as_i64().expect("due_in_ms") > 0);
+}
+
+#[tokio::test]
+async fn why_not_firing_claim_held() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    json_of(&db, &["claim", "p/tick", "--hold", "--owner", "someone"], 0);
+    let why = why(&db);
+    assert_eq!(why["cause"], "claim_held");
+    assert_eq!(why["owner"], "someone");
+    assert!(why["remaining_ms"].as_i64().expect("remaining") > 0);
+}
+
+#[tokio::test]
+async fn why_not_firing_claim_expired_and_nobody_took_it() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    json_of(
+        &db,
+        &[
+            "claim", "p/tick", "--hold", "--owner", "gone", "--lease", "1s",
+        ],
+        0,
+    );
+    sleep_ms(1_200).await;
+    let why = why(&db);
+    assert_eq!(why["cause"], "claim_expired");
+    assert_eq!(why["owner"], "gone");
+}
+
+#[tokio::test]
+async fn why_not_firing_schedule_revision_behind() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    db.client()
+        .await
+        .batch_execute("UPDATE triggers SET revision = revision + 1")
+        .await
+        .expect("move the trigger on by hand");
+    assert_eq!(why(&db)["cause"], "revision_behind");
+}
+
+#[tokio::test]
+async fn why_not_firing_execution_revision_digest_corrupt() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    db.client()
+        .await
+        .batch_execute(
+            "SET session_replication_role = replica;
+             UPDATE execution_revisions SET digest = repeat('0', 64);",
+        )
+        .await
+        .expect("tamper");
+    assert_eq!(why(&db)["cause"], "digest_corrupt");
+}
+
+#[tokio::test]
+async fn why_not_firing_schema_not_ready() {
+    let db = TestDb::empty().await;
+    let why = json_of(&db, &["inspect", "trigger", "p/tick"], 78)["why_not_firing"].clone();
+    assert_eq!(why["cause"], "schema_not_ready");
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let held = json_of(&db, &["claim", "p/tick", "--hold", "--owner", "holder"], 0);
+    let token = held["fence"]["token"].as_str().expect("token").to_owned();
+    let before = written(&db).await;
+    let other = uuid::Uuid::new_v4().to_string();
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["claim", "p/", "--hold"], 2),
+        (vec!["inspect", "trigger", "nope"], 2),
+        (vec!["expire", "a/b/c", "--yes"], 2),
+        (vec!["claim", "p/nope", "--hold"], 4),
+        (vec!["inspect", "trigger", "p/nope"], 4),
+        (vec!["expire", "p/nope", "--yes"], 4),
+        (
+            vec![
+                "claim",
+                "admit",
+                "p/tick",
+                "--token",
+                "not-a-uuid",
+                "--version",
+                "1",
+            ],
+            65,
+        ),
+        (
+            vec![
+                "claim",
+                "release",
+                "p/tick",
+                "--token",
+                "12345",
+                "--version",
+                "1",
+            ],
+            65,
+        ),
+        (
+            vec![
+                "expire",
+                "p/tick",
+                "--token",
+                "not-a-uuid",
+                "--version",
+                "1",
+            ],
+            65,
+        ),
+        (vec!["inspect", "run", "not-a-uuid"], 65),
+        (
+            vec![
+                "claim",
+                "admit",
+                "p/tick",
+                "--token",
+                &token,
+                "--version",
+                "-1",
+            ],
+            2,
+        ),
+        (
+            vec![
+                "claim",
+                "admit",
+                "p/tick",
+                "--token",
+                &token,
+                "--version=-1",
+            ],
+            2,
+        ),
+        (
+            vec!["expire", "p/tick", "--token", &token, "--version", "one"],
+            2,
+        ),
+        (
+            vec![
+                "claim",
+                "admit",
+                "p/tick",
+                "--token",
+                &other,
+                "--version",
+                "1",
+            ],
+            3,
+        ),
+        (vec!["claim", "p/tick", "--hold", "--lease", "5x"], 2),
+        (vec!["inspect", "runs", "--since", "soon"], 2),
+        (vec!["inspect", "schedules", "--state", "stuck"], 2),
+        (vec!["expire", "p/tick"], 2),
+        (vec!["expire", "--owner", "holder"], 2),
+        (vec!["claim", "p/tick"], 2),
+        (vec!["claim"], 2),
+    ];
+    for (args, expected) in cases {
+        let output = qlsched(Some(&db), &args, None);
+        let err = stderr(&output);
+        assert_eq!(code(&output), expected, "qlsched {args:?}: {err}");
+        assert!(
+            stdout(&output).is_empty(),
+            "qlsched {args:?} printed {}",
+            stdout(&output)
+        );
+        assert!(
+            err.starts_with("qlsched: ") && err.trim_end().lines().count() == 1,
+            "qlsched {args:?} must say one line on stderr, said {err:?}"
+        );
+        assert_eq!(
+            written(&db).await,
+            before,
+            "qlsched {args:?} wrote something"
+        );
+    }
+}
+
+#[tokio::test]
+async fn expire_by_owner_clears_every_claim_in_one_transaction_and_audits_each() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([
+        { "id": "a", "task": "t", "cron": "* * * * * *" },
+        { "id": "b", "task": "t", "cron": "* * * * * *" },
+        { "id": "c", "task": "t", "cron": "* * * * * *" }
+    ])))
+    .await;
+    for name in ["p/a", "p/b"] {
+        json_of(
+            &db,
+            &["claim", name, "--hold", "--owner", "dead-replica"],
+            0,
+        );
+    }
+    json_of(&db, &["claim", "p/c", "--hold", "--owner", "alive"], 0);
+    let dry = json_of(&db, &["expire", "--owner", "dead-replica", "--dry-run"], 0);
+    assert_eq!(dry["expired"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'dead-replica'")
+            .await,
+        2,
+        "a dry run changes nothing"
+    );
+    let done = json_of(&db, &["expire", "--owner", "dead-replica", "--yes"], 0);
+    assert_eq!(done["expired"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_owner IS NOT NULL")
+            .await,
+        1
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action = 'expire'")
+            .await,
+        2
+    );
+    let claims = json_of(&db, &["inspect", "claims"], 0);
+    assert_eq!(claims.as_array().map(Vec::len), Some(1));
+    assert_eq!(claims[0]["owner"], "alive");
+}
+
+#[tokio::test]
+async fn manual_claim_admits_the_occurrence_the_core_decides() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    json_of(&db, &["claim", "p/tick", "--yes"], 0);
+    sleep_ms(1_100).await;
+    let dry = json_of(&db, &["claim", "--dry-run"], 0);
+    assert_eq!(dry["decision"]["kind"], "fire");
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_owner IS NOT NULL")
+            .await,
+        0
+    );
+    let admitted = json_of(&db, &["claim", "--yes"], 0);
+    assert_eq!(admitted["step"], "admitted");
+    let run_id = admitted["run"]["run_id"]
+        .as_str()
+        .expect("run id")
+        .to_owned();
+    let detail = json_of(&db, &["inspect", "run", &run_id], 0);
+    assert_eq!(detail["attempts"].as_array().map(Vec::len), Some(1));
+    assert_eq!(detail["events"][0]["type"], "run.created");
+    assert_eq!(json_of(&db, &["inspect", "invariants"], 0)["ok"], true);
+    let summary = json_of(&db, &["inspect"], 0);
+    assert_eq!(summary["admissions_last_minute"], 1);
+    assert_eq!(summary["schedules"]["total"], 1);
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action IN ('claim', 'admit')")
+            .await,
+        4
+    );
+}
