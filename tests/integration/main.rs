@@ -6,3 +6,4 @@ mod util;
 mod generated;
 mod migrate;
 mod operator;
+mod top;
