@@ -43,6 +43,9 @@ _qlsched() {
             qlsched,run)
                 cmd="qlsched__subcmd__run"
                 ;;
+            qlsched,top)
+                cmd="qlsched__subcmd__top"
+                ;;
             qlsched__subcmd__claim,admit)
                 cmd="qlsched__subcmd__claim__subcmd__admit"
                 ;;
@@ -87,6 +90,9 @@ _qlsched() {
                 ;;
             qlsched__subcmd__help,run)
                 cmd="qlsched__subcmd__help__subcmd__run"
+                ;;
+            qlsched__subcmd__help,top)
+                cmd="qlsched__subcmd__help__subcmd__top"
                 ;;
             qlsched__subcmd__help__subcmd__claim,admit)
                 cmd="qlsched__subcmd__help__subcmd__claim__subcmd__admit"
@@ -212,7 +218,7 @@ _qlsched() {
 
     case "${cmd}" in
         qlsched)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim inspect expire demo generate help"
+            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim inspect expire top demo generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -586,7 +592,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help)
-            opts="migrate publish run claim inspect expire demo generate help"
+            opts="migrate publish run claim inspect expire top demo generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -894,6 +900,20 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__help__subcmd__top)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1729,6 +1749,48 @@ _qlsched() {
                     return 0
                     ;;
                 --drain-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__top)
+            opts="-D -o -h -V --readonly --refresh --database-url --schema --output --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --refresh)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -39,6 +39,7 @@ complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "run" -d 'Run a sche
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -284,6 +285,17 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l expired-only 
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l dry-run -d 'Show what would change and change nothing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l refresh -d 'Time between refreshes, 250ms to 10s (`+` and `-` change it live)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Disable `e` (expire): look, never touch'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l replicas -d 'Number of in-process replicas' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -305,15 +317,16 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire demo generate help" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire demo generate help" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire demo generate help" -f -a "run" -d 'Run a scheduler replica until SIGINT or SIGTERM'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire demo generate help" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire demo generate help" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire demo generate help" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire demo generate help" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire demo generate help" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire demo generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "run" -d 'Run a scheduler replica until SIGINT or SIGTERM'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "verify" -d 'Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference'

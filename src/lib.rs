@@ -11,3 +11,4 @@ pub mod coordinator;
 pub mod core;
 pub mod lifecycle;
 pub mod store;
+pub mod tui;

@@ -1,10 +1,11 @@
 //! `qlsched demo`: the product doing its main job, from nothing, in one command. It (re)creates
 //! the database `qlsched_demo` on the server the connection settings name, migrates it,
 //! publishes `examples/demo.json`, runs three replicas in this process (each with its own pool),
-//! and prints every admission as it happens until Ctrl-C (or `--duration`), then checks the
-//! invariants of what was admitted.
+//! and shows them at work until `q` or Ctrl-C (or `--duration`): in `top` on a terminal, as one
+//! line per admission otherwise. Then it checks the invariants of what was admitted.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -70,6 +71,8 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
         DEMO_DATABASE
     );
 
+    // On a terminal the demo shows itself in `top` (issue 4, point 5); piped, it prints lines.
+    let dashboard = std::io::stdout().is_terminal();
     let (events, mut received) = mpsc::unbounded_channel();
     let mut lifecycles = Vec::new();
     for index in 0..args.replicas {
@@ -83,13 +86,39 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
         config.validate()?;
         lifecycles.push(Lifecycle::start(
             Arc::new(Coordinator::new(store, config)),
-            Some(events.clone()),
+            (!dashboard).then(|| events.clone()),
         ));
     }
     drop(events);
+    let started = Instant::now();
+    if dashboard {
+        let duration = args.duration;
+        let watched = super::top::open(
+            &settings,
+            global,
+            false,
+            crate::tui::state::REFRESH_DEFAULT,
+            async move {
+                match duration {
+                    Some(duration) => tokio::select! {
+                        () = tokio::time::sleep(duration) => {}
+                        _ = shutdown_signal() => {}
+                    },
+                    None => {
+                        let _ = shutdown_signal().await;
+                    }
+                }
+            },
+        )
+        .await;
+        for lifecycle in lifecycles {
+            lifecycle.stop().await;
+        }
+        report_invariants(&admin, started, "").await?;
+        return watched;
+    }
 
     print("time (UTC)    trigger                  scheduled for (UTC)  by      run")?;
-    let started = Instant::now();
     let mut per_owner: BTreeMap<String, u64> = BTreeMap::new();
     let deadline = tokio::time::sleep(
         args.duration
@@ -125,17 +154,25 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
             }
         }
     }
-    let counts = invariant_counts(&admin).await?;
     let owners: Vec<String> = per_owner
         .iter()
         .map(|(owner, n)| format!("{owner} {n}"))
         .collect();
+    report_invariants(&admin, started, &format!(" ({})", owners.join(", "))).await
+}
+
+/// The closing line: what was admitted, and whether every promise held.
+async fn report_invariants(
+    admin: &tokio_postgres::Client,
+    started: Instant,
+    per_owner: &str,
+) -> Result<(), CliError> {
+    let counts = invariant_counts(admin).await?;
     eprintln!(
-        "qlsched demo: {} runs admitted in {:.0} s ({}); duplicates {}, runs without one attempt {}, \
-         without two events {}, claims left {}",
+        "qlsched demo: {} runs admitted in {:.0} s{per_owner}; duplicates {}, runs without one \
+         attempt {}, without two events {}, claims left {}",
         counts.runs,
         started.elapsed().as_secs_f64(),
-        owners.join(", "),
         counts.duplicate_occurrences,
         counts.runs_without_one_attempt,
         counts.runs_without_two_events,

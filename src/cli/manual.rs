@@ -38,7 +38,7 @@ NO_COLOR
 When set and not empty, no colour under --color auto.";
 
 pub const SEE_ALSO: &str = "\
-qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-inspect(1), qlsched-expire(1), qlsched-demo(1). The operator's guide: docs/OPERATIONS.md. The design: DESIGN.md and ADR-0105.";
+qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-inspect(1), qlsched-expire(1), qlsched-top(1), qlsched-demo(1). The operator's guide: docs/OPERATIONS.md. The design: DESIGN.md and ADR-0105.";
 
 pub fn examples(command: &str) -> &'static str {
     match command {
@@ -67,9 +67,23 @@ A replica with the defaults (16 claims a round, 30 s leases, 1 s cadence):
 A replica with a fixed owner name and short leases, e.g. under a supervisor:
   qlsched run --owner sched-1 --lease 10s --drain-timeout 5s"
         }
+        "top" => {
+            "\
+Watch the cluster live (q quits, ? lists every key):
+  qlsched -D postgres://observer@db/prod top
+
+Look without being able to touch anything, refreshing every 5 s:
+  qlsched top --readonly --refresh 5s
+
+In a stuck-claim investigation: select the row marked !, Enter shows why it is not firing, e shows
+its fence and expires exactly that claim after y (fenced and audited, as qlsched expire).
+
+Without a terminal, top exits 2; scripts use inspect instead:
+  qlsched inspect -o json"
+        }
         "demo" => {
             "\
-The first look, against the local server:
+The first look, against the local server (on a terminal it opens top on the demo database):
   qlsched demo
 
 For a minute, against another server:

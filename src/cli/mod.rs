@@ -14,6 +14,7 @@ mod migrate;
 mod output;
 mod publish;
 mod run;
+mod top;
 
 use std::process::ExitCode;
 
@@ -64,6 +65,8 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Expire a stuck claim (fenced and audited), or every claim of a dead replica.
     Expire(expire::ExpireArgs),
+    /// Watch claims, leases and admissions live in the terminal; expire a stuck claim.
+    Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
     Demo(demo::DemoArgs),
     /// Write shell completions and man pages generated from these definitions.
@@ -107,6 +110,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Migrate(args) => migrate::run(args, &global).await,
         Command::Publish(args) => publish::run(args, &global).await,
         Command::Run(args) => run::run(args, &global).await,
+        Command::Top(args) => top::run(args, &global).await,
         Command::Demo(args) => demo::run(args, &global).await,
         Command::Claim(args) => claim::run(args, &global).await,
         Command::Inspect(args) => inspect::run(args, &global).await,
@@ -169,7 +173,12 @@ fn one_line(message: &str) -> String {
 /// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless
 /// QLSCHED_LOG says otherwise.
 fn init_logging(command: &Command, color: ColorChoice) {
+    use std::io::IsTerminal;
+    // The dashboard owns the terminal: a log line on stderr would tear its frame.
+    let dashboard = matches!(command, Command::Top(_))
+        || (matches!(command, Command::Demo(_)) && std::io::stdout().is_terminal());
     let default = match command {
+        _ if dashboard => "off",
         Command::Run(_) | Command::Demo(_) => "info,tokio_postgres=warn",
         _ => "warn",
     };

@@ -12,6 +12,7 @@ pub mod publish;
 pub mod read;
 pub mod recovery;
 pub mod scratch;
+pub mod top;
 
 pub use admit::{Admission, AdmissionOutcome, AdmitStats, RunIdentity};
 pub use claim::{ClaimedRow, ReleaseRequest, TriggerDefinition};

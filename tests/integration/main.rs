@@ -13,3 +13,4 @@ mod operator;
 mod publish;
 mod recovery;
 mod replicas;
+mod top;

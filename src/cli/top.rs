@@ -1,0 +1,77 @@
+//! `qlsched top`: the live lease dashboard (issue 4) on this terminal. Everything it shows comes
+//! through the operator read models, as `inspect` does; it needs a terminal on stdout and says
+//! where to go for scripts when there is none.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::args::duration_arg;
+use super::run::shutdown_signal;
+use super::{CliError, Global};
+use crate::store::{ConnectionSettings, Store};
+use crate::tui::{self, TopOptions};
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Disable `e` (expire): look, never touch.
+    #[arg(long)]
+    pub readonly: bool,
+
+    /// Time between refreshes, 250ms to 10s (`+` and `-` change it live).
+    #[arg(long, default_value = "1s", value_parser = refresh_arg)]
+    pub refresh: Duration,
+}
+
+fn refresh_arg(text: &str) -> Result<Duration, String> {
+    let refresh = duration_arg(text)?;
+    if (tui::state::REFRESH_MIN..=tui::state::REFRESH_MAX).contains(&refresh) {
+        Ok(refresh)
+    } else {
+        Err("the refresh rate must be between 250ms and 10s".to_owned())
+    }
+}
+
+pub async fn run(args: TopArgs, global: &Global) -> Result<(), CliError> {
+    require_terminal()?;
+    let settings = global.connection.settings()?;
+    open(&settings, global, args.readonly, args.refresh, async {
+        // A failure to install the handlers leaves `q` and Ctrl-C, which still restore.
+        let _ = shutdown_signal().await;
+    })
+    .await
+}
+
+/// Refuses (exit 2) when stdout is not a terminal: a dashboard cannot be piped.
+pub fn require_terminal() -> Result<(), CliError> {
+    if std::io::stdout().is_terminal() {
+        Ok(())
+    } else {
+        Err(CliError::Usage(
+            "top needs a terminal on stdout; for scripts use `qlsched inspect` (with -o json)"
+                .to_owned(),
+        ))
+    }
+}
+
+/// Opens the dashboard on `settings` until quit or `shutdown`; also how `demo` shows itself.
+pub async fn open(
+    settings: &ConnectionSettings,
+    global: &Global,
+    readonly: bool,
+    refresh: Duration,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), CliError> {
+    // One connection refreshes, one is free for an expiry while a refresh is in flight.
+    let store = Store::open(settings, &global.connection.schema, "qlsched top", 2).await?;
+    let options = TopOptions {
+        database: settings.describe(),
+        readonly,
+        refresh,
+        color: global.color,
+        actor: super::claim::operator_name(),
+    };
+    tui::run(store, options, shutdown).await?;
+    Ok(())
+}

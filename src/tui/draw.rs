@@ -1,0 +1,845 @@
+//! Drawing: a pure function of the state. Every time is shown relative to the snapshot's
+//! database time (the only clock, ADR-0107), so the same state draws the same frame, which is
+//! what the snapshot tests rely on. Marks that matter (an expired claim nobody took over, an
+//! owner whose claims all expired, stale data) are text first and colour second, so they survive
+//! `NO_COLOR` and `--color never`.
+
+use ratatui::Frame;
+use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{
+    Block, Borders, Cell, Clear, HighlightSpacing, Paragraph, Row, Table, TableState, Wrap,
+};
+
+use super::input::KEYS;
+use super::state::{App, ExpireRequest, Modal, SortOrder};
+use crate::store::read::{ScheduleState, ScheduleView, TriggerDetail, utc};
+
+/// Styles, or none at all when colour is off.
+#[derive(Clone, Copy)]
+struct Theme {
+    color: bool,
+}
+
+impl Theme {
+    fn fg(self, color: Color) -> Style {
+        if self.color {
+            Style::new().fg(color)
+        } else {
+            Style::new()
+        }
+    }
+
+    fn alarm(self) -> Style {
+        self.fg(Color::Red).add_modifier(Modifier::BOLD)
+    }
+
+    fn warn(self) -> Style {
+        self.fg(Color::Yellow)
+    }
+
+    fn dim(self) -> Style {
+        self.fg(Color::DarkGray)
+    }
+
+    fn title(self) -> Style {
+        Style::new().add_modifier(Modifier::BOLD)
+    }
+
+    fn selected(self) -> Style {
+        Style::new().add_modifier(Modifier::REVERSED)
+    }
+}
+
+/// Draws the whole dashboard.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let theme = Theme { color: app.color };
+    let area = frame.area();
+    let banner = u16::from(app.stale.is_some());
+    let [header, banner_area, body, footer] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(banner),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_header(frame, header, app, theme);
+    if banner > 0 {
+        draw_banner(frame, banner_area, app, theme);
+    }
+    draw_body(frame, body, app, theme);
+    draw_footer(frame, footer, app, theme);
+    match &app.modal {
+        Modal::None => {}
+        Modal::Help => draw_help(frame, body, theme),
+        Modal::Filter { input } => draw_filter(frame, body, input, theme),
+        Modal::Detail { key } => {
+            let detail = app
+                .snapshot
+                .as_ref()
+                .and_then(|s| s.detail.as_ref())
+                .filter(|d| d.project_id == key.project_id && d.trigger_id == key.trigger_id);
+            draw_detail(frame, body, &key.to_string(), detail, theme);
+        }
+        Modal::ConfirmExpire(request) => draw_confirm(frame, body, app, request, theme),
+    }
+}
+
+fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let mode = if app.paused {
+        Span::styled(" PAUSED ", theme.warn().add_modifier(Modifier::REVERSED))
+    } else {
+        Span::styled(" LIVE ", theme.fg(Color::Green))
+    };
+    let rate = format!("every {}", seconds(app.refresh.as_millis()));
+    let mut first = vec![Span::styled("qlsched top", theme.title())];
+    let mut second = Vec::new();
+    match &app.snapshot {
+        Some(snapshot) => {
+            let summary = &snapshot.summary;
+            first.push(Span::raw(format!(
+                "  db {} UTC  {rate} ",
+                clock(summary.now_ms)
+            )));
+            first.push(mode);
+            first.push(Span::styled(
+                format!(" {} ms", snapshot.took.as_millis()),
+                theme.dim(),
+            ));
+            first.push(Span::raw(format!(
+                "  {} v{} on {}",
+                app.schema, summary.schema_version, app.database
+            )));
+            let counts = &summary.counts;
+            let about = if summary.total_estimated { "≈" } else { "" };
+            second.push(Span::raw(format!("schedules {about}{}: ", counts.total)));
+            let parts = [
+                ("due", counts.due, theme.warn()),
+                ("claimed", counts.claimed, Style::new()),
+                ("expired", counts.expired_claim, theme.alarm()),
+                ("uninit", counts.uninitialized, Style::new()),
+                ("waiting", counts.not_due, Style::new()),
+                ("disabled", counts.disabled, theme.dim()),
+            ];
+            for (index, (name, count, style)) in parts.into_iter().enumerate() {
+                if index > 0 {
+                    second.push(Span::raw("  "));
+                }
+                let style = if count > 0 { style } else { Style::new() };
+                let more = if name == "due" && summary.due_capped {
+                    "+"
+                } else {
+                    ""
+                };
+                let about = if name == "waiting" && summary.total_estimated {
+                    "≈"
+                } else {
+                    ""
+                };
+                second.push(Span::styled(format!("{name} {about}{count}{more}"), style));
+            }
+        }
+        None => {
+            first.push(Span::raw(format!("  {rate} ")));
+            first.push(mode);
+            first.push(Span::raw(format!("  {} on {}", app.schema, app.database)));
+            second.push(Span::styled("waiting for the first refresh…", theme.dim()));
+        }
+    }
+    if !app.filter.is_empty() {
+        second.push(Span::styled(
+            format!("  filter /{}", app.filter),
+            theme.warn(),
+        ));
+    }
+    if app.sort != SortOrder::Urgency {
+        second.push(Span::raw(format!("  sort {}", app.sort.label())));
+    }
+    if app.readonly {
+        second.push(Span::raw("  read-only"));
+    }
+    frame.render_widget(
+        Paragraph::new(vec![Line::from(first), Line::from(second)]),
+        area,
+    );
+}
+
+fn draw_banner(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let Some(stale) = &app.stale else { return };
+    let since = app.snapshot.as_ref().map_or_else(
+        || "no data yet".to_owned(),
+        |s| format!("data from db {} is stale", clock(s.summary.now_ms)),
+    );
+    let text = format!(
+        " CONNECTION LOST ({} failed refreshes): {since}; reconnecting. {}",
+        stale.failures, stale.error
+    );
+    frame.render_widget(
+        Paragraph::new(text).style(theme.alarm().add_modifier(Modifier::REVERSED)),
+        area,
+    );
+}
+
+fn draw_body(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let owners = app.snapshot.as_ref().map_or(0, |s| s.summary.owners.len());
+    let owner_rows = u16::try_from(owners.clamp(1, 5)).unwrap_or(5);
+    let recent_rows: u16 = if area.height >= 30 { 8 } else { 3 };
+    let [replicas, schedules, recent] = Layout::vertical([
+        Constraint::Length(owner_rows + 3),
+        Constraint::Min(5),
+        Constraint::Length(recent_rows + 3),
+    ])
+    .areas(area);
+    draw_owners(frame, replicas, app, theme);
+    draw_schedules(frame, schedules, app, theme);
+    draw_recent(frame, recent, app, theme);
+}
+
+fn block(title: &str, theme: Theme) -> Block<'static> {
+    Block::new()
+        .borders(Borders::ALL)
+        .title(Span::styled(format!(" {title} "), theme.title()))
+}
+
+fn draw_owners(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let owners = app
+        .snapshot
+        .as_ref()
+        .map(|s| &s.summary.owners[..])
+        .unwrap_or_default();
+    let rows: Vec<Row> = owners
+        .iter()
+        .map(|owner| {
+            let all_expired = owner.expired > 0 && owner.claims == 0;
+            let status = if all_expired {
+                Span::styled("! ALL CLAIMS EXPIRED", theme.alarm())
+            } else if owner.expired > 0 {
+                Span::styled("some claims expired", theme.warn())
+            } else {
+                Span::raw("")
+            };
+            let style = if all_expired {
+                theme.alarm()
+            } else {
+                Style::new()
+            };
+            Row::new(vec![
+                Cell::from(owner.owner.clone()),
+                Cell::from(owner.claims.to_string()),
+                Cell::from(owner.expired.to_string()),
+                Cell::from(format!("{} ago", span(now - owner.last_claim_at_ms))),
+                Cell::from(owner.admissions_last_minute.to_string()),
+                Cell::from(status),
+            ])
+            .style(style)
+        })
+        .collect();
+    let empty = rows.is_empty();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Fill(2),
+            Constraint::Length(6),
+            Constraint::Length(7),
+            Constraint::Length(12),
+            Constraint::Length(7),
+            Constraint::Fill(2),
+        ],
+    )
+    .header(
+        Row::new(["owner", "claims", "expired", "last claim", "adm/1m", ""]).style(theme.title()),
+    )
+    .block(block(&format!("Replicas ({})", owners.len()), theme));
+    frame.render_widget(table, area);
+    if empty {
+        let inner = Rect {
+            y: area.y + 2,
+            height: 1,
+            ..area.inner(ratatui::layout::Margin::new(1, 0))
+        };
+        frame.render_widget(
+            Paragraph::new("no claim owner holds a claim").style(theme.dim()),
+            inner,
+        );
+    }
+}
+
+/// How a row reads in the state column, and how loud.
+fn state_label(row: &ScheduleView, theme: Theme) -> (&'static str, Style) {
+    match row.state {
+        ScheduleState::ExpiredClaim => ("EXPIRED", theme.alarm()),
+        ScheduleState::Claimed => ("claimed", theme.fg(Color::Cyan)),
+        ScheduleState::Due => ("due", theme.warn()),
+        ScheduleState::Uninitialized => ("uninit", Style::new()),
+        ScheduleState::NotDue => ("waiting", Style::new()),
+        ScheduleState::Disabled => ("disabled", theme.dim()),
+    }
+}
+
+/// The lease as a bar of what is left, and the time left; an expired lease shows how long ago.
+fn lease_cell(app: &App, row: &ScheduleView, width: usize) -> String {
+    let Some(snapshot) = &app.snapshot else {
+        return String::new();
+    };
+    let key = super::state::key_of(row);
+    let Some(claim) = snapshot.claim_of(&key) else {
+        return String::new();
+    };
+    let remaining = claim.expires_at_ms - snapshot.now_ms();
+    if remaining <= 0 {
+        return format!("{:░<bar$} -{}", "", span(-remaining), bar = width);
+    }
+    let total = (claim.expires_at_ms - claim.acquired_at_ms).max(1);
+    let filled = usize::try_from((remaining * width as i64 + total - 1) / total)
+        .unwrap_or(width)
+        .min(width);
+    format!(
+        "{}{} {}",
+        "█".repeat(filled),
+        "░".repeat(width - filled),
+        span(remaining)
+    )
+}
+
+fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let rows = app.visible_schedules();
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let wide = area.width >= 110;
+    let bar = if wide { 10 } else { 5 };
+    let table_rows: Vec<Row> = rows
+        .iter()
+        .map(|row| {
+            let (label, style) = state_label(row, theme);
+            let mark = if row.state == ScheduleState::ExpiredClaim {
+                "!"
+            } else {
+                " "
+            };
+            let next = match row.next_fire_at_ms {
+                Some(next) if next > now => format!("in {}", span(next - now)),
+                Some(_) => "now".to_owned(),
+                None => "-".to_owned(),
+            };
+            let lag = match row.next_fire_at_ms {
+                Some(next) if next <= now && row.state != ScheduleState::Disabled => {
+                    span(now - next)
+                }
+                _ => "-".to_owned(),
+            };
+            Row::new(vec![
+                Cell::from(Span::styled(mark, theme.alarm())),
+                Cell::from(format!("{}/{}", row.project_id, row.trigger_id)),
+                Cell::from(Span::styled(label, style)),
+                Cell::from(next),
+                Cell::from(lag),
+                Cell::from(row.claim_owner.clone().unwrap_or_else(|| "-".to_owned())),
+                Cell::from(lease_cell(app, row, bar)),
+                Cell::from(row.claim_version.to_string()),
+                Cell::from(row.state_version.to_string()),
+            ])
+        })
+        .collect();
+    let shown = table_rows.len();
+    let total = app.snapshot.as_ref().map_or(0, |s| s.schedules.len());
+    let title = if app.filter.is_empty() {
+        format!("Schedules, most urgent first ({shown} of {total} loaded)")
+    } else {
+        format!(
+            "Schedules matching /{} ({shown} of {total} loaded)",
+            app.filter
+        )
+    };
+    let table = Table::new(
+        table_rows,
+        [
+            Constraint::Length(1),
+            Constraint::Fill(2),
+            Constraint::Length(8),
+            Constraint::Length(9),
+            Constraint::Length(7),
+            Constraint::Fill(1),
+            Constraint::Length(u16::try_from(bar + 8).unwrap_or(13)),
+            Constraint::Length(4),
+            Constraint::Length(4),
+        ],
+    )
+    .header(
+        Row::new([
+            "", "trigger", "state", "next", "lag", "owner", "lease", "c.v", "s.v",
+        ])
+        .style(theme.title()),
+    )
+    .row_highlight_style(theme.selected())
+    // A symbol as well as the reverse video, so the selection shows in any terminal.
+    .highlight_symbol("›")
+    .highlight_spacing(HighlightSpacing::Always)
+    .block(block(&title, theme));
+    let mut state = TableState::default().with_selected(app.selected_index());
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+fn draw_recent(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let runs = app.visible_recent();
+    let rows: Vec<Row> = runs
+        .iter()
+        .map(|run| {
+            Row::new(vec![
+                Cell::from(format!("{} ago", span(now - run.created_at_ms))),
+                Cell::from(format!("{}/{}", run.project_id, run.trigger_id)),
+                Cell::from(clock(run.scheduled_for_ms)),
+                Cell::from(run.run_id.to_string()),
+                Cell::from(run.idempotency_key.clone()),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(10),
+            Constraint::Fill(2),
+            Constraint::Length(12),
+            Constraint::Fill(2),
+            Constraint::Fill(3),
+        ],
+    )
+    .header(
+        Row::new(["admitted", "trigger", "scheduled", "run", "idempotency key"])
+            .style(theme.title()),
+    )
+    .block(block("Recent admissions", theme));
+    frame.render_widget(table, area);
+}
+
+fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let line = match &app.notice {
+        Some(notice) => Line::from(Span::styled(
+            notice.text.clone(),
+            if notice.is_error {
+                theme.alarm()
+            } else {
+                theme.fg(Color::Green)
+            },
+        )),
+        None => {
+            let expire = if app.readonly { "" } else { " e expire" };
+            Line::from(Span::styled(
+                format!(
+                    "q quit  ↑↓ move  ⏎ detail  / filter  s sort  ␣ pause  +- rate {expire}  ? help"
+                ),
+                theme.dim(),
+            ))
+        }
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// A rectangle of `width` × `height` centred in `area`, shrunk to fit.
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
+
+fn draw_popup(frame: &mut Frame, area: Rect, title: &str, text: Text<'static>, theme: Theme) {
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(text)
+            .block(block(title, theme))
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+fn draw_help(frame: &mut Frame, body: Rect, theme: Theme) {
+    let mut lines: Vec<Line> = KEYS
+        .iter()
+        .map(|(keys, what)| {
+            Line::from(vec![
+                Span::styled(format!("{keys:<16}"), theme.title()),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "Times are database time; ! marks a claim that expired and was not taken over.",
+        theme.dim(),
+    ));
+    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
+    let area = centered(body, 78, height);
+    draw_popup(
+        frame,
+        area,
+        "Keys (? or Esc closes)",
+        Text::from(lines),
+        theme,
+    );
+}
+
+fn draw_filter(frame: &mut Frame, body: Rect, input: &str, theme: Theme) {
+    let area = Rect {
+        y: body.y + body.height.saturating_sub(3),
+        height: 3.min(body.height),
+        ..body
+    };
+    let line = Line::from(vec![
+        Span::raw(format!("/{input}")),
+        Span::styled("█", theme.dim()),
+        Span::styled(
+            "   part of PROJECT/TRIGGER or owner; Enter applies, Esc cancels",
+            theme.dim(),
+        ),
+    ]);
+    draw_popup(frame, area, "Filter", Text::from(line), theme);
+}
+
+fn field(name: &str, value: String, theme: Theme) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{name:<15}"), theme.title()),
+        Span::raw(value),
+    ])
+}
+
+fn draw_detail(
+    frame: &mut Frame,
+    body: Rect,
+    name: &str,
+    detail: Option<&TriggerDetail>,
+    theme: Theme,
+) {
+    let area = centered(
+        body,
+        body.width.saturating_sub(4),
+        body.height.saturating_sub(2),
+    );
+    let Some(detail) = detail else {
+        draw_popup(frame, area, name, Text::from("loading…"), theme);
+        return;
+    };
+    let diagnosis = &detail.why_not_firing;
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("why not firing ", theme.title()),
+            Span::styled(diagnosis.reason(), theme.warn()),
+        ]),
+        field("fix", diagnosis.fix().to_owned(), theme),
+    ];
+    if let Some(state) = &detail.state {
+        let now = state.now_ms;
+        let d = &state.definition;
+        let s = &state.schedule;
+        lines.push(field(
+            "definition",
+            format!(
+                "cron \"{}\" in {} · misfire {} (grace {}) · revision {} · {} · project {} · task {}",
+                d.cron_expr,
+                d.time_zone,
+                d.misfire_policy,
+                span(d.misfire_grace_ms),
+                d.revision,
+                if d.enabled { "enabled" } else { "disabled" },
+                d.project_status,
+                d.task_id
+            ),
+            theme,
+        ));
+        lines.push(field(
+            "schedule",
+            format!(
+                "{} · next {} · last {} · revision {} · state v{} · claim v{}",
+                s.state,
+                s.next_fire_at_ms.map_or_else(
+                    || "-".to_owned(),
+                    |n| format!("{} ({})", utc(n), signed(n - now))
+                ),
+                s.last_scheduled_at_ms.map_or_else(|| "-".to_owned(), utc),
+                s.trigger_revision,
+                s.state_version,
+                s.claim_version
+            ),
+            theme,
+        ));
+        match &state.claim {
+            Some(claim) => lines.push(field(
+                "claim",
+                format!(
+                    "{} · token {} · v{} · acquired {} · expires {} ({})",
+                    claim.owner,
+                    claim.token,
+                    claim.version,
+                    utc(claim.acquired_at_ms),
+                    utc(claim.expires_at_ms),
+                    signed(claim.remaining_ms)
+                ),
+                theme,
+            )),
+            None => lines.push(field("claim", "none".to_owned(), theme)),
+        }
+        lines.push(Line::styled(
+            format!("latest runs ({})", state.recent_runs.len()),
+            theme.title(),
+        ));
+        for run in state.recent_runs.iter().take(5) {
+            lines.push(Line::raw(format!(
+                "  {}  {}  {}",
+                utc(run.scheduled_for_ms),
+                run.status,
+                run.idempotency_key
+            )));
+        }
+        if !state.audit.is_empty() {
+            lines.push(Line::styled("operator actions", theme.title()));
+            for entry in state.audit.iter().take(3) {
+                lines.push(Line::raw(format!(
+                    "  {}  {} by {}{}",
+                    utc(entry.at_ms),
+                    entry.action,
+                    entry.actor,
+                    entry
+                        .reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                )));
+            }
+        }
+    }
+    draw_popup(
+        frame,
+        area,
+        &format!("{name} (Esc closes)"),
+        Text::from(lines),
+        theme,
+    );
+}
+
+fn draw_confirm(frame: &mut Frame, body: Rect, app: &App, request: &ExpireRequest, theme: Theme) {
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let fence = &request.fence;
+    let lease = if fence.expires_at_ms <= now {
+        format!(
+            "{} (expired {} ago)",
+            utc(fence.expires_at_ms),
+            span(now - fence.expires_at_ms)
+        )
+    } else {
+        format!(
+            "{} (in {}: the lease is still running)",
+            utc(fence.expires_at_ms),
+            span(fence.expires_at_ms - now)
+        )
+    };
+    let lines = vec![
+        Line::styled(
+            format!("Expire the claim on {}?", request.key),
+            theme.title(),
+        ),
+        Line::raw(""),
+        field("owner", fence.owner.clone(), theme),
+        field("token", fence.token.to_string(), theme),
+        field("claim version", fence.version.to_string(), theme),
+        field("expires", lease, theme),
+        Line::raw(""),
+        Line::raw("Only this exact claim is expired: if it moved since, nothing changes."),
+        Line::raw("Its holder's admission will fail its fence. The expiry is audited."),
+        Line::raw(""),
+        Line::from(vec![
+            Span::styled("y/Enter", theme.alarm()),
+            Span::raw(" expire   "),
+            Span::styled("n/Esc", theme.title()),
+            Span::raw(" cancel"),
+        ]),
+    ];
+    let area = centered(body, 76, 13);
+    draw_popup(
+        frame,
+        area,
+        "Expire claim",
+        Text::from(lines).alignment(Alignment::Left),
+        theme,
+    );
+}
+
+/// `HH:MM:SS.mmm` (UTC) of an epoch-millisecond instant.
+fn clock(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map_or_else(|| ms.to_string(), |t| t.format("%H:%M:%S%.3f").to_string())
+}
+
+/// A refresh interval in seconds: `1s`, `0.25s`, `7.5s`.
+fn seconds(ms: u128) -> String {
+    let text = format!("{:.2}", ms as f64 / 1000.0);
+    format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// A span as `in 4.2s` or `3.0s ago`.
+fn signed(ms: i64) -> String {
+    if ms >= 0 {
+        format!("in {}", span(ms))
+    } else {
+        format!("{} ago", span(-ms))
+    }
+}
+
+/// A non-negative span, compact: `850ms`, `12.3s`, `4m05s`, `3h12m`, `2d04h`.
+pub fn span(ms: i64) -> String {
+    let ms = ms.max(0).unsigned_abs();
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 => format!("{}.{}s", ms / 1_000, ms % 1_000 / 100),
+        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1_000),
+        3_600_000..86_400_000 => format!("{}h{:02}m", ms / 3_600_000, ms % 3_600_000 / 60_000),
+        _ => format!("{}d{:02}h", ms / 86_400_000, ms % 86_400_000 / 3_600_000),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::style::Color;
+
+    use super::draw;
+    use crate::tui::fixtures;
+    use crate::tui::input::{Action, update};
+    use crate::tui::state::{App, Modal};
+
+    fn frame_of(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| draw(frame, app)).unwrap();
+        terminal
+    }
+
+    /// The frame as text, one line per row, trailing blanks trimmed.
+    fn render(app: &App, width: u16, height: u16) -> String {
+        let terminal = frame_of(app, width, height);
+        let buffer = terminal.backend().buffer();
+        (0..height)
+            .map(|y| {
+                let line: String = (0..width).map(|x| buffer[(x, y)].symbol()).collect();
+                line.trim_end().to_owned()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn empty_database() {
+        insta::assert_snapshot!(render(&fixtures::empty(), 100, 30));
+    }
+
+    #[test]
+    fn busy_cluster_with_three_owners() {
+        insta::assert_snapshot!(render(&fixtures::busy(), 120, 40));
+    }
+
+    #[test]
+    fn expired_claim_not_taken_over() {
+        insta::assert_snapshot!(render(&fixtures::stuck(), 120, 40));
+    }
+
+    #[test]
+    fn detail_view() {
+        let mut app = fixtures::stuck();
+        update(&mut app, Action::ToggleDetail);
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.detail = Some(fixtures::stuck_detail());
+        }
+        assert!(matches!(app.modal, Modal::Detail { .. }));
+        insta::assert_snapshot!(render(&app, 120, 40));
+    }
+
+    #[test]
+    fn filter_prompt() {
+        let mut app = fixtures::busy();
+        update(&mut app, Action::OpenFilter);
+        for c in "globex".chars() {
+            update(&mut app, Action::FilterChar(c));
+        }
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn filter_applied() {
+        let mut app = fixtures::busy();
+        update(&mut app, Action::OpenFilter);
+        for c in "demo-".chars() {
+            update(&mut app, Action::FilterChar(c));
+        }
+        update(&mut app, Action::FilterApply);
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn expire_confirmation() {
+        let mut app = fixtures::stuck();
+        update(&mut app, Action::AskExpire);
+        assert!(matches!(app.modal, Modal::ConfirmExpire(_)));
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn help_overlay() {
+        let mut app = fixtures::busy();
+        update(&mut app, Action::ToggleHelp);
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn lost_connection() {
+        let mut app = fixtures::busy();
+        app.apply_failure(
+            "database unavailable: postgres@127.0.0.1:5432/qlsched_demo: error connecting to \
+             server: Connection refused (os error 111)"
+                .to_owned(),
+        );
+        app.apply_failure("database unavailable: Connection refused (os error 111)".to_owned());
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn smallest_terminal_80_by_24() {
+        let mut app = fixtures::stuck();
+        app.paused = true;
+        insta::assert_snapshot!(render(&app, 80, 24));
+    }
+
+    #[test]
+    fn no_colour_when_colour_is_off() {
+        let app = fixtures::stuck();
+        let terminal = frame_of(&app, 120, 40);
+        let coloured = terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .filter(|cell| cell.fg != Color::Reset || cell.bg != Color::Reset)
+            .count();
+        assert_eq!(
+            coloured, 0,
+            "NO_COLOR / --color never: no cell has a colour"
+        );
+
+        let mut app = fixtures::stuck();
+        app.color = true;
+        let terminal = frame_of(&app, 120, 40);
+        assert!(
+            terminal
+                .backend()
+                .buffer()
+                .content()
+                .iter()
+                .any(|cell| cell.fg == Color::Red),
+            "with colour, the expired claim is red"
+        );
+    }
+}

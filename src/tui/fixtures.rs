@@ -1,0 +1,259 @@
+//! Deterministic states for the snapshot and input tests: fixed database time, fixed tokens and
+//! run ids, so that a whole frame can be compared byte for byte.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::state::{App, Snapshot};
+use crate::store::read::{
+    ClaimView, Diagnosis, OwnerClaims, RunView, ScheduleState, ScheduleView, StateCounts,
+    TriggerDetail, TriggerState, TriggerView,
+};
+use crate::store::top::TopSummary;
+
+/// 2026-12-02T12:00:00.000Z.
+pub const NOW: i64 = 1_796_212_800_000;
+
+pub fn app() -> App {
+    App::new(
+        "postgres@127.0.0.1:5432/qlsched_demo".to_owned(),
+        "qlsched".to_owned(),
+        false,
+        false,
+    )
+}
+
+fn token(n: u128) -> Uuid {
+    Uuid::from_u128(0x5eed_0000_0000_4000_8000_0000_0000_0000 + n)
+}
+
+fn schedule(
+    project: &str,
+    trigger: &str,
+    state: ScheduleState,
+    next_in_ms: Option<i64>,
+    claim: Option<(&str, i64)>,
+) -> ScheduleView {
+    ScheduleView {
+        project_id: project.to_owned(),
+        trigger_id: trigger.to_owned(),
+        state,
+        trigger_revision: 1,
+        state_version: 12,
+        claim_version: 6,
+        next_fire_at_ms: next_in_ms.map(|ms| NOW + ms),
+        due_in_ms: next_in_ms,
+        last_scheduled_at_ms: next_in_ms.map(|ms| NOW + ms - 2_000),
+        claim_owner: claim.map(|(owner, _)| owner.to_owned()),
+        claim_expires_at_ms: claim.map(|(_, left)| NOW + left),
+        updated_at_ms: NOW - 1_000,
+    }
+}
+
+fn claim(row: &ScheduleView, n: u128, lease_ms: i64) -> ClaimView {
+    let expires_at_ms = row.claim_expires_at_ms.unwrap_or(NOW);
+    ClaimView {
+        project_id: row.project_id.clone(),
+        trigger_id: row.trigger_id.clone(),
+        owner: row.claim_owner.clone().unwrap_or_default(),
+        token: token(n),
+        version: row.claim_version,
+        acquired_at_ms: expires_at_ms - lease_ms,
+        expires_at_ms,
+        remaining_ms: expires_at_ms - NOW,
+        expired: expires_at_ms <= NOW,
+    }
+}
+
+fn run(n: u128, project: &str, trigger: &str, ago_ms: i64) -> RunView {
+    let scheduled = NOW - ago_ms - 40;
+    RunView {
+        run_id: Uuid::from_u128(0x0192_0000_0000_7000_8000_0000_0000_0000 + n),
+        project_id: project.to_owned(),
+        trigger_id: trigger.to_owned(),
+        trigger_revision: 1,
+        task_id: "sync".to_owned(),
+        task_revision: 1,
+        execution_revision_id: token(99),
+        idempotency_key: format!("ql3:cron:v1:{trigger}:1:{scheduled}"),
+        status: "queued".to_owned(),
+        scheduled_for_ms: scheduled,
+        created_at_ms: NOW - ago_ms,
+        queued_at_ms: Some(NOW - ago_ms),
+    }
+}
+
+/// A migrated database with nothing published.
+pub fn empty() -> App {
+    let mut app = app();
+    app.apply_snapshot(Snapshot {
+        summary: TopSummary {
+            now_ms: NOW,
+            schema_version: 3,
+            counts: StateCounts::default(),
+            total_estimated: false,
+            due_capped: false,
+            owners: Vec::new(),
+        },
+        schedules: Vec::new(),
+        claims: Vec::new(),
+        recent: Vec::new(),
+        detail: None,
+        took: Duration::from_millis(3),
+    });
+    app
+}
+
+/// Three replicas at work, every claim live.
+pub fn busy() -> App {
+    let schedules = vec![
+        schedule(
+            "globex",
+            "sync-a",
+            ScheduleState::Claimed,
+            Some(-120),
+            Some(("demo-a", 4_200)),
+        ),
+        schedule(
+            "acme",
+            "heartbeat",
+            ScheduleState::Claimed,
+            Some(-60),
+            Some(("demo-b", 4_900)),
+        ),
+        schedule("acme", "report-5s", ScheduleState::Due, Some(-350), None),
+        schedule(
+            "globex",
+            "sync-b",
+            ScheduleState::Claimed,
+            Some(-20),
+            Some(("demo-c", 1_500)),
+        ),
+        schedule("globex", "sync-c", ScheduleState::NotDue, Some(1_000), None),
+        schedule(
+            "globex",
+            "hourly",
+            ScheduleState::NotDue,
+            Some(1_860_000),
+            None,
+        ),
+        schedule(
+            "acme",
+            "nightly-backup",
+            ScheduleState::NotDue,
+            Some(54_000_000),
+            None,
+        ),
+        schedule("globex", "paused", ScheduleState::Disabled, None, None),
+        schedule("initech", "tps-report", ScheduleState::Disabled, None, None),
+    ];
+    let claims = vec![
+        claim(&schedules[0], 1, 5_000),
+        claim(&schedules[1], 2, 5_000),
+        claim(&schedules[3], 3, 5_000),
+    ];
+    let owner = |name: &str, claims, admissions| OwnerClaims {
+        owner: name.to_owned(),
+        claims,
+        expired: 0,
+        last_claim_at_ms: NOW - 800,
+        admissions_last_minute: admissions,
+    };
+    let mut app = app();
+    app.apply_snapshot(Snapshot {
+        summary: TopSummary {
+            now_ms: NOW,
+            schema_version: 3,
+            counts: StateCounts {
+                total: 9,
+                due: 1,
+                claimed: 3,
+                expired_claim: 0,
+                not_due: 3,
+                disabled: 2,
+                uninitialized: 0,
+            },
+            total_estimated: false,
+            due_capped: false,
+            owners: vec![
+                owner("demo-a", 1, 41),
+                owner("demo-b", 1, 38),
+                owner("demo-c", 1, 44),
+            ],
+        },
+        schedules,
+        claims,
+        recent: vec![
+            run(1, "globex", "sync-c", 1_100),
+            run(2, "acme", "heartbeat", 2_050),
+            run(3, "globex", "sync-b", 2_100),
+            run(4, "acme", "report-5s", 5_020),
+        ],
+        detail: None,
+        took: Duration::from_millis(7),
+    });
+    app
+}
+
+/// The busy cluster, plus a replica that died holding a claim nobody took over.
+pub fn stuck() -> App {
+    let mut app = busy();
+    if let Some(snapshot) = &mut app.snapshot {
+        let row = schedule(
+            "acme",
+            "report-5s",
+            ScheduleState::ExpiredClaim,
+            Some(-12_400),
+            Some(("gone-replica", -7_400)),
+        );
+        let held = claim(&row, 4, 5_000);
+        snapshot.schedules[2] = row;
+        snapshot.claims.push(held);
+        snapshot.summary.counts.due = 0;
+        snapshot.summary.counts.expired_claim = 1;
+        snapshot.summary.owners.push(OwnerClaims {
+            owner: "gone-replica".to_owned(),
+            claims: 0,
+            expired: 1,
+            last_claim_at_ms: NOW - 12_400,
+            admissions_last_minute: 0,
+        });
+    }
+    app
+}
+
+/// `inspect trigger` for the stuck row.
+pub fn stuck_detail() -> TriggerDetail {
+    let app = stuck();
+    let snapshot = app.snapshot.as_ref();
+    let schedule = snapshot.map(|s| s.schedules[2].clone());
+    let claim = snapshot.and_then(|s| s.claims.last().cloned());
+    TriggerDetail {
+        project_id: "acme".to_owned(),
+        trigger_id: "report-5s".to_owned(),
+        why_not_firing: Diagnosis::ClaimExpired {
+            owner: "gone-replica".to_owned(),
+            expired_ms_ago: 7_400,
+        },
+        state: schedule.map(|schedule| TriggerState {
+            now_ms: NOW,
+            definition: TriggerView {
+                project_status: "active".to_owned(),
+                task_id: "report".to_owned(),
+                revision: 1,
+                enabled: true,
+                cron_expr: "*/5 * * * * *".to_owned(),
+                time_zone: "UTC".to_owned(),
+                misfire_policy: "fire_once".to_owned(),
+                misfire_grace_ms: 2_000,
+                content_digest: "0".repeat(64),
+                execution_revision_id: token(99),
+            },
+            schedule,
+            claim,
+            recent_runs: vec![run(4, "acme", "report-5s", 17_400)],
+            audit: Vec::new(),
+        }),
+    }
+}

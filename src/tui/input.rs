@@ -1,0 +1,481 @@
+//! Keys to actions, and actions to state changes. What a key means depends on the open dialog;
+//! the keys follow top, pg_activity and k9s where an operator already knows them. The one action
+//! with an effect outside the state, the expiry, comes back as an [`Effect`] for the event loop
+//! to carry out, so this stays pure and testable key by key.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::state::{App, ExpireRequest, Modal, Notice, key_of};
+use crate::core::ClaimFence;
+
+/// What a key asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    ToggleDetail,
+    OpenFilter,
+    FilterChar(char),
+    FilterBackspace,
+    FilterApply,
+    ClearFilter,
+    CycleSort,
+    TogglePause,
+    Faster,
+    Slower,
+    AskExpire,
+    ConfirmExpire,
+    ToggleHelp,
+    Close,
+}
+
+/// Work the event loop does on the state's behalf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Expire this claim, fenced and audited, then report back.
+    Expire(ExpireRequest),
+}
+
+/// Every key the dashboard knows, for the help overlay: (keys, what they do).
+pub const KEYS: &[(&str, &str)] = &[
+    (
+        "q, Esc",
+        "quit (Esc first clears a filter or closes a dialog)",
+    ),
+    ("↑ ↓, k j", "move the selection"),
+    ("PgUp PgDn, g G", "move a page, to the top, to the bottom"),
+    (
+        "Enter",
+        "detail of the selected trigger (why it is not firing)",
+    ),
+    ("/", "filter by project, trigger or owner; Enter applies"),
+    ("s", "cycle sort: urgency, lease end, trigger, owner"),
+    ("space", "pause or resume refreshing"),
+    ("+ -", "refresh faster or slower (0.25 s to 10 s)"),
+    (
+        "e",
+        "expire the selected claim (fenced, audited; asks first)",
+    ),
+    ("?", "this help"),
+    ("Ctrl-C", "quit from anywhere"),
+];
+
+/// Rows a page key moves.
+const PAGE: isize = 10;
+
+/// The action a key stands for, given the open dialog.
+pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+        return Some(Action::Quit);
+    }
+    match &app.modal {
+        Modal::Filter { .. } => match key.code {
+            KeyCode::Enter => Some(Action::FilterApply),
+            KeyCode::Esc => Some(Action::Close),
+            KeyCode::Backspace => Some(Action::FilterBackspace),
+            KeyCode::Char(c) => Some(Action::FilterChar(c)),
+            _ => None,
+        },
+        Modal::ConfirmExpire(_) => match key.code {
+            KeyCode::Char('y' | 'Y') | KeyCode::Enter => Some(Action::ConfirmExpire),
+            KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Close),
+            _ => None,
+        },
+        Modal::Help => match key.code {
+            KeyCode::Char('?' | 'q') | KeyCode::Esc => Some(Action::Close),
+            _ => None,
+        },
+        Modal::Detail { .. } | Modal::None => match key.code {
+            KeyCode::Char('q') => Some(Action::Quit),
+            KeyCode::Esc if app.modal != Modal::None => Some(Action::Close),
+            KeyCode::Esc if !app.filter.is_empty() => Some(Action::ClearFilter),
+            KeyCode::Esc => Some(Action::Quit),
+            KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
+            KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),
+            KeyCode::PageUp => Some(Action::PageUp),
+            KeyCode::PageDown => Some(Action::PageDown),
+            KeyCode::Home | KeyCode::Char('g') => Some(Action::Home),
+            KeyCode::End | KeyCode::Char('G') => Some(Action::End),
+            KeyCode::Enter => Some(Action::ToggleDetail),
+            KeyCode::Char('/') => Some(Action::OpenFilter),
+            KeyCode::Char('s') => Some(Action::CycleSort),
+            KeyCode::Char(' ') => Some(Action::TogglePause),
+            KeyCode::Char('+' | '=') => Some(Action::Faster),
+            KeyCode::Char('-') => Some(Action::Slower),
+            KeyCode::Char('e') => Some(Action::AskExpire),
+            KeyCode::Char('?') => Some(Action::ToggleHelp),
+            _ => None,
+        },
+    }
+}
+
+/// Applies an action to the state; returns the work it leaves for the event loop.
+pub fn update(app: &mut App, action: Action) -> Option<Effect> {
+    match action {
+        Action::Quit => app.quit = true,
+        Action::Up => app.move_selection(-1),
+        Action::Down => app.move_selection(1),
+        Action::PageUp => app.move_selection(-PAGE),
+        Action::PageDown => app.move_selection(PAGE),
+        Action::Home => app.move_selection(isize::MIN / 2),
+        Action::End => app.move_selection(isize::MAX / 2),
+        Action::ToggleDetail => {
+            app.modal = match (&app.modal, app.selected_row()) {
+                (Modal::Detail { .. }, _) | (_, None) => Modal::None,
+                (_, Some(row)) => Modal::Detail { key: key_of(row) },
+            };
+        }
+        Action::OpenFilter => {
+            app.modal = Modal::Filter {
+                input: app.filter.clone(),
+            };
+        }
+        Action::FilterChar(c) => {
+            if let Modal::Filter { input } = &mut app.modal {
+                input.push(c);
+            }
+        }
+        Action::FilterBackspace => {
+            if let Modal::Filter { input } = &mut app.modal {
+                input.pop();
+            }
+        }
+        Action::FilterApply => {
+            if let Modal::Filter { input } = std::mem::take(&mut app.modal) {
+                app.filter = input.trim().to_owned();
+                app.keep_selection_visible();
+            }
+        }
+        Action::ClearFilter => {
+            app.filter.clear();
+            app.keep_selection_visible();
+        }
+        Action::CycleSort => {
+            app.sort = app.sort.next();
+        }
+        Action::TogglePause => app.paused = !app.paused,
+        Action::Faster => app.step_refresh(true),
+        Action::Slower => app.step_refresh(false),
+        Action::AskExpire => ask_expire(app),
+        Action::ConfirmExpire => {
+            if let Modal::ConfirmExpire(request) = std::mem::take(&mut app.modal) {
+                app.notice = Some(Notice {
+                    text: format!("expiring the claim on {}…", request.key),
+                    is_error: false,
+                });
+                return Some(Effect::Expire(request));
+            }
+        }
+        Action::ToggleHelp => {
+            app.modal = if app.modal == Modal::Help {
+                Modal::None
+            } else {
+                Modal::Help
+            };
+        }
+        Action::Close => app.modal = Modal::None,
+    }
+    None
+}
+
+/// Opens the confirmation for the selected row's claim, with the fence as it is on screen.
+fn ask_expire(app: &mut App) {
+    if app.readonly {
+        app.notice = Some(Notice {
+            text: "read-only (--readonly): e is disabled".to_owned(),
+            is_error: true,
+        });
+        return;
+    }
+    let Some(row) = app.selected_row() else {
+        return;
+    };
+    let key = key_of(row);
+    let claim = app
+        .snapshot
+        .as_ref()
+        .and_then(|s| s.claim_of(&key))
+        .cloned();
+    match claim {
+        Some(claim) => {
+            app.modal = Modal::ConfirmExpire(ExpireRequest {
+                key,
+                fence: ClaimFence {
+                    owner: claim.owner,
+                    token: claim.token,
+                    version: claim.version,
+                    expires_at_ms: claim.expires_at_ms,
+                },
+                expired: claim.expired,
+            });
+        }
+        None => {
+            app.notice = Some(Notice {
+                text: format!("{key} holds no claim: nothing to expire"),
+                is_error: true,
+            });
+        }
+    }
+}
+
+/// A key, start to finish.
+pub fn handle_key(app: &mut App, key: KeyEvent) -> Option<Effect> {
+    let action = action_for(app, key)?;
+    update(app, action)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::{Effect, handle_key};
+    use crate::tui::fixtures;
+    use crate::tui::state::{App, Modal, SortOrder};
+
+    fn press(app: &mut App, code: KeyCode) -> Option<Effect> {
+        handle_key(app, KeyEvent::new(code, KeyModifiers::NONE))
+    }
+
+    fn selected(app: &App) -> String {
+        app.selected
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn q_and_esc_quit_and_ctrl_c_quits_from_a_dialog() {
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Char('q'));
+        assert!(app.quit);
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Esc);
+        assert!(app.quit);
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Char('/'));
+        handle_key(
+            &mut app,
+            KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        );
+        assert!(app.quit);
+    }
+
+    #[test]
+    fn arrows_and_jk_move_within_the_table() {
+        let mut app = fixtures::busy();
+        assert_eq!(app.selected_index(), Some(0));
+        press(&mut app, KeyCode::Down);
+        press(&mut app, KeyCode::Char('j'));
+        assert_eq!(selected(&app), "acme/heartbeat");
+        press(&mut app, KeyCode::Char('k'));
+        assert_eq!(selected(&app), "globex/sync-a");
+        press(&mut app, KeyCode::Up);
+        press(&mut app, KeyCode::Up);
+        assert_eq!(app.selected_index(), Some(0), "clamped at the top");
+        press(&mut app, KeyCode::Char('G'));
+        assert_eq!(selected(&app), "initech/tps-report");
+        press(&mut app, KeyCode::Down);
+        assert_eq!(
+            selected(&app),
+            "initech/tps-report",
+            "clamped at the bottom"
+        );
+        press(&mut app, KeyCode::Char('g'));
+        assert_eq!(app.selected_index(), Some(0));
+    }
+
+    #[test]
+    fn selection_follows_its_row_across_a_refresh() {
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Down);
+        let before = selected(&app);
+        let mut snapshot = app.snapshot.clone().unwrap();
+        snapshot.schedules.reverse();
+        app.apply_snapshot(snapshot);
+        assert_eq!(selected(&app), before);
+    }
+
+    #[test]
+    fn enter_opens_and_closes_the_detail_of_the_selected_row() {
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Down);
+        press(&mut app, KeyCode::Enter);
+        let Modal::Detail { key } = &app.modal else {
+            panic!("detail open")
+        };
+        assert_eq!(key.to_string(), "globex/sync-a");
+        assert_eq!(
+            app.load_request().detail,
+            Some(key.clone()),
+            "the loader reads it"
+        );
+        press(&mut app, KeyCode::Esc);
+        assert_eq!(app.modal, Modal::None);
+        assert!(!app.quit, "Esc closes the dialog first");
+    }
+
+    #[test]
+    fn slash_filters_on_enter_and_esc_cancels_or_clears() {
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Char('/'));
+        for c in "demo-c".chars() {
+            press(&mut app, KeyCode::Char(c));
+        }
+        assert_eq!(app.filter, "", "nothing applies before Enter");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.filter, "demo-c");
+        let rows: Vec<String> = app
+            .visible_schedules()
+            .iter()
+            .map(|r| format!("{}/{}", r.project_id, r.trigger_id))
+            .collect();
+        assert_eq!(rows, ["globex/sync-b"], "an owner matches");
+        assert_eq!(selected(&app), "globex/sync-b");
+
+        press(&mut app, KeyCode::Char('/'));
+        press(&mut app, KeyCode::Backspace);
+        press(&mut app, KeyCode::Esc);
+        assert_eq!(app.filter, "demo-c", "Esc in the prompt cancels the edit");
+        press(&mut app, KeyCode::Esc);
+        assert_eq!(app.filter, "", "Esc clears an applied filter");
+        assert!(!app.quit);
+    }
+
+    #[test]
+    fn s_cycles_the_sort() {
+        let mut app = fixtures::busy();
+        let mut seen = vec![app.sort];
+        for _ in 0..4 {
+            press(&mut app, KeyCode::Char('s'));
+            seen.push(app.sort);
+        }
+        assert_eq!(
+            seen,
+            [
+                SortOrder::Urgency,
+                SortOrder::LeaseEnd,
+                SortOrder::Trigger,
+                SortOrder::Owner,
+                SortOrder::Urgency
+            ]
+        );
+        press(&mut app, KeyCode::Char('s'));
+        let first = app.visible_schedules()[0];
+        assert_eq!(
+            first.trigger_id, "sync-b",
+            "lease end: the soonest lease first"
+        );
+    }
+
+    #[test]
+    fn space_pauses_and_a_paused_screen_keeps_its_data() {
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Char(' '));
+        assert!(app.paused && app.load_request().paused);
+        let shown = app.snapshot.clone();
+        app.apply_snapshot(fixtures::empty().snapshot.unwrap());
+        assert_eq!(app.snapshot, shown);
+        press(&mut app, KeyCode::Char(' '));
+        assert!(!app.paused);
+    }
+
+    #[test]
+    fn plus_and_minus_step_the_refresh_within_bounds() {
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Char('+'));
+        assert_eq!(app.refresh, Duration::from_millis(500));
+        for _ in 0..5 {
+            press(&mut app, KeyCode::Char('+'));
+        }
+        assert_eq!(app.refresh, Duration::from_millis(250));
+        for _ in 0..20 {
+            press(&mut app, KeyCode::Char('-'));
+        }
+        assert_eq!(app.refresh, Duration::from_secs(10));
+        assert_eq!(app.load_request().refresh, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn e_asks_with_the_fence_and_only_y_expires() {
+        let mut app = fixtures::stuck();
+        assert_eq!(selected(&app), "acme/report-5s");
+        assert_eq!(press(&mut app, KeyCode::Char('e')), None);
+        let Modal::ConfirmExpire(request) = app.modal.clone() else {
+            panic!("confirmation open")
+        };
+        assert_eq!(request.fence.owner, "gone-replica");
+        assert_eq!(request.fence.version, 6);
+        assert!(request.expired);
+        assert_eq!(
+            press(&mut app, KeyCode::Char('x')),
+            None,
+            "other keys do nothing"
+        );
+        assert_eq!(press(&mut app, KeyCode::Char('n')), None);
+        assert_eq!(app.modal, Modal::None);
+
+        press(&mut app, KeyCode::Char('e'));
+        assert_eq!(
+            press(&mut app, KeyCode::Char('y')),
+            Some(Effect::Expire(request))
+        );
+        assert_eq!(app.modal, Modal::None);
+    }
+
+    #[test]
+    fn e_on_an_unclaimed_row_or_readonly_explains_itself() {
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Char('e'));
+        assert_eq!(app.modal, Modal::None);
+        assert!(
+            app.notice
+                .as_ref()
+                .is_some_and(|n| n.text.contains("no claim"))
+        );
+
+        let mut app = fixtures::stuck();
+        app.readonly = true;
+        press(&mut app, KeyCode::Char('e'));
+        assert_eq!(app.modal, Modal::None);
+        assert!(
+            app.notice
+                .as_ref()
+                .is_some_and(|n| n.text.contains("read-only"))
+        );
+    }
+
+    #[test]
+    fn question_mark_toggles_help() {
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Char('?'));
+        assert_eq!(app.modal, Modal::Help);
+        press(&mut app, KeyCode::Char('q'));
+        assert_eq!(app.modal, Modal::None);
+        assert!(!app.quit, "q closes the help first");
+        press(&mut app, KeyCode::Char('?'));
+        press(&mut app, KeyCode::Char('?'));
+        assert_eq!(app.modal, Modal::None);
+    }
+
+    #[test]
+    fn a_failed_refresh_keeps_the_data_and_a_good_one_clears_the_banner() {
+        let mut app = fixtures::busy();
+        app.apply_failure("connection refused".to_owned());
+        app.apply_failure("connection refused".to_owned());
+        assert_eq!(app.stale.as_ref().map(|s| s.failures), Some(2));
+        assert!(app.snapshot.is_some());
+        app.apply_snapshot(fixtures::busy().snapshot.unwrap());
+        assert_eq!(app.stale, None);
+    }
+}

@@ -1,0 +1,162 @@
+//! Loading, off the drawing path: a tokio task reads a snapshot through the operator read models
+//! on every refresh tick and sends it over a channel, so a slow or failed query never freezes the
+//! screen. A failure is sent as such (the screen marks its data stale) and the next tick tries
+//! again; the pool replaces a connection the server closed, which is the reconnect.
+
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_postgres::IsolationLevel;
+
+use super::state::{ExpireRequest, LoadRequest, Snapshot};
+use crate::store::operator::{self, Actor, Expired, FenceRef};
+use crate::store::read::{self, ScheduleFilter};
+use crate::store::top::{TriggerKey, top_summary};
+use crate::store::{Store, StoreError};
+
+/// Schedule rows a snapshot carries: more than any terminal shows, few enough to stay cheap.
+pub const SCHEDULE_ROWS: i64 = 200;
+/// Held claims a snapshot carries (their fences, for the lease bars and `e`).
+pub const CLAIM_ROWS: i64 = 500;
+/// Admissions a snapshot carries.
+pub const RECENT_ROWS: i64 = 30;
+/// A refresh that takes longer than this counts as failed; the screen says so.
+const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the loader and the expiry report to the event loop.
+#[derive(Debug)]
+pub enum LoadEvent {
+    Snapshot(Box<Snapshot>),
+    Failed(String),
+    Expired(Result<Expired, String>),
+}
+
+/// Reads one snapshot. The list statements run pipelined in one REPEATABLE READ READ ONLY
+/// transaction, so counts, owners, claims, schedules and admissions describe the same instant;
+/// the detail, when asked for, is `inspect trigger`'s own read.
+pub async fn read_snapshot(
+    store: &Store,
+    detail: Option<&TriggerKey>,
+) -> Result<Snapshot, StoreError> {
+    let started = Instant::now();
+    let mut client = store.client().await?;
+    let transaction = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let filter = ScheduleFilter {
+        limit: SCHEDULE_ROWS,
+        ..ScheduleFilter::default()
+    };
+    let reads: &tokio_postgres::Transaction = &transaction;
+    let (summary, schedules, claims, recent) = tokio::join!(
+        top_summary(reads),
+        read::schedules(reads, &filter),
+        read::claims(reads, None, false, CLAIM_ROWS),
+        read::runs(reads, None, None, RECENT_ROWS),
+    );
+    let (summary, schedules, claims, recent) = (summary?, schedules?, claims?, recent?);
+    transaction.commit().await?;
+    let detail = match detail {
+        Some(key) => Some(
+            read::trigger_detail(&client, store.schema(), &key.project_id, &key.trigger_id).await?,
+        ),
+        None => None,
+    };
+    Ok(Snapshot {
+        summary,
+        schedules,
+        claims,
+        recent,
+        detail,
+        took: started.elapsed(),
+    })
+}
+
+/// Starts the loader: a refresh now, then one every `refresh` of the latest request (at once
+/// when the request changes, e.g. the detail pane opened); none while paused. Ends when the
+/// receiving side is gone.
+pub fn spawn(
+    store: Store,
+    mut requests: watch::Receiver<LoadRequest>,
+    events: mpsc::Sender<LoadEvent>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let request = requests.borrow_and_update().clone();
+            if !request.paused {
+                let event = match tokio::time::timeout(
+                    REFRESH_TIMEOUT,
+                    read_snapshot(&store, request.detail.as_ref()),
+                )
+                .await
+                {
+                    Ok(Ok(snapshot)) => LoadEvent::Snapshot(Box::new(snapshot)),
+                    Ok(Err(error)) => LoadEvent::Failed(one_line(&error.to_string())),
+                    Err(_) => LoadEvent::Failed(format!(
+                        "a refresh took longer than {} s",
+                        REFRESH_TIMEOUT.as_secs()
+                    )),
+                };
+                if events.send(event).await.is_err() {
+                    return;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(request.refresh) => {}
+                    changed = requests.changed() => if changed.is_err() { return },
+                }
+            } else if requests.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// Expires a claim on its own task, as `qlsched expire` does (fenced by token and version,
+/// audited as `actor`), and reports the outcome.
+pub fn spawn_expire(
+    store: Store,
+    request: ExpireRequest,
+    actor: String,
+    events: mpsc::Sender<LoadEvent>,
+) {
+    tokio::spawn(async move {
+        let outcome = expire(&store, &request, &actor)
+            .await
+            .map_err(|error| one_line(&error.to_string()));
+        // The event loop may have quit meanwhile; the expiry stands either way.
+        let _ = events.send(LoadEvent::Expired(outcome)).await;
+    });
+}
+
+/// The expiry `e` asks for: exactly the claim the confirmation showed, or nothing.
+pub async fn expire(
+    store: &Store,
+    request: &ExpireRequest,
+    actor: &str,
+) -> Result<Expired, StoreError> {
+    let fence = FenceRef {
+        token: request.fence.token,
+        version: request.fence.version,
+    };
+    let actor = Actor {
+        name: actor,
+        reason: Some("expired from qlsched top"),
+    };
+    operator::expire(
+        store,
+        &request.key.project_id,
+        &request.key.trigger_id,
+        Some(fence),
+        &actor,
+        false,
+    )
+    .await
+}
+
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,337 @@
+//! The dashboard's state: the last snapshot the loader delivered and everything the operator has
+//! chosen (selection, filter, sort, pause, refresh rate, the open dialog). Input changes it,
+//! the loader feeds it, drawing only reads it; nothing here does I/O or reads a clock.
+
+use std::time::Duration;
+
+use crate::core::ClaimFence;
+use crate::store::read::{ClaimView, RunView, ScheduleState, ScheduleView, TriggerDetail};
+use crate::store::top::{TopSummary, TriggerKey};
+
+/// Refresh rate bounds and steps (issue 4: default 1 s, 0.25 to 10 s).
+pub const REFRESH_DEFAULT: Duration = Duration::from_secs(1);
+pub const REFRESH_MIN: Duration = Duration::from_millis(250);
+pub const REFRESH_MAX: Duration = Duration::from_secs(10);
+const REFRESH_STEPS_MS: [u64; 8] = [250, 500, 1_000, 2_000, 3_000, 5_000, 7_500, 10_000];
+
+/// One refresh, as the read models returned it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// Database time, schema version, counts by state, owners.
+    pub summary: TopSummary,
+    /// The most urgent schedule rows (claim order).
+    pub schedules: Vec<ScheduleView>,
+    /// Every held claim (valid or expired) with its full fence.
+    pub claims: Vec<ClaimView>,
+    /// The newest admissions.
+    pub recent: Vec<RunView>,
+    /// What `inspect trigger` says about the trigger the detail pane shows.
+    pub detail: Option<TriggerDetail>,
+    /// How long the refresh took (shown in the header).
+    pub took: Duration,
+}
+
+impl Snapshot {
+    pub fn now_ms(&self) -> i64 {
+        self.summary.now_ms
+    }
+
+    /// The claim recorded on a schedule row, with its fence.
+    pub fn claim_of(&self, key: &TriggerKey) -> Option<&ClaimView> {
+        self.claims
+            .iter()
+            .find(|c| c.project_id == key.project_id && c.trigger_id == key.trigger_id)
+    }
+}
+
+/// How the schedules table is ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortOrder {
+    /// What needs an operator first: expired claims nobody took over, overdue rows, live
+    /// claims, uninitialized rows, then the rest; within each, claim order.
+    #[default]
+    Urgency,
+    /// Soonest lease end first; unclaimed rows after.
+    LeaseEnd,
+    /// By `PROJECT/TRIGGER`.
+    Trigger,
+    /// By claim owner; unclaimed rows after.
+    Owner,
+}
+
+impl SortOrder {
+    pub fn next(self) -> Self {
+        match self {
+            SortOrder::Urgency => SortOrder::LeaseEnd,
+            SortOrder::LeaseEnd => SortOrder::Trigger,
+            SortOrder::Trigger => SortOrder::Owner,
+            SortOrder::Owner => SortOrder::Urgency,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SortOrder::Urgency => "urgency",
+            SortOrder::LeaseEnd => "lease end",
+            SortOrder::Trigger => "trigger",
+            SortOrder::Owner => "owner",
+        }
+    }
+}
+
+/// The claim an operator asked to expire: the fence exactly as the dashboard showed it, so that
+/// the expiry refuses if the claim moved in the meantime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpireRequest {
+    pub key: TriggerKey,
+    pub fence: ClaimFence,
+    /// Whether its lease had already run out when the dialog opened.
+    pub expired: bool,
+}
+
+/// The dialog or overlay in front of the tables, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Modal {
+    #[default]
+    None,
+    Help,
+    /// The `/` prompt, with the text typed so far (applied on Enter).
+    Filter {
+        input: String,
+    },
+    /// The selected trigger's detail.
+    Detail {
+        key: TriggerKey,
+    },
+    /// "Expire this claim?", showing the fence.
+    ConfirmExpire(ExpireRequest),
+}
+
+/// Why the data on screen may be old.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stale {
+    /// The last error, one line, no password (connection settings never render one).
+    pub error: String,
+    /// Failed refreshes in a row.
+    pub failures: u32,
+}
+
+/// A line for the status bar: the outcome of an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub text: String,
+    pub is_error: bool,
+}
+
+/// Everything the dashboard shows and remembers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct App {
+    /// `user@host:port/dbname`, never with the password.
+    pub database: String,
+    pub schema: String,
+    pub readonly: bool,
+    pub color: bool,
+    pub snapshot: Option<Snapshot>,
+    pub stale: Option<Stale>,
+    /// The selected schedule row, by key so that it survives a refresh that reorders rows.
+    pub selected: Option<TriggerKey>,
+    /// Applied filter: part of `PROJECT/TRIGGER` or of the claim owner.
+    pub filter: String,
+    pub sort: SortOrder,
+    pub paused: bool,
+    pub refresh: Duration,
+    pub modal: Modal,
+    pub notice: Option<Notice>,
+    pub quit: bool,
+}
+
+impl App {
+    pub fn new(database: String, schema: String, readonly: bool, color: bool) -> Self {
+        App {
+            database,
+            schema,
+            readonly,
+            color,
+            snapshot: None,
+            stale: None,
+            selected: None,
+            filter: String::new(),
+            sort: SortOrder::default(),
+            paused: false,
+            refresh: REFRESH_DEFAULT,
+            modal: Modal::None,
+            notice: None,
+            quit: false,
+        }
+    }
+
+    /// A refresh arrived. While paused the screen keeps what it shows (the loader is idle then
+    /// anyway; this drops one that was already in flight).
+    pub fn apply_snapshot(&mut self, snapshot: Snapshot) {
+        if self.paused {
+            return;
+        }
+        self.snapshot = Some(snapshot);
+        self.stale = None;
+        self.keep_selection_visible();
+    }
+
+    /// A refresh failed: keep the last data, marked stale.
+    pub fn apply_failure(&mut self, error: String) {
+        let failures = self.stale.as_ref().map_or(0, |s| s.failures) + 1;
+        self.stale = Some(Stale { error, failures });
+    }
+
+    /// The schedule rows on screen: filtered, then sorted.
+    pub fn visible_schedules(&self) -> Vec<&ScheduleView> {
+        let Some(snapshot) = &self.snapshot else {
+            return Vec::new();
+        };
+        let mut rows: Vec<&ScheduleView> = snapshot
+            .schedules
+            .iter()
+            .filter(|row| self.matches_filter(row))
+            .collect();
+        match self.sort {
+            SortOrder::Urgency => rows.sort_by_key(|r| {
+                (
+                    urgency(r.state),
+                    r.next_fire_at_ms.is_some(),
+                    r.next_fire_at_ms,
+                )
+            }),
+            SortOrder::LeaseEnd => {
+                rows.sort_by_key(|r| (r.claim_expires_at_ms.is_none(), r.claim_expires_at_ms))
+            }
+            SortOrder::Trigger => rows.sort_by(|a, b| {
+                (&a.project_id, &a.trigger_id).cmp(&(&b.project_id, &b.trigger_id))
+            }),
+            SortOrder::Owner => rows.sort_by(|a, b| {
+                (a.claim_owner.is_none(), &a.claim_owner)
+                    .cmp(&(b.claim_owner.is_none(), &b.claim_owner))
+            }),
+        }
+        rows
+    }
+
+    fn matches_filter(&self, row: &ScheduleView) -> bool {
+        self.filter.is_empty()
+            || format!("{}/{}", row.project_id, row.trigger_id).contains(&self.filter)
+            || row
+                .claim_owner
+                .as_deref()
+                .is_some_and(|owner| owner.contains(&self.filter))
+    }
+
+    /// Admissions on screen, filtered like the schedules.
+    pub fn visible_recent(&self) -> Vec<&RunView> {
+        let Some(snapshot) = &self.snapshot else {
+            return Vec::new();
+        };
+        snapshot
+            .recent
+            .iter()
+            .filter(|run| {
+                self.filter.is_empty()
+                    || format!("{}/{}", run.project_id, run.trigger_id).contains(&self.filter)
+            })
+            .collect()
+    }
+
+    /// Index of the selected row among the visible ones (the first when none is selected).
+    pub fn selected_index(&self) -> Option<usize> {
+        let rows = self.visible_schedules();
+        if rows.is_empty() {
+            return None;
+        }
+        Some(
+            self.selected
+                .as_ref()
+                .and_then(|key| rows.iter().position(|r| key_of(r) == *key))
+                .unwrap_or(0),
+        )
+    }
+
+    pub fn selected_row(&self) -> Option<&ScheduleView> {
+        let index = self.selected_index()?;
+        self.visible_schedules().get(index).copied()
+    }
+
+    /// Moves the selection by `delta` rows, clamped to the table.
+    pub fn move_selection(&mut self, delta: isize) {
+        let rows = self.visible_schedules();
+        let Some(current) = self.selected_index() else {
+            return;
+        };
+        let last = rows.len().saturating_sub(1);
+        let target = current.saturating_add_signed(delta).min(last);
+        self.selected = rows.get(target).map(|r| key_of(r));
+    }
+
+    /// After a refresh or a filter, the selection names a row that is on screen.
+    pub fn keep_selection_visible(&mut self) {
+        let key = self
+            .selected_index()
+            .and_then(|i| self.visible_schedules().get(i).map(|r| key_of(r)));
+        self.selected = key;
+    }
+
+    /// One step faster (`+`) or slower (`-`), within the bounds.
+    pub fn step_refresh(&mut self, faster: bool) {
+        let current = u64::try_from(self.refresh.as_millis()).unwrap_or(u64::MAX);
+        let next = if faster {
+            REFRESH_STEPS_MS.iter().rev().find(|&&ms| ms < current)
+        } else {
+            REFRESH_STEPS_MS.iter().find(|&&ms| ms > current)
+        };
+        if let Some(&ms) = next {
+            self.refresh = Duration::from_millis(ms);
+        }
+    }
+
+    /// What the loader must read now.
+    pub fn load_request(&self) -> LoadRequest {
+        LoadRequest {
+            refresh: self.refresh,
+            paused: self.paused,
+            detail: match &self.modal {
+                Modal::Detail { key } => Some(key.clone()),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The part of the state the loader follows (over a watch channel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadRequest {
+    pub refresh: Duration,
+    pub paused: bool,
+    pub detail: Option<TriggerKey>,
+}
+
+impl Default for LoadRequest {
+    fn default() -> Self {
+        LoadRequest {
+            refresh: REFRESH_DEFAULT,
+            paused: false,
+            detail: None,
+        }
+    }
+}
+
+/// Rank of a state in the urgency order.
+fn urgency(state: ScheduleState) -> u8 {
+    match state {
+        ScheduleState::ExpiredClaim => 0,
+        ScheduleState::Due => 1,
+        ScheduleState::Claimed => 2,
+        ScheduleState::Uninitialized => 3,
+        ScheduleState::NotDue => 4,
+        ScheduleState::Disabled => 5,
+    }
+}
+
+pub fn key_of(row: &ScheduleView) -> TriggerKey {
+    TriggerKey::new(row.project_id.clone(), row.trigger_id.clone())
+}
