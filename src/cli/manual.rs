@@ -38,7 +38,7 @@ NO_COLOR
 When set and not empty, no colour under --color auto.";
 
 pub const SEE_ALSO: &str = "\
-qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-demo(1). The design: DESIGN.md and ADR-0105.";
+qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-demo(1), qlsched-bench(1). The design: DESIGN.md and ADR-0105.";
 
 pub fn examples(command: &str) -> &'static str {
     match command {
@@ -75,6 +75,21 @@ The first look, against the local server:
 For a minute, against another server:
   qlsched -D postgres://postgres@127.0.0.1/postgres demo --duration 1m"
         }
+        "bench" => {
+            "\
+The issue-5 figure: 10,000 due triggers, 4 replicas, as JSON:
+  qlsched -D postgres://postgres@127.0.0.1/postgres bench --triggers 10000 --replicas 4 -o json
+
+Claim cost at a million schedule rows, 1 % of them due:
+  qlsched bench --triggers 10000 --rows-total 1000000
+
+Larger batches, and a database kept for a look afterwards:
+  qlsched bench --batch 64 --keep
+
+The bench creates (and drops, unless --keep) its own database qlsched_bench_PID on the server
+the connection settings name; it needs the right to create databases. It exits 1 after printing
+its report when the --duration cap cut it short or an invariant was broken."
+        }
         _ => {
             "\
   qlsched demo
@@ -94,6 +109,18 @@ migrate status: [migration], where migration is {\"version\": int, \"name\": str
 migrate verify: {\"schema\": string, \"ok\": bool, \"findings\": [{\"kind\": \"checksum\"|\"pending\"|\"unknown_migration\"|\"missing_grant\"|\"extra_grant\"|\"schema_usage\"|\"role\", \"message\": string}]}.",
         "publish" => "\
 {\"dry_run\": bool, \"items\": [{\"kind\": \"project\"|\"task\"|\"trigger\", \"name\": \"PROJECT\" or \"PROJECT/ID\", \"change\": \"created\"|\"changed\"|\"unchanged\", \"revision\": int|null}]}.",
+        "bench" => "\
+One object. Configuration: \"triggers\" (published), \"due\" (of them, due at once), \"rows_total\" (schedule rows, padding included), \"replicas\", \"batch\".
+
+Throughput: \"admitted\" (runs admitted while measuring), \"complete\" (every due occurrence admitted before the cap), \"elapsed_s\" (first round's start to the end of the last round that admitted), \"admissions_per_s\" (admitted / elapsed_s), \"commit_ceiling_per_s\" (single-row INSERT transactions per second with as many connections as replicas, probed before the replicas start), \"ratio\" (admissions_per_s / commit_ceiling_per_s).
+
+Latency, nearest-rank percentiles over rounds, in milliseconds: \"claim_p50_ms\", \"claim_p99_ms\" (the claim statement, every round), \"admit_p50_ms\", \"admit_p99_ms\" (the round's whole admission, retries and fallbacks included, rounds that claimed anything).
+
+Work: \"rounds\", \"failed_rounds\", \"transactions\" (admission transactions, retries included), \"serialization_retries\", \"serialization_retry_rate\" (per admission), \"batch_fallbacks\" (batches admitted row by row after failing whole), \"fence_lost\", \"round_trips\" (exchanges with the server the rounds waited on: claim 1, each admission transaction 1, a ROLLBACK after a failure 1, a release 2, each first-time statement preparation on a connection 1), \"round_trips_per_admission\".
+
+Checks on the database afterwards: \"runs\", \"duplicates\" (occurrences admitted more than once), \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\" (attempts or events without their run).
+
+Other: \"seed_s\" (creating, migrating, publishing and padding), \"database\" (the scratch database's name), \"kept\".",
         _ => return None,
     })
 }

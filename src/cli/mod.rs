@@ -3,6 +3,7 @@
 //! none writes SQL of its own (DESIGN.md section 2).
 
 mod args;
+mod bench;
 mod demo;
 mod error;
 mod generate;
@@ -56,6 +57,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
     Demo(demo::DemoArgs),
+    /// Measure admission throughput against the database's commit ceiling, in a scratch database.
+    Bench(bench::BenchArgs),
     /// Write shell completions and man pages generated from these definitions.
     #[command(hide = true)]
     Generate(generate::GenerateArgs),
@@ -95,6 +98,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Publish(args) => publish::run(args, &global).await,
         Command::Run(args) => run::run(args, &global).await,
         Command::Demo(args) => demo::run(args, &global).await,
+        Command::Bench(args) => bench::run(args, &global).await,
         Command::Generate(args) => generate::run(args),
     }
 }

@@ -30,7 +30,7 @@ pub enum StoreError {
     NothingEligible(String),
     #[error("bad input: {0}")]
     BadInput(String),
-    #[error("database error: {0}")]
+    #[error("database error: {}", error_chain(.0))]
     Database(#[source] tokio_postgres::Error),
 }
 

@@ -3,4 +3,5 @@
 
 mod util;
 
+mod bench;
 mod migrate;
