@@ -41,6 +41,7 @@ complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "inspect" -d 'Read-o
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "bench" -d 'Measure admission throughput against the database\'s commit ceiling, in a scratch database'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -297,6 +298,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Dis
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l database -d 'The database to (re)create for the demo, on the server the connection settings name' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l replicas -d 'Number of in-process replicas' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l schema -d 'Schema that holds the qlsched tables' -r
@@ -307,6 +309,25 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l triggers -d 'Triggers to publish (through the real publish path)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l replicas -d 'In-process replicas, each with a pool of its own, as `qlsched run` starts one' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l batch -d 'Claims per round of every replica (1..=256)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l due-fraction -d 'Fraction of the triggers whose occurrence is due at once (0..=1); the rest are not due' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l rows-total -d 'Schedule rows in all: the triggers, plus rows that are never due [default: --triggers]' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l duration -d 'Stop measuring after this long even if occurrences are still due (exit 1)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l ceiling-time -d 'How long the commit ceiling is probed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cadence -d 'Time from the start of one round to the next for rounds that did not fill their budget; also the window the replicas\' random start phases fall in' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l lease -d 'Lease of each claim, in database time' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l keep -d 'Keep the scratch database afterwards (its name is in the report)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l out-dir -d 'Folder to write `completions/` and `man/` into' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l schema -d 'Schema that holds the qlsched tables' -r
@@ -317,16 +338,17 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "run" -d 'Run a scheduler replica until SIGINT or SIGTERM'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "run" -d 'Run a scheduler replica until SIGINT or SIGTERM'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "bench" -d 'Measure admission throughput against the database\'s commit ceiling, in a scratch database'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "verify" -d 'Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference'

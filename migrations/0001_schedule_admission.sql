@@ -67,9 +67,11 @@ CREATE TABLE triggers (
     FOREIGN KEY (project_id, task_id) REFERENCES tasks
 );
 
--- One row per trigger head. The claim writes only unindexed columns, so with room left on each
--- page (fillfactor 70) a claim is a HOT update: no index entry is written, and a SERIALIZABLE
--- admission reading a neighbouring row's index page does not conflict with it.
+-- One row per trigger head. Neither the claim (claim_owner and claim_expires_at_ms are in the
+-- per-owner index) nor the admission (the cursor is in the claim-order index) is a HOT update;
+-- room left on each page (fillfactor 70) keeps a row's new version on its page, so claims and
+-- admissions touch no more pages than the rows they change. docs/PERFORMANCE.md has what making
+-- the claim HOT (dropping the per-owner index) and other fill factors measured: no difference.
 CREATE TABLE trigger_schedules (
     project_id           text NOT NULL,
     trigger_id           text NOT NULL,

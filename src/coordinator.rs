@@ -37,6 +37,9 @@ pub struct RoundReport {
     pub transactions: u32,
     pub serialization_retries: u32,
     pub batch_fallbacks: u32,
+    /// Exchanges with the server this round waited on (claim, admission, release), counted by
+    /// the store where the statements are sent.
+    pub round_trips: u32,
     #[serde(serialize_with = "as_ms")]
     pub claim_time: Duration,
     #[serde(serialize_with = "as_ms")]
@@ -114,6 +117,7 @@ impl Coordinator {
             &self.config.owner,
             i64::from(self.config.batch),
             duration_ms(self.config.lease),
+            &mut report.round_trips,
         )
         .await?;
         report.claim_time = started.elapsed();
@@ -148,13 +152,16 @@ impl Coordinator {
         report.transactions = stats.transactions;
         report.serialization_retries = stats.serialization_retries;
         report.batch_fallbacks = stats.batch_fallbacks;
+        report.round_trips += stats.round_trips;
         let outcomes = match outcomes {
             Ok(outcomes) => outcomes,
             Err(error) => {
                 // Nothing of a failed admission was committed: give the claims back so that the
                 // next round (here or on another replica) can take them at once.
                 let held: Vec<ReleaseRequest> = rows.iter().map(ReleaseRequest::from).collect();
-                if let Err(release_error) = release(&***client, &held).await {
+                if let Err(release_error) =
+                    release(&***client, &held, &mut report.round_trips).await
+                {
                     tracing::warn!(error = %release_error, "could not release claims after a failed admission; they expire with their lease");
                 }
                 self.settle_all();
@@ -187,7 +194,9 @@ impl Coordinator {
             self.settle(&admission.row.project_id, &admission.row.trigger_id);
         }
         if !not_due.is_empty() {
-            report.released = release(&***client, &not_due).await?.len();
+            report.released = release(&***client, &not_due, &mut report.round_trips)
+                .await?
+                .len();
         }
         self.settle_all();
         Ok(report)
@@ -216,7 +225,7 @@ impl Coordinator {
             return Ok(0);
         }
         let client = self.store.client().await?;
-        Ok(release(&**client, &held).await?.len())
+        Ok(release(&**client, &held, &mut 0).await?.len())
     }
 
     fn decide(&self, row: &ClaimedRow) -> Result<Decision, crate::core::CoreError> {

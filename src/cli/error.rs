@@ -1,6 +1,7 @@
 //! Every error a subcommand can end with, and the one exit status each maps to (DESIGN.md
 //! section 5). `main` prints `qlsched: <message>` on stderr and exits with [`CliError::exit_code`].
 
+use crate::bench::BenchError;
 use crate::core::CoreError;
 use crate::core::manifest::ManifestError;
 use crate::store::StoreError;
@@ -33,6 +34,8 @@ pub enum CliError {
     Manifest(#[from] ManifestError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Bench(#[from] BenchError),
     /// A check that found problems (`migrate verify`, `inspect invariants`): already reported on
     /// stdout, the message is the one-line summary.
     #[error("{message}")]
@@ -48,6 +51,7 @@ impl CliError {
             CliError::Core(error) => error.exit_code(),
             CliError::Manifest(_) | CliError::BadInput(_) => exit::DATA,
             CliError::Store(error) => error.exit_code(),
+            CliError::Bench(error) => error.exit_code(),
             CliError::Findings { code, .. } => *code,
             CliError::Io(_) => exit::UNEXPECTED,
         }

@@ -38,7 +38,7 @@ NO_COLOR
 When set and not empty, no colour under --color auto.";
 
 pub const SEE_ALSO: &str = "\
-qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-inspect(1), qlsched-expire(1), qlsched-top(1), qlsched-demo(1). The operator's guide: docs/OPERATIONS.md. The design: DESIGN.md and ADR-0105.";
+qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-inspect(1), qlsched-expire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: DESIGN.md and ADR-0105.";
 
 pub fn examples(command: &str) -> &'static str {
     match command {
@@ -131,6 +131,21 @@ Every claim of a replica known to be dead, in one transaction:
   qlsched expire --owner sched-2:4711 --yes --reason 'host lost'
   qlsched expire --owner sched-2:4711 --expired-only --dry-run"
         }
+        "bench" => {
+            "\
+The issue-5 figure: 10,000 due triggers, 4 replicas, as JSON:
+  qlsched -D postgres://postgres@127.0.0.1/postgres bench --triggers 10000 --replicas 4 -o json
+
+Claim cost at a million schedule rows, 1 % of them due:
+  qlsched bench --triggers 10000 --rows-total 1000000
+
+Larger batches, and a database kept for a look afterwards:
+  qlsched bench --batch 64 --keep
+
+The bench creates (and drops, unless --keep) its own database qlsched_bench_PID on the server
+the connection settings name; it needs the right to create databases. It exits 1 after printing
+its report when the --duration cap cut it short or an invariant was broken."
+        }
         _ => {
             "\
   qlsched demo
@@ -178,6 +193,18 @@ inspect audit: [audit], where audit is {\"audit_id\": int, \"project_id\", \"tri
 inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrences\", \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\", \"half_written_claims\", \"cursors_behind\", \"claims_held\": int}, \"failures\": [string], \"grants\": [finding as in migrate verify]}.",
         "expire" => "\
 {\"dry_run\": bool, \"expired\": [{\"project_id\", \"trigger_id\": string, \"fence_before\": fence, \"claim_version\": int, \"state_version\": int}]}, the versions as they are after the expiry. An owner with no claims gives an empty list (exit 0); a named row without a claim exits 5.",
+        "bench" => "\
+One object. Configuration: \"triggers\" (published), \"due\" (of them, due at once), \"rows_total\" (schedule rows, padding included), \"replicas\", \"batch\".
+
+Throughput: \"admitted\" (runs admitted while measuring), \"complete\" (every due occurrence admitted before the cap), \"elapsed_s\" (first round's start to the end of the last round that admitted), \"admissions_per_s\" (admitted / elapsed_s), \"commit_ceiling_per_s\" (single-row INSERT transactions per second with as many connections as replicas, probed before the replicas start), \"ratio\" (admissions_per_s / commit_ceiling_per_s).
+
+Latency, nearest-rank percentiles over rounds, in milliseconds: \"claim_p50_ms\", \"claim_p99_ms\" (the claim statement, every round), \"admit_p50_ms\", \"admit_p99_ms\" (the round's whole admission, retries and fallbacks included, rounds that claimed anything).
+
+Work: \"rounds\", \"failed_rounds\", \"transactions\" (admission transactions, retries included), \"serialization_retries\", \"serialization_retry_rate\" (per admission), \"batch_fallbacks\" (batches admitted row by row after failing whole), \"fence_lost\", \"round_trips\" (exchanges with the server the rounds waited on: claim 1, each admission transaction 1, a ROLLBACK after a failure 1, a release 2, each first-time statement preparation on a connection 1), \"round_trips_per_admission\".
+
+Checks on the database afterwards: \"runs\", \"duplicates\" (occurrences admitted more than once), \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\" (attempts or events without their run).
+
+Other: \"seed_s\" (creating, migrating, publishing and padding), \"database\" (the scratch database's name), \"kept\".",
         _ => return None,
     })
 }

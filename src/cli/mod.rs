@@ -3,6 +3,7 @@
 //! none writes SQL of its own (DESIGN.md section 2).
 
 mod args;
+mod bench;
 mod claim;
 mod demo;
 mod error;
@@ -69,6 +70,8 @@ pub enum Command {
     Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
     Demo(demo::DemoArgs),
+    /// Measure admission throughput against the database's commit ceiling, in a scratch database.
+    Bench(bench::BenchArgs),
     /// Write shell completions and man pages generated from these definitions.
     #[command(hide = true)]
     Generate(generate::GenerateArgs),
@@ -115,6 +118,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Claim(args) => claim::run(args, &global).await,
         Command::Inspect(args) => inspect::run(args, &global).await,
         Command::Expire(args) => expire::run(args, &global).await,
+        Command::Bench(args) => bench::run(args, &global).await,
         Command::Generate(args) => generate::run(args),
     }
 }

@@ -19,7 +19,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::StoreError;
-use super::claim::ClaimedRow;
+use super::claim::{ClaimedRow, prepares_since};
 use super::error::{is_fence_lost, is_serialization_failure};
 use crate::core::Decision;
 
@@ -63,6 +63,9 @@ pub struct AdmitStats {
     pub transactions: u32,
     pub serialization_retries: u32,
     pub batch_fallbacks: u32,
+    /// Exchanges with the server the admission waited on: one per pipelined transaction, one per
+    /// ROLLBACK after a failure, one per statement this connection had not prepared before.
+    pub round_trips: u32,
 }
 
 // Re-lock every claimed row and check its whole fence and every definition its decision was
@@ -194,7 +197,7 @@ async fn admit_with_retries(
 ) -> Result<Verdict, StoreError> {
     for attempt in 1..=MAX_ATTEMPTS {
         stats.transactions += 1;
-        match admit_once(client, admissions).await {
+        match admit_once(client, admissions, &mut stats.round_trips).await {
             Ok(()) => return Ok(Verdict::Committed),
             Err(error) if is_fence_lost(&error) => return Ok(Verdict::FenceLost),
             Err(error) if is_serialization_failure(&error) => {
@@ -223,10 +226,13 @@ fn retry_backoff(attempt: u32) -> Duration {
 async fn admit_once(
     client: &ClientWrapper,
     admissions: &[Admission<'_>],
+    round_trips: &mut u32,
 ) -> Result<(), tokio_postgres::Error> {
+    let prepared_before = client.statement_cache.size();
     let begin = client.prepare_cached(BEGIN_SERIALIZABLE).await?;
     let admit = client.prepare_cached(ADMIT).await?;
     let commit = client.prepare_cached(COMMIT).await?;
+    *round_trips += prepares_since(client, prepared_before) + 1;
     let columns = Columns::of(admissions);
     let params = columns.params();
     // join3 polls in order, so the three requests leave in order on the one connection.
@@ -240,6 +246,7 @@ async fn admit_once(
         (Err(error), _, _) | (Ok(_), Err(error), _) => {
             // The pipelined COMMIT already ended the aborted transaction (as a rollback); make
             // sure of it in case the failure came before the statement reached the server.
+            *round_trips += 1;
             let _ = client.batch_execute(ROLLBACK).await;
             Err(error)
         }

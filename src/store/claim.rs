@@ -211,17 +211,27 @@ const RELEASE: &str = "UPDATE trigger_schedules s
     RETURNING s.project_id, s.trigger_id";
 
 /// Claims up to `budget` due rows for `owner`, with a lease of `lease_ms` in database time.
+/// Adds the round trips it waited on to `round_trips` (one, plus one the first time this
+/// connection prepares the statement).
 pub async fn claim_due(
     client: &ClientWrapper,
     owner: &str,
     budget: i64,
     lease_ms: i64,
+    round_trips: &mut u32,
 ) -> Result<Vec<ClaimedRow>, StoreError> {
+    let prepared_before = client.statement_cache.size();
     let statement = client.prepare_cached(CLAIM_DUE).await?;
+    *round_trips += prepares_since(client, prepared_before) + 1;
     let rows = client
         .query(&statement, &[&owner, &budget, &lease_ms])
         .await?;
     rows.iter().map(ClaimedRow::from_row).collect()
+}
+
+/// Statements this connection prepared (one round trip each) since its cache held `before`.
+pub(crate) fn prepares_since(client: &ClientWrapper, before: usize) -> u32 {
+    u32::try_from(client.statement_cache.size().saturating_sub(before)).unwrap_or(u32::MAX)
 }
 
 /// Claims the named row if it is eligible now; `None` when it is not (the caller explains why).
@@ -279,13 +289,16 @@ impl From<&ClaimedRow> for ReleaseRequest {
 
 /// Releases the claims whose fence still holds; returns the `(project, trigger)` pairs released.
 /// A claim that was admitted, expired or taken over in the meantime is left as it is.
+/// Adds its round trips to `round_trips`: two, as an unprepared statement is parsed first.
 pub async fn release(
     client: &impl GenericClient,
     requests: &[ReleaseRequest],
+    round_trips: &mut u32,
 ) -> Result<Vec<(String, String)>, StoreError> {
     if requests.is_empty() {
         return Ok(Vec::new());
     }
+    *round_trips += 2;
     let column = |f: fn(&ReleaseRequest) -> String| requests.iter().map(f).collect::<Vec<_>>();
     let projects = column(|r| r.project_id.clone());
     let triggers = column(|r| r.trigger_id.clone());

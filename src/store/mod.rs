@@ -2,6 +2,7 @@
 //! to the function that runs it, with its intent in a comment; every value is a parameter.
 
 pub mod admit;
+pub mod bench;
 pub mod claim;
 pub mod connect;
 mod error;

@@ -157,7 +157,7 @@ async fn claim_and_audit(
         Some((project_id, trigger_id)) => {
             claim_one(&**client, project_id, trigger_id, owner, lease_ms).await?
         }
-        None => claim_due(client, owner, 1, lease_ms).await?.pop(),
+        None => claim_due(client, owner, 1, lease_ms, &mut 0).await?.pop(),
     };
     if let Some(row) = &row {
         write_audit(
@@ -303,7 +303,7 @@ async fn release_locked(
         token: before.token,
         version: before.version,
     };
-    if release(&**client, &[request]).await?.is_empty() {
+    if release(&**client, &[request], &mut 0).await?.is_empty() {
         return Ok(None);
     }
     write_audit(

@@ -4,6 +4,7 @@
 mod util;
 
 mod admission;
+mod bench;
 mod claiming;
 mod cli;
 mod generated;

@@ -343,7 +343,7 @@ pub async fn claim(
     lease_ms: i64,
 ) -> Vec<qlsched::store::ClaimedRow> {
     let client = store.client().await.expect("pooled connection");
-    qlsched::store::claim::claim_due(&client, owner, budget, lease_ms)
+    qlsched::store::claim::claim_due(&client, owner, budget, lease_ms, &mut 0)
         .await
         .expect("claim")
 }

@@ -1,0 +1,168 @@
+//! `qlsched bench`: flags in, [`crate::bench::run_bench`], a table or one JSON object out. A run
+//! that was cut short by `--duration` or whose writes break an invariant exits 1 after printing
+//! its report, so a script cannot mistake it for a measurement.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::args::duration_arg;
+use super::error::exit;
+use super::output::{emit, table};
+use super::{CliError, Global};
+use crate::bench::{BenchConfig, BenchReport, run_bench};
+use crate::core::{CoordinatorConfig, DEFAULT_BATCH};
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Triggers to publish (through the real publish path).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub triggers: u32,
+
+    /// In-process replicas, each with a pool of its own, as `qlsched run` starts one.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub replicas: u8,
+
+    /// Claims per round of every replica (1..=256).
+    #[arg(long, default_value_t = DEFAULT_BATCH)]
+    pub batch: u16,
+
+    /// Fraction of the triggers whose occurrence is due at once (0..=1); the rest are not due.
+    #[arg(long, default_value_t = 1.0)]
+    pub due_fraction: f64,
+
+    /// Schedule rows in all: the triggers, plus rows that are never due [default: --triggers].
+    #[arg(long, value_name = "M")]
+    pub rows_total: Option<u64>,
+
+    /// Stop measuring after this long even if occurrences are still due (exit 1).
+    #[arg(long, default_value = "5m", value_parser = duration_arg)]
+    pub duration: Duration,
+
+    /// How long the commit ceiling is probed.
+    #[arg(long, default_value = "3s", value_parser = duration_arg)]
+    pub ceiling_time: Duration,
+
+    /// Time from the start of one round to the next for rounds that did not fill their budget;
+    /// also the window the replicas' random start phases fall in.
+    #[arg(long, default_value = "100ms", value_parser = duration_arg)]
+    pub cadence: Duration,
+
+    /// Lease of each claim, in database time.
+    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    pub lease: Duration,
+
+    /// Keep the scratch database afterwards (its name is in the report).
+    #[arg(long)]
+    pub keep: bool,
+}
+
+pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
+    let server = global.connection.settings()?;
+    let pid = std::process::id();
+    let config = BenchConfig {
+        triggers: args.triggers,
+        due_fraction: args.due_fraction,
+        rows_total: args.rows_total.unwrap_or(u64::from(args.triggers)),
+        replicas: args.replicas,
+        coordinator: CoordinatorConfig {
+            owner: format!("bench-{pid}"),
+            batch: args.batch,
+            lease: args.lease,
+            cadence: args.cadence,
+            ..CoordinatorConfig::default()
+        },
+        cap: args.duration,
+        ceiling_time: args.ceiling_time,
+        database: format!("qlsched_bench_{pid}"),
+        keep: args.keep,
+    };
+    eprintln!(
+        "qlsched bench: {} triggers ({} schedule rows), {} replicas, batch {} on {}",
+        config.triggers,
+        config.rows_total,
+        config.replicas,
+        config.coordinator.batch,
+        server.describe()
+    );
+    let report = run_bench(&server, &global.connection.schema, &config).await?;
+    emit(global.format, &report, render)?;
+    let problems = report.problems();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Findings {
+            message: format!("bench: {}", problems.join("; ")),
+            code: exit::UNEXPECTED,
+        })
+    }
+}
+
+fn render(report: &BenchReport) -> String {
+    let rows = [
+        ("triggers", report.triggers.to_string()),
+        ("due occurrences", report.due.to_string()),
+        ("schedule rows", report.rows_total.to_string()),
+        (
+            "replicas × batch",
+            format!("{} × {}", report.replicas, report.batch),
+        ),
+        (
+            "admitted",
+            format!("{} in {:.2} s", report.admitted, report.elapsed_s),
+        ),
+        ("admissions/s", format!("{:.0}", report.admissions_per_s)),
+        (
+            "commit ceiling/s",
+            format!("{:.0}", report.commit_ceiling_per_s),
+        ),
+        ("ratio", format!("{:.2}", report.ratio)),
+        (
+            "claim p50 / p99",
+            format!("{:.1} / {:.1} ms", report.claim_p50_ms, report.claim_p99_ms),
+        ),
+        (
+            "admit p50 / p99",
+            format!("{:.1} / {:.1} ms", report.admit_p50_ms, report.admit_p99_ms),
+        ),
+        (
+            "serialization retries",
+            format!(
+                "{} ({:.1} % of admissions)",
+                report.serialization_retries,
+                report.serialization_retry_rate * 100.0
+            ),
+        ),
+        ("batch fallbacks", report.batch_fallbacks.to_string()),
+        ("fence lost", report.fence_lost.to_string()),
+        (
+            "round trips/admission",
+            format!("{:.3}", report.round_trips_per_admission),
+        ),
+        (
+            "rounds (failed)",
+            format!("{} ({})", report.rounds, report.failed_rounds),
+        ),
+        ("duplicates", report.duplicates.to_string()),
+        (
+            "runs without 1 attempt / 2 events",
+            format!(
+                "{} / {}",
+                report.runs_without_one_attempt, report.runs_without_two_events
+            ),
+        ),
+        (
+            "database",
+            format!(
+                "{} ({})",
+                report.database,
+                if report.kept { "kept" } else { "dropped" }
+            ),
+        ),
+    ];
+    table(
+        &["measure", "value"],
+        rows.into_iter()
+            .map(|(name, value)| vec![name.to_owned(), value]),
+    )
+}

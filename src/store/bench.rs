@@ -1,0 +1,126 @@
+//! What `qlsched bench` needs of the database besides the scheduler's own statements: database
+//! time, cursors placed so that a published burst is due, a schedule table padded to a million
+//! rows, and the commit-ceiling probe (docs/PERFORMANCE.md). Bench-only: nothing on the
+//! scheduler's path calls these, and they run in a scratch database as its owner.
+
+use tokio_postgres::{Client, GenericClient};
+
+use super::StoreError;
+
+// Database time, the only clock (ADR-0107): the burst's occurrence is placed relative to it.
+const NOW_MS: &str = "SELECT now_ms()";
+
+// An admin reset of cursors, as publish does for a new revision: the cursor moves and so does
+// state_version, so a claim taken before (there is none in a fresh bench database) could not
+// commit. Triggers named in $2 get cursor $3 (due); every other trigger of project $1 gets $4.
+const PLACE_CURSORS: &str = "UPDATE trigger_schedules s
+    SET next_fire_at_ms = CASE WHEN s.trigger_id = ANY($2) THEN $3::bigint ELSE $4::bigint END,
+        state_version = s.state_version + 1, updated_at_ms = now_ms()
+    WHERE s.project_id = $1";
+
+// Copies of template trigger $2 of project $1 named `<$3><n>` for n in 1..=$4, so that padding a
+// million rows is one statement instead of a million-trigger manifest. The copies share the
+// template's definition and digest; they are never due within a bench.
+const PAD_TRIGGERS: &str = "INSERT INTO triggers
+        (project_id, trigger_id, task_id, revision, kind, provider, enabled, cron_expr, time_zone,
+         misfire_policy, misfire_grace_ms, content_digest, created_at_ms, updated_at_ms)
+    SELECT t.project_id, $3 || lpad(g::text, 7, '0'), t.task_id, t.revision, t.kind, t.provider,
+           t.enabled, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
+           t.content_digest, now_ms(), now_ms()
+    FROM triggers t CROSS JOIN generate_series(1, $4::bigint) g
+    WHERE t.project_id = $1 AND t.trigger_id = $2";
+
+// The schedule rows of those copies, with cursor $4: not due.
+const PAD_SCHEDULES: &str = "INSERT INTO trigger_schedules
+        (project_id, trigger_id, trigger_revision, next_fire_at_ms, updated_at_ms)
+    SELECT t.project_id, t.trigger_id, t.revision, $3::bigint, now_ms()
+    FROM triggers t
+    WHERE t.project_id = $1 AND t.trigger_id LIKE $2 || '%'";
+
+// Fresh planner statistics after bulk loading, as a long-lived database would have them; without
+// them the claim's plan at a million rows would be judged on an empty table's estimates.
+const ANALYZE: &str = "ANALYZE projects, tasks, triggers, trigger_schedules";
+
+// The commit-ceiling probe: the cheapest durable transaction the server can do, one row INSERT
+// in autocommit, so its rate is what fsync and WAL flushing allow with this many connections.
+const CREATE_PROBE: &str = "CREATE TABLE IF NOT EXISTS bench_commit_probe (
+    connection integer NOT NULL,
+    at_ms      bigint NOT NULL
+)";
+const PROBE_INSERT: &str =
+    "INSERT INTO bench_commit_probe (connection, at_ms) VALUES ($1, now_ms())";
+const DROP_PROBE: &str = "DROP TABLE IF EXISTS bench_commit_probe";
+
+/// Database time in epoch milliseconds.
+pub async fn database_now_ms(client: &impl GenericClient) -> Result<i64, StoreError> {
+    Ok(client.query_one(NOW_MS, &[]).await?.get(0))
+}
+
+/// Sets the cursor of every trigger of `project_id`: `due_at_ms` for those in `due`, `idle_at_ms`
+/// for the rest. Returns the rows updated.
+pub async fn place_cursors(
+    client: &impl GenericClient,
+    project_id: &str,
+    due: &[String],
+    due_at_ms: i64,
+    idle_at_ms: i64,
+) -> Result<u64, StoreError> {
+    Ok(client
+        .execute(PLACE_CURSORS, &[&project_id, &due, &due_at_ms, &idle_at_ms])
+        .await?)
+}
+
+/// Adds `count` triggers to `project_id`, copies of `template_trigger` named `prefix` and a
+/// number, each with a schedule row whose cursor is `idle_at_ms`; then refreshes statistics.
+pub async fn pad_schedule(
+    client: &mut Client,
+    project_id: &str,
+    template_trigger: &str,
+    prefix: &str,
+    count: i64,
+    idle_at_ms: i64,
+) -> Result<(), StoreError> {
+    let transaction = client.transaction().await?;
+    if count > 0 {
+        transaction
+            .execute(
+                PAD_TRIGGERS,
+                &[&project_id, &template_trigger, &prefix, &count],
+            )
+            .await?;
+        transaction
+            .execute(PAD_SCHEDULES, &[&project_id, &prefix, &idle_at_ms])
+            .await?;
+    }
+    transaction.commit().await?;
+    client.batch_execute(ANALYZE).await?;
+    Ok(())
+}
+
+/// Creates the commit-ceiling probe table.
+pub async fn create_commit_probe(client: &impl GenericClient) -> Result<(), StoreError> {
+    client.batch_execute(CREATE_PROBE).await?;
+    Ok(())
+}
+
+/// Drops the commit-ceiling probe table.
+pub async fn drop_commit_probe(client: &impl GenericClient) -> Result<(), StoreError> {
+    client.batch_execute(DROP_PROBE).await?;
+    Ok(())
+}
+
+/// Commits single-row INSERT transactions on `client` until `keep_going` says stop; returns how
+/// many committed. The statement is prepared once, so each transaction is one round trip.
+pub async fn probe_commits(
+    client: &Client,
+    connection: i32,
+    mut keep_going: impl FnMut() -> bool,
+) -> Result<u64, StoreError> {
+    let insert = client.prepare(PROBE_INSERT).await?;
+    let mut committed = 0;
+    while keep_going() {
+        client.execute(&insert, &[&connection]).await?;
+        committed += 1;
+    }
+    Ok(committed)
+}
