@@ -214,9 +214,11 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
            (SELECT coalesce(max(version), 0) FROM schema_migrations)
     FROM classified";
 
-// Claims per owner from the claim-owner index, with each owner's admissions of the last minute
-// (the run.created event records the claim owner; runs are found by their creation-time index).
-const OWNERS: &str = "WITH claims AS (
+// Owners holding claims (the partial claim-owner index) or having admitted in the last minute
+// (the runs' creation-time index; the run.created event names the claim owner). The last claim is
+// the newest held claim or, for an owner holding none now, its newest admission, made under a
+// claim taken just before. Shared by `inspect` and `top`.
+const OWNERS: &str = "WITH held AS (
         SELECT claim_owner AS owner,
                count(*) FILTER (WHERE claim_expires_at_ms > now_ms()) AS valid,
                count(*) FILTER (WHERE claim_expires_at_ms <= now_ms()) AS expired,
@@ -224,14 +226,33 @@ const OWNERS: &str = "WITH claims AS (
         FROM trigger_schedules WHERE claim_owner IS NOT NULL
         GROUP BY claim_owner
     ), admitted AS (
-        SELECT e.payload->>'claim_owner' AS owner, count(*) AS n
+        SELECT e.payload->>'claim_owner' AS owner, count(*) AS n, max(r.created_at_ms) AS last_at_ms
         FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.seq = 1
         WHERE r.created_at_ms > now_ms() - 60000
         GROUP BY 1
     )
-    SELECT c.owner, c.valid, c.expired, c.last_claim_at_ms, coalesce(a.n, 0)
-    FROM claims c LEFT JOIN admitted a ON a.owner = c.owner
-    ORDER BY c.owner";
+    SELECT coalesce(h.owner, a.owner), coalesce(h.valid, 0), coalesce(h.expired, 0),
+           greatest(h.last_claim_at_ms, a.last_at_ms), coalesce(a.n, 0)
+    FROM held h FULL JOIN admitted a ON a.owner = h.owner
+    WHERE coalesce(h.owner, a.owner) IS NOT NULL
+    ORDER BY 1
+    LIMIT 100";
+
+/// Claim owners: those holding claims, and those that admitted in the last minute.
+pub async fn owners(client: &impl GenericClient) -> Result<Vec<OwnerClaims>, StoreError> {
+    Ok(client
+        .query(OWNERS, &[])
+        .await?
+        .iter()
+        .map(|row| OwnerClaims {
+            owner: row.get(0),
+            claims: row.get(1),
+            expired: row.get(2),
+            last_claim_at_ms: row.get(3),
+            admissions_last_minute: row.get(4),
+        })
+        .collect())
+}
 
 // The most overdue row a replica could take (claim order, from its index), and its lag.
 const OLDEST_OVERDUE: &str = "SELECT s.project_id, s.trigger_id, s.next_fire_at_ms,
@@ -252,18 +273,7 @@ const ADMISSIONS_LAST_MINUTE: &str =
 /// The whole picture in a few statements (each one snapshot of its own).
 pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError> {
     let counts = client.query_one(STATE_COUNTS, &[]).await?;
-    let owners = client
-        .query(OWNERS, &[])
-        .await?
-        .iter()
-        .map(|row| OwnerClaims {
-            owner: row.get(0),
-            claims: row.get(1),
-            expired: row.get(2),
-            last_claim_at_ms: row.get(3),
-            admissions_last_minute: row.get(4),
-        })
-        .collect();
+    let owners = owners(client).await?;
     let oldest_overdue = client
         .query_opt(OLDEST_OVERDUE, &[])
         .await?
@@ -332,6 +342,44 @@ pub async fn schedules(
             SCHEDULES,
             &[&filter.project_id, &filter.owner, &state, &filter.limit],
         )
+        .await?
+        .iter()
+        .map(schedule_view)
+        .collect()
+}
+
+// The dashboard's rows: the head of the claim order and every row holding a claim (valid or
+// expired, from the claim-owner index), so a held or abandoned claim is on screen even when
+// thousands of uninitialized or overdue rows come first in claim order. Both halves are bounded
+// by an index; the union is at most twice the limit.
+const URGENT_SCHEDULES: &str = concat!(
+    "WITH keys AS (
+        (SELECT project_id, trigger_id FROM trigger_schedules
+         ORDER BY next_fire_at_ms NULLS FIRST, project_id, trigger_id LIMIT $1)
+        UNION
+        (SELECT project_id, trigger_id FROM trigger_schedules
+         WHERE claim_owner IS NOT NULL ORDER BY claim_owner, claim_expires_at_ms LIMIT $1)
+    )
+    SELECT s.project_id, s.trigger_id, ",
+    state_case!(),
+    " AS state,
+           s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+           s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
+           s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms
+    FROM keys
+    JOIN trigger_schedules s ON s.project_id = keys.project_id AND s.trigger_id = keys.trigger_id
+    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+    JOIN projects p ON p.project_id = s.project_id
+    ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id"
+);
+
+/// The most urgent schedule rows for `top`: the claim-order head and every held claim.
+pub async fn urgent_schedules(
+    client: &impl GenericClient,
+    limit: i64,
+) -> Result<Vec<ScheduleView>, StoreError> {
+    client
+        .query(URGENT_SCHEDULES, &[&limit])
         .await?
         .iter()
         .map(schedule_view)

@@ -15,7 +15,7 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
-use super::read::{OwnerClaims, StateCounts};
+use super::read::{self, OwnerClaims, StateCounts};
 
 /// Below this many rows (by the planner's estimate) the total is counted; above, estimated.
 pub const COUNT_EXACT_BELOW: i64 = 100_000;
@@ -41,13 +41,15 @@ pub struct TopSummary {
 // them inside the big counts would turn each bounded index scan into a join over every row.
 const TOP_COUNTS: &str = "WITH off AS (
         SELECT s.next_fire_at_ms, s.claim_token, s.claim_expires_at_ms
-        FROM trigger_schedules s
-        JOIN (SELECT project_id, trigger_id FROM triggers WHERE NOT enabled
+        FROM (SELECT project_id, trigger_id FROM triggers WHERE NOT enabled
               UNION
               SELECT t.project_id, t.trigger_id
               FROM projects p JOIN triggers t ON t.project_id = p.project_id
               WHERE p.status <> 'active') o
-          ON s.project_id = o.project_id AND s.trigger_id = o.trigger_id
+        -- LATERAL: one primary-key probe per switched-off row, never a pass over every schedule.
+        CROSS JOIN LATERAL (
+            SELECT next_fire_at_ms, claim_token, claim_expires_at_ms FROM trigger_schedules
+            WHERE project_id = o.project_id AND trigger_id = o.trigger_id) s
     ), off_counts AS (
         SELECT count(*) AS disabled,
                count(*) FILTER (WHERE claim_token IS NOT NULL AND claim_expires_at_ms > now_ms()) AS claimed,
@@ -78,35 +80,11 @@ const TOP_COUNTS: &str = "WITH off AS (
             LIMIT $2 + o.due) d) - o.due
     FROM off_counts o";
 
-// Owners holding claims (the partial claim-owner index) or having admitted in the last minute
-// (the runs' creation index; the run.created event names the claim owner). The last claim is the
-// newest held claim or, for an owner holding none now, its newest admission, made under a claim
-// taken just before.
-const TOP_OWNERS: &str = "WITH held AS (
-        SELECT claim_owner AS owner,
-               count(*) FILTER (WHERE claim_expires_at_ms > now_ms()) AS valid,
-               count(*) FILTER (WHERE claim_expires_at_ms <= now_ms()) AS expired,
-               max(updated_at_ms) AS last_claim_at_ms
-        FROM trigger_schedules WHERE claim_owner IS NOT NULL
-        GROUP BY claim_owner
-    ), admitted AS (
-        SELECT e.payload->>'claim_owner' AS owner, count(*) AS n, max(r.created_at_ms) AS last_at_ms
-        FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.seq = 1
-        WHERE r.created_at_ms > now_ms() - 60000
-        GROUP BY 1
-    )
-    SELECT coalesce(h.owner, a.owner), coalesce(h.valid, 0), coalesce(h.expired, 0),
-           greatest(h.last_claim_at_ms, a.last_at_ms), coalesce(a.n, 0)
-    FROM held h FULL JOIN admitted a ON a.owner = h.owner
-    WHERE coalesce(h.owner, a.owner) IS NOT NULL
-    ORDER BY 1
-    LIMIT 100";
-
 /// The header and replicas panel, every statement bounded by an index.
 pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, StoreError> {
     let (counts, owners) = tokio::join!(
         client.query_one(TOP_COUNTS, &[&COUNT_EXACT_BELOW, &DUE_CAP]),
-        client.query(TOP_OWNERS, &[]),
+        read::owners(client),
     );
     let (counts, owners) = (counts?, owners?);
     let total: i64 = counts.get(2);
@@ -129,16 +107,7 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
         },
         total_estimated: counts.get(3),
         due_capped: due >= DUE_CAP,
-        owners: owners
-            .iter()
-            .map(|row| OwnerClaims {
-                owner: row.get(0),
-                claims: row.get(1),
-                expired: row.get(2),
-                last_claim_at_ms: row.get(3),
-                admissions_last_minute: row.get(4),
-            })
-            .collect(),
+        owners,
     })
 }
 

@@ -11,11 +11,12 @@ use tokio_postgres::IsolationLevel;
 
 use super::state::{ExpireRequest, LoadRequest, Snapshot};
 use crate::store::operator::{self, Actor, Expired, FenceRef};
-use crate::store::read::{self, ScheduleFilter};
+use crate::store::read;
 use crate::store::top::{TriggerKey, top_summary};
 use crate::store::{Store, StoreError};
 
-/// Schedule rows a snapshot carries: more than any terminal shows, few enough to stay cheap.
+/// Schedule rows a snapshot carries from the head of the claim order (plus up to as many held
+/// claims): more than any terminal shows, few enough to stay cheap.
 pub const SCHEDULE_ROWS: i64 = 200;
 /// Held claims a snapshot carries (their fences, for the lease bars and `e`).
 pub const CLAIM_ROWS: i64 = 500;
@@ -47,14 +48,10 @@ pub async fn read_snapshot(
         .read_only(true)
         .start()
         .await?;
-    let filter = ScheduleFilter {
-        limit: SCHEDULE_ROWS,
-        ..ScheduleFilter::default()
-    };
     let reads: &tokio_postgres::Transaction = &transaction;
     let (summary, schedules, claims, recent) = tokio::join!(
         top_summary(reads),
-        read::schedules(reads, &filter),
+        read::urgent_schedules(reads, SCHEDULE_ROWS),
         read::claims(reads, None, false, CLAIM_ROWS),
         read::runs(reads, None, None, RECENT_ROWS),
     );
