@@ -46,10 +46,11 @@ const TOP_COUNTS: &str = "WITH off AS (
               SELECT t.project_id, t.trigger_id
               FROM projects p JOIN triggers t ON t.project_id = p.project_id
               WHERE p.status <> 'active') o
-        -- LATERAL: one primary-key probe per switched-off row, never a pass over every schedule.
+        -- One primary-key probe per switched-off row, never a pass over every schedule row: the
+        -- LIMIT keeps the planner from flattening the lateral subquery into a hash join.
         CROSS JOIN LATERAL (
             SELECT next_fire_at_ms, claim_token, claim_expires_at_ms FROM trigger_schedules
-            WHERE project_id = o.project_id AND trigger_id = o.trigger_id) s
+            WHERE project_id = o.project_id AND trigger_id = o.trigger_id LIMIT 1) s
     ), off_counts AS (
         SELECT count(*) AS disabled,
                count(*) FILTER (WHERE claim_token IS NOT NULL AND claim_expires_at_ms > now_ms()) AS claimed,
