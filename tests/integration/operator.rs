@@ -556,3 +556,65 @@ async fn manual_claim_admits_the_occurrence_the_core_decides() {
         4
     );
 }
+
+#[tokio::test]
+async fn inspect_needs_nothing_more_than_the_observer_role() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let observer = crate::util::LoginRole::create(&db, "qlsched_observer").await;
+    let as_observer = |args: &[&str]| {
+        let mut full = vec!["-D".to_owned(), observer.url(&db)];
+        full.extend(args.iter().map(|a| (*a).to_owned()));
+        std::process::Command::new(crate::util::bin())
+            .args(&full)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run qlsched")
+    };
+    let trigger = db
+        .client()
+        .await
+        .query_one(
+            "SELECT project_id || '/' || trigger_id FROM trigger_schedules LIMIT 1",
+            &[],
+        )
+        .await
+        .expect("a trigger")
+        .get::<_, String>(0);
+    for args in [
+        vec!["inspect"],
+        vec!["inspect", "schedules"],
+        vec!["inspect", "claims"],
+        vec!["inspect", "runs"],
+        vec!["inspect", "trigger", trigger.as_str()],
+        vec!["inspect", "recovery"],
+        vec!["inspect", "audit"],
+        vec!["inspect", "invariants"],
+    ] {
+        let output = as_observer(&[args.as_slice(), &["-o", "json"]].concat());
+        assert_eq!(
+            crate::util::code(&output),
+            0,
+            "{args:?}: {}",
+            crate::util::stderr(&output)
+        );
+    }
+    // And the observer cannot change anything: expiring a held claim is refused (exit 77).
+    let held = crate::util::qlsched(Some(&db), &["claim", trigger.as_str(), "--hold"], None);
+    assert_eq!(
+        crate::util::code(&held),
+        0,
+        "{}",
+        crate::util::stderr(&held)
+    );
+    let before = crate::util::fingerprint(&db).await;
+    let output = as_observer(&["expire", trigger.as_str(), "--yes"]);
+    assert_eq!(
+        crate::util::code(&output),
+        77,
+        "{}",
+        crate::util::stderr(&output)
+    );
+    assert_eq!(crate::util::fingerprint(&db).await, before);
+    observer.drop(&db).await;
+}
