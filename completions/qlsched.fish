@@ -172,7 +172,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "invariants" -d 'Check what the scheduler promises, and the grants; exit 1 listing every failure'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l project -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l project -d 'Only rows of this project' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l state -d 'Only rows in this state' -r -f -a "disabled\t''
 claimed\t''
 expired_claim\t''
@@ -180,7 +180,7 @@ uninitialized\t''
 due\t''
 not_due\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l owner -d 'Only rows claimed by this owner' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l limit -d 'At most this many rows' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -190,8 +190,8 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l owner -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l owner -d 'Only claims of this owner' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l limit -d 'At most this many claims' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -202,9 +202,9 @@ never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l expired -d 'Only claims past their lease that nobody took over'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l trigger -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l trigger -d 'Only runs of this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l since -d 'Only runs created within this long (e.g. 10m)' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l limit -d 'At most this many runs' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -232,7 +232,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l limit -d 'At most this many candidates listed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -242,8 +242,8 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l trigger -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l limit -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l trigger -d 'Only actions on this trigger' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l limit -d 'At most this many audit rows' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''

@@ -60,6 +60,7 @@ pub enum ClaimAction {
 
 #[derive(Debug, Args)]
 pub struct FencedTrigger {
+    /// The claimed trigger, as PROJECT/TRIGGER.
     #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
     pub trigger: TriggerName,
 

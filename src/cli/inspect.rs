@@ -32,6 +32,7 @@ pub struct InspectArgs {
 pub enum InspectWhat {
     /// Schedule rows, most urgent first (claim order).
     Schedules {
+        /// Only rows of this project.
         #[arg(long, value_name = "PROJECT")]
         project: Option<String>,
         /// Only rows in this state.
@@ -40,48 +41,58 @@ pub enum InspectWhat {
         /// Only rows claimed by this owner.
         #[arg(long)]
         owner: Option<String>,
+        /// At most this many rows.
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
         limit: i64,
     },
     /// Claims held, by owner, with the lease left in database time.
     Claims {
+        /// Only claims of this owner.
         #[arg(long)]
         owner: Option<String>,
         /// Only claims past their lease that nobody took over.
         #[arg(long)]
         expired: bool,
+        /// At most this many claims.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..))]
         limit: i64,
     },
     /// Admitted runs, newest first.
     Runs {
+        /// Only runs of this trigger.
         #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
         trigger: Option<TriggerName>,
         /// Only runs created within this long (e.g. 10m).
         #[arg(long, value_parser = duration_arg)]
         since: Option<Duration>,
+        /// At most this many runs.
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
         limit: i64,
     },
     /// One run with its attempt and events.
     Run {
+        /// The run id (a UUID).
         #[arg(value_name = "RUN_ID")]
         run_id: String,
     },
     /// A trigger's definition, cursor, claim, recent runs and audit, and why it is not firing.
     Trigger {
+        /// The trigger, as PROJECT/TRIGGER.
         #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
         trigger: TriggerName,
     },
     /// Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates).
     Recovery {
+        /// At most this many candidates listed.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..))]
         limit: i64,
     },
     /// Operator actions on schedule rows, newest first.
     Audit {
+        /// Only actions on this trigger.
         #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
         trigger: Option<TriggerName>,
+        /// At most this many audit rows.
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
         limit: i64,
     },

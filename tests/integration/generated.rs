@@ -53,3 +53,29 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         })
         .collect()
 }
+
+#[test]
+fn every_subcommand_and_flag_has_help_text() {
+    fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        let path = format!("{path} {}", command.get_name());
+        if command.get_about().is_none() && !command.is_hide_set() {
+            missing.push(format!("{path}: no about"));
+        }
+        for arg in command.get_arguments() {
+            let builtin = ["help", "version"].contains(&arg.get_id().as_str());
+            if arg.get_help().is_none() && !arg.is_hide_set() && !builtin {
+                missing.push(format!("{path} --{}", arg.get_id()));
+            }
+        }
+        for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+            walk(sub, &path, missing);
+        }
+    }
+    let mut missing = Vec::new();
+    let mut root = qlsched::cli::command();
+    root.build();
+    for sub in root.get_subcommands().filter(|s| s.get_name() != "help") {
+        walk(sub, "qlsched", &mut missing);
+    }
+    assert!(missing.is_empty(), "without help text: {missing:#?}");
+}
