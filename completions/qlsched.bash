@@ -382,7 +382,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim__subcmd__admit)
-            opts="-D -o -h --token --version --database-url --schema --output --color --help"
+            opts="-y -D -o -h --token --version --yes --dry-run --database-url --schema --output --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

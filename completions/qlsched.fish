@@ -140,6 +140,8 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l dry-run -d 'Show what would change and change nothing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l token -d 'The claim token `qlsched claim` printed (a UUID)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l version -d 'The claim version `qlsched claim` printed with the token' -r

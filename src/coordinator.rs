@@ -31,6 +31,9 @@ pub struct RoundReport {
     /// Claimed but not due after all (released at once).
     pub released: usize,
     pub fence_lost: usize,
+    /// Admissions the database refused (a constraint or consistency check); their claims are
+    /// left to expire, and the other rows of the round are admitted regardless.
+    pub rejected: usize,
     /// Rows whose stored cron could not be evaluated: left claimed until the lease expires, which
     /// paces the retry, and logged.
     pub undecidable: usize,
@@ -190,6 +193,11 @@ impl Coordinator {
                     report.fence_lost += 1;
                     tracing::warn!(trigger = %admission.row.name(), "claim fence lost before admission; nothing written");
                 }
+                AdmissionOutcome::Rejected { reason } => {
+                    report.rejected += 1;
+                    tracing::error!(trigger = %admission.row.name(), %reason,
+                        "the database refused this admission; nothing written, the claim is left to expire");
+                }
             }
             self.settle(&admission.row.project_id, &admission.row.trigger_id);
         }
@@ -215,6 +223,12 @@ impl Coordinator {
         {
             tracing::warn!(%error, "could not cancel the statement in flight");
         }
+    }
+
+    /// Drops the record of the claims a cancelled round held: their leases have run out, so they
+    /// are anyone's to take, and releasing them would only wait on the same unanswering server.
+    pub fn forget_held(&self) {
+        self.settle_all();
     }
 
     /// Gives back every claim the round in flight still holds (used when a stop cannot wait for

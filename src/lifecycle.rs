@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::coordinator::{Coordinator, RoundReport};
+use crate::store::StoreError;
 
 /// What the lifecycle tells an observer (the demo, `top`, the bench, tests) after each round.
 #[derive(Debug, Clone)]
@@ -69,6 +70,9 @@ impl Lifecycle {
         if !drained {
             self.coordinator.cancel_in_flight().await;
             self.task.abort();
+            // Wait for the abort to take effect: a round still running could otherwise hold new
+            // claims after release_held() below had taken the list.
+            let _ = (&mut self.task).await;
             tracing::warn!(timeout = ?drain_timeout, "the round in flight did not finish within the drain timeout; releasing its claims");
         }
         let released = match self.coordinator.release_held().await {
@@ -101,9 +105,24 @@ async fn run_rounds(
             return;
         }
         let started = Instant::now();
-        let outcome = AssertUnwindSafe(coordinator.run_round())
-            .catch_unwind()
-            .await;
+        // A round never outlives its leases: on a connection that stopped answering (a failover,
+        // a partition) the round is cancelled instead of leaving the replica silently stuck.
+        let lease = coordinator.config().lease;
+        let outcome = match tokio::time::timeout(
+            lease,
+            AssertUnwindSafe(coordinator.run_round()).catch_unwind(),
+        )
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                coordinator.cancel_in_flight().await;
+                coordinator.forget_held();
+                Ok(Err(StoreError::Unavailable(format!(
+                    "the round did not finish within the lease ({lease:?}); cancelled"
+                ))))
+            }
+        };
         let finished = Instant::now();
         let full_budget = match outcome {
             Ok(Ok(report)) => {

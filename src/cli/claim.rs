@@ -52,10 +52,20 @@ pub struct ClaimArgs {
 pub enum ClaimAction {
     /// Admit a claimed row's occurrence under its fence; exit 3 when the fence no longer holds.
     #[command(disable_version_flag = true)]
-    Admit(FencedTrigger),
+    Admit(AdmitArgs),
     /// Give a claimed row back under its fence; exit 3 when the fence no longer holds.
     #[command(disable_version_flag = true)]
     Release(FencedTrigger),
+}
+
+/// `claim admit`: a manual admission, so it is confirmed like every destructive action.
+#[derive(Debug, Args)]
+pub struct AdmitArgs {
+    #[command(flatten)]
+    pub target: FencedTrigger,
+
+    #[command(flatten)]
+    pub confirm: ConfirmArgs,
 }
 
 #[derive(Debug, Args)]
@@ -177,8 +187,11 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     } else if args.confirm.yes {
         Step::Admit
     } else {
+        // The person answering must see the fence and the decision, whatever stdout carries.
         if global.format == OutputFormat::Table {
             super::output::print(&render_claim(&report))?;
+        } else {
+            eprintln!("{}", render_claim(&report));
         }
         ask_step()?
     };
@@ -248,14 +261,31 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
     let user = manual_owner();
     let actor = actor(&user);
     match action {
-        ClaimAction::Admit(FencedTrigger { trigger, fence }) => {
+        ClaimAction::Admit(AdmitArgs {
+            target: FencedTrigger { trigger, fence },
+            confirm,
+        }) => {
             let fence = fence.fence()?;
+            confirm.require_confirmable("a manual admission")?;
             let store = open(global).await?;
             let row =
                 operator::claimed(&store, &trigger.project_id, &trigger.trigger_id, fence).await?;
             let (decision, run) = decision_of(&row)?;
             let view = DecisionView::of(&decision, run.as_ref());
-            let outcome = settle(&store, &row, decision, run, &actor).await?;
+            if !confirm.yes && !confirm.dry_run {
+                eprintln!("{trigger}: {}", render_decision(&view));
+                if ask("admit it? [y/N]")? != "y" {
+                    return Err(CliError::Usage("not confirmed; nothing changed".into()));
+                }
+            }
+            let outcome = if confirm.dry_run {
+                Settled {
+                    step: "dry_run",
+                    run: None,
+                }
+            } else {
+                settle(&store, &row, decision, run, &actor).await?
+            };
             let report = AdmitReport {
                 project_id: row.project_id,
                 trigger_id: row.trigger_id,
@@ -378,6 +408,19 @@ pub fn manual_owner() -> String {
 pub fn operator_name() -> String {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
     format!("{}@{host}", whoami::username())
+}
+
+/// One line: what admitting would do.
+fn render_decision(d: &DecisionView) -> String {
+    match (&d.idempotency_key, d.scheduled_for_ms) {
+        (Some(key), Some(at)) => format!(
+            "{} the occurrence of {} ({key}), next cursor {}",
+            d.kind,
+            utc(at),
+            utc(d.next_fire_at_ms)
+        ),
+        _ => format!("{}, next cursor {}", d.kind, utc(d.next_fire_at_ms)),
+    }
 }
 
 fn render_claim(report: &ClaimReport) -> String {

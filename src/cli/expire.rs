@@ -9,7 +9,7 @@ use super::args::{ConfirmArgs, TriggerName, ask, fence, interactive, trigger_nam
 use super::claim::operator_name;
 use super::output::{emit, table};
 use super::{CliError, Global};
-use crate::store::operator::{self, Actor, Expired};
+use crate::store::operator::{self, Actor, Expired, FenceRef};
 use crate::store::read::{trigger_detail, utc};
 use crate::store::{Store, StoreError};
 
@@ -73,15 +73,22 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
     let asking = given.is_none() && !args.confirm.yes && !dry_run && interactive();
     let expired = match (&args.trigger, &args.owner) {
         (Some(trigger), _) => {
-            if asking && !confirm_trigger(&store, trigger).await? {
-                return Err(CliError::Usage("not confirmed; nothing changed".into()));
-            }
+            // The person confirms the claim they were shown, so that claim is the fence: if
+            // another replica took the row meanwhile, the expiry is refused (exit 3), not
+            // applied to a healthy claim the person never saw.
+            let fence = match (asking, given) {
+                (true, _) => match confirm_trigger(&store, trigger).await? {
+                    Some(shown) => Some(shown),
+                    None => return Err(CliError::Usage("not confirmed; nothing changed".into())),
+                },
+                (false, given) => given,
+            };
             vec![
                 operator::expire(
                     &store,
                     &trigger.project_id,
                     &trigger.trigger_id,
-                    given,
+                    fence,
                     &actor,
                     dry_run,
                 )
@@ -107,8 +114,11 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
     emit(global.format, &ExpireReport { dry_run, expired }, render)
 }
 
-/// Shows the claim about to be expired and asks.
-async fn confirm_trigger(store: &Store, trigger: &TriggerName) -> Result<bool, CliError> {
+/// Shows the claim about to be expired and asks; the fence of the claim shown when confirmed.
+async fn confirm_trigger(
+    store: &Store,
+    trigger: &TriggerName,
+) -> Result<Option<FenceRef>, CliError> {
     let client = store.client().await?;
     let detail = trigger_detail(
         &client,
@@ -131,7 +141,10 @@ async fn confirm_trigger(store: &Store, trigger: &TriggerName) -> Result<bool, C
         if claim.expired { "expired" } else { "expiring" },
         utc(claim.expires_at_ms)
     );
-    Ok(ask("expire it? [y/N]")? == "y")
+    Ok((ask("expire it? [y/N]")? == "y").then_some(FenceRef {
+        token: claim.token,
+        version: claim.version,
+    }))
 }
 
 fn render(report: &ExpireReport) -> String {

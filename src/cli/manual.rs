@@ -98,7 +98,7 @@ Claim one trigger and keep the claim (a script; the fence is in the JSON):
   qlsched claim acme/nightly --hold --owner ops-script -o json
 
 Admit or give back that claim later, with the fence passed back (exit 3 if it no longer holds):
-  qlsched claim admit acme/nightly --token 0190f3c2-5c1e-7d3a-9a41-2f7b3c8d9e10 --version 7
+  qlsched claim admit acme/nightly --token 0190f3c2-5c1e-7d3a-9a41-2f7b3c8d9e10 --version 7 --yes
   qlsched claim release acme/nightly --token 0190f3c2-5c1e-7d3a-9a41-2f7b3c8d9e10 --version 7
 
 See which row would be claimed and what would be decided, changing nothing:
@@ -168,7 +168,7 @@ migrate verify: {\"schema\": string, \"ok\": bool, \"findings\": [{\"kind\": \"c
         "claim" => "\
 claim: {\"dry_run\": bool, \"project_id\": string, \"trigger_id\": string, \"fence\": fence, \"observed_at_ms\": int (database time of the claim, the decision's now), \"cursor_ms\": int|null, \"decision\": decision, \"step\": \"admitted\"|\"advanced\"|\"held\"|\"released\"|\"dry_run\", \"run\": run|null}.
 
-claim admit: {\"project_id\": string, \"trigger_id\": string, \"decision\": decision, \"step\": \"admitted\"|\"advanced\"|\"released\", \"run\": run|null}.
+claim admit: {\"project_id\": string, \"trigger_id\": string, \"decision\": decision, \"step\": \"admitted\"|\"advanced\"|\"released\"|\"dry_run\", \"run\": run|null}. A manual admission: on a terminal it shows the decision and asks; without one it needs --yes; --dry-run shows the decision and admits nothing.
 
 claim release: {\"project_id\": string, \"trigger_id\": string, \"fence\": fence (as it was), \"step\": \"released\"}.
 

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::claim::{ClaimedRow, prepares_since};
-use super::error::{is_fence_lost, is_serialization_failure};
+use super::error::{is_fence_lost, is_rejection, is_serialization_failure};
 use crate::core::Decision;
 
 /// How often a transaction that hit a serialization failure is tried in all.
@@ -55,6 +55,10 @@ pub enum AdmissionOutcome {
     /// The claim no longer held (expired and taken over, expired by an operator, or a definition
     /// changed); nothing was written.
     FenceLost,
+    /// The database refused this occurrence's writes (a constraint, such as a run already holding
+    /// its idempotency key, or the admission's own consistency check); nothing was written. The
+    /// claim is left to expire, which paces the next attempt, and the row never blocks others.
+    Rejected { reason: String },
 }
 
 /// What admitting a set of rows took.
@@ -143,7 +147,6 @@ SELECT admission_complete(
 
 const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
 const COMMIT: &str = "COMMIT";
-const ROLLBACK: &str = "ROLLBACK";
 
 /// Admits every admission given; one outcome per admission, in order. Fence losses are outcomes,
 /// not errors; an error means the database could not be asked (or a single admission's retries
@@ -161,7 +164,10 @@ pub async fn admit(
             Ok(Verdict::Committed) => {
                 return Ok(admissions.iter().map(committed_outcome).collect());
             }
-            Ok(Verdict::FenceLost) | Err(StoreError::RetriesExhausted { .. }) => {
+            // Whatever one row did to the batch, each row gets its own verdict below; only a
+            // database that cannot be asked ends the attempt.
+            Ok(Verdict::FenceLost | Verdict::Rejected(_))
+            | Err(StoreError::RetriesExhausted { .. }) => {
                 stats.batch_fallbacks += 1;
             }
             Err(other) => return Err(other),
@@ -173,6 +179,7 @@ pub async fn admit(
         outcomes.push(match admit_with_retries(client, single, stats).await? {
             Verdict::Committed => committed_outcome(admission),
             Verdict::FenceLost => AdmissionOutcome::FenceLost,
+            Verdict::Rejected(reason) => AdmissionOutcome::Rejected { reason },
         });
     }
     Ok(outcomes)
@@ -188,6 +195,7 @@ fn committed_outcome(admission: &Admission<'_>) -> AdmissionOutcome {
 enum Verdict {
     Committed,
     FenceLost,
+    Rejected(String),
 }
 
 async fn admit_with_retries(
@@ -200,6 +208,9 @@ async fn admit_with_retries(
         match admit_once(client, admissions, &mut stats.round_trips).await {
             Ok(()) => return Ok(Verdict::Committed),
             Err(error) if is_fence_lost(&error) => return Ok(Verdict::FenceLost),
+            Err(error) if is_rejection(&error) => {
+                return Ok(Verdict::Rejected(StoreError::from_db(error).to_string()));
+            }
             Err(error) if is_serialization_failure(&error) => {
                 if attempt == MAX_ATTEMPTS {
                     break;
@@ -243,13 +254,8 @@ async fn admit_once(
     )
     .await;
     match (began, admitted, committed) {
-        (Err(error), _, _) | (Ok(_), Err(error), _) => {
-            // The pipelined COMMIT already ended the aborted transaction (as a rollback); make
-            // sure of it in case the failure came before the statement reached the server.
-            *round_trips += 1;
-            let _ = client.batch_execute(ROLLBACK).await;
-            Err(error)
-        }
+        // The pipelined COMMIT found the transaction aborted and ended it as a rollback.
+        (Err(error), _, _) | (Ok(_), Err(error), _) => Err(error),
         (Ok(_), Ok(_), Err(error)) => Err(error),
         (Ok(_), Ok(_), Ok(_)) => Ok(()),
     }

@@ -168,8 +168,9 @@ const CLAIM_DUE: &str = concat!(
     take_chosen!("$1", "$3")
 );
 
-// Claim one named row for owner $3 with a lease of $4 ms, if it is due and eligible; NOWAIT so an
-// operator is told at once that a replica holds the row locked instead of waiting behind it.
+// Claim one named row for owner $3 with a lease of $4 ms, if it is due and eligible; SKIP LOCKED so
+// an operator is told at once (nothing claimed) that a replica holds the row locked, instead of
+// waiting behind it.
 const CLAIM_ONE: &str = concat!(
     "WITH chosen AS (
         SELECT s.project_id, s.trigger_id

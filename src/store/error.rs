@@ -30,6 +30,8 @@ pub enum StoreError {
     NothingEligible(String),
     #[error("bad input: {0}")]
     BadInput(String),
+    #[error("refused by the database: {0}")]
+    Refused(String),
     #[error("database error: {}", describe_db(.0))]
     Database(#[source] tokio_postgres::Error),
 }
@@ -77,6 +79,7 @@ impl StoreError {
             StoreError::NotFound(_) => 4,
             StoreError::NothingEligible(_) => 5,
             StoreError::BadInput(_) => 65,
+            StoreError::Refused(_) => 1,
             StoreError::Database(_) => 1,
         }
     }
@@ -104,6 +107,14 @@ pub(crate) fn is_serialization_failure(error: &tokio_postgres::Error) -> bool {
         error.code(),
         Some(code) if *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
     )
+}
+
+/// An integrity violation (SQLSTATE class 23) or the admission's own count check (QLF02): the
+/// database refused these particular writes, and retrying them as they are cannot succeed.
+pub(crate) fn is_rejection(error: &tokio_postgres::Error) -> bool {
+    error
+        .code()
+        .is_some_and(|code| code.code().starts_with("23") || code.code() == "QLF02")
 }
 
 pub(crate) fn is_fence_lost(error: &tokio_postgres::Error) -> bool {

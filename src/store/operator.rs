@@ -245,6 +245,12 @@ pub async fn admit_claimed(
         .await?
         .pop()
         .unwrap_or(AdmissionOutcome::FenceLost);
+    if let AdmissionOutcome::Rejected { reason } = &outcome {
+        return Err(StoreError::Refused(format!(
+            "admission of {}/{}: {reason}",
+            row.project_id, row.trigger_id
+        )));
+    }
     if outcome == AdmissionOutcome::FenceLost {
         let fence = FenceRef {
             token: row.fence.token,

@@ -297,3 +297,57 @@ async fn a_batch_with_one_lost_fence_falls_back_and_admits_the_others() {
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 2);
     assert_invariants(&db).await;
 }
+
+#[tokio::test]
+async fn a_row_the_database_refuses_never_blocks_the_others() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([
+        { "id": "a", "task": "t", "cron": "* * * * * *" },
+        { "id": "b", "task": "t", "cron": "* * * * * *" },
+        { "id": "c", "task": "t", "cron": "* * * * * *" }
+    ])))
+    .await;
+    // Runs already holding every key p/a will want in the next minute: each admission of p/a
+    // breaks the unique idempotency key, as a corrupted history would.
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
+             INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
+                               execution_revision_id, idempotency_key, status, scheduled_for_ms,
+                               created_at_ms, queued_at_ms)
+             SELECT gen_random_uuid(), 'p', 'x', 1, 't', 1, k.execution_revision_id,
+                    'ql3:cron:v1:p/a:1:' || ((now_ms() / 1000) * 1000 + i * 1000), 'succeeded', 0, 0, 0
+             FROM tasks k, generate_series(-2, 60) AS i;",
+        )
+        .await
+        .expect("poison p/a");
+    let coordinator = qlsched::coordinator::Coordinator::new(
+        db.store("c").await,
+        qlsched::core::CoordinatorConfig {
+            owner: "c".into(),
+            ..qlsched::core::CoordinatorConfig::default()
+        },
+    );
+    let mut rejected = 0;
+    for _ in 0..3 {
+        let report = coordinator
+            .run_round()
+            .await
+            .expect("a refused row does not fail the round");
+        rejected += report.rejected;
+        sleep_ms(1_000).await;
+    }
+    assert!(rejected >= 1, "p/a was refused");
+    let runs_of = |t: &str| format!("SELECT count(*) FROM runs WHERE trigger_id = '{t}'");
+    assert!(db.count(&runs_of("b")).await >= 1 && db.count(&runs_of("c")).await >= 1);
+    assert_eq!(db.count(&runs_of("a")).await, 0);
+    assert_eq!(
+        db.count(
+            "SELECT count(*) FROM trigger_schedules WHERE trigger_id = 'a' AND claim_owner = 'c'"
+        )
+        .await,
+        1,
+        "the refused row keeps its claim until the lease expires"
+    );
+}

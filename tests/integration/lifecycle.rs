@@ -239,3 +239,46 @@ async fn a_failed_round_is_reported_and_the_next_round_still_runs() {
         "work resumed after the failures"
     );
 }
+
+#[tokio::test]
+async fn a_round_that_outlives_its_lease_is_cancelled_and_the_timer_goes_on() {
+    let db = TestDb::new().await;
+    every_second(&db, 2).await;
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 500;
+             CREATE FUNCTION hang() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$;
+             CREATE TRIGGER hang BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION hang();",
+        )
+        .await
+        .expect("hang admissions");
+    let config = CoordinatorConfig {
+        lease: Duration::from_secs(1),
+        ..config("hung", 50, 1_000)
+    };
+    let coordinator = Arc::new(Coordinator::new(db.store("hung").await, config));
+    let (sender, mut events) = mpsc::unbounded_channel();
+    let lifecycle = Lifecycle::start(coordinator, Some(sender));
+    sleep_ms(2_500).await;
+    client
+        .batch_execute("DROP TRIGGER hang ON runs")
+        .await
+        .expect("heal");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while db.count("SELECT count(*) FROM runs").await < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "rounds did not resume after the cancelled one"
+        );
+        sleep_ms(50).await;
+    }
+    lifecycle.stop().await;
+    let events = drain(&mut events);
+    assert!(
+        events.iter().any(|e| matches!(e, RoundEvent::Failed { error, .. } if error.contains("did not finish within the lease"))),
+        "the hung round was cancelled and reported"
+    );
+    assert_invariants(&db).await;
+}

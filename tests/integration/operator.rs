@@ -205,6 +205,7 @@ async fn operator_script_holds_expires_and_the_old_fence_is_dead() {
             &token,
             "--version",
             &version_text,
+            "--yes",
         ],
         None,
     );
@@ -415,6 +416,19 @@ async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() 
         ),
         (vec!["inspect", "run", "not-a-uuid"], 65),
         (
+            // A manual admission without a terminal needs --yes.
+            vec![
+                "claim",
+                "admit",
+                "p/tick",
+                "--token",
+                &token,
+                "--version",
+                "1",
+            ],
+            2,
+        ),
+        (
             vec![
                 "claim",
                 "admit",
@@ -450,6 +464,7 @@ async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() 
                 &other,
                 "--version",
                 "1",
+                "--yes",
             ],
             3,
         ),
