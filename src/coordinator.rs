@@ -71,8 +71,9 @@ pub struct Coordinator {
     /// Claims taken and not yet settled, so that a stop that cannot wait for the round can still
     /// give them back (DESIGN.md section 4, Lifecycle).
     held: Mutex<Vec<ReleaseRequest>>,
-    /// Parsed schedules by (expression, zone): parsing is cheap, but not free on the hot path.
-    schedules: Mutex<HashMap<(String, String), CronSchedule>>,
+    /// Parsed schedules by zone, then expression: parsing is cheap, but not free on the hot
+    /// path, and nested maps let a hit be found with borrowed strings.
+    schedules: Mutex<HashMap<String, HashMap<String, CronSchedule>>>,
     /// Cancels the statement of the round in flight, for a stop that cannot wait for it: the
     /// server rolls the admission back, and the held claims can then be released.
     in_flight: Mutex<Option<CancelToken>>,
@@ -244,19 +245,19 @@ impl Coordinator {
 
     fn decide(&self, row: &ClaimedRow) -> Result<Decision, crate::core::CoreError> {
         let definition = &row.definition;
-        let key = (definition.cron_expr.clone(), definition.time_zone.clone());
         let mut schedules = self
             .schedules
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let schedule = match schedules.get(&key) {
-            Some(schedule) => schedule,
-            None => {
-                let parsed = CronSchedule::parse(&definition.cron_expr, &definition.time_zone)?;
-                schedules.entry(key).or_insert(parsed)
-            }
+        let in_zone = match schedules.get_mut(definition.time_zone.as_str()) {
+            Some(in_zone) => in_zone,
+            None => schedules.entry(definition.time_zone.clone()).or_default(),
         };
-        decide_claimed(row, schedule)
+        if let Some(schedule) = in_zone.get(definition.cron_expr.as_str()) {
+            return decide_claimed(row, schedule);
+        }
+        let parsed = CronSchedule::parse(&definition.cron_expr, &definition.time_zone)?;
+        decide_claimed(row, in_zone.entry(definition.cron_expr.clone()).or_insert(parsed))
     }
 
     fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<ReleaseRequest>> {
