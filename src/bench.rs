@@ -95,6 +95,8 @@ pub struct BenchReport {
     pub serialization_retry_rate: f64,
     pub batch_fallbacks: u64,
     pub fence_lost: u64,
+    /// Admissions the database refused (a constraint or consistency check).
+    pub rejected: u64,
     pub round_trips: u64,
     pub round_trips_per_admission: f64,
     /// Runs in the database afterwards.
@@ -266,6 +268,7 @@ async fn measure(
         serialization_retry_rate: ratio(run.serialization_retries as f64, run.admitted as f64),
         batch_fallbacks: run.batch_fallbacks,
         fence_lost: run.fence_lost,
+        rejected: run.rejected,
         round_trips: run.round_trips,
         round_trips_per_admission: ratio(run.round_trips as f64, run.admitted as f64),
         runs: counts.runs,
@@ -356,6 +359,7 @@ struct BurstRun {
     serialization_retries: u64,
     batch_fallbacks: u64,
     fence_lost: u64,
+    rejected: u64,
     round_trips: u64,
 }
 
@@ -386,6 +390,7 @@ impl BurstRun {
                 self.serialization_retries += u64::from(report.serialization_retries);
                 self.batch_fallbacks += u64::from(report.batch_fallbacks);
                 self.fence_lost += report.fence_lost as u64;
+                self.rejected += report.rejected as u64;
                 self.round_trips += u64::from(report.round_trips);
             }
             RoundEvent::Failed { started, error, .. } => {

@@ -257,7 +257,12 @@ impl Coordinator {
             return decide_claimed(row, schedule);
         }
         let parsed = CronSchedule::parse(&definition.cron_expr, &definition.time_zone)?;
-        decide_claimed(row, in_zone.entry(definition.cron_expr.clone()).or_insert(parsed))
+        decide_claimed(
+            row,
+            in_zone
+                .entry(definition.cron_expr.clone())
+                .or_insert(parsed),
+        )
     }
 
     fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<ReleaseRequest>> {

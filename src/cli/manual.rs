@@ -200,7 +200,7 @@ Throughput: \"admitted\" (runs admitted while measuring), \"complete\" (every du
 
 Latency, nearest-rank percentiles over rounds, in milliseconds: \"claim_p50_ms\", \"claim_p99_ms\" (the claim statement, every round), \"admit_p50_ms\", \"admit_p99_ms\" (the round's whole admission, retries and fallbacks included, rounds that claimed anything).
 
-Work: \"rounds\", \"failed_rounds\", \"transactions\" (admission transactions, retries included), \"serialization_retries\", \"serialization_retry_rate\" (per admission), \"batch_fallbacks\" (batches admitted row by row after failing whole), \"fence_lost\", \"round_trips\" (exchanges with the server the rounds waited on: claim 1, each admission transaction 1, a ROLLBACK after a failure 1, a release 2, each first-time statement preparation on a connection 1), \"round_trips_per_admission\".
+Work: \"rounds\", \"failed_rounds\", \"transactions\" (admission transactions, retries included), \"serialization_retries\", \"serialization_retry_rate\" (per admission), \"batch_fallbacks\" (batches admitted row by row after failing whole), \"fence_lost\", \"rejected\" (admissions the database refused: a constraint or consistency check), \"round_trips\" (exchanges with the server the rounds waited on: claim 1, each admission transaction 1, a release 2, each first-time statement preparation on a connection 1), \"round_trips_per_admission\".
 
 Checks on the database afterwards: \"runs\", \"duplicates\" (occurrences admitted more than once), \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\" (attempts or events without their run).
 

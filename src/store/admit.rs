@@ -67,8 +67,9 @@ pub struct AdmitStats {
     pub transactions: u32,
     pub serialization_retries: u32,
     pub batch_fallbacks: u32,
-    /// Exchanges with the server the admission waited on: one per pipelined transaction, one per
-    /// ROLLBACK after a failure, one per statement this connection had not prepared before.
+    /// Exchanges with the server the admission waited on: one per pipelined transaction (a failed
+    /// one included: its pipelined COMMIT rolls it back), one per statement this connection had
+    /// not prepared before.
     pub round_trips: u32,
 }
 
