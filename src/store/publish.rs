@@ -159,13 +159,14 @@ pub async fn publish(
     for project in &manifest.projects {
         for task in &project.tasks {
             let key = (project.id.clone(), task.id.clone());
-            let change = match stored.tasks.get(&key) {
-                None => "created",
-                Some((_, digest)) if *digest != task.content_digest => "changed",
-                Some((revision, _)) => {
-                    items.push(unchanged("task", &key, *revision));
-                    continue;
-                }
+            let Some(change) = change_of(
+                &stored.tasks,
+                &key,
+                &task.content_digest,
+                "task",
+                &mut items,
+            ) else {
+                continue;
             };
             if change == "changed" {
                 changed_tasks.push((project, task));
@@ -236,13 +237,14 @@ pub async fn publish(
     for project in &manifest.projects {
         for trigger in &project.triggers {
             let key = (project.id.clone(), trigger.id.clone());
-            let change = match stored.triggers.get(&key) {
-                None => "created",
-                Some((_, digest)) if *digest != trigger.content_digest => "changed",
-                Some((revision, _)) => {
-                    items.push(unchanged("trigger", &key, *revision));
-                    continue;
-                }
+            let Some(change) = change_of(
+                &stored.triggers,
+                &key,
+                &trigger.content_digest,
+                "trigger",
+                &mut items,
+            ) else {
+                continue;
             };
             triggers.push((project, trigger));
             items.push(PublishedItem {
@@ -339,6 +341,25 @@ impl Stored {
 
 fn join((project, item): &(String, String)) -> String {
     format!("{project}/{item}")
+}
+
+/// `created` or `changed` for a definition to write; `None` for an unchanged one, which is
+/// recorded in `items` as such (with its stored revision) and not written.
+fn change_of(
+    stored: &HashMap<(String, String), (i64, String)>,
+    key: &(String, String),
+    digest: &str,
+    kind: &'static str,
+    items: &mut Vec<PublishedItem>,
+) -> Option<&'static str> {
+    match stored.get(key) {
+        None => Some("created"),
+        Some((_, stored_digest)) if stored_digest != digest => Some("changed"),
+        Some((revision, _)) => {
+            items.push(unchanged(kind, key, *revision));
+            None
+        }
+    }
 }
 
 fn unchanged(kind: &'static str, key: &(String, String), revision: i64) -> PublishedItem {
