@@ -279,19 +279,18 @@ fn state_label(row: &ScheduleView, theme: Theme) -> (&'static str, Style) {
 }
 
 /// The lease as a bar of what is left, and the time left; an expired lease shows how long ago.
+/// The lease bar of a claimed row, from the row itself: a claim writes its acquired time into
+/// `updated_at_ms`, and nothing else writes a claimed row, so no lookup in the claims list is
+/// needed (nor is a claim beyond the loaded list shown without its bar).
 fn lease_cell(app: &App, row: &ScheduleView, width: usize) -> String {
-    let Some(snapshot) = &app.snapshot else {
+    let (Some(snapshot), Some(expires_at_ms)) = (&app.snapshot, row.claim_expires_at_ms) else {
         return String::new();
     };
-    let key = super::state::key_of(row);
-    let Some(claim) = snapshot.claim_of(&key) else {
-        return String::new();
-    };
-    let remaining = claim.expires_at_ms - snapshot.now_ms();
+    let remaining = expires_at_ms - snapshot.now_ms();
     if remaining <= 0 {
         return format!("{:░<bar$} -{}", "", span(-remaining), bar = width);
     }
-    let total = (claim.expires_at_ms - claim.acquired_at_ms).max(1);
+    let total = (expires_at_ms - row.updated_at_ms).max(1);
     let filled = usize::try_from((remaining * width as i64 + total - 1) / total)
         .unwrap_or(width)
         .min(width);

@@ -47,7 +47,8 @@ fn schedule(
         last_scheduled_at_ms: next_in_ms.map(|ms| NOW + ms - 2_000),
         claim_owner: claim.map(|(owner, _)| owner.to_owned()),
         claim_expires_at_ms: claim.map(|(_, left)| NOW + left),
-        updated_at_ms: NOW - 1_000,
+        // A claimed row was last written by its claim (every fixture lease is 5 s).
+        updated_at_ms: claim.map_or(NOW - 1_000, |(_, left)| NOW + left - 5_000),
     }
 }
 
