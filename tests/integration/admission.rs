@@ -254,12 +254,8 @@ async fn serialization_failures_are_retried_a_bounded_number_of_times_then_repor
 #[tokio::test]
 async fn a_batch_with_one_lost_fence_falls_back_and_admits_the_others() {
     let db = TestDb::new().await;
-    db.publish(&manifest(json!([
-        { "id": "a", "task": "t", "cron": "* * * * * *" },
-        { "id": "b", "task": "t", "cron": "* * * * * *" },
-        { "id": "c", "task": "t", "cron": "* * * * * *" }
-    ])))
-    .await;
+    db.publish(&crate::util::every_second(&["a", "b", "c"]))
+        .await;
     db.client()
         .await
         .batch_execute("UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 1000")
@@ -301,12 +297,8 @@ async fn a_batch_with_one_lost_fence_falls_back_and_admits_the_others() {
 #[tokio::test]
 async fn a_row_the_database_refuses_never_blocks_the_others() {
     let db = TestDb::new().await;
-    db.publish(&manifest(json!([
-        { "id": "a", "task": "t", "cron": "* * * * * *" },
-        { "id": "b", "task": "t", "cron": "* * * * * *" },
-        { "id": "c", "task": "t", "cron": "* * * * * *" }
-    ])))
-    .await;
+    db.publish(&crate::util::every_second(&["a", "b", "c"]))
+        .await;
     // Runs already holding every key p/a will want in the next minute: each admission of p/a
     // breaks the unique idempotency key, as a corrupted history would.
     db.client()

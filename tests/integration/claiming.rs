@@ -3,20 +3,12 @@
 
 use serde_json::json;
 
-use crate::util::{TestDb, claim, manifest, sleep_ms};
-
-fn triggers(ids: &[&str]) -> serde_json::Value {
-    manifest(json!(
-        ids.iter()
-            .map(|id| json!({ "id": id, "task": "t", "cron": "* * * * * *" }))
-            .collect::<Vec<_>>()
-    ))
-}
+use crate::util::{TestDb, claim, every_second, sleep_ms};
 
 #[tokio::test]
 async fn claims_in_order_uninitialized_first_then_most_overdue() {
     let db = TestDb::new().await;
-    db.publish(&triggers(&["a", "b", "c", "d"])).await;
+    db.publish(&every_second(&["a", "b", "c", "d"])).await;
     let client = db.client().await;
     client
         .batch_execute(
@@ -46,7 +38,7 @@ async fn claims_in_order_uninitialized_first_then_most_overdue() {
 #[tokio::test]
 async fn skip_locked_passes_over_a_row_another_session_holds() {
     let db = TestDb::new().await;
-    db.publish(&triggers(&["a", "b", "c"])).await;
+    db.publish(&every_second(&["a", "b", "c"])).await;
     let mut holder = db.client().await;
     let transaction = holder.transaction().await.expect("begin");
     transaction
@@ -79,7 +71,7 @@ async fn skip_locked_passes_over_a_row_another_session_holds() {
 #[tokio::test]
 async fn an_expired_claim_is_taken_over_only_after_database_time_passes_its_expiry() {
     let db = TestDb::new().await;
-    db.publish(&triggers(&["a"])).await;
+    db.publish(&every_second(&["a"])).await;
     let (first, second) = (db.store("first").await, db.store("second").await);
     let held = claim(&first, "first", 1, 1_500).await;
     assert_eq!(held.len(), 1);
@@ -147,7 +139,7 @@ async fn suspended_disabled_and_revision_mismatched_rows_are_not_claimed() {
 async fn a_claim_never_exceeds_its_budget() {
     let db = TestDb::new().await;
     let ids: Vec<String> = (0..50).map(|i| format!("t{i:02}")).collect();
-    db.publish(&triggers(
+    db.publish(&every_second(
         &ids.iter().map(String::as_str).collect::<Vec<_>>(),
     ))
     .await;

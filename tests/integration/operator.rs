@@ -500,12 +500,8 @@ async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() 
 #[tokio::test]
 async fn expire_by_owner_clears_every_claim_in_one_transaction_and_audits_each() {
     let db = TestDb::new().await;
-    db.publish(&manifest(json!([
-        { "id": "a", "task": "t", "cron": "* * * * * *" },
-        { "id": "b", "task": "t", "cron": "* * * * * *" },
-        { "id": "c", "task": "t", "cron": "* * * * * *" }
-    ])))
-    .await;
+    db.publish(&crate::util::every_second(&["a", "b", "c"]))
+        .await;
     for name in ["p/a", "p/b"] {
         json_of(
             &db,

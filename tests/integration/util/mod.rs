@@ -448,3 +448,12 @@ impl LoginRole {
             .expect("drop role");
     }
 }
+
+/// A manifest whose project `p` has one trigger per id, each firing every second.
+pub fn every_second(ids: &[&str]) -> serde_json::Value {
+    manifest(serde_json::Value::Array(
+        ids.iter()
+            .map(|id| serde_json::json!({ "id": id, "task": "t", "cron": "* * * * * *" }))
+            .collect(),
+    ))
+}
