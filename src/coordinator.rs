@@ -4,14 +4,14 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tokio_postgres::{CancelToken, NoTls};
 use uuid::Uuid;
 
 use crate::core::{
-    CoordinatorConfig, CronSchedule, Decision, DecisionInput, decide, idempotency_key,
+    CoordinatorConfig, CronSchedule, Decision, DecisionInput, decide, idempotency_key, run_id,
 };
 use crate::store::admit::admit;
 use crate::store::claim::{claim_due, release};
@@ -301,7 +301,9 @@ pub fn decide_claimed(
     })
 }
 
-/// A run identity is allocated here and only here, for a decision that fires (ADR-0105).
+/// A run identity is allocated here and only here, for a decision that fires (ADR-0105). The run
+/// id leads with a shard of the claim owner (`core::run_id` says why); the attempt id, which no
+/// admission reads back, is a plain UUIDv7.
 pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity> {
     let Decision::Fire {
         scheduled_for_ms, ..
@@ -310,11 +312,24 @@ pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity
         return None;
     };
     Some(RunIdentity {
-        run_id: Uuid::now_v7(),
+        run_id: new_run_id(&row.fence.owner),
         attempt_id: Uuid::now_v7(),
         idempotency_key: idempotency_key(&row.name(), row.trigger_revision, scheduled_for_ms),
         scheduled_for_ms,
     })
+}
+
+/// A run id for an admission by `owner`, now by this node's clock (index locality only).
+fn new_run_id(owner: &str) -> Uuid {
+    let unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        });
+    let random = Uuid::new_v4();
+    let mut entropy = [0u8; 8];
+    entropy.copy_from_slice(&random.as_bytes()[8..16]);
+    run_id(owner, unix_ms, entropy)
 }
 
 /// Milliseconds of a duration that configuration bounds keep far below `i64::MAX`.

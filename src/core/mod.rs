@@ -1,5 +1,5 @@
 //! The pure scheduler logic of ADR-0105: cron evaluation, the misfire decider, the claim fence,
-//! idempotency keys, manifest validation and configuration bounds. Nothing here does I/O or
+//! idempotency keys, the run-id layout, manifest validation and configuration bounds. Nothing here does I/O or
 //! reads a clock; every "now" is passed in, taken from the database by the caller (ADR-0107).
 
 pub mod config;
@@ -10,6 +10,7 @@ pub mod error;
 pub mod fence;
 pub mod idempotency;
 pub mod manifest;
+pub mod run_id;
 
 pub use config::{CoordinatorConfig, DEFAULT_BATCH, MAX_BATCH};
 pub use cron::CronSchedule;
@@ -22,3 +23,4 @@ pub use manifest::{
     Manifest, ManifestError, ProjectDef, ProjectStatus, TaskDef, TriggerDef, parse_manifest,
     sha256_hex,
 };
+pub use run_id::run_id;

@@ -10,12 +10,31 @@
 //! - BEGIN, the statement and COMMIT are pipelined: one round trip. The statement ends in
 //!   `admission_complete()`, which raises when a fence failed, so the pipelined COMMIT finds an
 //!   aborted transaction and rolls it back. Nothing of a failed admission is ever committed.
+//! - Concurrent admissions of different replicas read and write no common page, so that
+//!   PostgreSQL's SERIALIZABLE, which tracks reads of index pages (and of heap pages holding
+//!   more than two rows one transaction read) at page granularity, sees no false read-write
+//!   conflict between them. Two places would otherwise be shared:
+//!   - the schedule rows: looked up through `trigger_schedules_pkey`, neighbouring batches read
+//!     the same leaf pages that their non-HOT cursor updates write into. The admission finds
+//!     each row by the `ctid` its claim returned instead (a TID scan: a predicate lock on that
+//!     row only), and checks the key and the whole fence on the row found there. A row that
+//!     moved since its claim is a lost fence, which is the truth: every update of a schedule
+//!     row moves `state_version`; only a table rewrite (VACUUM FULL, CLUSTER) moves a row
+//!     without it, and costs its claim one lease (docs/OPERATIONS.md).
+//!   - `runs_pkey`: the foreign keys from attempts and events make the transaction read the
+//!     page its new runs went to. Run ids lead with a shard of the claim owner
+//!     (`core::run_id`), so each replica inserts into, and reads, its own pages.
+//!
+//! `interleaved_admissions_of_neighbouring_rows_all_commit` (tests/integration/admission.rs)
+//! proves the second point and fails if either change is undone; docs/PERFORMANCE.md has what
+//! the two changes measured.
 
 use std::time::Duration;
 
 use deadpool_postgres::ClientWrapper;
 use futures_util::future::join3;
 use serde::Serialize;
+use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
 use super::StoreError;
@@ -79,30 +98,39 @@ pub struct AdmitStats {
 const ADMIT: &str = "WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[],
                          $7::uuid[], $8::int8[], $9::text[], $10::int8[], $11::text[], $12::uuid[],
-                         $13::int8[], $14::int8[], $15::uuid[], $16::uuid[], $17::text[], $18::text[])
+                         $13::int8[], $14::int8[], $15::uuid[], $16::uuid[], $17::text[], $18::text[],
+                         $19::text[])
         AS i(project_id, trigger_id, trigger_revision, state_version, cursor_ms, owner,
              token, claim_version, trigger_digest, task_revision, task_digest, execution_revision_id,
-             next_fire_at_ms, scheduled_for_ms, run_id, attempt_id, idempotency_key, decision)
-), fenced AS (
-    SELECT i.*, t.task_id
+             next_fire_at_ms, scheduled_for_ms, run_id, attempt_id, idempotency_key, decision,
+             row_tid)
+), held AS (
+    -- The row at the claim's ctid (OFFSET 0 keeps the planner from replacing the TID scan with
+    -- an index scan on the fence columns), locked; then its key and whole fence.
+    SELECT i.*
     FROM input i
-    JOIN trigger_schedules s ON s.project_id = i.project_id AND s.trigger_id = i.trigger_id
-    JOIN projects p ON p.project_id = i.project_id
-    JOIN triggers t ON t.project_id = i.project_id AND t.trigger_id = i.trigger_id
-    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
-    JOIN execution_revisions e ON e.execution_revision_id = k.execution_revision_id
-    WHERE s.trigger_revision = i.trigger_revision
+    CROSS JOIN LATERAL (
+        SELECT * FROM trigger_schedules s WHERE s.ctid = i.row_tid::tid FOR UPDATE OFFSET 0
+    ) s
+    WHERE s.project_id = i.project_id AND s.trigger_id = i.trigger_id
+      AND s.trigger_revision = i.trigger_revision
       AND s.state_version = i.state_version
       AND s.next_fire_at_ms IS NOT DISTINCT FROM i.cursor_ms
       AND s.claim_owner = i.owner AND s.claim_token = i.token AND s.claim_version = i.claim_version
       AND s.claim_expires_at_ms > now_ms()
-      AND p.status = 'active'
+), fenced AS (
+    SELECT i.*, t.task_id
+    FROM held i
+    JOIN projects p ON p.project_id = i.project_id
+    JOIN triggers t ON t.project_id = i.project_id AND t.trigger_id = i.trigger_id
+    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
+    JOIN execution_revisions e ON e.execution_revision_id = k.execution_revision_id
+    WHERE p.status = 'active'
       AND t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest
       AND k.revision = i.task_revision AND k.content_digest = i.task_digest
       AND k.execution_revision_id = i.execution_revision_id
       AND e.kind = 'remote_worker'
       AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex')
-    FOR UPDATE OF s
 ), advanced AS (
     UPDATE trigger_schedules s
     SET next_fire_at_ms = f.next_fire_at_ms,
@@ -111,7 +139,7 @@ const ADMIT: &str = "WITH input AS (
         claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
         updated_at_ms = now_ms()
     FROM fenced f
-    WHERE s.project_id = f.project_id AND s.trigger_id = f.trigger_id
+    WHERE s.ctid = f.row_tid::tid AND s.project_id = f.project_id AND s.trigger_id = f.trigger_id
       AND s.state_version = f.state_version AND s.claim_owner = f.owner
       AND s.claim_token = f.token AND s.claim_version = f.claim_version
     RETURNING f.*
@@ -228,6 +256,22 @@ async fn admit_with_retries(
     })
 }
 
+/// The admission statement alone, in a transaction the caller opened, which must be
+/// SERIALIZABLE: for tests and fault drills that interleave admissions step by step. It raises
+/// as [`admit`]'s transaction does (a lost fence is `QLF01`) and leaves the commit to the caller.
+/// [`admit`] is what a replica runs.
+pub async fn admit_in_transaction(
+    transaction: &impl GenericClient,
+    admissions: &[Admission<'_>],
+) -> Result<(), StoreError> {
+    let columns = Columns::of(admissions);
+    transaction
+        .query_one(ADMIT, &columns.params())
+        .await
+        .map_err(StoreError::from_db)?;
+    Ok(())
+}
+
 /// Short, jittered, growing pauses: two replicas that collided do not collide again in step.
 fn retry_backoff(attempt: u32) -> Duration {
     let jitter = u64::from(Uuid::new_v4().as_bytes()[0] % 8);
@@ -282,6 +326,7 @@ struct Columns {
     attempt_id: Vec<Option<Uuid>>,
     idempotency_key: Vec<Option<String>>,
     decision: Vec<String>,
+    row_tid: Vec<String>,
 }
 
 impl Columns {
@@ -306,6 +351,7 @@ impl Columns {
             attempt_id: Vec::with_capacity(n),
             idempotency_key: Vec::with_capacity(n),
             decision: Vec::with_capacity(n),
+            row_tid: Vec::with_capacity(n),
         };
         for Admission { row, decision, run } in admissions {
             let d = &row.definition;
@@ -329,11 +375,12 @@ impl Columns {
             c.idempotency_key
                 .push(run.as_ref().map(|r| r.idempotency_key.clone()));
             c.decision.push(decision_label(decision).to_owned());
+            c.row_tid.push(row.row_tid.clone());
         }
         c
     }
 
-    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 18] {
+    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 19] {
         [
             &self.project_id,
             &self.trigger_id,
@@ -353,6 +400,7 @@ impl Columns {
             &self.attempt_id,
             &self.idempotency_key,
             &self.decision,
+            &self.row_tid,
         ]
     }
 }

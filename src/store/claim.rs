@@ -16,6 +16,12 @@ use crate::core::{ClaimFence, MisfirePolicy};
 /// and the admission are taken on, so that the admission can check none of them moved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClaimedRow {
+    /// Where the claim left the row version (its `ctid`, as text): the admission finds the row
+    /// there with a TID scan, not through the primary key (`store::admit` says why). Only an
+    /// access path, never part of the fence: the admission checks the key and the whole fence
+    /// on the version it finds. Not shown to operators.
+    #[serde(skip)]
+    pub row_tid: String,
     pub project_id: String,
     pub trigger_id: String,
     pub trigger_revision: i64,
@@ -53,6 +59,7 @@ impl ClaimedRow {
     fn from_row(row: &Row) -> Result<Self, StoreError> {
         let policy: String = row.get("misfire_policy");
         Ok(ClaimedRow {
+            row_tid: row.get("row_tid"),
             project_id: row.get("project_id"),
             trigger_id: row.get("trigger_id"),
             trigger_revision: row.get("trigger_revision"),
@@ -85,7 +92,8 @@ impl ClaimedRow {
 /// The columns every claim statement returns, in [`ClaimedRow::from_row`]'s names.
 macro_rules! claimed_columns {
     () => {
-        "s.project_id, s.trigger_id, s.trigger_revision, s.state_version, s.next_fire_at_ms,
+        "s.ctid::text AS row_tid,
+         s.project_id, s.trigger_id, s.trigger_revision, s.state_version, s.next_fire_at_ms,
          s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms,
          t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
          t.content_digest AS trigger_digest, k.revision AS task_revision,

@@ -366,21 +366,7 @@ pub fn decide_row(row: &qlsched::store::ClaimedRow) -> qlsched::core::Decision {
 /// The admission the coordinator would submit for a claimed row.
 pub fn admission(row: &qlsched::store::ClaimedRow) -> qlsched::store::Admission<'_> {
     let decision = decide_row(row);
-    let run = match decision {
-        qlsched::core::Decision::Fire {
-            scheduled_for_ms, ..
-        } => Some(qlsched::store::RunIdentity {
-            run_id: uuid::Uuid::now_v7(),
-            attempt_id: uuid::Uuid::now_v7(),
-            idempotency_key: qlsched::core::idempotency_key(
-                &row.name(),
-                row.trigger_revision,
-                scheduled_for_ms,
-            ),
-            scheduled_for_ms,
-        }),
-        _ => None,
-    };
+    let run = qlsched::coordinator::run_identity(row, &decision);
     qlsched::store::Admission { row, decision, run }
 }
 
