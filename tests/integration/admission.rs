@@ -434,3 +434,57 @@ async fn history_of(db: &TestDb, owners: &[&str], per_owner: u64) {
         .await
         .expect("history");
 }
+
+/// A table rewrite between claim and admission moves the claimed rows without moving their
+/// fences (docs/OPERATIONS.md): the admission, which finds rows by the ctid the claim returned,
+/// refuses them as lost fences and writes nothing; once the leases expire the rows are claimed
+/// and admitted again, each occurrence once.
+#[tokio::test]
+async fn a_table_rewrite_costs_the_claims_one_lease_and_nothing_else() {
+    let db = TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a", "b", "c"]))
+        .await;
+    db.client()
+        .await
+        .batch_execute("UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 1000")
+        .await
+        .expect("due");
+    let store = db.store("test").await;
+    let rows = claim(&store, "o", 3, 300).await;
+    assert_eq!(rows.len(), 3);
+    db.client()
+        .await
+        .batch_execute("VACUUM FULL trigger_schedules")
+        .await
+        .expect("rewrite");
+    let admissions: Vec<_> = rows.iter().map(admission).collect();
+    let outcomes = admit(&store, &admissions).await.expect("admit");
+    assert!(
+        outcomes.contains(&AdmissionOutcome::FenceLost),
+        "the rewrite moved the claimed rows: {outcomes:?}"
+    );
+    let admitted_first = outcomes
+        .iter()
+        .filter(|o| matches!(o, AdmissionOutcome::Admitted(_)))
+        .count();
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        i64::try_from(admitted_first).expect("small")
+    );
+    sleep_ms(400).await;
+    let again = claim(&store, "o", 3, 60_000).await;
+    assert_eq!(
+        again.len(),
+        3 - admitted_first,
+        "the refused rows, once their leases expired"
+    );
+    let admissions: Vec<_> = again.iter().map(admission).collect();
+    for outcome in admit(&store, &admissions).await.expect("admit again") {
+        assert!(
+            matches!(outcome, AdmissionOutcome::Admitted(_)),
+            "{outcome:?}"
+        );
+    }
+    let counts = assert_invariants(&db).await;
+    assert_eq!(counts.runs, 3);
+}
