@@ -26,7 +26,7 @@
 //!     (`core::run_id`), so each replica inserts into, and reads, its own pages.
 //!
 //! `interleaved_admissions_of_neighbouring_rows_all_commit` (tests/integration/admission.rs)
-//! proves the second point and fails if either change is undone; docs/PERFORMANCE.md has what
+//! proves the last point and fails if either change is undone; docs/PERFORMANCE.md has what
 //! the two changes measured.
 
 use std::time::Duration;
