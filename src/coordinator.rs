@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio_postgres::{CancelToken, NoTls};
@@ -312,24 +312,21 @@ pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity
         return None;
     };
     Some(RunIdentity {
-        run_id: new_run_id(&row.fence.owner),
+        run_id: new_run_id(row),
         attempt_id: Uuid::now_v7(),
         idempotency_key: idempotency_key(&row.name(), row.trigger_revision, scheduled_for_ms),
         scheduled_for_ms,
     })
 }
 
-/// A run id for an admission by `owner`, now by this node's clock (index locality only).
-fn new_run_id(owner: &str) -> Uuid {
-    let unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        });
+/// A run id for the admission of `row`: sharded by its claim owner, timed by its claim, which
+/// the database clocked (index locality only: nothing reads the time back).
+fn new_run_id(row: &ClaimedRow) -> Uuid {
+    let unix_ms = u64::try_from(row.claimed_at_ms).unwrap_or(0);
     let random = Uuid::new_v4();
     let mut entropy = [0u8; 8];
     entropy.copy_from_slice(&random.as_bytes()[8..16]);
-    run_id(owner, unix_ms, entropy)
+    run_id(&row.fence.owner, unix_ms, entropy)
 }
 
 /// Milliseconds of a duration that configuration bounds keep far below `i64::MAX`.

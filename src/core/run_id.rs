@@ -21,10 +21,11 @@
 //!        70..128 random
 //! ```
 //!
-//! The time is the admitting node's clock and serves only index locality: nothing compares it,
-//! every scheduling time is the database's (ADR-0107). Two owners share a shard with
-//! probability 1/65,536 per pair; they then share a hot page, which costs retries, never
-//! correctness: run ids stay unique by their 58 random bits and the primary key.
+//! The time is the database's clock at the claim (`claimed_at_ms`; ADR-0107: there is no
+//! other clock) and serves only index locality: nothing reads it back or compares it. Two
+//! owners share a shard with probability 1/65,536 per pair; they then share a hot page, which
+//! costs retries, never correctness: run ids stay unique by their 58 random bits and the
+//! primary key.
 
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -84,6 +85,18 @@ mod tests {
             a.as_bytes()[..2],
             run_id("replica-b", MS, [1; 8]).as_bytes()[..2]
         );
+    }
+
+    /// The shard is the first two bytes of SHA-256 of the owner, as the layout says: a replica
+    /// that renamed its hash would scatter its own runs over another replica's pages.
+    #[test]
+    fn the_shard_is_the_head_of_sha_256_of_the_owner() {
+        // SHA-256("replica-a") = 63f963e0…, SHA-256("") = e3b0c442…
+        assert_eq!(
+            run_id("replica-a", MS, [0; 8]).as_bytes()[..2],
+            [0x63, 0xf9]
+        );
+        assert_eq!(run_id("", MS, [0; 8]).as_bytes()[..2], [0xe3, 0xb0]);
     }
 
     #[test]
