@@ -4,7 +4,7 @@
 //! Layers, from the inside out: [`core`] is pure (cron, decider, fence, manifest, bounds);
 //! [`store`] is the PostgreSQL adapter and the only place SQL lives; [`coordinator`] runs one
 //! bounded round and [`lifecycle`] the timer around it; [`cli`] translates between people and
-//! the layers below; [`bench`] measures the whole of it against the database's commit ceiling.
+//! the layers below; [`bench`](mod@bench) measures the whole of it against the database's commit ceiling.
 
 pub mod bench;
 pub mod cli;

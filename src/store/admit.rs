@@ -4,30 +4,37 @@
 //! claim (DESIGN.md section 4, Admit; ADR-0105 "决策与原子准入").
 //!
 //! Shape, chosen for throughput without weakening any of that:
-//! - A claimed batch is admitted by one statement, each row's fence checked in it; a batch that
-//!   fails (one lost fence, or retries exhausted) falls back to admitting its rows one by one, so
-//!   one stale row never blocks the others and every row still gets its own verdict.
+//! - A claimed batch is admitted by one statement, each row's fence checked in it. A batch that
+//!   fails (a lost fence, a refused row, retries exhausted) falls back to admitting its rows one
+//!   by one, so one stale row never blocks the others and every row gets its own verdict.
 //! - BEGIN, the statement and COMMIT are pipelined: one round trip. The statement ends in
 //!   `admission_complete()`, which raises when a fence failed, so the pipelined COMMIT finds an
 //!   aborted transaction and rolls it back. Nothing of a failed admission is ever committed.
-//! - Concurrent admissions of different replicas read and write no common page, so that
-//!   PostgreSQL's SERIALIZABLE, which tracks reads of index pages (and of heap pages holding
-//!   more than two rows one transaction read) at page granularity, sees no false read-write
-//!   conflict between them. Two places would otherwise be shared:
-//!   - the schedule rows: looked up through `trigger_schedules_pkey`, neighbouring batches read
-//!     the same leaf pages that their non-HOT cursor updates write into. The admission finds
-//!     each row by the `ctid` its claim returned instead (a TID scan: a predicate lock on that
-//!     row only), and checks the key and the whole fence on the row found there. A row that
-//!     moved since its claim is a lost fence, which is the truth: every update of a schedule
-//!     row moves `state_version`; only a table rewrite (VACUUM FULL, CLUSTER) moves a row
-//!     without it, and costs its claim one lease (docs/OPERATIONS.md).
+//! - Concurrent admissions of different replicas hold no SIREAD lock on a page another one
+//!   writes, so PostgreSQL's SERIALIZABLE, which tracks reads of index pages at page
+//!   granularity, sees no false read-write conflict between them. Two places would otherwise
+//!   be shared:
+//!   - the schedule rows. Found through `trigger_schedules_pkey`, neighbouring batches lock the
+//!     leaf pages that their non-HOT cursor updates write into. The batch statement finds each
+//!     row by the `ctid` its claim returned instead (`Lookup::Tid`: a TID scan, which locks
+//!     the tuple, not a page) and checks the key and the whole fence on the row there. The
+//!     tuple's lock then goes away: PostgreSQL drops a transaction's SIREAD lock on a tuple
+//!     when the same transaction updates it, and the statement updates each row before it
+//!     reads the next (the UPDATE pulls `fenced` row by row through a nested loop). A plan that
+//!     read every row first would hold more than `max_pred_locks_per_page` (2) tuple locks on
+//!     one heap page, which PostgreSQL promotes to a page lock that no write removes; that was
+//!     measured, and `an_admission_holds_no_predicate_lock_on_the_schedule_table` fails then.
 //!   - `runs_pkey`: the foreign keys from attempts and events make the transaction read the
 //!     page its new runs went to. Run ids lead with a shard of the claim owner
 //!     (`core::run_id`), so each replica inserts into, and reads, its own pages.
+//! - A row that moved since its claim is not found by ctid. Every update of a schedule row moves
+//!   `state_version`, so that is almost always a lost fence; the exception is a table rewrite
+//!   (VACUUM FULL, CLUSTER), which moves rows and not their fences. The fall-back finds rows by
+//!   key (`Lookup::Key`), so a rewrite costs one extra transaction and a `FenceLost` verdict
+//!   always means the fence moved.
 //!
 //! `interleaved_admissions_of_neighbouring_rows_all_commit` (tests/integration/admission.rs)
-//! proves the last point and fails if either change is undone; docs/PERFORMANCE.md has what
-//! the two changes measured.
+//! fails if either of the two is undone; docs/PERFORMANCE.md has what they measured.
 
 use std::time::Duration;
 
@@ -95,25 +102,30 @@ pub struct AdmitStats {
 // Re-lock every claimed row and check its whole fence and every definition its decision was
 // taken on, against database time; then advance the schedule (the fence again in the UPDATE),
 // insert runs, attempts and events, and let admission_complete() raise if any row dropped out.
-const ADMIT: &str = "WITH input AS (
+// `$find` is how a claimed row is found (`Lookup`); the UPDATE finds it where `held` locked it.
+macro_rules! admit_statement {
+    ($find:literal) => {
+        concat!(
+            "WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[],
-                         $7::uuid[], $8::int8[], $9::text[], $10::int8[], $11::text[], $12::uuid[],
-                         $13::int8[], $14::int8[], $15::uuid[], $16::uuid[], $17::text[], $18::text[],
-                         $19::text[])
+                         $7::uuid[], $8::int8[], $9::text[], $10::int8[], $11::text[],
+                         $12::uuid[], $13::int8[], $14::int8[], $15::uuid[], $16::uuid[],
+                         $17::text[], $18::text[], $19::text[])
         AS i(project_id, trigger_id, trigger_revision, state_version, cursor_ms, owner,
-             token, claim_version, trigger_digest, task_revision, task_digest, execution_revision_id,
-             next_fire_at_ms, scheduled_for_ms, run_id, attempt_id, idempotency_key, decision,
-             row_tid)
+             token, claim_version, trigger_digest, task_revision, task_digest,
+             execution_revision_id, next_fire_at_ms, scheduled_for_ms, run_id, attempt_id,
+             idempotency_key, decision, row_tid)
 ), held AS (
-    -- The row at the claim's ctid (OFFSET 0 keeps the planner from replacing the TID scan with
-    -- an index scan on the fence columns), locked; then its key and whole fence.
-    SELECT i.*
+    -- The claimed row, locked (FOR UPDATE also keeps the planner from pulling the subquery up
+    -- and choosing another access path), then its whole fence; held_tid is where it is now.
+    SELECT i.*, s.ctid AS held_tid
     FROM input i
     CROSS JOIN LATERAL (
-        SELECT * FROM trigger_schedules s WHERE s.ctid = i.row_tid::tid FOR UPDATE OFFSET 0
+        SELECT s.*, s.ctid FROM trigger_schedules s WHERE ",
+            $find,
+            " FOR UPDATE
     ) s
-    WHERE s.project_id = i.project_id AND s.trigger_id = i.trigger_id
-      AND s.trigger_revision = i.trigger_revision
+    WHERE s.trigger_revision = i.trigger_revision
       AND s.state_version = i.state_version
       AND s.next_fire_at_ms IS NOT DISTINCT FROM i.cursor_ms
       AND s.claim_owner = i.owner AND s.claim_token = i.token AND s.claim_version = i.claim_version
@@ -132,6 +144,8 @@ const ADMIT: &str = "WITH input AS (
       AND e.kind = 'remote_worker'
       AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex')
 ), advanced AS (
+    -- By the tid held locked (a TID scan, whichever lookup found it), key and fence again.
+    -- Row by row: each row is written before the next is read (module docs).
     UPDATE trigger_schedules s
     SET next_fire_at_ms = f.next_fire_at_ms,
         last_scheduled_at_ms = coalesce(f.scheduled_for_ms, s.last_scheduled_at_ms),
@@ -139,7 +153,8 @@ const ADMIT: &str = "WITH input AS (
         claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
         updated_at_ms = now_ms()
     FROM fenced f
-    WHERE s.ctid = f.row_tid::tid AND s.project_id = f.project_id AND s.trigger_id = f.trigger_id
+    WHERE s.ctid = f.held_tid
+      AND s.project_id = f.project_id AND s.trigger_id = f.trigger_id
       AND s.state_version = f.state_version AND s.claim_owner = f.owner
       AND s.claim_token = f.token AND s.claim_version = f.claim_version
     RETURNING f.*
@@ -162,7 +177,8 @@ const ADMIT: &str = "WITH input AS (
            CASE e.seq
                WHEN 1 THEN jsonb_build_object(
                    'idempotency_key', a.idempotency_key, 'scheduled_for_ms', a.scheduled_for_ms,
-                   'decision', a.decision, 'claim_owner', a.owner, 'claim_version', a.claim_version)
+                   'decision', a.decision, 'claim_owner', a.owner,
+                   'claim_version', a.claim_version)
                ELSE jsonb_build_object('attempt_id', a.attempt_id, 'executor', 'remote_worker')
            END
     FROM advanced a CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS e(seq, type)
@@ -172,7 +188,36 @@ const ADMIT: &str = "WITH input AS (
 SELECT admission_complete(
     (SELECT count(*) FROM input), (SELECT count(*) FROM advanced),
     (SELECT count(*) FROM input WHERE run_id IS NOT NULL), (SELECT count(*) FROM new_runs),
-    (SELECT count(*) FROM new_attempts), (SELECT count(*) FROM new_events))";
+    (SELECT count(*) FROM new_attempts), (SELECT count(*) FROM new_events))"
+        )
+    };
+}
+
+/// How the admission finds a claimed row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// By the ctid its claim returned (a TID scan), the key checked on the row found there: no
+    /// index page is read, so concurrent admissions share none. A row that moved since its
+    /// claim is not found.
+    Tid,
+    /// By primary key: finds a row wherever it is, so a table rewrite between claim and
+    /// admission costs nothing, and a row not found really lost its fence.
+    Key,
+}
+
+impl Lookup {
+    fn statement(self) -> &'static str {
+        match self {
+            Lookup::Tid => admit_statement!(
+                "s.ctid = i.row_tid::tid \
+                 AND s.project_id = i.project_id AND s.trigger_id = i.trigger_id"
+            ),
+            Lookup::Key => {
+                admit_statement!("s.project_id = i.project_id AND s.trigger_id = i.trigger_id")
+            }
+        }
+    }
+}
 
 const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
 const COMMIT: &str = "COMMIT";
@@ -180,6 +225,11 @@ const COMMIT: &str = "COMMIT";
 /// Admits every admission given; one outcome per admission, in order. Fence losses are outcomes,
 /// not errors; an error means the database could not be asked (or a single admission's retries
 /// ran out, [`StoreError::RetriesExhausted`]).
+///
+/// The claimed set is admitted in one transaction, rows found by ctid. If that fails (a lost
+/// fence, a refused row, retries exhausted), each row is admitted on its own, found by key, and
+/// gets its own verdict: one stale row never blocks the others, and a row a table rewrite moved
+/// is admitted all the same.
 pub async fn admit(
     client: &ClientWrapper,
     admissions: &[Admission<'_>],
@@ -188,28 +238,35 @@ pub async fn admit(
     if admissions.is_empty() {
         return Ok(Vec::new());
     }
-    if admissions.len() > 1 {
-        match admit_with_retries(client, admissions, stats).await {
-            Ok(Verdict::Committed) => {
-                return Ok(admissions.iter().map(committed_outcome).collect());
-            }
-            // Whatever one row did to the batch, each row gets its own verdict below; only a
-            // database that cannot be asked ends the attempt.
-            Ok(Verdict::FenceLost | Verdict::Rejected(_))
-            | Err(StoreError::RetriesExhausted { .. }) => {
-                stats.batch_fallbacks += 1;
-            }
-            Err(other) => return Err(other),
+    match admit_with_retries(client, admissions, Lookup::Tid, stats).await {
+        Ok(Verdict::Committed) => {
+            return Ok(admissions.iter().map(committed_outcome).collect());
         }
+        // One row, refused for what it is: asking again by key would be refused again.
+        Ok(Verdict::Rejected(reason)) if admissions.len() == 1 => {
+            return Ok(vec![AdmissionOutcome::Rejected { reason }]);
+        }
+        Err(error @ StoreError::RetriesExhausted { .. }) if admissions.len() == 1 => {
+            return Err(error);
+        }
+        // Whatever one row did to the set, each row gets its own verdict below; only a
+        // database that cannot be asked ends the attempt.
+        Ok(Verdict::FenceLost | Verdict::Rejected(_))
+        | Err(StoreError::RetriesExhausted { .. }) => {
+            stats.batch_fallbacks += 1;
+        }
+        Err(other) => return Err(other),
     }
     let mut outcomes = Vec::with_capacity(admissions.len());
     for admission in admissions {
         let single = std::slice::from_ref(admission);
-        outcomes.push(match admit_with_retries(client, single, stats).await? {
-            Verdict::Committed => committed_outcome(admission),
-            Verdict::FenceLost => AdmissionOutcome::FenceLost,
-            Verdict::Rejected(reason) => AdmissionOutcome::Rejected { reason },
-        });
+        outcomes.push(
+            match admit_with_retries(client, single, Lookup::Key, stats).await? {
+                Verdict::Committed => committed_outcome(admission),
+                Verdict::FenceLost => AdmissionOutcome::FenceLost,
+                Verdict::Rejected(reason) => AdmissionOutcome::Rejected { reason },
+            },
+        );
     }
     Ok(outcomes)
 }
@@ -230,11 +287,12 @@ enum Verdict {
 async fn admit_with_retries(
     client: &ClientWrapper,
     admissions: &[Admission<'_>],
+    lookup: Lookup,
     stats: &mut AdmitStats,
 ) -> Result<Verdict, StoreError> {
     for attempt in 1..=MAX_ATTEMPTS {
         stats.transactions += 1;
-        match admit_once(client, admissions, &mut stats.round_trips).await {
+        match admit_once(client, admissions, lookup, &mut stats.round_trips).await {
             Ok(()) => return Ok(Verdict::Committed),
             Err(error) if is_fence_lost(&error) => return Ok(Verdict::FenceLost),
             Err(error) if is_rejection(&error) => {
@@ -256,17 +314,18 @@ async fn admit_with_retries(
     })
 }
 
-/// The admission statement alone, in a transaction the caller opened, which must be
-/// SERIALIZABLE: for tests and fault drills that interleave admissions step by step. It raises
-/// as [`admit`]'s transaction does (a lost fence is `QLF01`) and leaves the commit to the caller.
-/// [`admit`] is what a replica runs.
+/// The admission statement alone (rows found by ctid, as [`admit`] first tries), in a
+/// transaction the caller opened, which must be SERIALIZABLE: for tests and fault drills that
+/// interleave admissions step by step. It raises as [`admit`]'s transaction does (a lost fence
+/// is `QLF01`) and leaves the commit to the caller. [`admit`] is what a replica runs.
+#[doc(hidden)]
 pub async fn admit_in_transaction(
     transaction: &impl GenericClient,
     admissions: &[Admission<'_>],
 ) -> Result<(), StoreError> {
     let columns = Columns::of(admissions);
     transaction
-        .query_one(ADMIT, &columns.params())
+        .query_one(Lookup::Tid.statement(), &columns.params())
         .await
         .map_err(StoreError::from_db)?;
     Ok(())
@@ -282,11 +341,12 @@ fn retry_backoff(attempt: u32) -> Duration {
 async fn admit_once(
     client: &ClientWrapper,
     admissions: &[Admission<'_>],
+    lookup: Lookup,
     round_trips: &mut u32,
 ) -> Result<(), tokio_postgres::Error> {
     let prepared_before = client.statement_cache.size();
     let begin = client.prepare_cached(BEGIN_SERIALIZABLE).await?;
-    let admit = client.prepare_cached(ADMIT).await?;
+    let admit = client.prepare_cached(lookup.statement()).await?;
     let commit = client.prepare_cached(COMMIT).await?;
     *round_trips += prepares_since(client, prepared_before) + 1;
     let columns = Columns::of(admissions);

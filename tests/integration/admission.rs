@@ -436,11 +436,11 @@ async fn history_of(db: &TestDb, owners: &[&str], per_owner: u64) {
 }
 
 /// A table rewrite between claim and admission moves the claimed rows without moving their
-/// fences (docs/OPERATIONS.md): the admission, which finds rows by the ctid the claim returned,
-/// refuses them as lost fences and writes nothing; once the leases expire the rows are claimed
-/// and admitted again, each occurrence once.
+/// fences (docs/OPERATIONS.md): the batch, which finds rows by the ctid their claim returned,
+/// misses them; the fall-back finds each by key and admits it. Every occurrence once, no lease
+/// lost.
 #[tokio::test]
-async fn a_table_rewrite_costs_the_claims_one_lease_and_nothing_else() {
+async fn a_table_rewrite_between_claim_and_admission_costs_one_fallback() {
     let db = TestDb::new().await;
     db.publish(&crate::util::every_second(&["a", "b", "c"]))
         .await;
@@ -450,41 +450,109 @@ async fn a_table_rewrite_costs_the_claims_one_lease_and_nothing_else() {
         .await
         .expect("due");
     let store = db.store("test").await;
-    let rows = claim(&store, "o", 3, 300).await;
+    let rows = claim(&store, "o", 3, 60_000).await;
     assert_eq!(rows.len(), 3);
-    db.client()
-        .await
+    let client = db.client().await;
+    client
         .batch_execute("VACUUM FULL trigger_schedules")
         .await
         .expect("rewrite");
-    let admissions: Vec<_> = rows.iter().map(admission).collect();
-    let outcomes = admit(&store, &admissions).await.expect("admit");
-    assert!(
-        outcomes.contains(&AdmissionOutcome::FenceLost),
-        "the rewrite moved the claimed rows: {outcomes:?}"
-    );
-    let admitted_first = outcomes
+    let now: Vec<String> = client
+        .query("SELECT ctid::text FROM trigger_schedules", &[])
+        .await
+        .expect("ctids")
         .iter()
-        .filter(|o| matches!(o, AdmissionOutcome::Admitted(_)))
-        .count();
-    assert_eq!(
-        db.count("SELECT count(*) FROM runs").await,
-        i64::try_from(admitted_first).expect("small")
-    );
-    sleep_ms(400).await;
-    let again = claim(&store, "o", 3, 60_000).await;
-    assert_eq!(
-        again.len(),
-        3 - admitted_first,
-        "the refused rows, once their leases expired"
-    );
-    let admissions: Vec<_> = again.iter().map(admission).collect();
-    for outcome in admit(&store, &admissions).await.expect("admit again") {
+        .map(|row| row.get(0))
+        .collect();
+    for row in &rows {
+        assert!(
+            !now.contains(&row.row_tid),
+            "the rewrite moved {}: it was at {}, the table now holds {now:?}",
+            row.trigger_id,
+            row.row_tid
+        );
+    }
+    let admissions: Vec<_> = rows.iter().map(admission).collect();
+    let mut stats = qlsched::store::AdmitStats::default();
+    let pooled = store.client().await.expect("pooled connection");
+    let outcomes = qlsched::store::admit::admit(&pooled, &admissions, &mut stats)
+        .await
+        .expect("admit");
+    for outcome in &outcomes {
         assert!(
             matches!(outcome, AdmissionOutcome::Admitted(_)),
             "{outcome:?}"
         );
     }
+    assert_eq!(stats.batch_fallbacks, 1, "{stats:?}");
     let counts = assert_invariants(&db).await;
     assert_eq!(counts.runs, 3);
+}
+
+/// Why concurrent batch admissions do not conflict on the schedule table: inside an admission,
+/// before it commits, the transaction holds no SIREAD lock on `trigger_schedules` or its primary
+/// key. The rows are found by TID scan (no index page read) and PostgreSQL drops a transaction's
+/// SIREAD lock on a tuple that the same transaction then updates. A lookup by key, for contrast,
+/// leaves a lock on the index page it read.
+#[tokio::test]
+async fn an_admission_holds_no_predicate_lock_on_the_schedule_table() {
+    let db = TestDb::new().await;
+    let ids: Vec<String> = (0..48).map(|n| format!("n{n:02}")).collect();
+    let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    db.publish(&crate::util::every_second(&id_refs)).await;
+    db.client()
+        .await
+        .batch_execute("UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 1000")
+        .await
+        .expect("due");
+    let store = db.store("test").await;
+    let rows = claim(&store, "replica-a", 16, 60_000).await;
+    assert_eq!(rows.len(), 16);
+    let mut client = db.client().await;
+    let transaction = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::Serializable)
+        .start()
+        .await
+        .expect("begin");
+    let admissions: Vec<_> = rows.iter().map(admission).collect();
+    qlsched::store::admit::admit_in_transaction(&transaction, &admissions)
+        .await
+        .expect("the admission statement");
+    let locked = siread_locks_on_schedules(&transaction).await;
+    assert!(locked.is_empty(), "SIREAD locks held: {locked:?}");
+    transaction
+        .query(
+            "SELECT 1 FROM trigger_schedules WHERE project_id = 'p' AND trigger_id = 'n40'",
+            &[],
+        )
+        .await
+        .expect("a lookup by key");
+    let locked = siread_locks_on_schedules(&transaction).await;
+    assert!(
+        locked
+            .iter()
+            .any(|(relation, _)| relation == "trigger_schedules_pkey"),
+        "a lookup by key locks the index page it read: {locked:?}"
+    );
+    transaction.rollback().await.expect("rollback");
+}
+
+/// This backend's SIREAD locks on the schedule table and its indexes: (relation, lock type).
+async fn siread_locks_on_schedules(
+    transaction: &tokio_postgres::Transaction<'_>,
+) -> Vec<(String, String)> {
+    transaction
+        .query(
+            "SELECT l.relation::regclass::text, l.locktype FROM pg_locks l
+             WHERE l.mode = 'SIReadLock' AND l.pid = pg_backend_pid()
+               AND l.relation::regclass::text LIKE 'trigger_schedules%'
+             ORDER BY 1, 2",
+            &[],
+        )
+        .await
+        .expect("pg_locks")
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
 }
