@@ -83,7 +83,7 @@ pub enum InspectWhat {
     },
     /// Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates).
     Recovery {
-        /// At most this many candidates listed.
+        /// At most this many candidates listed, oldest run first.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..))]
         limit: i64,
     },

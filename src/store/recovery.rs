@@ -45,7 +45,8 @@ const CLASSIFIED: &str = "WITH source AS (
     FROM attempts a JOIN source USING (run_id)
     ORDER BY a.run_id, a.attempt_no DESC
 ), classified AS (
-    SELECT r.run_id, r.project_id, r.trigger_id, r.status, n.attempt_id, n.attempt_no, n.state,
+    SELECT r.run_id, r.project_id, r.trigger_id, r.status, r.created_at_ms,
+        n.attempt_id, n.attempt_no, n.state,
         array_remove(ARRAY[
             CASE WHEN r.status <> 'queued' THEN 'run is ' || r.status || ', no longer queued' END,
             CASE WHEN r.queued_at_ms IS NULL THEN 'run has no queued_at_ms' END,
@@ -72,7 +73,7 @@ const COUNTS: &str = "SELECT count(*) FILTER (WHERE cardinality(drift) = 0),
 
 const DRIFTED: &str =
     "SELECT run_id, project_id, trigger_id, status, attempt_id, attempt_no, state, drift
-    FROM classified WHERE cardinality(drift) > 0 ORDER BY run_id LIMIT $1";
+    FROM classified WHERE cardinality(drift) > 0 ORDER BY created_at_ms, run_id LIMIT $1";
 
 /// Classifies the recovery source; lists at most `limit` candidates.
 pub async fn recovery_report(

@@ -76,6 +76,37 @@ async fn every_kind_of_drift_is_a_recovery_candidate() {
     assert_eq!(reasons("t2"), ["run is cancelled, no longer queued"]);
 }
 
+/// Candidates are listed oldest run first, whatever their run ids: ids lead with a shard of the
+/// admitting replica (`core::run_id`), not with time, so ordering by id would interleave
+/// replicas and cut `--limit` at an arbitrary place.
+#[tokio::test]
+async fn candidates_are_listed_oldest_first() {
+    let db = TestDb::new().await;
+    four_queued_runs(&db).await;
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE attempts SET worker_id = 'w-1';
+             UPDATE runs SET created_at_ms = created_at_ms
+                 - 1000 * (row_number) FROM (
+                     SELECT run_id AS id, row_number() OVER (ORDER BY run_id) FROM runs) o
+                 WHERE run_id = o.id;",
+        )
+        .await
+        .expect("drift, with the newest run id the oldest run");
+    let client = db.client().await;
+    let report = recovery_report(&client, 3).await.expect("report");
+    let expected: Vec<uuid::Uuid> = client
+        .query("SELECT run_id FROM runs ORDER BY run_id DESC LIMIT 3", &[])
+        .await
+        .expect("runs")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let listed: Vec<_> = report.candidates.iter().map(|c| c.run_id).collect();
+    assert_eq!(listed, expected);
+}
+
 #[tokio::test]
 async fn run_reports_drift_at_startup_and_still_starts() {
     let db = TestDb::new().await;
