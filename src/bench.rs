@@ -97,6 +97,8 @@ pub struct BenchReport {
     pub fence_lost: u64,
     /// Admissions the database refused (a constraint or consistency check).
     pub rejected: u64,
+    /// Rows of failed batches whose own admission could not be settled either (given back).
+    pub unsettled: u64,
     pub round_trips: u64,
     pub round_trips_per_admission: f64,
     /// Runs in the database afterwards.
@@ -269,6 +271,7 @@ async fn measure(
         batch_fallbacks: run.batch_fallbacks,
         fence_lost: run.fence_lost,
         rejected: run.rejected,
+        unsettled: run.unsettled,
         round_trips: run.round_trips,
         round_trips_per_admission: ratio(run.round_trips as f64, run.admitted as f64),
         runs: counts.runs,
@@ -360,6 +363,7 @@ struct BurstRun {
     batch_fallbacks: u64,
     fence_lost: u64,
     rejected: u64,
+    unsettled: u64,
     round_trips: u64,
 }
 
@@ -391,6 +395,7 @@ impl BurstRun {
                 self.batch_fallbacks += u64::from(report.batch_fallbacks);
                 self.fence_lost += report.fence_lost as u64;
                 self.rejected += report.rejected as u64;
+                self.unsettled += report.unsettled as u64;
                 self.round_trips += u64::from(report.round_trips);
             }
             RoundEvent::Failed { started, error, .. } => {

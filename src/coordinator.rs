@@ -37,6 +37,10 @@ pub struct RoundReport {
     /// Rows whose stored cron could not be evaluated: left claimed until the lease expires, which
     /// paces the retry, and logged.
     pub undecidable: usize,
+    /// Rows admitted on their own after their batch failed that could not be settled (retries
+    /// ran out, or the database went away): their claims are released when the database can be
+    /// reached, and the rows are claimed again by a later round.
+    pub unsettled: usize,
     pub transactions: u32,
     pub serialization_retries: u32,
     pub batch_fallbacks: u32,
@@ -160,7 +164,7 @@ impl Coordinator {
         let outcomes = match outcomes {
             Ok(outcomes) => outcomes,
             Err(error) => {
-                // Nothing of a failed admission was committed: give the claims back so that the
+                // `admit` fails only when it committed nothing: give the claims back so that the
                 // next round (here or on another replica) can take them at once.
                 let held: Vec<ReleaseRequest> = rows.iter().map(ReleaseRequest::from).collect();
                 if let Err(release_error) =
@@ -172,6 +176,7 @@ impl Coordinator {
                 return Err(error);
             }
         };
+        let mut unsettled = Vec::new();
         for (admission, outcome) in admissions.iter().zip(outcomes) {
             match outcome {
                 AdmissionOutcome::Admitted(run) => {
@@ -199,8 +204,19 @@ impl Coordinator {
                     tracing::error!(trigger = %admission.row.name(), %reason,
                         "the database refused this admission; nothing written, the claim is left to expire");
                 }
+                AdmissionOutcome::Unsettled { reason } => {
+                    report.unsettled += 1;
+                    tracing::warn!(trigger = %admission.row.name(), %reason,
+                        "admission not settled; the claim is given back for a later round");
+                    unsettled.push(ReleaseRequest::from(admission.row));
+                }
             }
             self.settle(&admission.row.project_id, &admission.row.trigger_id);
+        }
+        if !unsettled.is_empty()
+            && let Err(error) = release(&***client, &unsettled, &mut report.round_trips).await
+        {
+            tracing::warn!(%error, "could not give back unsettled claims; they expire with their lease");
         }
         if !not_due.is_empty() {
             report.released = release(&***client, &not_due, &mut report.round_trips)
@@ -313,7 +329,7 @@ pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity
     };
     Some(RunIdentity {
         run_id: new_run_id(row),
-        attempt_id: Uuid::now_v7(),
+        attempt_id: new_attempt_id(row),
         idempotency_key: idempotency_key(&row.name(), row.trigger_revision, scheduled_for_ms),
         scheduled_for_ms,
     })
@@ -327,6 +343,18 @@ fn new_run_id(row: &ClaimedRow) -> Uuid {
     let mut entropy = [0u8; 8];
     entropy.copy_from_slice(&random.as_bytes()[8..16]);
     run_id(&row.fence.owner, unix_ms, entropy)
+}
+
+/// An attempt id for the admission of `row`: UUIDv7 timed, like the run id, by the claim's
+/// database time, with random bits for uniqueness.
+fn new_attempt_id(row: &ClaimedRow) -> Uuid {
+    let ms = u64::try_from(row.claimed_at_ms).unwrap_or(0);
+    let at = uuid::Timestamp::from_unix(
+        uuid::NoContext,
+        ms / 1000,
+        u32::try_from(ms % 1000).unwrap_or(0) * 1_000_000,
+    );
+    Uuid::new_v7(at)
 }
 
 /// Milliseconds of a duration that configuration bounds keep far below `i64::MAX`.

@@ -136,6 +136,7 @@ fn render(report: &BenchReport) -> String {
         ("batch fallbacks", report.batch_fallbacks.to_string()),
         ("fence lost", report.fence_lost.to_string()),
         ("rejected", report.rejected.to_string()),
+        ("unsettled", report.unsettled.to_string()),
         (
             "round trips/admission",
             format!("{:.3}", report.round_trips_per_admission),

@@ -140,6 +140,7 @@ struct Totals {
     skipped: u64,
     initialized: u64,
     fence_lost: u64,
+    unsettled: u64,
 }
 
 impl Totals {
@@ -151,6 +152,7 @@ impl Totals {
                 self.skipped += report.skipped as u64;
                 self.initialized += report.initialized as u64;
                 self.fence_lost += report.fence_lost as u64;
+                self.unsettled += report.unsettled as u64;
                 for run in &report.admitted {
                     tracing::debug!(trigger = %format!("{}/{}", run.project_id, run.trigger_id),
                         run = %run.run.run_id, key = %run.run.idempotency_key, "admitted");
@@ -169,6 +171,7 @@ impl Totals {
                 skipped = self.skipped,
                 initialized = self.initialized,
                 fence_lost = self.fence_lost,
+                unsettled = self.unsettled,
                 "summary"
             );
         }

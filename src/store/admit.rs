@@ -7,9 +7,10 @@
 //! - A claimed batch is admitted by one statement, each row's fence checked in it. A batch that
 //!   fails (a lost fence, a refused row, retries exhausted) falls back to admitting its rows one
 //!   by one, so one stale row never blocks the others and every row gets its own verdict.
-//! - BEGIN, the statement and COMMIT are pipelined: one round trip. The statement ends in
-//!   `admission_complete()`, which raises when a fence failed, so the pipelined COMMIT finds an
-//!   aborted transaction and rolls it back. Nothing of a failed admission is ever committed.
+//! - BEGIN, the plan settings, the statement and COMMIT are pipelined: one round trip. The
+//!   statement ends in `admission_complete()`, which raises when a fence failed, so the
+//!   pipelined COMMIT finds an aborted transaction and rolls it back. Nothing of a failed
+//!   admission is ever committed.
 //! - Concurrent admissions of different replicas hold no SIREAD lock on a page another one
 //!   writes, so PostgreSQL's SERIALIZABLE, which tracks reads of index pages at page
 //!   granularity, sees no false read-write conflict between them. Two places would otherwise
@@ -20,17 +21,24 @@
 //!     the tuple, not a page) and checks the key and the whole fence on the row there. The
 //!     tuple's lock then goes away: PostgreSQL drops a transaction's SIREAD lock on a tuple
 //!     when the same transaction updates it, and the statement updates each row before it
-//!     reads the next (the UPDATE pulls `fenced` row by row through a nested loop). A plan that
-//!     read every row first would hold more than `max_pred_locks_per_page` (2) tuple locks on
-//!     one heap page, which PostgreSQL promotes to a page lock that no write removes; that was
-//!     measured, and `an_admission_holds_no_predicate_lock_on_the_schedule_table` fails then.
+//!     reads the next (the UPDATE pulls `fenced` row by row through a nested loop).
 //!   - `runs_pkey`: the foreign keys from attempts and events make the transaction read the
 //!     page its new runs went to. Run ids lead with a shard of the claim owner
 //!     (`core::run_id`), so each replica inserts into, and reads, its own pages.
+//! - That needs one plan shape, and the planner does not always choose it: on a small analyzed
+//!   schedule table it scans the whole table (a SIREAD lock on the relation, which every other
+//!   admission's write conflicts with), and at some sizes it hash-joins, reading every row
+//!   before writing any, so more than `max_pred_locks_per_page` (2) tuple locks on one heap page
+//!   are promoted to a page lock that no write removes. Both were seen. Each admission
+//!   transaction therefore turns off sequential scans, hash joins and merge joins for itself
+//!   (`PIN_PLAN`), which leaves nested loops over TID scans.
+//!   `an_admission_holds_no_predicate_lock_on_the_schedule_table` checks the locks at three
+//!   table sizes, analyzed, with custom and generic plans; it fails without the settings.
 //! - A row that moved since its claim is not found by ctid. Every update of a schedule row moves
 //!   `state_version`, so that is almost always a lost fence; the exception is a table rewrite
-//!   (VACUUM FULL, CLUSTER), which moves rows and not their fences. The fall-back finds rows by
-//!   key (`Lookup::Key`), so a rewrite costs one extra transaction and a `FenceLost` verdict
+//!   (VACUUM FULL, CLUSTER), which moves rows and not their fences. A row admitted on its own is
+//!   looked up by key when its ctid misses (`Lookup::Key`), so a rewrite costs a batch in
+//!   flight its failed transaction and two per row, and a `FenceLost` verdict
 //!   always means the fence moved.
 //!
 //! `interleaved_admissions_of_neighbouring_rows_all_commit` (tests/integration/admission.rs)
@@ -39,7 +47,7 @@
 use std::time::Duration;
 
 use deadpool_postgres::ClientWrapper;
-use futures_util::future::join3;
+use futures_util::future::join4;
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
@@ -85,6 +93,11 @@ pub enum AdmissionOutcome {
     /// its idempotency key, or the admission's own consistency check); nothing was written. The
     /// claim is left to expire, which paces the next attempt, and the row never blocks others.
     Rejected { reason: String },
+    /// Admitted on its own after its batch failed, and not settled: serialization failures
+    /// outlasted the retries, or the database could not be reached (then whether its
+    /// transaction committed is unknown). The claim is released if it still holds, or expires;
+    /// either way a later claim finds the row as this admission left it.
+    Unsettled { reason: String },
 }
 
 /// What admitting a set of rows took.
@@ -144,8 +157,8 @@ macro_rules! admit_statement {
       AND e.kind = 'remote_worker'
       AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex')
 ), advanced AS (
-    -- By the tid held locked (a TID scan, whichever lookup found it), key and fence again.
-    -- Row by row: each row is written before the next is read (module docs).
+    -- By the tid held locked, key and fence again. Row by row, each row written before the
+    -- next is read: a nested loop over a TID scan, which PIN_PLAN leaves as the only cheap plan.
     UPDATE trigger_schedules s
     SET next_fire_at_ms = f.next_fire_at_ms,
         last_scheduled_at_ms = coalesce(f.scheduled_for_ms, s.last_scheduled_at_ms),
@@ -220,37 +233,39 @@ impl Lookup {
 }
 
 const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
+
+// The plan the admission relies on (module docs): every join a nested loop, so each row is
+// written before the next is read, and no sequential scan, so each schedule row is reached by
+// TID. Left to itself the planner takes a sequential scan on a small schedule table (a SIREAD
+// lock on the whole relation) and, at some sizes, a hash join that reads every row first.
+// Transaction-local: the COMMIT or rollback that follows resets them.
+const PIN_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), \
+    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
 const COMMIT: &str = "COMMIT";
 
 /// Admits every admission given; one outcome per admission, in order. Fence losses are outcomes,
-/// not errors; an error means the database could not be asked (or a single admission's retries
-/// ran out, [`StoreError::RetriesExhausted`]).
+/// not errors. An error means nothing was committed: the database could not be asked, or, for a
+/// single admission, its retries ran out ([`StoreError::RetriesExhausted`]).
 ///
-/// The claimed set is admitted in one transaction, rows found by ctid. If that fails (a lost
-/// fence, a refused row, retries exhausted), each row is admitted on its own, found by key, and
-/// gets its own verdict: one stale row never blocks the others, and a row a table rewrite moved
-/// is admitted all the same.
+/// A claimed set of several rows is admitted in one transaction, rows found by ctid. If that
+/// fails (a lost fence, a refused row, retries exhausted), each row is admitted on its own
+/// (`admit_one`) and gets its own verdict, so one stale row never blocks the others; a row
+/// that cannot be settled then is [`AdmissionOutcome::Unsettled`], since rows before it may
+/// have committed.
 pub async fn admit(
     client: &ClientWrapper,
     admissions: &[Admission<'_>],
     stats: &mut AdmitStats,
 ) -> Result<Vec<AdmissionOutcome>, StoreError> {
-    if admissions.is_empty() {
-        return Ok(Vec::new());
+    match admissions {
+        [] => return Ok(Vec::new()),
+        [single] => return Ok(vec![admit_one(client, single, stats).await?]),
+        _ => {}
     }
     match admit_with_retries(client, admissions, Lookup::Tid, stats).await {
         Ok(Verdict::Committed) => {
             return Ok(admissions.iter().map(committed_outcome).collect());
         }
-        // One row, refused for what it is: asking again by key would be refused again.
-        Ok(Verdict::Rejected(reason)) if admissions.len() == 1 => {
-            return Ok(vec![AdmissionOutcome::Rejected { reason }]);
-        }
-        Err(error @ StoreError::RetriesExhausted { .. }) if admissions.len() == 1 => {
-            return Err(error);
-        }
-        // Whatever one row did to the set, each row gets its own verdict below; only a
-        // database that cannot be asked ends the attempt.
         Ok(Verdict::FenceLost | Verdict::Rejected(_))
         | Err(StoreError::RetriesExhausted { .. }) => {
             stats.batch_fallbacks += 1;
@@ -258,17 +273,48 @@ pub async fn admit(
         Err(other) => return Err(other),
     }
     let mut outcomes = Vec::with_capacity(admissions.len());
+    let mut unreachable: Option<String> = None;
     for admission in admissions {
-        let single = std::slice::from_ref(admission);
-        outcomes.push(
-            match admit_with_retries(client, single, Lookup::Key, stats).await? {
-                Verdict::Committed => committed_outcome(admission),
-                Verdict::FenceLost => AdmissionOutcome::FenceLost,
-                Verdict::Rejected(reason) => AdmissionOutcome::Rejected { reason },
+        if let Some(reason) = &unreachable {
+            outcomes.push(AdmissionOutcome::Unsettled {
+                reason: format!("not tried: {reason}"),
+            });
+            continue;
+        }
+        outcomes.push(match admit_one(client, admission, stats).await {
+            Ok(outcome) => outcome,
+            Err(error @ StoreError::RetriesExhausted { .. }) => AdmissionOutcome::Unsettled {
+                reason: error.to_string(),
             },
-        );
+            Err(error) => {
+                let reason = error.to_string();
+                unreachable = Some(reason.clone());
+                AdmissionOutcome::Unsettled { reason }
+            }
+        });
     }
     Ok(outcomes)
+}
+
+/// Admits one row: found by ctid, and if not found there, by key, so that a row a table rewrite
+/// moved is admitted all the same and `FenceLost` always means the fence moved. The ctid comes
+/// first because the lookup by key locks an index page other admissions write, and a row is
+/// admitted on its own exactly when its batch failed, often for conflicts.
+async fn admit_one(
+    client: &ClientWrapper,
+    admission: &Admission<'_>,
+    stats: &mut AdmitStats,
+) -> Result<AdmissionOutcome, StoreError> {
+    let single = std::slice::from_ref(admission);
+    let mut verdict = admit_with_retries(client, single, Lookup::Tid, stats).await?;
+    if matches!(verdict, Verdict::FenceLost) {
+        verdict = admit_with_retries(client, single, Lookup::Key, stats).await?;
+    }
+    Ok(match verdict {
+        Verdict::Committed => committed_outcome(admission),
+        Verdict::FenceLost => AdmissionOutcome::FenceLost,
+        Verdict::Rejected(reason) => AdmissionOutcome::Rejected { reason },
+    })
 }
 
 fn committed_outcome(admission: &Admission<'_>) -> AdmissionOutcome {
@@ -325,6 +371,10 @@ pub async fn admit_in_transaction(
 ) -> Result<(), StoreError> {
     let columns = Columns::of(admissions);
     transaction
+        .query_one(PIN_PLAN, &[])
+        .await
+        .map_err(StoreError::from_db)?;
+    transaction
         .query_one(Lookup::Tid.statement(), &columns.params())
         .await
         .map_err(StoreError::from_db)?;
@@ -337,7 +387,7 @@ fn retry_backoff(attempt: u32) -> Duration {
     Duration::from_millis(u64::from(attempt) * 4 + jitter)
 }
 
-/// One pipelined round trip: BEGIN, the admission statement, COMMIT.
+/// One pipelined round trip: BEGIN, the plan settings, the admission statement, COMMIT.
 async fn admit_once(
     client: &ClientWrapper,
     admissions: &[Admission<'_>],
@@ -346,24 +396,27 @@ async fn admit_once(
 ) -> Result<(), tokio_postgres::Error> {
     let prepared_before = client.statement_cache.size();
     let begin = client.prepare_cached(BEGIN_SERIALIZABLE).await?;
+    let pin = client.prepare_cached(PIN_PLAN).await?;
     let admit = client.prepare_cached(lookup.statement()).await?;
     let commit = client.prepare_cached(COMMIT).await?;
     *round_trips += prepares_since(client, prepared_before) + 1;
     let columns = Columns::of(admissions);
     let params = columns.params();
-    // join3 polls in order, so the three requests leave in order on the one connection.
-    let (began, admitted, committed) = join3(
+    // join4 polls in order, so the four requests leave in order on the one connection.
+    let (began, pinned, admitted, committed) = join4(
         client.execute(&begin, &[]),
+        client.query_one(&pin, &[]),
         client.query_one(&admit, &params),
         client.execute(&commit, &[]),
     )
     .await;
-    match (began, admitted, committed) {
-        // The pipelined COMMIT found the transaction aborted and ended it as a rollback.
-        (Err(error), _, _) | (Ok(_), Err(error), _) => Err(error),
-        (Ok(_), Ok(_), Err(error)) => Err(error),
-        (Ok(_), Ok(_), Ok(_)) => Ok(()),
-    }
+    // The first error is the cause; after it the pipelined COMMIT found the transaction aborted
+    // and ended it as a rollback.
+    began?;
+    pinned?;
+    admitted?;
+    committed?;
+    Ok(())
 }
 
 /// The admission statement's parameters, column by column.

@@ -37,6 +37,8 @@ fn a_tiny_bench_admits_every_occurrence_once() {
         "runs_without_two_events",
         "orphans",
         "fence_lost",
+        "rejected",
+        "unsettled",
         "failed_rounds",
     ] {
         assert_eq!(report[field], 0, "{field}");
