@@ -433,12 +433,7 @@ async fn interleaved_admissions_of_neighbouring_rows_all_commit() {
     }
     let mut transactions = Vec::new();
     for (client, rows) in clients.iter_mut().zip(&batches) {
-        let transaction = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::Serializable)
-            .start()
-            .await
-            .expect("begin");
+        let transaction = serializable(client).await;
         let admissions: Vec<_> = rows.iter().map(admission).collect();
         qlsched::store::admit::admit_in_transaction(&transaction, &admissions)
             .await
@@ -574,12 +569,7 @@ async fn an_admission_holds_no_predicate_lock_on_the_schedule_table() {
         let admissions: Vec<_> = rows.iter().map(admission).collect();
         let mut client = db.client().await;
         for plans in ["auto", "force_generic_plan"] {
-            let transaction = client
-                .build_transaction()
-                .isolation_level(tokio_postgres::IsolationLevel::Serializable)
-                .start()
-                .await
-                .expect("begin");
+            let transaction = serializable(&mut client).await;
             transaction
                 .batch_execute(&format!("SET LOCAL plan_cache_mode = {plans}"))
                 .await
@@ -610,6 +600,16 @@ async fn an_admission_holds_no_predicate_lock_on_the_schedule_table() {
             transaction.rollback().await.expect("rollback");
         }
     }
+}
+
+/// A SERIALIZABLE transaction on `client`, as an admission runs in.
+async fn serializable(client: &mut tokio_postgres::Client) -> tokio_postgres::Transaction<'_> {
+    client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::Serializable)
+        .start()
+        .await
+        .expect("begin")
 }
 
 /// This backend's SIREAD locks on the schedule table and its indexes: (relation, lock type).
