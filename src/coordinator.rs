@@ -338,23 +338,27 @@ pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity
 /// A run id for the admission of `row`: sharded by its claim owner, timed by its claim, which
 /// the database clocked (index locality only: nothing reads the time back).
 fn new_run_id(row: &ClaimedRow) -> Uuid {
-    let unix_ms = u64::try_from(row.claimed_at_ms).unwrap_or(0);
     let random = Uuid::new_v4();
     let mut entropy = [0u8; 8];
     entropy.copy_from_slice(&random.as_bytes()[8..16]);
-    run_id(&row.fence.owner, unix_ms, entropy)
+    run_id(&row.fence.owner, claimed_unix_ms(row), entropy)
 }
 
 /// An attempt id for the admission of `row`: UUIDv7 timed, like the run id, by the claim's
 /// database time, with random bits for uniqueness.
 fn new_attempt_id(row: &ClaimedRow) -> Uuid {
-    let ms = u64::try_from(row.claimed_at_ms).unwrap_or(0);
+    let ms = claimed_unix_ms(row);
     let at = uuid::Timestamp::from_unix(
         uuid::NoContext,
         ms / 1000,
         u32::try_from(ms % 1000).unwrap_or(0) * 1_000_000,
     );
     Uuid::new_v7(at)
+}
+
+/// The claim's database time as unix milliseconds (a clock before 1970 reads as 0).
+fn claimed_unix_ms(row: &ClaimedRow) -> u64 {
+    u64::try_from(row.claimed_at_ms).unwrap_or(0)
 }
 
 /// Milliseconds of a duration that configuration bounds keep far below `i64::MAX`.

@@ -213,8 +213,9 @@ enum Lookup {
     /// index page is read, so concurrent admissions share none. A row that moved since its
     /// claim is not found.
     Tid,
-    /// By primary key: finds a row wherever it is, so a table rewrite between claim and
-    /// admission costs nothing, and a row not found really lost its fence.
+    /// By primary key: finds a row wherever it is, so a row a table rewrite moved between
+    /// claim and admission is still admitted, and a row whose fence fails here really lost it.
+    /// Tried for a single row only after its ctid missed: it locks an index page.
     Key,
 }
 
