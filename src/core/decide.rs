@@ -369,7 +369,8 @@ mod tests {
     }
 
     /// A million missed every-second occurrences cost what one does: the decider never walks the
-    /// backlog. The bound is loose for slow CI machines; a walk would take seconds.
+    /// backlog. The bound only catches a walk (a million cron steps take tens of seconds in a debug
+    /// build); it is a full second so that a test thread descheduled on a loaded machine passes.
     #[test]
     fn huge_backlog_is_decided_without_walking_it() {
         let now = utc(2026, 6, 1, 0, 0, 0);
@@ -385,7 +386,7 @@ mod tests {
             })
             .unwrap();
             assert!(
-                started.elapsed() < std::time::Duration::from_millis(50),
+                started.elapsed() < std::time::Duration::from_secs(1),
                 "{missed}"
             );
             assert_eq!(

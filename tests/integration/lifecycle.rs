@@ -127,7 +127,7 @@ async fn stop_waits_at_most_the_drain_timeout_then_releases_unadmitted_claims() 
     db.client()
         .await
         .batch_execute(
-            "UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 500;
+            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
              CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
              CREATE TRIGGER stall BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION stall();",
@@ -170,7 +170,9 @@ async fn stop_drains_a_round_that_finishes_in_time() {
     every_second(&db, 5).await;
     db.client()
         .await
-        .batch_execute("UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 500")
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000",
+        )
         .await
         .expect("due");
     let coordinator = Arc::new(Coordinator::new(
@@ -208,7 +210,22 @@ async fn a_failed_round_is_reported_and_the_next_round_still_runs() {
     let coordinator = Arc::new(Coordinator::new(db.store("r").await, config("r", 50, 1000)));
     let (sender, mut events) = mpsc::unbounded_channel();
     let lifecycle = Lifecycle::start(coordinator, Some(sender));
-    sleep_ms(400).await;
+    // Two failed rounds before healing, however slowly they come.
+    let mut events_seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while events_seen
+        .iter()
+        .filter(|e| matches!(e, RoundEvent::Failed { .. }))
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "no two failed rounds");
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .expect("a round ends")
+            .expect("the lifecycle runs");
+        events_seen.push(event);
+    }
     client
         .batch_execute("DROP TRIGGER refuse ON trigger_schedules")
         .await
@@ -223,7 +240,8 @@ async fn a_failed_round_is_reported_and_the_next_round_still_runs() {
         sleep_ms(50).await;
     }
     lifecycle.stop().await;
-    let events = drain(&mut events);
+    events_seen.extend(drain(&mut events));
+    let events = events_seen;
     let first_ok = events
         .iter()
         .position(|e| matches!(e, RoundEvent::Finished { report, .. } if report.claimed > 0));
@@ -247,7 +265,7 @@ async fn a_round_that_outlives_its_lease_is_cancelled_and_the_timer_goes_on() {
     let client = db.client().await;
     client
         .batch_execute(
-            "UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 500;
+            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
              CREATE FUNCTION hang() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$;
              CREATE TRIGGER hang BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION hang();",
