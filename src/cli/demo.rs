@@ -1,5 +1,6 @@
 //! `qlsched demo`: the product doing its main job, from nothing, in one command. It (re)creates
-//! the database `qlsched_demo` on the server the connection settings name, migrates it,
+//! the database `qlsched_demo` (or `--database`) on the server the connection settings name,
+//! migrates it,
 //! publishes `examples/demo.json`, runs three replicas in this process (each with its own pool),
 //! and shows them at work until `q` or Ctrl-C (or `--duration`): in `top` on a terminal, as one
 //! line per admission otherwise. Then it checks the invariants of what was admitted.
@@ -14,20 +15,27 @@ use tokio::sync::mpsc;
 
 use super::args::duration_arg;
 use super::output::print;
-use super::run::shutdown_signal;
+use super::run::Shutdown;
 use super::{CliError, Global};
 use crate::coordinator::{AdmittedRun, Coordinator};
 use crate::core::CoordinatorConfig;
 use crate::core::manifest::parse_manifest;
 use crate::lifecycle::{Lifecycle, RoundEvent};
-use crate::store::Store;
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
 use crate::store::scratch::recreate_database;
+use crate::store::scratch::{
+    ExistingDatabase, check_database_name, comment_on_database, existing_database,
+};
+use crate::store::{ConnectionSettings, Store};
 
 /// The demo's database; recreated on every start.
 pub const DEMO_DATABASE: &str = "qlsched_demo";
+
+/// The comment every demo database carries. The demo drops and recreates its database, so it
+/// refuses a name that holds any other database: `--database` must never be a way to lose one.
+pub const DEMO_MARK: &str = "made by qlsched demo; the next demo drops and recreates it";
 
 /// The sample manifest, also readable (and publishable) at examples/demo.json.
 pub const DEMO_MANIFEST: &str = include_str!("../../examples/demo.json");
@@ -38,8 +46,9 @@ pub struct DemoArgs {
     #[arg(long, value_parser = duration_arg)]
     pub duration: Option<Duration>,
 
-    /// The database to (re)create for the demo, on the server the connection settings name.
-    #[arg(long, default_value = DEMO_DATABASE)]
+    /// The database to (re)create for the demo, on the server the connection settings name. An
+    /// existing database is dropped only if an earlier demo made it.
+    #[arg(long, default_value = DEMO_DATABASE, value_parser = database_name_arg)]
     pub database: String,
 
     /// Number of in-process replicas.
@@ -50,13 +59,13 @@ pub struct DemoArgs {
 pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
     let server = global.connection.settings()?;
     let schema = &global.connection.schema;
-    let settings = server.with_dbname(DEMO_DATABASE);
+    let database = args.database.as_str();
+    let settings = server.with_dbname(database);
+    recreate_demo_database(&server, database).await?;
     eprintln!(
-        "qlsched demo: recreating database {} on {}",
-        DEMO_DATABASE,
+        "qlsched demo: recreated database {database} on {}",
         server.describe()
     );
-    recreate_database(&server, DEMO_DATABASE, None).await?;
     let mut admin = settings.connect(schema, "qlsched demo").await?;
     migrate_up(&mut admin, schema).await?;
     let manifest = parse_manifest(DEMO_MANIFEST)?;
@@ -67,10 +76,11 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
         args.replicas
     );
     eprintln!(
-        "qlsched demo: watch with `qlsched -D {} inspect` in another terminal; Ctrl-C to stop",
-        DEMO_DATABASE
+        "qlsched demo: watch with `qlsched -D {database} inspect` in another terminal; Ctrl-C to stop"
     );
 
+    // Caught before the first replica starts, so that Ctrl-C always stops them cleanly.
+    let mut shutdown = Shutdown::install()?;
     // On a terminal the demo shows itself in `top` (issue 4, point 5); piped, it prints lines.
     let dashboard = std::io::stdout().is_terminal();
     let (events, mut received) = mpsc::unbounded_channel();
@@ -102,10 +112,10 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
                 match duration {
                     Some(duration) => tokio::select! {
                         () = tokio::time::sleep(duration) => {}
-                        _ = shutdown_signal() => {}
+                        _ = shutdown.recv() => {}
                     },
                     None => {
-                        let _ = shutdown_signal().await;
+                        shutdown.recv().await;
                     }
                 }
             },
@@ -125,12 +135,10 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
             .unwrap_or(Duration::from_secs(u64::from(u32::MAX))),
     );
     tokio::pin!(deadline);
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut deadline => break,
-            signal = &mut shutdown => { signal?; break; }
+            _ = shutdown.recv() => break,
             Some(event) = received.recv() => match event {
                 RoundEvent::Finished { report, .. } => {
                     for admitted in &report.admitted {
@@ -201,4 +209,33 @@ fn admission_line(owner: &str, admitted: &AdmittedRun) -> String {
 fn clock(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map_or_else(|| ms.to_string(), |t| t.format("%H:%M:%S%.3f").to_string())
+}
+
+/// Drops and recreates `name` for the demo, and marks it as the demo's. Refuses (exit 2, nothing
+/// dropped) a database that exists without the mark, except the default name, which demos made
+/// before they marked their databases.
+async fn recreate_demo_database(server: &ConnectionSettings, name: &str) -> Result<(), CliError> {
+    if let ExistingDatabase::Present { comment } = existing_database(server, name).await?
+        && comment.as_deref() != Some(DEMO_MARK)
+        && name != DEMO_DATABASE
+    {
+        return Err(CliError::Usage(format!(
+            "database {name} exists and was not made by `qlsched demo`; the demo drops and \
+             recreates its database, so name another with --database (or drop {name} yourself)"
+        )));
+    }
+    recreate_database(server, name, None).await?;
+    comment_on_database(server, name, DEMO_MARK).await?;
+    Ok(())
+}
+
+/// `--database`: a plain identifier, checked before anything is touched.
+fn database_name_arg(name: &str) -> Result<String, String> {
+    check_database_name(name)
+        .map(|()| name.to_owned())
+        .map_err(|_| {
+            "use 1 to 63 lower-case letters, digits and underscores, starting with a letter or \
+             underscore, not `pg_`"
+                .to_owned()
+        })
 }

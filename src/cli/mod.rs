@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand};
 
 pub use args::{ColorChoice, ConfirmArgs, ConnectionArgs, OutputArgs, OutputFormat};
+pub use demo::{DEMO_DATABASE, DEMO_MARK};
 pub use error::{CliError, exit};
 
 /// PostgreSQL row-lease cluster scheduler: exactly-once cron admission across leaderless

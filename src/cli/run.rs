@@ -72,31 +72,29 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     let config = args.replica.config()?;
     let settings = global.connection.settings()?;
     let schema = &global.connection.schema;
-    let store = Store::open(
-        &settings,
-        schema,
-        &format!("qlsched run {}", config.owner),
-        2,
-    )
-    .await?;
-    check_ready(&**store.client().await?, schema).await?;
-    let recovery = recovery_report(&**store.client().await?, 20).await?;
-    if recovery.drifted > 0 {
-        tracing::warn!(
-            pristine = recovery.pristine,
-            drifted = recovery.drifted,
-            "startup recovery found drifted runs; they are not re-admitted (see `qlsched inspect recovery`)"
-        );
-        for candidate in &recovery.candidates {
-            tracing::warn!(run = %candidate.run_id, trigger = %format!("{}/{}", candidate.project_id, candidate.trigger_id),
-                drift = %candidate.drift.join("; "), "recovery candidate");
+    // Caught from here on: a SIGTERM while the replica connects or runs its recovery report ends
+    // the start cleanly (nothing is claimed before the lifecycle starts) instead of killing the
+    // process by the signal's default action.
+    let mut shutdown = Shutdown::install()?;
+    let start = async {
+        let store = Store::open(
+            &settings,
+            schema,
+            &format!("qlsched run {}", config.owner),
+            2,
+        )
+        .await?;
+        check_ready(&**store.client().await?, schema).await?;
+        log_recovery(&**store.client().await?).await?;
+        Ok::<_, CliError>(store)
+    };
+    let store = tokio::select! {
+        store = start => store?,
+        signal = shutdown.recv() => {
+            tracing::info!(signal, "stopped while starting: nothing was claimed");
+            return Ok(());
         }
-    } else {
-        tracing::info!(
-            pristine = recovery.pristine,
-            "startup recovery: every queued run is pristine"
-        );
-    }
+    };
     tracing::info!(
         owner = %config.owner, batch = config.batch, lease = %format_duration(config.lease),
         cadence = %format_duration(config.cadence), database = %settings.describe(), %schema,
@@ -109,12 +107,10 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     let mut totals = Totals::default();
     let mut summary = tokio::time::interval(Duration::from_secs(60));
     summary.tick().await;
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            signal = &mut shutdown => {
-                tracing::info!(signal = signal?, "stopping: draining the round in flight");
+            signal = shutdown.recv() => {
+                tracing::info!(signal, "stopping: draining the round in flight");
                 break;
             }
             Some(event) = received.recv() => totals.add(&event),
@@ -179,13 +175,56 @@ impl Totals {
     }
 }
 
-/// Resolves with the name of the first SIGINT or SIGTERM.
+/// Startup recovery (DESIGN.md section 4): drifted queued runs are logged, never re-admitted, and
+/// the replica still starts.
+async fn log_recovery(client: &tokio_postgres::Client) -> Result<(), CliError> {
+    let recovery = recovery_report(client, 20).await?;
+    if recovery.drifted == 0 {
+        tracing::info!(
+            pristine = recovery.pristine,
+            "startup recovery: every queued run is pristine"
+        );
+        return Ok(());
+    }
+    tracing::warn!(
+        pristine = recovery.pristine,
+        drifted = recovery.drifted,
+        "startup recovery found drifted runs; they are not re-admitted (see `qlsched inspect recovery`)"
+    );
+    for candidate in &recovery.candidates {
+        tracing::warn!(run = %candidate.run_id, trigger = %format!("{}/{}", candidate.project_id, candidate.trigger_id),
+            drift = %candidate.drift.join("; "), "recovery candidate");
+    }
+    Ok(())
+}
+
+/// SIGINT and SIGTERM, caught from the moment [`Shutdown::install`] returns: a signal that comes
+/// before anyone waits for it is kept, not lost and not fatal.
+pub struct Shutdown {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+    /// Replaces the default actions of SIGINT and SIGTERM for the rest of the process.
+    pub fn install() -> Result<Self, CliError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// The name of the next signal. Cancel-safe: a signal is not lost when a `select!` drops this.
+    pub async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+        }
+    }
+}
+
+/// Resolves with the name of the first SIGINT or SIGTERM after it is first polled.
 pub async fn shutdown_signal() -> Result<&'static str, CliError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    Ok(tokio::select! {
-        _ = interrupt.recv() => "SIGINT",
-        _ = terminate.recv() => "SIGTERM",
-    })
+    Ok(Shutdown::install()?.recv().await)
 }

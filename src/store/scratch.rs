@@ -49,3 +49,51 @@ async fn drop_with(
         .await?;
     Ok(client)
 }
+
+/// What a server holds under a database name: nothing, or a database with its comment (set by
+/// `COMMENT ON DATABASE`, read with `shobj_description`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExistingDatabase {
+    Absent,
+    Present { comment: Option<String> },
+}
+
+/// Looks `name` up in `pg_database`.
+pub async fn existing_database(
+    settings: &ConnectionSettings,
+    name: &str,
+) -> Result<ExistingDatabase, StoreError> {
+    check_database_name(name)?;
+    let client = settings
+        .connect(&SchemaName::default(), "qlsched scratch")
+        .await?;
+    let row = client
+        .query_opt(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1",
+            &[&name],
+        )
+        .await?;
+    Ok(match row {
+        None => ExistingDatabase::Absent,
+        Some(row) => ExistingDatabase::Present {
+            comment: row.get(0),
+        },
+    })
+}
+
+/// Sets the comment of database `name` (COMMENT takes no parameters: quotes are doubled).
+pub async fn comment_on_database(
+    settings: &ConnectionSettings,
+    name: &str,
+    comment: &str,
+) -> Result<(), StoreError> {
+    check_database_name(name)?;
+    let client = settings
+        .connect(&SchemaName::default(), "qlsched scratch")
+        .await?;
+    let literal = comment.replace('\'', "''");
+    client
+        .batch_execute(&format!("COMMENT ON DATABASE \"{name}\" IS '{literal}'"))
+        .await?;
+    Ok(())
+}

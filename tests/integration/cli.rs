@@ -1,6 +1,8 @@
 //! The command line as scripts meet it: configuration refused before any connection, secrets
 //! never printed, the demo doing its job, signals ending a replica cleanly.
 
+use qlsched::store::scratch::ExistingDatabase;
+
 use crate::util::{TestDb, code, qlsched, server, stderr, stdout};
 
 #[test]
@@ -72,6 +74,8 @@ fn tls_is_refused_rather_than_downgraded() {
 async fn the_demo_admits_runs_and_checks_them() {
     let name = format!("qlsched_demo_test_{}", std::process::id());
     let server_url = crate::util::server_url();
+    // 8 s: initializing fires nothing, the first `*/2` heartbeat may be 2 s off, and a loaded
+    // machine's first round may be slow; two heartbeats still fit.
     let output = qlsched(
         None,
         &[
@@ -81,14 +85,24 @@ async fn the_demo_admits_runs_and_checks_them() {
             "--database",
             &name,
             "--duration",
-            "5s",
+            "8s",
         ],
         None,
     );
+    let made = qlsched::store::scratch::existing_database(&server(), &name)
+        .await
+        .expect("look the database up");
     qlsched::store::scratch::drop_database(&server(), &name)
         .await
         .expect("drop the demo database");
     assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(
+        made,
+        ExistingDatabase::Present {
+            comment: Some(qlsched::cli::DEMO_MARK.to_owned())
+        },
+        "the demo made and marked the database --database names"
+    );
     let heartbeats = stdout(&output)
         .lines()
         .filter(|l| l.contains("acme/heartbeat"))
@@ -105,6 +119,68 @@ async fn the_demo_admits_runs_and_checks_them() {
         ),
         "{summary}"
     );
+}
+
+/// The demo drops and recreates its database: a database it did not make is refused, exit 2,
+/// and left as it was.
+#[tokio::test]
+async fn the_demo_never_drops_a_database_it_did_not_make() {
+    let db = TestDb::new().await;
+    let before = crate::util::fingerprint(&db).await;
+    let output = qlsched(
+        None,
+        &[
+            "-D",
+            &crate::util::server_url(),
+            "demo",
+            "--database",
+            &db.name,
+            "--duration",
+            "1s",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains(&format!(
+            "database {} exists and was not made by `qlsched demo`",
+            db.name
+        )),
+        "{message}"
+    );
+    assert_eq!(message.trim_end().lines().count(), 1, "{message}");
+    assert_eq!(crate::util::fingerprint(&db).await, before);
+    let output = qlsched(None, &["demo", "--database", "Prod-DB"], None);
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(stderr(&output).contains("'Prod-DB' for '--database"));
+}
+
+/// A signal while the replica is still connecting ends it with exit 0 and nothing claimed, not by
+/// the signal's default action. The "server" accepts the connection and never answers, so the
+/// replica is held in its start for as long as the test likes.
+#[tokio::test]
+async fn sigterm_while_starting_stops_cleanly() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listen");
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{}/none",
+        silent.local_addr().expect("port").port()
+    );
+    let child = crate::util::spawn_run(&url, &["--owner", "early"]);
+    let (_held, _) = tokio::time::timeout(std::time::Duration::from_secs(20), silent.accept())
+        .await
+        .expect("the replica connects")
+        .expect("accept");
+    let output = crate::util::terminate(child);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{log}");
+    assert!(
+        log.contains("stopped while starting: nothing was claimed"),
+        "{log}"
+    );
+    assert!(!log.contains("replica started"), "{log}");
 }
 
 #[tokio::test]

@@ -113,7 +113,19 @@ async fn run_reports_drift_at_startup_and_still_starts() {
     four_queued_runs(&db).await;
     db.client().await.batch_execute("UPDATE attempts SET lease_id = 'l-1' WHERE attempt_no = 1 AND run_id = (SELECT run_id FROM runs ORDER BY run_id LIMIT 1)").await.expect("drift");
     let child = crate::util::spawn_run(&db.url(), &["--owner", "rec", "--drain-timeout", "1s"]);
-    sleep_ms(1_500).await;
+    // Started means admitting: wait for the replica's first run rather than for a fixed time.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db
+        .count("SELECT count(*) FROM run_events WHERE payload->>'claim_owner' = 'rec'")
+        .await
+        == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replica never admitted"
+        );
+        sleep_ms(50).await;
+    }
     let output = crate::util::terminate(child);
     let log = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{log}");
