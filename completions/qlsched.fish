@@ -300,7 +300,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Dis
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l database -d 'The database to (re)create for the demo, on the server the connection settings name. An existing database is dropped only if an earlier demo made it' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l database -d 'The database to (re)create for the demo, on the server the connection settings name. An existing database is dropped only if an earlier demo made it (or it is `qlsched_demo`)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l replicas -d 'Number of in-process replicas' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l schema -d 'Schema that holds the qlsched tables' -r

@@ -24,10 +24,7 @@ use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
-use crate::store::scratch::recreate_database;
-use crate::store::scratch::{
-    ExistingDatabase, check_database_name, comment_on_database, existing_database,
-};
+use crate::store::scratch::{Recreated, check_database_name, recreate_marked_database};
 use crate::store::{ConnectionSettings, Store};
 
 /// The demo's database; recreated on every start.
@@ -47,7 +44,7 @@ pub struct DemoArgs {
     pub duration: Option<Duration>,
 
     /// The database to (re)create for the demo, on the server the connection settings name. An
-    /// existing database is dropped only if an earlier demo made it.
+    /// existing database is dropped only if an earlier demo made it (or it is `qlsched_demo`).
     #[arg(long, default_value = DEMO_DATABASE, value_parser = database_name_arg)]
     pub database: String,
 
@@ -215,18 +212,13 @@ fn clock(ms: i64) -> String {
 /// dropped) a database that exists without the mark, except the default name, which demos made
 /// before they marked their databases.
 async fn recreate_demo_database(server: &ConnectionSettings, name: &str) -> Result<(), CliError> {
-    if let ExistingDatabase::Present { comment } = existing_database(server, name).await?
-        && comment.as_deref() != Some(DEMO_MARK)
-        && name != DEMO_DATABASE
-    {
-        return Err(CliError::Usage(format!(
+    match recreate_marked_database(server, name, DEMO_MARK, name == DEMO_DATABASE).await? {
+        Recreated::Done => Ok(()),
+        Recreated::Refused { .. } => Err(CliError::Usage(format!(
             "database {name} exists and was not made by `qlsched demo`; the demo drops and \
              recreates its database, so name another with --database (or drop {name} yourself)"
-        )));
+        ))),
     }
-    recreate_database(server, name, None).await?;
-    comment_on_database(server, name, DEMO_MARK).await?;
-    Ok(())
 }
 
 /// `--database`: a plain identifier, checked before anything is touched.

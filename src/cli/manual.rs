@@ -6,7 +6,7 @@ The same for every subcommand:
 
   0   success
   1   unexpected error
-  2   usage error (bad flag or argument, such as a malformed PROJECT/TRIGGER, a negative or non-numeric --version, a bad duration or an unknown --state; a destructive action without --yes and without a terminal)
+  2   usage error (bad flag or argument, such as a malformed PROJECT/TRIGGER, a negative or non-numeric --version, a bad duration or an unknown --state; a destructive action without --yes and without a terminal; `demo --database` naming a database no demo made)
   3   fence rejected: the claim named no longer holds (other owner, newer version, expired)
   4   not found
   5   nothing eligible (no due, unclaimed row; a named row that is not eligible, or holds no claim to expire)

@@ -216,15 +216,12 @@ impl Shutdown {
     }
 
     /// The name of the next signal. Cancel-safe: a signal is not lost when a `select!` drops this.
+    /// Should tokio's signal driver go away (it does not while the runtime lives), this resolves
+    /// too: a process that can no longer hear signals stops rather than runs on deaf.
     pub async fn recv(&mut self) -> &'static str {
         tokio::select! {
-            _ = self.interrupt.recv() => "SIGINT",
-            _ = self.terminate.recv() => "SIGTERM",
+            received = self.interrupt.recv() => if received.is_some() { "SIGINT" } else { "none (signal handling ended)" },
+            received = self.terminate.recv() => if received.is_some() { "SIGTERM" } else { "none (signal handling ended)" },
         }
     }
-}
-
-/// Resolves with the name of the first SIGINT or SIGTERM after it is first polled.
-pub async fn shutdown_signal() -> Result<&'static str, CliError> {
-    Ok(Shutdown::install()?.recv().await)
 }

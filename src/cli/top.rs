@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::duration_arg;
-use super::run::shutdown_signal;
+use super::run::Shutdown;
 use super::{CliError, Global};
 use crate::store::{ConnectionSettings, Store};
 use crate::tui::{self, TopOptions};
@@ -36,9 +36,10 @@ fn refresh_arg(text: &str) -> Result<Duration, String> {
 pub async fn run(args: TopArgs, global: &Global) -> Result<(), CliError> {
     require_terminal()?;
     let settings = global.connection.settings()?;
-    open(&settings, global, args.readonly, args.refresh, async {
-        // A failure to install the handlers leaves `q` and Ctrl-C, which still restore.
-        let _ = shutdown_signal().await;
+    // Caught before the terminal goes raw, so that a SIGTERM always restores it.
+    let mut shutdown = Shutdown::install()?;
+    open(&settings, global, args.readonly, args.refresh, async move {
+        shutdown.recv().await;
     })
     .await
 }

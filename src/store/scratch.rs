@@ -50,50 +50,57 @@ async fn drop_with(
     Ok(client)
 }
 
-/// What a server holds under a database name: nothing, or a database with its comment (set by
-/// `COMMENT ON DATABASE`, read with `shobj_description`).
+/// What [`recreate_marked_database`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExistingDatabase {
-    Absent,
-    Present { comment: Option<String> },
+pub enum Recreated {
+    /// The database is new (or new again) and carries the mark.
+    Done,
+    /// A database of that name exists without the mark; nothing was dropped.
+    Refused { comment: Option<String> },
 }
 
-/// Looks `name` up in `pg_database`.
-pub async fn existing_database(
+/// Drops and recreates `name` only if no database of that name exists, or the one that does
+/// carries `mark` as its comment (or `adopt_unmarked`), then marks the new one. All on one
+/// connection, so that a database created by someone else between the look-up and the create
+/// makes the CREATE fail rather than be dropped, and the mark follows the CREATE at once. The mark
+/// is a constant of the caller's: COMMENT takes no parameters, and doubling quotes is enough only
+/// for text without backslashes, which is checked.
+pub async fn recreate_marked_database(
     settings: &ConnectionSettings,
     name: &str,
-) -> Result<ExistingDatabase, StoreError> {
+    mark: &'static str,
+    adopt_unmarked: bool,
+) -> Result<Recreated, StoreError> {
     check_database_name(name)?;
+    if mark.contains(['\\', '\0']) {
+        return Err(StoreError::Config(format!(
+            "invalid database mark {mark:?}"
+        )));
+    }
     let client = settings
         .connect(&SchemaName::default(), "qlsched scratch")
         .await?;
-    let row = client
+    let existing = client
         .query_opt(
             "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1",
             &[&name],
         )
         .await?;
-    Ok(match row {
-        None => ExistingDatabase::Absent,
-        Some(row) => ExistingDatabase::Present {
-            comment: row.get(0),
-        },
-    })
-}
-
-/// Sets the comment of database `name` (COMMENT takes no parameters: quotes are doubled).
-pub async fn comment_on_database(
-    settings: &ConnectionSettings,
-    name: &str,
-    comment: &str,
-) -> Result<(), StoreError> {
-    check_database_name(name)?;
-    let client = settings
-        .connect(&SchemaName::default(), "qlsched scratch")
+    if let Some(row) = existing {
+        let comment: Option<String> = row.get(0);
+        if comment.as_deref() != Some(mark) && !adopt_unmarked {
+            return Ok(Recreated::Refused { comment });
+        }
+        client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+            .await?;
+    }
+    client
+        .batch_execute(&format!("CREATE DATABASE \"{name}\""))
         .await?;
-    let literal = comment.replace('\'', "''");
+    let literal = mark.replace('\'', "''");
     client
         .batch_execute(&format!("COMMENT ON DATABASE \"{name}\" IS '{literal}'"))
         .await?;
-    Ok(())
+    Ok(Recreated::Done)
 }

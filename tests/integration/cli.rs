@@ -1,8 +1,6 @@
 //! The command line as scripts meet it: configuration refused before any connection, secrets
 //! never printed, the demo doing its job, signals ending a replica cleanly.
 
-use qlsched::store::scratch::ExistingDatabase;
-
 use crate::util::{TestDb, code, qlsched, server, stderr, stdout};
 
 #[test]
@@ -89,20 +87,44 @@ async fn the_demo_admits_runs_and_checks_them() {
         ],
         None,
     );
-    let made = qlsched::store::scratch::existing_database(&server(), &name)
-        .await
-        .expect("look the database up");
+    let mark = |name: String| async move {
+        server()
+            .connect(&crate::util::schema(), "qlsched tests")
+            .await
+            .expect("connect to the server")
+            .query_opt(
+                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1",
+                &[&name],
+            )
+            .await
+            .expect("look the database up")
+            .map(|row| row.get::<_, Option<String>>(0))
+    };
+    let made = mark(name.clone()).await;
+    // A database the demo made is the demo's to recreate.
+    let again = qlsched(
+        None,
+        &[
+            "-D",
+            &server_url,
+            "demo",
+            "--database",
+            &name,
+            "--duration",
+            "1s",
+        ],
+        None,
+    );
     qlsched::store::scratch::drop_database(&server(), &name)
         .await
         .expect("drop the demo database");
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert_eq!(
         made,
-        ExistingDatabase::Present {
-            comment: Some(qlsched::cli::DEMO_MARK.to_owned())
-        },
+        Some(Some(qlsched::cli::DEMO_MARK.to_owned())),
         "the demo made and marked the database --database names"
     );
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
     let heartbeats = stdout(&output)
         .lines()
         .filter(|l| l.contains("acme/heartbeat"))
