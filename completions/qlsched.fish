@@ -316,8 +316,8 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l replicas -d 'I
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l batch -d 'Claims per round of every replica (1..=256)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l due-fraction -d 'Fraction of the triggers whose occurrence is due at once (0..=1); the rest are not due' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l rows-total -d 'Schedule rows in all: the triggers, plus rows that are never due [default: --triggers]' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l duration -d 'Stop measuring after this long even if occurrences are still due (exit 1)' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l ceiling-time -d 'How long the commit ceiling is probed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l duration -d 'Stop measuring after this long even if occurrences are still due (exit 1); at least 1s' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l ceiling-time -d 'How long the commit ceiling is probed (100ms..=10m)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cadence -d 'Time from the start of one round to the next for rounds that did not fill their budget; also the window the replicas\' random start phases fall in' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l lease -d 'Lease of each claim, in database time' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r

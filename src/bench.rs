@@ -15,6 +15,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::coordinator::Coordinator;
+use crate::core::duration::format_duration;
 use crate::core::manifest::parse_manifest;
 use crate::core::{CoordinatorConfig, CoreError, CronSchedule, ManifestError};
 use crate::lifecycle::{Lifecycle, RoundEvent};
@@ -175,8 +176,7 @@ pub async fn run_bench(
     schema: &SchemaName,
     config: &BenchConfig,
 ) -> Result<BenchReport, BenchError> {
-    config.coordinator.validate()?;
-    let due = due_count(config)?;
+    let due = config.check()?;
     let outcome = measure(server, schema, config, due).await;
     if !config.keep
         && let Err(error) = drop_database(server, &config.database).await
@@ -186,22 +186,38 @@ pub async fn run_bench(
     outcome
 }
 
-/// How many published triggers are due: N·F, rounded.
-fn due_count(config: &BenchConfig) -> Result<u64, BenchError> {
-    if !(0.0..=1.0).contains(&config.due_fraction) {
-        return Err(BenchError::Config(format!(
-            "due fraction {} is not within 0..=1",
-            config.due_fraction
-        )));
+impl BenchConfig {
+    /// Refuses a configuration that cannot give a meaningful measurement, before anything is
+    /// created; returns how many published triggers are due: N·F, rounded.
+    pub fn check(&self) -> Result<u64, BenchError> {
+        self.coordinator.validate()?;
+        if !(0.0..=1.0).contains(&self.due_fraction) {
+            return Err(BenchError::Config(format!(
+                "due fraction {} is not within 0..=1",
+                self.due_fraction
+            )));
+        }
+        if self.rows_total < u64::from(self.triggers) {
+            return Err(BenchError::Config(format!(
+                "rows total {} is fewer than the {} triggers",
+                self.rows_total, self.triggers
+            )));
+        }
+        if self.cap < Duration::from_secs(1) {
+            return Err(BenchError::Config(format!(
+                "duration must be at least 1s, got {}",
+                format_duration(self.cap)
+            )));
+        }
+        if !(Duration::from_millis(100)..=Duration::from_secs(600)).contains(&self.ceiling_time) {
+            return Err(BenchError::Config(format!(
+                "ceiling time must be 100ms..=10m, got {}",
+                format_duration(self.ceiling_time)
+            )));
+        }
+        // Exact for any u32 times a fraction: f64 holds every u32.
+        Ok((f64::from(self.triggers) * self.due_fraction).round() as u64)
     }
-    if config.rows_total < u64::from(config.triggers) {
-        return Err(BenchError::Config(format!(
-            "rows total {} is fewer than the {} triggers",
-            config.rows_total, config.triggers
-        )));
-    }
-    // Exact for any u32 times a fraction: f64 holds every u32.
-    Ok((f64::from(config.triggers) * config.due_fraction).round() as u64)
 }
 
 async fn measure(

@@ -35,11 +35,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "M")]
     pub rows_total: Option<u64>,
 
-    /// Stop measuring after this long even if occurrences are still due (exit 1).
+    /// Stop measuring after this long even if occurrences are still due (exit 1); at least 1s.
     #[arg(long, default_value = "5m", value_parser = duration_arg)]
     pub duration: Duration,
 
-    /// How long the commit ceiling is probed.
+    /// How long the commit ceiling is probed (100ms..=10m).
     #[arg(long, default_value = "3s", value_parser = duration_arg)]
     pub ceiling_time: Duration,
 
@@ -77,11 +77,13 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
         database: format!("qlsched_bench_{pid}"),
         keep: args.keep,
     };
+    config.check()?;
     eprintln!(
-        "qlsched bench: {} triggers ({} schedule rows), {} replicas, batch {} on {}",
+        "qlsched bench: {} triggers ({} schedule rows), {} replica{}, batch {} on {}",
         config.triggers,
         config.rows_total,
         config.replicas,
+        if config.replicas == 1 { "" } else { "s" },
         config.coordinator.batch,
         server.describe()
     );

@@ -88,3 +88,39 @@ fn a_bench_with_padding_admits_only_what_is_due() {
     assert_eq!(report["runs"], 50, "rows not due are left alone");
     assert_eq!(report["duplicates"], 0);
 }
+
+/// A configuration that cannot measure anything is refused before anything is created: exit 78,
+/// one line naming the flag's value, nothing on stdout. An unreachable server (port 1) proves no
+/// connection was needed to refuse it.
+#[test]
+fn a_bench_that_cannot_measure_is_refused_before_it_connects() {
+    let unreachable = "postgres://nobody@127.0.0.1:1/none";
+    for (args, needle) in [
+        (
+            vec!["--due-fraction", "1.5"],
+            "due fraction 1.5 is not within 0..=1",
+        ),
+        (
+            vec!["--triggers", "100", "--rows-total", "10"],
+            "rows total 10 is fewer than the 100 triggers",
+        ),
+        (
+            vec!["--duration", "0s"],
+            "duration must be at least 1s, got 0s",
+        ),
+        (
+            vec!["--ceiling-time", "0s"],
+            "ceiling time must be 100ms..=10m",
+        ),
+        (vec!["--batch", "999"], "batch must be 1..=256"),
+    ] {
+        let mut full = vec!["-D", unreachable, "bench"];
+        full.extend(args.iter().copied());
+        let output = qlsched(None, &full, None);
+        assert_eq!(code(&output), 78, "{args:?}: {}", stderr(&output));
+        let message = stderr(&output);
+        assert!(message.contains(needle), "{args:?}: {message}");
+        assert_eq!(message.trim_end().lines().count(), 1, "{args:?}: {message}");
+        assert!(stdout(&output).is_empty(), "{args:?}");
+    }
+}
