@@ -152,6 +152,8 @@ fn usage_error(error: &clap::Error) -> ExitCode {
     ) {
         return match error.print() {
             Ok(()) => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(exit::UNEXPECTED)),
+            // `qlsched --help | head`: a closed stdout ends quietly, as for every command.
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
             Err(_) => ExitCode::from(exit::UNEXPECTED),
         };
     }

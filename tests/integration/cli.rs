@@ -227,3 +227,37 @@ async fn sigterm_stops_a_replica_with_exit_0_and_no_claim_left() {
     let counts = crate::util::assert_invariants(&db).await;
     assert_eq!(counts.claims_held, 0);
 }
+
+/// `qlsched ... | head`: a closed standard output ends the command quietly with status 0, help
+/// and version included. The pipe's read end is closed before the child starts, so every write
+/// fails with EPIPE.
+#[tokio::test]
+async fn a_closed_stdout_ends_quietly_with_status_0() {
+    let db = TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a", "b"])).await;
+    for args in [
+        vec!["--help"],
+        vec!["--version"],
+        vec!["help", "inspect"],
+        vec!["-D", &db.url(), "inspect", "schedules"],
+        vec!["-D", &db.url(), "inspect", "schedules", "-o", "json"],
+    ] {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let output = std::process::Command::new(crate::util::bin())
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run qlsched");
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(output.stderr.is_empty(), "{args:?}: {}", stderr(&output));
+    }
+}
