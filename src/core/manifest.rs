@@ -147,13 +147,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// The manifest as written. `deny_unknown_fields` everywhere but `execution` makes a misspelt
 /// field an error instead of a silently applied default.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a manifest object with \"projects\"")]
 struct RawManifest {
     projects: Vec<RawProject>,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a project object with \"id\"")]
 struct RawProject {
     id: String,
     status: Option<String>,
@@ -164,14 +164,20 @@ struct RawProject {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a task object with \"id\" and \"execution\""
+)]
 struct RawTask {
     id: String,
     execution: Value,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a trigger object with \"id\", \"task\" and \"cron\""
+)]
 struct RawTrigger {
     id: String,
     task: String,
@@ -189,13 +195,25 @@ fn deserialize(text: &str) -> Result<RawManifest, ManifestError> {
         if inner.is_syntax() || inner.is_eof() {
             ManifestError::new("$", format!("invalid JSON: {inner}"))
         } else {
-            ManifestError::new(json_path(&e.path().to_string()), inner.to_string())
+            ManifestError::new(json_path(&e.path().to_string()), plain(inner.to_string()))
         }
     })?;
     deserializer
         .end()
         .map_err(|e| ManifestError::new("$", format!("invalid JSON: {e}")))?;
     Ok(raw)
+}
+
+/// serde accepts a struct written as an array (`[...]`, by field position) and then complains
+/// about its length; nobody writes a manifest that way, so an array where an object belongs is
+/// called what it is.
+fn plain(message: String) -> String {
+    match message.split_once(", expected ") {
+        Some((head, expected)) if head.starts_with("invalid length ") => {
+            format!("invalid type: array, expected {expected}")
+        }
+        _ => message,
+    }
 }
 
 /// serde_path_to_error writes `projects[0].id`, and `.` for the root.
@@ -241,7 +259,11 @@ fn validate_project(path: &str, raw: &RawProject) -> Result<ProjectDef, Manifest
         if !task_index.contains_key(trigger.task.as_str()) {
             return Err(ManifestError::new(
                 format!("{trigger_path}.task"),
-                format!("no task \"{}\" in project \"{}\"", trigger.task, raw.id),
+                format!(
+                    "no task \"{}\" in project \"{}\" of this manifest (a trigger's task is \
+                     published with it, in the same manifest)",
+                    trigger.task, raw.id
+                ),
             ));
         }
         triggers.push(validate_trigger(&trigger_path, trigger)?);
@@ -420,6 +442,37 @@ mod tests {
         match manifest(value) {
             Err(e) => e.path,
             Ok(m) => panic!("accepted: {m:?}"),
+        }
+    }
+
+    /// Messages name what belongs there in the manifest's words, never a Rust type.
+    #[test]
+    fn a_wrong_shape_is_named_in_the_manifests_words() {
+        for (text, path, message) in [
+            (
+                "[]",
+                "$",
+                "invalid type: array, expected a manifest object with \"projects\"",
+            ),
+            (
+                r#"{"projects": [1]}"#,
+                "$.projects[0]",
+                "invalid type: integer `1`, expected a project object with \"id\"",
+            ),
+            (
+                r#"{"projects": [{"id": "p", "triggers": [[]]}]}"#,
+                "$.projects[0].triggers[0]",
+                "invalid type: array, expected a trigger object with \"id\", \"task\" and \"cron\"",
+            ),
+        ] {
+            let error = parse_manifest(text).expect_err(text);
+            assert_eq!(error.path, path, "{text}");
+            assert!(
+                error.message.starts_with(message),
+                "{text}: {}",
+                error.message
+            );
+            assert!(!error.message.contains("Raw"), "{text}: {}", error.message);
         }
     }
 
