@@ -14,8 +14,9 @@ use super::output::{emit, opt, table};
 use super::{CliError, Global};
 use crate::coordinator::duration_ms;
 use crate::core::format_ms;
+use crate::store::StoreError;
 use crate::store::invariants::{InvariantCounts, invariant_counts};
-use crate::store::migrate::{VerifyFinding, verify};
+use crate::store::migrate::{VerifyFinding, check_ready, verify};
 use crate::store::read::{
     self, AuditView, ClaimView, Diagnosis, RunDetail, RunView, ScheduleFilter, ScheduleState,
     ScheduleView, Summary, TriggerDetail, utc,
@@ -120,7 +121,27 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     read::read_only(&client).await?;
     let format = global.format;
     match args.what {
-        None => emit(format, &read::summary(&client).await?, render_summary),
+        None => {
+            // The first look must not hide what stops every replica: a schema `run` would refuse
+            // is named at the top and exits 78, after the counts.
+            let schema_problem = match check_ready(&client, schema).await {
+                Ok(()) => None,
+                Err(StoreError::SchemaNotReady(problem)) => Some(problem),
+                Err(error) => return Err(error.into()),
+            };
+            let report = SummaryReport {
+                summary: read::summary(&client).await?,
+                schema_problem,
+            };
+            emit(format, &report, render_summary)?;
+            match report.schema_problem {
+                None => Ok(()),
+                Some(problem) => Err(CliError::Findings {
+                    message: format!("schema not ready: {problem}"),
+                    code: exit::CONFIG,
+                }),
+            }
+        }
         Some(InspectWhat::Schedules {
             project,
             state,
@@ -234,9 +255,25 @@ impl InvariantReport {
     }
 }
 
-fn render_summary(s: &Summary) -> String {
+/// `inspect` without a view: the summary, and what keeps the schema from being ready.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryReport {
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Why `run` would refuse this schema (`migrate verify` has the details); null when ready.
+    pub schema_problem: Option<String>,
+}
+
+fn render_summary(report: &SummaryReport) -> String {
+    let s = &report.summary;
     let c = &s.schedules;
-    let mut out = table(
+    let mut out = match &report.schema_problem {
+        Some(problem) => format!(
+            "SCHEMA NOT READY, replicas refuse to start: {problem} (see `qlsched migrate verify`)\n"
+        ),
+        None => String::new(),
+    };
+    out += &table(
         &["schedules", "rows"],
         [
             ("due", c.due),

@@ -160,6 +160,30 @@ async fn run_refuses_a_schema_that_is_behind_ahead_or_changed() {
         "{}",
         stderr(&output)
     );
+    // The first look shows the counts and names the problem: exit 78, in the table and the JSON.
+    let output = qlsched(Some(&changed), &["inspect"], None);
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    assert!(
+        stdout(&output).starts_with("SCHEMA NOT READY, replicas refuse to start:")
+            && stdout(&output).contains("total"),
+        "{}",
+        stdout(&output)
+    );
+    let output = qlsched(Some(&changed), &["inspect", "-o", "json"], None);
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert!(
+        summary["schema_problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("checksum bbbbbbbbbbbb")),
+        "{summary}"
+    );
+    assert_eq!(summary["schedules"]["total"], 0);
+    let ready = TestDb::new().await;
+    let output = qlsched(Some(&ready), &["inspect", "-o", "json"], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert!(summary["schema_problem"].is_null(), "{summary}");
 }
 
 #[tokio::test]
