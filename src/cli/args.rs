@@ -189,6 +189,47 @@ pub fn ask(question: &str) -> Result<String, super::CliError> {
     Ok(answer.trim().to_lowercase())
 }
 
+/// What a prompt that can be cut short got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A line, trimmed and lower-cased.
+    Line(String),
+    /// End of input (Ctrl-D) before any line.
+    EndOfInput,
+    /// SIGINT or SIGTERM, named.
+    Interrupted(&'static str),
+}
+
+/// Asks like [`ask`], but a signal `shutdown` catches (Ctrl-C) or the end of input ends the wait
+/// instead of the process, so that the caller can give back what it holds. The line is read on a
+/// thread of its own: one blocked in `read_line` cannot be cancelled, and is simply left behind
+/// when the process exits.
+pub async fn ask_or_interrupted(
+    question: &str,
+    shutdown: &mut super::run::Shutdown,
+) -> Result<Answer, super::CliError> {
+    use std::io::Write;
+    {
+        let mut stderr = std::io::stderr().lock();
+        write!(stderr, "{question} ")?;
+        stderr.flush()?;
+    }
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = std::io::stdin().read_line(&mut line).map(|n| (n, line));
+        let _ = sender.send(read);
+    });
+    tokio::select! {
+        read = receiver => Ok(match read {
+            Ok(Ok((0, _))) | Err(_) => Answer::EndOfInput,
+            Ok(Ok((_, line))) => Answer::Line(line.trim().to_lowercase()),
+            Ok(Err(error)) => return Err(error.into()),
+        }),
+        signal = shutdown.recv() => Ok(Answer::Interrupted(signal)),
+    }
+}
+
 impl ConfirmArgs {
     /// Refuses, before anything is touched, a destructive action that nobody confirmed: without
     /// `--yes` or `--dry-run` it needs a terminal to ask on (DESIGN.md section 5, exit 2).

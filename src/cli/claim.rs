@@ -9,8 +9,12 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, FenceArgs, TriggerName, ask, duration_arg, trigger_name};
+use super::args::{
+    Answer, ConfirmArgs, FenceArgs, TriggerName, ask, ask_or_interrupted, duration_arg,
+    trigger_name,
+};
 use super::output::{emit, opt, table};
+use super::run::Shutdown;
 use super::{CliError, Global, OutputFormat};
 use crate::coordinator::{decide_claimed, duration_ms, run_identity};
 use crate::core::{CoordinatorConfig, CronSchedule, Decision, format_ms};
@@ -141,8 +145,12 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
         args.confirm
             .require_confirmable("admitting a manual claim")?;
     }
-    let store = open(global).await?;
     let dry_run = args.confirm.dry_run;
+    // A person will be asked: signals are caught from before the claim, so that Ctrl-C (or
+    // Ctrl-D) at the prompt gives the claim back instead of leaving the row blocked for its lease.
+    let asking = !dry_run && !args.hold && !args.release && !args.confirm.yes;
+    let mut shutdown = asking.then(Shutdown::install).transpose()?;
+    let store = open(global).await?;
     let row = operator::claim(
         &store,
         args.trigger.as_ref().map(TriggerName::key),
@@ -178,24 +186,39 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
         step: "dry_run",
         run: None,
     };
-    let step = if dry_run {
-        Step::DryRun
-    } else if args.hold {
-        Step::Hold
-    } else if args.release {
-        Step::Release
-    } else if args.confirm.yes {
-        Step::Admit
-    } else {
-        // The person answering must see the fence and the decision, whatever stdout carries.
-        if global.format == OutputFormat::Table {
-            super::output::print(&render_claim(&report))?;
-        } else {
-            eprintln!("{}", render_claim(&report));
-        }
-        ask_step()?
-    };
     let actor = actor(&config.owner);
+    let step = match shutdown.as_mut() {
+        None if dry_run => Step::DryRun,
+        None if args.hold => Step::Hold,
+        None if args.release => Step::Release,
+        None => Step::Admit,
+        Some(shutdown) => {
+            // The person answering must see the fence and the decision, whatever stdout carries.
+            if global.format == OutputFormat::Table {
+                super::output::print(&render_claim(&report))?;
+            } else {
+                eprintln!("{}", render_claim(&report));
+            }
+            match ask_step(shutdown).await? {
+                Ok(step) => step,
+                Err(why) => {
+                    eprintln!();
+                    operator::release_claim(
+                        &store,
+                        &row.project_id,
+                        &row.trigger_id,
+                        fence_of(&row),
+                        &actor,
+                    )
+                    .await?;
+                    return Err(CliError::Usage(format!(
+                        "{why}: released the claim on {}/{}; nothing admitted",
+                        row.project_id, row.trigger_id
+                    )));
+                }
+            }
+        }
+    };
     match step {
         Step::DryRun => {}
         Step::Hold => report.step = "held",
@@ -226,13 +249,18 @@ enum Step {
     Admit,
 }
 
-fn ask_step() -> Result<Step, CliError> {
+/// The person's step, or why there is none (interrupted, or no more input).
+async fn ask_step(shutdown: &mut Shutdown) -> Result<Result<Step, String>, CliError> {
     loop {
-        match ask("admit, hold or release? [a/h/r]")?.as_str() {
-            "a" | "admit" => return Ok(Step::Admit),
-            "h" | "hold" => return Ok(Step::Hold),
-            "r" | "release" => return Ok(Step::Release),
-            _ => eprintln!("answer a, h or r"),
+        match ask_or_interrupted("admit, hold or release? [a/h/r]", shutdown).await? {
+            Answer::Line(line) => match line.as_str() {
+                "a" | "admit" => return Ok(Ok(Step::Admit)),
+                "h" | "hold" => return Ok(Ok(Step::Hold)),
+                "r" | "release" => return Ok(Ok(Step::Release)),
+                _ => eprintln!("answer a, h or r"),
+            },
+            Answer::EndOfInput => return Ok(Err("no answer (end of input)".to_owned())),
+            Answer::Interrupted(signal) => return Ok(Err(format!("interrupted by {signal}"))),
         }
     }
 }

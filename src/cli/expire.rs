@@ -58,10 +58,17 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
         (Some(token), Some(version)) => Some(fence(token, version)?),
         _ => None,
     };
-    // A fence is the script's explicit consent; anything broader needs --yes or a person.
-    if given.is_none() {
-        args.confirm.require_confirmable("expiring a claim")?;
+    // clap drops `requires = "owner"` when the conflicting trigger is given, so this is checked
+    // here: ignored, the flag would let a live claim be expired by someone who meant stale ones.
+    if args.expired_only && args.owner.is_none() {
+        return Err(CliError::Usage(
+            "--expired-only goes with --owner; for one trigger, `qlsched inspect trigger` shows \
+             whether its claim expired"
+                .into(),
+        ));
     }
+    // Destructive: without a terminal to ask on, it needs --yes, fence or not (DESIGN.md 5).
+    args.confirm.require_confirmable("expiring a claim")?;
     let settings = global.connection.settings()?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched expire", 1).await?;
     let name = operator_name();
@@ -70,17 +77,27 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
         reason: args.reason.as_deref(),
     };
     let dry_run = args.confirm.dry_run;
-    let asking = given.is_none() && !args.confirm.yes && !dry_run && interactive();
+    let asking = !args.confirm.yes && !dry_run && interactive();
     let expired = match (&args.trigger, &args.owner) {
         (Some(trigger), _) => {
             // The person confirms the claim they were shown, so that claim is the fence: if
             // another replica took the row meanwhile, the expiry is refused (exit 3), not
             // applied to a healthy claim the person never saw.
             let fence = match (asking, given) {
-                (true, _) => match confirm_trigger(&store, trigger).await? {
+                (true, None) => match confirm_trigger(&store, trigger).await? {
                     Some(shown) => Some(shown),
                     None => return Err(CliError::Usage("not confirmed; nothing changed".into())),
                 },
+                (true, Some(given)) => {
+                    let question = format!(
+                        "expire the claim {} at version {} on {trigger}? [y/N]",
+                        given.token, given.version
+                    );
+                    if ask(&question)? != "y" {
+                        return Err(CliError::Usage("not confirmed; nothing changed".into()));
+                    }
+                    Some(given)
+                }
                 (false, given) => given,
             };
             vec![

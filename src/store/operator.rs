@@ -61,7 +61,8 @@ const INSERT_AUDIT: &str = "INSERT INTO schedule_audit
 
 // Lock one schedule row and read its claim, so that a fence given by an operator is compared
 // with a row nobody can change until this transaction ends.
-const LOCK_CLAIM: &str = "SELECT claim_owner, claim_token, claim_version, claim_expires_at_ms
+const LOCK_CLAIM: &str = "SELECT claim_owner, claim_token, claim_version, claim_expires_at_ms,
+        claim_expires_at_ms <= now_ms()
     FROM trigger_schedules WHERE project_id = $1 AND trigger_id = $2
     FOR UPDATE";
 
@@ -245,18 +246,34 @@ pub async fn admit_claimed(
         .await?
         .pop()
         .unwrap_or(AdmissionOutcome::FenceLost);
-    if let AdmissionOutcome::Rejected { reason } = &outcome {
+    let fence = FenceRef {
+        token: row.fence.token,
+        version: row.fence.version,
+    };
+    let refusal = match &outcome {
+        AdmissionOutcome::Rejected { reason } => Some(reason.clone()),
+        AdmissionOutcome::FenceLost => {
+            match fence_rejected(store, &client, &row.project_id, &row.trigger_id, fence).await {
+                StoreError::Refused(reason) => Some(reason),
+                lost => return Err(lost),
+            }
+        }
+        _ => None,
+    };
+    if let Some(reason) = refusal {
+        // The claim still holds but cannot be admitted (a definition that moved, a corrupt
+        // digest): give it back rather than leave the row blocked for the rest of the lease.
+        // The release takes a connection of its own; the operator's pool has one.
+        drop(client);
+        let released = release_claim(store, &row.project_id, &row.trigger_id, fence, actor).await;
+        let claim = match released {
+            Ok(_) => "the claim was released",
+            Err(_) => "the claim could not be released and expires with its lease",
+        };
         return Err(StoreError::Refused(format!(
-            "admission of {}/{}: {reason}",
+            "the admission of {}/{} refused it: {reason}; {claim}",
             row.project_id, row.trigger_id
         )));
-    }
-    if outcome == AdmissionOutcome::FenceLost {
-        let fence = FenceRef {
-            token: row.fence.token,
-            version: row.fence.version,
-        };
-        return Err(fence_rejected(store, &client, &row.project_id, &row.trigger_id, fence).await);
     }
     write_audit(
         &**client,
@@ -299,7 +316,12 @@ async fn release_locked(
             "trigger {project_id}/{trigger_id}"
         )));
     };
-    let Some(before) = current.fence.filter(|f| names(f, fence)) else {
+    // An expired claim no longer holds (DESIGN.md section 5, exit 3), as `claim admit` finds it;
+    // clearing one is what `expire` is for.
+    let Some(before) = current
+        .fence
+        .filter(|f| names(f, fence) && !current.expired)
+    else {
         return Ok(None);
     };
     let request = ReleaseRequest {
@@ -426,6 +448,8 @@ async fn finish<T>(
 /// A schedule row's claim, read under its row lock.
 struct LockedClaim {
     fence: Option<ClaimFence>,
+    /// Past its lease in database time (false without a claim).
+    expired: bool,
 }
 
 async fn lock_claim(
@@ -451,7 +475,8 @@ async fn lock_claim(
         }),
         _ => None,
     };
-    Ok(Some(LockedClaim { fence }))
+    let expired = row.get::<_, Option<bool>>(4).unwrap_or(false);
+    Ok(Some(LockedClaim { fence, expired }))
 }
 
 /// Does the operator's `fence` name this claim? Token and version together name one claim
@@ -493,10 +518,7 @@ async fn fence_rejected(
             crate::core::format_ms(-claim.remaining_ms)
         ),
         // The claim is intact, so the admission refused a definition that moved under it.
-        Some(_) => format!(
-            "was refused by the admission: {}",
-            detail.why_not_firing.reason()
-        ),
+        Some(_) => return StoreError::Refused(detail.why_not_firing.reason()),
     };
     StoreError::FenceRejected(format!("{given} {now}"))
 }

@@ -141,7 +141,15 @@ async fn operator_script_holds_expires_and_the_old_fence_is_dead() {
     let wrong = (version + 1).to_string();
     let refused = qlsched(
         Some(&db),
-        &["expire", "p/tick", "--token", &token, "--version", &wrong],
+        &[
+            "expire",
+            "p/tick",
+            "--token",
+            &token,
+            "--version",
+            &wrong,
+            "--yes",
+        ],
         None,
     );
     assert_eq!(code(&refused), 3, "{}", stderr(&refused));
@@ -164,6 +172,7 @@ async fn operator_script_holds_expires_and_the_old_fence_is_dead() {
             &version_text,
             "--reason",
             "test",
+            "--yes",
         ],
         0,
     );
@@ -473,6 +482,13 @@ async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() 
         (vec!["inspect", "schedules", "--state", "stuck"], 2),
         (vec!["expire", "p/tick"], 2),
         (vec!["expire", "--owner", "holder"], 2),
+        // A fence names the claim, but expiring it is still destructive: --yes without a terminal.
+        (
+            vec!["expire", "p/tick", "--token", &token, "--version", "1"],
+            2,
+        ),
+        // --expired-only narrows --owner; with a trigger it would be silently ignored.
+        (vec!["expire", "p/tick", "--expired-only", "--yes"], 2),
         (vec!["claim", "p/tick"], 2),
         (vec!["claim"], 2),
     ];
@@ -628,4 +644,138 @@ async fn inspect_needs_nothing_more_than_the_observer_role() {
     );
     assert_eq!(crate::util::fingerprint(&db).await, before);
     observer.drop(&db).await;
+}
+
+/// An admission the database refuses while the claim still holds (here a corrupt execution
+/// digest) is no lost fence: exit 1 naming the refusal, and the claim is given back at once
+/// rather than left to block the row for its lease.
+#[tokio::test]
+async fn a_refused_manual_admission_gives_its_claim_back() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
+             SET session_replication_role = replica;
+             UPDATE execution_revisions SET digest = repeat('0', 64);",
+        )
+        .await
+        .expect("due, and tampered");
+    let output = qlsched(
+        Some(&db),
+        &["claim", "p/tick", "--yes", "--lease", "1h"],
+        None,
+    );
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("the admission of p/tick refused it")
+            && message.contains("corrupt")
+            && message.contains("the claim was released"),
+        "{message}"
+    );
+    assert_eq!(message.trim_end().lines().count(), 1, "{message}");
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_token IS NOT NULL")
+            .await,
+        0
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action IN ('claim', 'release')")
+            .await,
+        2,
+        "the claim and its release are audited"
+    );
+}
+
+/// An expired claim no longer holds (DESIGN.md section 5): `claim release` refuses its fence with
+/// exit 3, as `claim admit` does, and writes nothing.
+#[tokio::test]
+async fn release_refuses_an_expired_fence_as_admit_does() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let held = json_of(
+        &db,
+        &["claim", "p/tick", "--hold", "--owner", "h", "--lease", "1s"],
+        0,
+    );
+    let token = held["fence"]["token"].as_str().expect("token").to_owned();
+    let version = held["fence"]["version"].to_string();
+    sleep_ms(1_200).await;
+    let before = written(&db).await;
+    for action in ["release", "admit"] {
+        let output = qlsched(
+            Some(&db),
+            &[
+                "claim",
+                action,
+                "p/tick",
+                "--token",
+                &token,
+                "--version",
+                &version,
+                "--yes",
+            ]
+            .into_iter()
+            .filter(|arg| action == "admit" || *arg != "--yes")
+            .collect::<Vec<_>>(),
+            None,
+        );
+        assert_eq!(code(&output), 3, "{action}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("no longer holds: it expired"),
+            "{action}: {}",
+            stderr(&output)
+        );
+        assert_eq!(written(&db).await, before, "{action} wrote nothing");
+    }
+}
+
+/// A person who leaves the claim prompt with Ctrl-C or Ctrl-D gets the claim given back (exit 2),
+/// in a real terminal.
+#[test]
+fn leaving_the_claim_prompt_gives_the_claim_back() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let db = runtime.block_on(async {
+        let db = TestDb::new().await;
+        db.publish(&every_second()).await;
+        db
+    });
+    let tmux = crate::util::Tmux::start("claim-prompt", 120, 40);
+    tmux.wait_for("the shell prompt", |s| s.contains(crate::util::PROMPT));
+    for (key, why, round) in [("C-c", "interrupted by SIGINT", 1), ("C-d", "no answer", 2)] {
+        let command = format!(
+            // Quoted apart, so that the typed line never matches what the echo prints.
+            "{} -D '{}' claim p/tick --lease 1h; echo \"claim-{round}-\"\"exited $?\"",
+            bin().display(),
+            db.url()
+        );
+        tmux.send(&["clear", "Enter"]);
+        tmux.wait_for("a clear screen", |s| !s.contains("exited"));
+        tmux.send(&[&command, "Enter"]);
+        tmux.wait_for("the prompt", |s| {
+            s.contains("admit, hold or release? [a/h/r]")
+        });
+        tmux.send(&[key]);
+        let screen = tmux.wait_for("claim to exit", |s| {
+            s.contains(&format!("claim-{round}-exited"))
+        });
+        assert!(
+            screen.contains(&format!("claim-{round}-exited 2")),
+            "{screen}"
+        );
+        assert!(
+            screen.contains(why) && screen.contains("released the claim on p/tick"),
+            "{screen}"
+        );
+        let held = runtime.block_on(
+            db.count("SELECT count(*) FROM trigger_schedules WHERE claim_token IS NOT NULL"),
+        );
+        assert_eq!(held, 0, "{key} gave the claim back");
+    }
+    let audits =
+        runtime.block_on(db.count("SELECT count(*) FROM schedule_audit WHERE action = 'release'"));
+    assert_eq!(audits, 2);
 }

@@ -3,7 +3,6 @@
 //! binary in a real terminal (tmux) with replicas running.
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use qlsched::store::StoreError;
@@ -12,7 +11,7 @@ use qlsched::tui::input::{Effect, handle_key};
 use qlsched::tui::load::{expire, read_snapshot};
 use qlsched::tui::state::{App, Modal};
 
-use crate::util::{TestDb, bin, code, manifest, qlsched, stderr};
+use crate::util::{PROMPT, TestDb, Tmux, bin, code, manifest, qlsched, stderr};
 
 fn press(app: &mut App, c: char) -> Option<Effect> {
     handle_key(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
@@ -158,75 +157,6 @@ impl Drop for Replica {
     }
 }
 
-/// A tmux server of our own (its own socket), killed when dropped.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(width: u16, height: u16) -> Tmux {
-        let tmux = Tmux {
-            socket: format!("qlsched-top-{}", std::process::id()),
-        };
-        let shell = "env PS1='top-test$ ' bash --norc --noprofile";
-        let started = tmux
-            .command()
-            .args(["new-session", "-d", "-s", "top", "-x", &width.to_string()])
-            .args(["-y", &height.to_string(), shell])
-            .status()
-            .expect("tmux is installed (.ci/run installs it)");
-        assert!(started.success());
-        tmux
-    }
-
-    fn command(&self) -> Command {
-        let mut command = Command::new("tmux");
-        command.args(["-L", &self.socket]);
-        command
-    }
-
-    fn send(&self, keys: &[&str]) {
-        let sent = self
-            .command()
-            .args(["send-keys", "-t", "top"])
-            .args(keys)
-            .status()
-            .expect("send-keys");
-        assert!(sent.success());
-    }
-
-    fn screen(&self) -> String {
-        let output = self
-            .command()
-            .args(["capture-pane", "-p", "-t", "top"])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    /// The screen once `ready` holds, or a failure showing the last screen.
-    fn wait_for(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen();
-            if ready(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "waited for {what}; the screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.command().arg("kill-server").status();
-    }
-}
-
 fn line_with<'a>(screen: &'a str, needle: &str) -> &'a str {
     screen.lines().find(|l| l.contains(needle)).unwrap_or("")
 }
@@ -247,8 +177,8 @@ async fn top_in_a_real_terminal_shows_the_cluster_and_restores_the_terminal() {
         Replica::start(&db, "replica-b"),
     ];
 
-    let tmux = Tmux::start(120, 40);
-    tmux.wait_for("the shell prompt", |s| s.contains("top-test$"));
+    let tmux = Tmux::start("top", 120, 40);
+    tmux.wait_for("the shell prompt", |s| s.contains(PROMPT));
     let command = format!(
         "{} -D '{}' top --refresh 250ms; echo \"top exited $?\"",
         bin().display(),
@@ -280,7 +210,7 @@ async fn top_in_a_real_terminal_shows_the_cluster_and_restores_the_terminal() {
     tmux.send(&["q"]);
     let after = tmux.wait_for("top to exit", |s| s.contains("top exited 0"));
     assert!(
-        !after.contains("Replicas (") && after.contains("top-test$"),
+        !after.contains("Replicas (") && after.contains(PROMPT),
         "the alternate screen is left and the shell is back:\n{after}"
     );
 }

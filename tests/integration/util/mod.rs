@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use qlsched::core::manifest::parse_manifest;
 use qlsched::store::migrate::{MIGRATIONS, migrate_up};
@@ -442,4 +442,79 @@ pub fn every_second(ids: &[&str]) -> serde_json::Value {
             .map(|id| serde_json::json!({ "id": id, "task": "t", "cron": "* * * * * *" }))
             .collect(),
     ))
+}
+
+/// The prompt of the shell a [`Tmux`] session runs.
+pub const PROMPT: &str = "qlsched-test$";
+
+/// A tmux server of our own (its own socket), killed when dropped: a real terminal to drive the
+/// binary in as a person would.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// A session running a plain bash at `width` × `height`; `name` keeps concurrent tests'
+    /// servers apart.
+    pub fn start(name: &str, width: u16, height: u16) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("qlsched-{name}-{}", std::process::id()),
+        };
+        let shell = format!("env PS1='{PROMPT} ' bash --norc --noprofile");
+        let started = tmux
+            .command()
+            .args(["new-session", "-d", "-s", "top", "-x", &width.to_string()])
+            .args(["-y", &height.to_string(), &shell])
+            .status()
+            .expect("tmux is installed (.ci/run installs it)");
+        assert!(started.success());
+        tmux
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.socket]);
+        command
+    }
+
+    pub fn send(&self, keys: &[&str]) {
+        let sent = self
+            .command()
+            .args(["send-keys", "-t", "top"])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(sent.success());
+    }
+
+    pub fn screen(&self) -> String {
+        let output = self
+            .command()
+            .args(["capture-pane", "-p", "-t", "top"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The screen once `ready` holds, or a failure showing the last screen.
+    pub fn wait_for(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if ready(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited for {what}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").status();
+    }
 }
