@@ -20,7 +20,7 @@ use crate::coordinator::{decide_claimed, duration_ms, run_identity};
 use crate::core::{CoordinatorConfig, CronSchedule, Decision, format_ms};
 use crate::store::operator::{self, Actor};
 use crate::store::read::utc;
-use crate::store::{AdmissionOutcome, ClaimedRow, RunIdentity, Store};
+use crate::store::{AdmissionOutcome, ClaimedRow, RunIdentity, Store, StoreError};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -146,31 +146,42 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
             .require_confirmable("admitting a manual claim")?;
     }
     let dry_run = args.confirm.dry_run;
-    // A person will be asked: signals are caught from before the claim, so that Ctrl-C (or
-    // Ctrl-D) at the prompt gives the claim back instead of leaving the row blocked for its lease.
+    // A person will be asked: signals are caught from before the claim, so that leaving (Ctrl-C,
+    // Ctrl-D, a closed terminal) gives the claim back instead of leaving the row blocked.
     let asking = !dry_run && !args.hold && !args.release && !args.confirm.yes;
-    let mut shutdown = asking.then(Shutdown::install).transpose()?;
-    let store = open(global).await?;
-    let row = operator::claim(
-        &store,
-        args.trigger.as_ref().map(TriggerName::key),
-        &config.owner,
-        duration_ms(config.lease),
-        dry_run,
-    )
+    let mut interrupts = asking.then(Interrupts::install).transpose()?;
+    let store = guarded(&mut interrupts, open(global)).await?;
+    let owner = config.owner.clone();
+    let row = guarded(&mut interrupts, async {
+        Ok(operator::claim(
+            &store,
+            args.trigger.as_ref().map(TriggerName::key),
+            &owner,
+            duration_ms(config.lease),
+            dry_run,
+        )
+        .await?)
+    })
     .await?;
+    let actor = actor(&config.owner);
+    let give_back = async |interrupts: &mut Option<Interrupts>| {
+        guarded(interrupts, async {
+            Ok(operator::release_claim(
+                &store,
+                &row.project_id,
+                &row.trigger_id,
+                fence_of(&row),
+                &actor,
+            )
+            .await?)
+        })
+        .await
+    };
     let (decision, run) = match decision_of(&row) {
         Ok(decided) => decided,
         Err(error) => {
             if !dry_run {
-                let _ = operator::release_claim(
-                    &store,
-                    &row.project_id,
-                    &row.trigger_id,
-                    fence_of(&row),
-                    &actor(&config.owner),
-                )
-                .await;
+                let _ = give_back(&mut interrupts).await;
             }
             return Err(error);
         }
@@ -186,60 +197,117 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
         step: "dry_run",
         run: None,
     };
-    let actor = actor(&config.owner);
-    let step = match shutdown.as_mut() {
+    let step = match interrupts.as_mut() {
         None if dry_run => Step::DryRun,
         None if args.hold => Step::Hold,
         None if args.release => Step::Release,
         None => Step::Admit,
-        Some(shutdown) => {
-            // The person answering must see the fence and the decision, whatever stdout carries.
-            if global.format == OutputFormat::Table {
-                super::output::print(&render_claim(&report))?;
-            } else {
-                eprintln!("{}", render_claim(&report));
+        Some(asked) => match ask_about(asked, &report, global.format).await {
+            Ok(Ok(step)) => step,
+            // Nobody decided: the claim goes back, whatever else failed.
+            Ok(Err(why)) => {
+                let claim = match give_back(&mut interrupts).await {
+                    Ok(_) => "released the claim",
+                    Err(CliError::Store(StoreError::FenceRejected(_))) => {
+                        "the claim no longer held"
+                    }
+                    Err(error) => return Err(error),
+                };
+                return Err(CliError::Usage(format!(
+                    "{why}: {claim} on {}/{}; nothing admitted",
+                    row.project_id, row.trigger_id
+                )));
             }
-            match ask_step(shutdown).await? {
-                Ok(step) => step,
-                Err(why) => {
-                    eprintln!();
-                    operator::release_claim(
-                        &store,
-                        &row.project_id,
-                        &row.trigger_id,
-                        fence_of(&row),
-                        &actor,
-                    )
-                    .await?;
-                    return Err(CliError::Usage(format!(
-                        "{why}: released the claim on {}/{}; nothing admitted",
-                        row.project_id, row.trigger_id
-                    )));
-                }
+            Err(error) => {
+                let _ = give_back(&mut interrupts).await;
+                return Err(error);
             }
-        }
+        },
     };
     match step {
         Step::DryRun => {}
         Step::Hold => report.step = "held",
         Step::Release => {
-            operator::release_claim(
-                &store,
-                &row.project_id,
-                &row.trigger_id,
-                fence_of(&row),
-                &actor,
-            )
-            .await?;
+            give_back(&mut interrupts).await?;
             report.step = "released";
         }
         Step::Admit => {
-            let outcome = settle(&store, &row, decision, run, &actor).await?;
+            let outcome =
+                guarded(&mut interrupts, settle(&store, &row, decision, run, &actor)).await?;
             report.step = outcome.step;
             report.run = outcome.run;
         }
     }
     emit(global.format, &report, render_claim)
+}
+
+/// Signals while a person is being asked about a claim. At the prompt, the first one ends the
+/// wait and the claim is given back. During a database step, the first one lets the step finish
+/// (a claim half-known could not be given back) and the claim then goes back; a second one stops
+/// at once, exit 130 as the shell reports a SIGINT death, leaving a claim already taken to
+/// expire with its lease, so that a stalled database never traps the person.
+struct Interrupts {
+    shutdown: Shutdown,
+    pending: Option<&'static str>,
+}
+
+impl Interrupts {
+    fn install() -> Result<Self, CliError> {
+        Ok(Self {
+            shutdown: Shutdown::install_with_hangup()?,
+            pending: None,
+        })
+    }
+
+    fn note(&mut self, signal: &'static str) {
+        if self.pending.is_some() {
+            eprintln!(
+                "qlsched: {signal} again: stopping now; a claim already taken expires with its lease"
+            );
+            std::process::exit(130);
+        }
+        eprintln!(
+            "qlsched: {signal}: waiting for the database step in flight (once more stops at once, \
+             leaving a claim already taken to expire with its lease)"
+        );
+        self.pending = Some(signal);
+    }
+}
+
+/// Runs one database step; with `interrupts`, a signal is noted while it runs (see
+/// [`Interrupts`]).
+async fn guarded<T>(
+    interrupts: &mut Option<Interrupts>,
+    step: impl Future<Output = Result<T, CliError>>,
+) -> Result<T, CliError> {
+    let Some(interrupts) = interrupts else {
+        return step.await;
+    };
+    tokio::pin!(step);
+    loop {
+        tokio::select! {
+            done = &mut step => return done,
+            signal = interrupts.shutdown.recv() => interrupts.note(signal),
+        }
+    }
+}
+
+/// Shows the claim and its decision and asks for the step; `Ok(Err(why))` when nobody decided.
+async fn ask_about(
+    interrupts: &mut Interrupts,
+    report: &ClaimReport,
+    format: OutputFormat,
+) -> Result<Result<Step, String>, CliError> {
+    if let Some(signal) = interrupts.pending {
+        return Ok(Err(format!("interrupted by {signal}")));
+    }
+    // The person answering must see the fence and the decision, whatever stdout carries.
+    if format == OutputFormat::Table {
+        super::output::print(&render_claim(report))?;
+    } else {
+        eprintln!("{}", render_claim(report));
+    }
+    ask_step(interrupts).await
 }
 
 enum Step {
@@ -250,17 +318,27 @@ enum Step {
 }
 
 /// The person's step, or why there is none (interrupted, or no more input).
-async fn ask_step(shutdown: &mut Shutdown) -> Result<Result<Step, String>, CliError> {
+async fn ask_step(interrupts: &mut Interrupts) -> Result<Result<Step, String>, CliError> {
     loop {
-        match ask_or_interrupted("admit, hold or release? [a/h/r]", shutdown).await? {
+        let question = "admit, hold or release? [a/h/r]";
+        match ask_or_interrupted(question, &mut interrupts.shutdown).await? {
             Answer::Line(line) => match line.as_str() {
                 "a" | "admit" => return Ok(Ok(Step::Admit)),
                 "h" | "hold" => return Ok(Ok(Step::Hold)),
                 "r" | "release" => return Ok(Ok(Step::Release)),
                 _ => eprintln!("answer a, h or r"),
             },
-            Answer::EndOfInput => return Ok(Err("no answer (end of input)".to_owned())),
-            Answer::Interrupted(signal) => return Ok(Err(format!("interrupted by {signal}"))),
+            // Off the prompt's line before the verdict.
+            Answer::EndOfInput => {
+                eprintln!();
+                return Ok(Err("no answer (end of input)".to_owned()));
+            }
+            Answer::Interrupted(signal) => {
+                eprintln!();
+                // Counted: one more signal while the claim goes back stops at once.
+                interrupts.pending = Some(signal);
+                return Ok(Err(format!("interrupted by {signal}")));
+            }
         }
     }
 }

@@ -152,8 +152,14 @@ fn usage_error(error: &clap::Error) -> ExitCode {
     ) {
         return match error.print() {
             Ok(()) => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(exit::UNEXPECTED)),
-            // `qlsched --help | head`: a closed stdout ends quietly, as for every command.
-            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            // `qlsched --help | head`: a closed stdout ends quietly, as for every command. Help
+            // shown for a missing argument is a usage error on stderr and keeps its status.
+            Err(failed)
+                if failed.kind() == std::io::ErrorKind::BrokenPipe
+                    && error.kind() != ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+            {
+                ExitCode::SUCCESS
+            }
             Err(_) => ExitCode::from(exit::UNEXPECTED),
         };
     }

@@ -189,13 +189,17 @@ struct RawTrigger {
 }
 
 fn deserialize(text: &str) -> Result<RawManifest, ManifestError> {
+    // Syntax first (the typed parse below reports it with line and column), then shape.
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        refuse_arrays_for_objects(&value)?;
+    }
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let raw = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let inner = e.inner();
         if inner.is_syntax() || inner.is_eof() {
             ManifestError::new("$", format!("invalid JSON: {inner}"))
         } else {
-            ManifestError::new(json_path(&e.path().to_string()), plain(inner.to_string()))
+            ManifestError::new(json_path(&e.path().to_string()), inner.to_string())
         }
     })?;
     deserializer
@@ -204,16 +208,43 @@ fn deserialize(text: &str) -> Result<RawManifest, ManifestError> {
     Ok(raw)
 }
 
-/// serde accepts a struct written as an array (`[...]`, by field position) and then complains
-/// about its length; nobody writes a manifest that way, so an array where an object belongs is
-/// called what it is.
-fn plain(message: String) -> String {
-    match message.split_once(", expected ") {
-        Some((head, expected)) if head.starts_with("invalid length ") => {
-            format!("invalid type: array, expected {expected}")
+/// serde accepts a struct written as an array, its fields by position, which would slip past
+/// `deny_unknown_fields` and read `[[]]` as an empty manifest. Every place that holds one of the
+/// manifest's objects is checked to be an object first.
+fn refuse_arrays_for_objects(value: &serde_json::Value) -> Result<(), ManifestError> {
+    let object = |value: &serde_json::Value, path: &str, what: &str| match value {
+        serde_json::Value::Array(_) => Err(ManifestError::new(
+            path,
+            format!("invalid type: array, expected {what}"),
+        )),
+        _ => Ok(()),
+    };
+    fn items<'a>(value: &'a serde_json::Value, key: &str) -> &'a [serde_json::Value] {
+        match value.get(key) {
+            Some(serde_json::Value::Array(items)) => items,
+            _ => &[],
         }
-        _ => message,
     }
+    object(value, "$", "a manifest object with \"projects\"")?;
+    for (i, project) in items(value, "projects").iter().enumerate() {
+        let path = format!("$.projects[{i}]");
+        object(project, &path, "a project object with \"id\"")?;
+        for (j, task) in items(project, "tasks").iter().enumerate() {
+            object(
+                task,
+                &format!("{path}.tasks[{j}]"),
+                "a task object with \"id\" and \"execution\"",
+            )?;
+        }
+        for (k, trigger) in items(project, "triggers").iter().enumerate() {
+            object(
+                trigger,
+                &format!("{path}.triggers[{k}]"),
+                "a trigger object with \"id\", \"task\" and \"cron\"",
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// serde_path_to_error writes `projects[0].id`, and `.` for the root.
@@ -458,6 +489,16 @@ mod tests {
                 r#"{"projects": [1]}"#,
                 "$.projects[0]",
                 "invalid type: integer `1`, expected a project object with \"id\"",
+            ),
+            (
+                "[[]]",
+                "$",
+                "invalid type: array, expected a manifest object with \"projects\"",
+            ),
+            (
+                r#"{"projects": [["p", null, [], []]]}"#,
+                "$.projects[0]",
+                "invalid type: array, expected a project object with \"id\"",
             ),
             (
                 r#"{"projects": [{"id": "p", "triggers": [[]]}]}"#,

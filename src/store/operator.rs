@@ -267,8 +267,10 @@ pub async fn admit_claimed(
         drop(client);
         let released = release_claim(store, &row.project_id, &row.trigger_id, fence, actor).await;
         let claim = match released {
-            Ok(_) => "the claim was released",
-            Err(_) => "the claim could not be released and expires with its lease",
+            Ok(_) => "the claim was released".to_owned(),
+            Err(error) => {
+                format!("the claim could not be released ({error}) and expires with its lease")
+            }
         };
         return Err(StoreError::Refused(format!(
             "the admission of {}/{} refused it: {reason}; {claim}",
@@ -517,8 +519,20 @@ async fn fence_rejected(
             "no longer holds: it expired {} ago",
             crate::core::format_ms(-claim.remaining_ms)
         ),
-        // The claim is intact, so the admission refused a definition that moved under it.
-        Some(_) => return StoreError::Refused(detail.why_not_firing.reason()),
+        // The claim is intact, so the admission refused a definition that moved under it. The
+        // diagnosis names the known causes; the ones it does not check (a new task revision or
+        // execution, a moved cursor) leave it looking at the claim itself.
+        Some(_) => {
+            return StoreError::Refused(match &detail.why_not_firing {
+                Diagnosis::ClaimHeld { .. }
+                | Diagnosis::ClaimExpired { .. }
+                | Diagnosis::NotDue { .. }
+                | Diagnosis::Eligible => "the row or its definition changed under the claim \
+                     (see `qlsched inspect trigger`)"
+                    .to_owned(),
+                cause => cause.reason(),
+            });
+        }
     };
     StoreError::FenceRejected(format!("{given} {now}"))
 }

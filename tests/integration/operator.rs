@@ -779,3 +779,53 @@ fn leaving_the_claim_prompt_gives_the_claim_back() {
         runtime.block_on(db.count("SELECT count(*) FROM schedule_audit WHERE action = 'release'"));
     assert_eq!(audits, 2);
 }
+
+/// A database step that stalls (here the release, behind a row lock another session holds) never
+/// traps the person: the first Ctrl-C says it waits for the step, a second one stops at once with
+/// exit 130, and the claim expires with its lease.
+#[test]
+fn a_second_interrupt_stops_a_stalled_step_at_once() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let (db, locker) = runtime.block_on(async {
+        let db = TestDb::new().await;
+        db.publish(&every_second()).await;
+        let locker = db.client().await;
+        (db, locker)
+    });
+    let tmux = crate::util::Tmux::start("claim-stall", 120, 40);
+    tmux.wait_for("the shell prompt", |s| s.contains(crate::util::PROMPT));
+    let command = format!(
+        "{} -D '{}' claim p/tick --lease 1h; echo \"claim-\"\"exited $?\"",
+        bin().display(),
+        db.url()
+    );
+    tmux.send(&[&command, "Enter"]);
+    tmux.wait_for("the prompt", |s| {
+        s.contains("admit, hold or release? [a/h/r]")
+    });
+    runtime.block_on(async {
+        locker
+            .batch_execute("BEGIN; SELECT 1 FROM trigger_schedules FOR UPDATE")
+            .await
+            .expect("lock the row");
+    });
+    tmux.send(&["r", "Enter"]);
+    // The release waits on the lock; the first Ctrl-C only says so.
+    tmux.send(&["C-c"]);
+    tmux.wait_for("the first interrupt noted", |s| {
+        s.contains("SIGINT: waiting for the database step in flight")
+    });
+    tmux.send(&["C-c"]);
+    let screen = tmux.wait_for("claim to exit", |s| s.contains("claim-exited"));
+    assert!(screen.contains("claim-exited 130"), "{screen}");
+    assert!(screen.contains("SIGINT again: stopping now"), "{screen}");
+    runtime.block_on(async {
+        locker.batch_execute("ROLLBACK").await.expect("unlock");
+        assert_eq!(
+            db.count("SELECT count(*) FROM trigger_schedules WHERE claim_token IS NOT NULL")
+                .await,
+            1,
+            "the claim stays until its lease ends (or an expire)"
+        );
+    });
+}
