@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use deadpool_postgres::Object;
 use serde::Serialize;
 use tokio_postgres::{CancelToken, NoTls};
 use uuid::Uuid;
@@ -68,6 +69,20 @@ fn as_ms<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::
     serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
 }
 
+/// The pooled connection of one round. A round dropped before it finished (its lease ran out, or
+/// a stop could not wait for it) is followed by a cancel request, and a cancel request names the
+/// backend, not the statement: had the connection gone back to the pool, the cancel could land
+/// on the next round's statement. So such a connection is taken out of the pool and closed.
+struct RoundConnection(Option<Object>);
+
+impl Drop for RoundConnection {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            drop(Object::take(client));
+        }
+    }
+}
+
 /// One replica's scheduler: its configuration, its store, and the claims its round holds.
 pub struct Coordinator {
     store: Store,
@@ -104,17 +119,24 @@ impl Coordinator {
 
     /// Runs one round: claim, decide, admit, release.
     pub async fn run_round(&self) -> Result<RoundReport, StoreError> {
-        let client = self.store.client().await?;
+        let mut connection = RoundConnection(Some(self.store.client().await?));
+        let Some(client) = connection.0.as_ref() else {
+            return Err(StoreError::Unavailable(
+                "no connection for the round".into(),
+            ));
+        };
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.cancel_token());
-        let result = self.round(&client).await;
+        let result = self.round(client).await;
         self.in_flight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
+        // Finished: the connection goes back to the pool.
+        drop(connection.0.take());
         result
     }
 
-    async fn round(&self, client: &deadpool_postgres::Object) -> Result<RoundReport, StoreError> {
+    async fn round(&self, client: &Object) -> Result<RoundReport, StoreError> {
         let mut report = RoundReport {
             owner: self.config.owner.clone(),
             ..RoundReport::default()

@@ -118,8 +118,9 @@ async fn run_rounds(
             Err(_) => {
                 coordinator.cancel_in_flight().await;
                 coordinator.forget_held();
-                Ok(Err(StoreError::Unavailable(format!(
-                    "the round did not finish within the lease ({lease:?}); cancelled"
+                Ok(Err(StoreError::TimedOut(format!(
+                    "the round did not finish within the lease ({lease:?}); cancelled, and its \
+                     connection closed"
                 ))))
             }
         };

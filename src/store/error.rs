@@ -24,6 +24,10 @@ pub enum StoreError {
     RetriesExhausted { what: &'static str, attempts: u32 },
     #[error("fence rejected: {0}")]
     FenceRejected(String),
+    /// A round that outlived its lease and was cancelled: the server may be slow or unreachable,
+    /// or this process was paused; nothing says which.
+    #[error("timed out: {0}")]
+    TimedOut(String),
     #[error("not found: {0}")]
     NotFound(String),
     #[error("nothing eligible: {0}")]
@@ -74,7 +78,7 @@ impl StoreError {
             StoreError::Unavailable(_) => 69,
             StoreError::PermissionDenied(_) => 77,
             StoreError::SchemaNotReady(_) | StoreError::Config(_) => 78,
-            StoreError::RetriesExhausted { .. } => 75,
+            StoreError::RetriesExhausted { .. } | StoreError::TimedOut(_) => 75,
             StoreError::FenceRejected(_) => 3,
             StoreError::NotFound(_) => 4,
             StoreError::NothingEligible(_) => 5,

@@ -54,4 +54,9 @@ impl Store {
     pub async fn client(&self) -> Result<Object, StoreError> {
         Ok(self.pool.get().await?)
     }
+
+    /// Connections the pool holds now, idle or lent out.
+    pub fn connections(&self) -> usize {
+        self.pool.status().size
+    }
 }

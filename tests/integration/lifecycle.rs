@@ -300,3 +300,45 @@ async fn a_round_that_outlives_its_lease_is_cancelled_and_the_timer_goes_on() {
     );
     assert_invariants(&db).await;
 }
+
+/// A round dropped before it finished is followed by a cancel request, which names the backend,
+/// not the statement. Its connection must never serve another round (the cancel would land on
+/// that round's statement): it leaves the pool.
+#[tokio::test]
+async fn a_round_dropped_in_flight_never_lends_its_connection_again() {
+    let db = TestDb::new().await;
+    every_second(&db, 1).await;
+    let coordinator = Coordinator::new(db.store("dropped").await, config("dropped", 10, 1_000));
+    coordinator.run_round().await.expect("initialize");
+    let pooled = coordinator.store().connections();
+    assert!(pooled >= 1, "the pool kept the round's connection");
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
+             CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
+             CREATE TRIGGER stall BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION stall();",
+        )
+        .await
+        .expect("stall admissions");
+    tokio::time::timeout(Duration::from_millis(500), coordinator.run_round())
+        .await
+        .expect_err("the round stalls");
+    coordinator.cancel_in_flight().await;
+    coordinator.forget_held();
+    assert_eq!(
+        coordinator.store().connections(),
+        pooled - 1,
+        "the dropped round's connection left the pool"
+    );
+    db.client()
+        .await
+        .batch_execute("DROP TRIGGER stall ON runs")
+        .await
+        .expect("heal");
+    // The claim of the dropped round holds until its lease ends; the next round finds nothing
+    // to do but does not fail on a stray cancel.
+    let report = coordinator.run_round().await.expect("the next round runs");
+    assert_eq!(report.fired, 0, "{report:?}");
+}
