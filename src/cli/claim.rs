@@ -18,6 +18,7 @@ use super::run::Shutdown;
 use super::{CliError, Global, OutputFormat};
 use crate::coordinator::{decide_claimed, duration_ms, run_identity};
 use crate::core::{CoordinatorConfig, CronSchedule, Decision, format_ms};
+use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor};
 use crate::store::read::utc;
 use crate::store::{AdmissionOutcome, ClaimedRow, RunIdentity, Store, StoreError};
@@ -502,7 +503,10 @@ fn actor(name: &str) -> Actor<'_> {
 
 async fn open(global: &Global) -> Result<Store, CliError> {
     let settings = global.connection.settings()?;
-    Ok(Store::open(&settings, &global.connection.schema, "qlsched claim", 1).await?)
+    let store = Store::open(&settings, &global.connection.schema, "qlsched claim", 1).await?;
+    // The claim and the admission are the replica's: they demand the schema `run` demands.
+    check_ready(&**store.client().await?, &global.connection.schema).await?;
+    Ok(store)
 }
 
 /// `USER@HOST:manual`: who claimed by hand, readable in `inspect claims` and the audit.

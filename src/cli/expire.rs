@@ -9,6 +9,7 @@ use super::args::{ConfirmArgs, TriggerName, ask, fence, interactive, trigger_nam
 use super::claim::operator_name;
 use super::output::{emit, table};
 use super::{CliError, Global};
+use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor, Expired, FenceRef};
 use crate::store::read::{trigger_detail, utc};
 use crate::store::{Store, StoreError};
@@ -71,6 +72,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
     args.confirm.require_confirmable("expiring a claim")?;
     let settings = global.connection.settings()?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched expire", 1).await?;
+    check_ready(&**store.client().await?, &global.connection.schema).await?;
     let name = operator_name();
     let actor = Actor {
         name: &name,

@@ -8,6 +8,7 @@ use clap::Args;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
 use crate::core::manifest::parse_manifest;
+use crate::store::migrate::check_ready;
 use crate::store::publish::{PublishReport, publish};
 
 #[derive(Debug, Args)]
@@ -29,6 +30,9 @@ pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
     let mut client = settings
         .connect(&global.connection.schema, "qlsched publish")
         .await?;
+    // Definitions written into a schema `run` refuses (changed, or from a newer binary) would be
+    // read by code that does not know them.
+    check_ready(&client, &global.connection.schema).await?;
     let report = publish(&mut client, &manifest, args.dry_run).await?;
     emit(global.format, &report, render)?;
     if global.format == super::OutputFormat::Table {

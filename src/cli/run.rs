@@ -14,7 +14,7 @@ use crate::core::CoordinatorConfig;
 use crate::core::duration::format_duration;
 use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::store::Store;
-use crate::store::migrate::check_ready;
+use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
 use crate::store::recovery::recovery_report;
 
 #[derive(Debug, Args)]
@@ -85,6 +85,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         )
         .await?;
         check_ready(&**store.client().await?, schema).await?;
+        check_capability(&**store.client().await?, RUNTIME_ROLE).await?;
         log_recovery(&**store.client().await?).await?;
         Ok::<_, CliError>(store)
     };

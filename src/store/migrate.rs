@@ -58,6 +58,9 @@ pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |m| m.version)
 }
 
+/// The group role a replica's login needs (DESIGN.md section 3).
+pub const RUNTIME_ROLE: &str = "qlsched_runtime";
+
 /// The four group roles of DESIGN.md section 3.
 pub const ROLES: [&str; 4] = [
     "qlsched_admin",
@@ -381,6 +384,43 @@ pub async fn check_ready(client: &Client, schema: &SchemaName) -> Result<(), Sto
     } else {
         Err(StoreError::SchemaNotReady(problems.join("; ")))
     }
+}
+
+// Which of `$1` (objects) / `$2` (privileges) the session lacks; objects resolve through the
+// session's search_path, which is the qlsched schema.
+const MISSING_PRIVILEGES: &str = "SELECT o || ' (' || p || ')'
+    FROM unnest($1::text[], $2::text[]) AS wanted(o, p)
+    WHERE NOT CASE WHEN p = 'USAGE' THEN has_sequence_privilege(o, p)
+                   ELSE has_table_privilege(o, p) END
+    ORDER BY o, p";
+
+/// Refuses ([`StoreError::PermissionDenied`], exit 77) a session that lacks any privilege the
+/// schema grants `role`: `run` checks it for `qlsched_runtime` before it claims, so a replica
+/// started with the wrong login exits at once instead of failing every round while it looks
+/// alive. Run after [`check_ready`]: the objects must exist.
+pub async fn check_capability(client: &Client, role: &str) -> Result<(), StoreError> {
+    let (objects, privileges): (Vec<&str>, Vec<&str>) = GRANTS
+        .iter()
+        .filter(|(grantee, _, _)| *grantee == role)
+        .flat_map(|(_, object, privileges)| privileges.iter().map(move |p| (*object, *p)))
+        .unzip();
+    let missing: Vec<String> = client
+        .query(MISSING_PRIVILEGES, &[&objects, &privileges])
+        .await?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let user: String = client
+        .query_one("SELECT current_user::text", &[])
+        .await?
+        .get(0);
+    Err(StoreError::PermissionDenied(format!(
+        "login {user} lacks what {role} grants: {} (grant it {role})",
+        missing.join(", ")
+    )))
 }
 
 /// One difference between the live database and what DESIGN.md section 3 prescribes.

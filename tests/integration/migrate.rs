@@ -160,6 +160,26 @@ async fn run_refuses_a_schema_that_is_behind_ahead_or_changed() {
         "{}",
         stderr(&output)
     );
+    // Nothing writes into a schema `run` refuses: 78, and nothing written.
+    let before = crate::util::fingerprint(&changed).await;
+    let manifest = crate::util::manifest(
+        serde_json::json!([{ "id": "a", "task": "t", "cron": "* * * * * *" }]),
+    )
+    .to_string();
+    for (args, stdin) in [
+        (vec!["publish", "-f", "-"], Some(manifest.as_str())),
+        (vec!["claim", "--hold"], None),
+        (vec!["expire", "--owner", "anyone", "--yes"], None),
+    ] {
+        let output = qlsched(Some(&changed), &args, stdin);
+        assert_eq!(code(&output), 78, "{args:?}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("was applied with checksum bbbbbbbbbbbb"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(crate::util::fingerprint(&changed).await, before);
     // The first look shows the counts and names the problem: exit 78, in the table and the JSON.
     let output = qlsched(Some(&changed), &["inspect"], None);
     assert_eq!(code(&output), 78, "{}", stderr(&output));
@@ -285,4 +305,29 @@ async fn the_granted_roles_are_enough_to_publish_and_to_run_a_replica() {
     crate::util::assert_invariants(&db).await;
     admin.drop(&db).await;
     runtime.drop(&db).await;
+}
+
+/// A replica whose login lacks what `qlsched_runtime` grants exits 77 before it claims, naming
+/// what is missing, instead of logging a failed round every second while it looks alive.
+#[tokio::test]
+async fn run_refuses_a_login_without_the_runtime_privileges() {
+    let db = TestDb::new().await;
+    let observer = LoginRole::create(&db, "qlsched_observer").await;
+    let output = qlsched(
+        None,
+        &["-D", &observer.url(&db), "run", "--owner", "obs"],
+        None,
+    );
+    assert_eq!(code(&output), 77, "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains(&format!(
+            "login {} lacks what qlsched_runtime grants",
+            observer.name
+        )) && message.contains("trigger_schedules (UPDATE)")
+            && message.contains("runs (INSERT)"),
+        "{message}"
+    );
+    assert!(!message.contains("replica started"), "{message}");
+    observer.drop(&db).await;
 }
