@@ -54,6 +54,13 @@ pub struct DemoArgs {
 }
 
 pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
+    if global.format == super::OutputFormat::Json {
+        return Err(CliError::Usage(
+            "demo shows itself in `top` or as lines and has no JSON output; for a figure a script \
+             can read, use `qlsched bench -o json`"
+                .into(),
+        ));
+    }
     let server = global.connection.settings()?;
     let schema = &global.connection.schema;
     let database = args.database.as_str();
@@ -73,7 +80,8 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
         args.replicas
     );
     eprintln!(
-        "qlsched demo: watch with `qlsched -D {database} inspect` in another terminal; Ctrl-C to stop"
+        "qlsched demo: watch with `qlsched -D '{}' inspect` in another terminal; Ctrl-C to stop",
+        settings.conninfo()
     );
 
     // Caught before the first replica starts, so that Ctrl-C always stops them cleanly.

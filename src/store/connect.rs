@@ -115,6 +115,11 @@ impl ConnectionSettings {
                 },
             },
         };
+        // tokio-postgres gives a URL host without a port 5432; libpq gives it PGPORT.
+        let text = match (text, env("PGPORT")) {
+            (Some(text), Some(port)) => Some(url_with_port(&text, &port)?.unwrap_or(text)),
+            (text, _) => text,
+        };
         let mut config = match &text {
             Some(text) => Config::from_str(text).map_err(|error| {
                 StoreError::Config(format!(
@@ -165,6 +170,22 @@ impl ConnectionSettings {
         };
         let port = self.config.get_ports().first().copied().unwrap_or(5432);
         format!("{}@{host}:{port}/{}", self.user(), self.dbname())
+    }
+
+    /// A `key=value` string naming the same server, user and database, without the password:
+    /// what to print for a person to pass back as `-D` (it works for sockets too, unlike a URL).
+    pub fn conninfo(&self) -> String {
+        let host = match self.config.get_hosts().first() {
+            Some(Host::Tcp(name)) => name.clone(),
+            Some(Host::Unix(path)) => path.display().to_string(),
+            None => "localhost".to_owned(),
+        };
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        format!(
+            "host={host} port={port} user={} dbname={}",
+            self.user(),
+            self.dbname()
+        )
     }
 
     /// A driver configuration whose sessions resolve unqualified names in `schema`.
@@ -309,6 +330,44 @@ fn fill_from_libpq_environment(
     Ok(())
 }
 
+/// `text` with `:port` after each host, when it is a URL that names hosts and none with a port;
+/// `None` when it is not such a URL (a key=value string is left to the parser and
+/// [`fill_from_libpq_environment`]).
+fn url_with_port(text: &str, port: &str) -> Result<Option<String>, StoreError> {
+    let Some(rest) = ["postgresql://", "postgres://"]
+        .iter()
+        .find_map(|scheme| text.strip_prefix(scheme))
+    else {
+        return Ok(None);
+    };
+    let netloc_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let netloc = &rest[..netloc_end];
+    let hosts_start = netloc.rfind('@').map_or(0, |at| at + 1);
+    let hosts = &netloc[hosts_start..];
+    let has_port = |host: &str| match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.contains("]:"),
+        None => host.contains(':'),
+    };
+    if hosts.is_empty() || hosts.split(',').any(has_port) {
+        return Ok(None);
+    }
+    let port = port
+        .parse::<u16>()
+        .map_err(|_| StoreError::Config(format!("PGPORT={port:?} is not a port number")))?;
+    let with_ports = hosts
+        .split(',')
+        .map(|host| format!("{host}:{port}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let scheme_len = text.len() - rest.len();
+    Ok(Some(format!(
+        "{}{}{with_ports}{}",
+        &text[..scheme_len],
+        &netloc[..hosts_start],
+        &rest[netloc_end..]
+    )))
+}
+
 /// libpq's default socket directory: Debian builds use /var/run/postgresql, upstream /tmp.
 fn default_socket_dir() -> &'static str {
     if Path::new("/var/run/postgresql").is_dir() {
@@ -375,6 +434,36 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(settings.describe(), "ops@127.0.0.1:5433/ops");
+    }
+
+    /// As libpq: PGPORT applies to URL hosts that name no port, never to one that does.
+    #[test]
+    fn pgport_fills_a_url_host_without_a_port() {
+        for (url, expected) in [
+            ("postgres://ops@127.0.0.1/db", "ops@127.0.0.1:5999/db"),
+            (
+                "postgresql://ops:pw@db.example/db?sslmode=disable",
+                "ops@db.example:5999/db",
+            ),
+            ("postgres://ops@127.0.0.1:6000/db", "ops@127.0.0.1:6000/db"),
+            ("postgres://ops@[::1]/db", "ops@::1:5999/db"),
+            ("host=127.0.0.1 user=ops dbname=db", "ops@127.0.0.1:5999/db"),
+            (
+                "host=127.0.0.1 port=6000 user=ops dbname=db",
+                "ops@127.0.0.1:6000/db",
+            ),
+        ] {
+            let settings =
+                ConnectionSettings::resolve_with(Some(url), env_of(&[("PGPORT", "5999")]))
+                    .expect(url);
+            assert_eq!(settings.describe(), expected, "{url}");
+        }
+        let error = ConnectionSettings::resolve_with(
+            Some("postgres://ops@127.0.0.1/db"),
+            env_of(&[("PGPORT", "abc")]),
+        )
+        .expect_err("a bad PGPORT is refused");
+        assert_eq!(error.exit_code(), 78, "{error}");
     }
 
     #[test]

@@ -45,7 +45,17 @@ impl StoreError {
     /// connection has none).
     pub fn from_db(error: tokio_postgres::Error) -> Self {
         let Some(db) = error.as_db_error() else {
-            return StoreError::Unavailable(error_chain(&error));
+            let chain = error_chain(&error);
+            // tokio-postgres has no public error kind: a server that asks for a password when
+            // none was given shows only in the message. Retrying (69) would never help.
+            if chain.contains("password missing") {
+                return StoreError::PermissionDenied(
+                    "the server asks for a password and none was given (put it in the URL or \
+                     PGPASSWORD)"
+                        .to_owned(),
+                );
+            }
+            return StoreError::Unavailable(chain);
         };
         let code = db.code();
         let message = db.message().to_owned();

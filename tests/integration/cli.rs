@@ -101,6 +101,15 @@ async fn the_demo_admits_runs_and_checks_them() {
             .map(|row| row.get::<_, Option<String>>(0))
     };
     let made = mark(name.clone()).await;
+    // The hint the demo prints works as it is.
+    let summary = stderr(&output);
+    let hint = summary
+        .split_once("-D '")
+        .and_then(|(_, rest)| rest.split_once("' inspect"))
+        .map(|(conninfo, _)| conninfo.to_owned())
+        .unwrap_or_else(|| panic!("no -D hint: {summary}"));
+    let inspect = qlsched(None, &["-D", &hint, "inspect"], None);
+    assert_eq!(code(&inspect), 0, "{hint}: {}", stderr(&inspect));
     // A database the demo made is the demo's to recreate.
     let again = qlsched(
         None,
@@ -176,6 +185,9 @@ async fn the_demo_never_drops_a_database_it_did_not_make() {
     let output = qlsched(None, &["demo", "--database", "Prod-DB"], None);
     assert_eq!(code(&output), 2, "{}", stderr(&output));
     assert!(stderr(&output).contains("'Prod-DB' for '--database"));
+    let output = qlsched(None, &["demo", "-o", "json"], None);
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(stderr(&output).contains("has no JSON output"));
 }
 
 /// A signal while the replica is still connecting ends it with exit 0 and nothing claimed, not by
@@ -260,4 +272,36 @@ async fn a_closed_stdout_ends_quietly_with_status_0() {
         );
         assert!(output.stderr.is_empty(), "{args:?}: {}", stderr(&output));
     }
+}
+
+/// A server that asks for a password when none was given is an authentication failure (77), not
+/// an unavailable database (69) that a supervisor would retry forever. The "server" answers the
+/// startup message with AuthenticationCleartextPassword.
+#[tokio::test]
+async fn a_password_the_server_asks_for_and_nobody_gave_is_exit_77() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listen");
+    let port = server.local_addr().expect("port").port();
+    let asking = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = server.accept().await {
+            let mut startup = [0u8; 512];
+            let _ = socket.read(&mut startup).await;
+            let _ = socket.write_all(b"R\0\0\0\x08\0\0\0\x03").await;
+            let _ = socket.flush().await;
+            let _ = socket.read(&mut startup).await;
+        }
+    });
+    let url = format!("postgres://nobody@127.0.0.1:{port}/db");
+    let output = tokio::task::spawn_blocking(move || qlsched(None, &["-D", &url, "inspect"], None))
+        .await
+        .expect("qlsched");
+    asking.abort();
+    assert_eq!(code(&output), 77, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("asks for a password and none was given"),
+        "{}",
+        stderr(&output)
+    );
 }
