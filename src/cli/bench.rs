@@ -9,9 +9,11 @@ use clap::Args;
 use super::args::duration_arg;
 use super::error::exit;
 use super::output::{emit, table};
+use super::run::Shutdown;
 use super::{CliError, Global};
 use crate::bench::{BenchConfig, BenchReport, run_bench};
 use crate::core::{CoordinatorConfig, DEFAULT_BATCH};
+use crate::store::scratch::drop_database;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -87,7 +89,27 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
         config.coordinator.batch,
         server.describe()
     );
-    let report = run_bench(&server, &global.connection.schema, &config).await?;
+    // Interrupted, the bench still drops its scratch database (unless --keep): a server must
+    // not collect qlsched_bench_* databases from every Ctrl-C.
+    let mut shutdown = Shutdown::install()?;
+    let report = tokio::select! {
+        report = run_bench(&server, &global.connection.schema, &config) => report?,
+        signal = shutdown.recv() => {
+            let database = &config.database;
+            let what = if config.keep {
+                format!("scratch database {database} kept")
+            } else {
+                match drop_database(&server, database).await {
+                    Ok(()) => format!("scratch database {database} dropped"),
+                    Err(error) => format!("scratch database {database} not dropped: {error}"),
+                }
+            };
+            return Err(CliError::Findings {
+                message: format!("bench interrupted by {signal}; {what}"),
+                code: exit::INTERRUPTED,
+            });
+        }
+    };
     emit(global.format, &report, render)?;
     let problems = report.problems();
     if problems.is_empty() {

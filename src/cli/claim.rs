@@ -265,7 +265,7 @@ impl Interrupts {
             eprintln!(
                 "qlsched: {signal} again: stopping now; a claim already taken expires with its lease"
             );
-            std::process::exit(130);
+            std::process::exit(i32::from(super::exit::INTERRUPTED));
         }
         eprintln!(
             "qlsched: {signal}: waiting for the database step in flight (once more stops at once, \

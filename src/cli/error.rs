@@ -19,6 +19,8 @@ pub mod exit {
     pub const TEMPFAIL: u8 = 75;
     pub const NO_PERMISSION: u8 = 77;
     pub const CONFIG: u8 = 78;
+    /// Stopped by a signal before finishing, as the shell reports a SIGINT death.
+    pub const INTERRUPTED: u8 = 130;
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -119,6 +119,11 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     let schema = &global.connection.schema;
     let client = settings.connect(schema, "qlsched inspect").await?;
     read::read_only(&client).await?;
+    // The summary and `inspect trigger` report an unready schema as part of their answer; every
+    // other view needs the tables it reads, and says why they are missing rather than which.
+    if !matches!(args.what, None | Some(InspectWhat::Trigger { .. })) {
+        check_ready(&client, schema).await?;
+    }
     let format = global.format;
     match args.what {
         None => {
@@ -129,8 +134,18 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
                 Err(StoreError::SchemaNotReady(problem)) => Some(problem),
                 Err(error) => return Err(error.into()),
             };
+            let summary = match read::summary(&client).await {
+                Ok(summary) => summary,
+                // No tables to count (an empty schema): the readiness problem says why.
+                Err(StoreError::SchemaNotReady(_)) if schema_problem.is_some() => {
+                    return Err(
+                        StoreError::SchemaNotReady(schema_problem.unwrap_or_default()).into(),
+                    );
+                }
+                Err(error) => return Err(error.into()),
+            };
             let report = SummaryReport {
-                summary: read::summary(&client).await?,
+                summary,
                 schema_problem,
             };
             emit(format, &report, render_summary)?;

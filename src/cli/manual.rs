@@ -15,7 +15,7 @@ The same for every subcommand:
   75  transient conflict, retries exhausted
   77  permission denied by the database role
   78  schema not ready or configuration invalid
-  130 interrupted twice: a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease)
+  130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease)
 
 A closed standard output (qlsched ... | head) ends the command quietly with status 0.";
 

@@ -123,8 +123,9 @@ impl ConnectionSettings {
         let mut config = match &text {
             Some(text) => Config::from_str(text).map_err(|error| {
                 StoreError::Config(format!(
-                    "cannot parse the connection string from {}: {error}",
-                    source.describe()
+                    "cannot parse the connection string from {}: {}",
+                    source.describe(),
+                    super::error::error_chain(&error)
                 ))
             })?,
             None => Config::new(),
@@ -464,6 +465,25 @@ mod tests {
         )
         .expect_err("a bad PGPORT is refused");
         assert_eq!(error.exit_code(), 78, "{error}");
+    }
+
+    /// A connection string that does not parse names what is wrong in it.
+    #[test]
+    fn a_bad_connection_string_names_its_fault() {
+        for (text, fault) in [
+            (
+                "postgres://x@h:notaport/db",
+                "invalid value for option `port`",
+            ),
+            (
+                "host='unterminated",
+                "unterminated quoted connection parameter value",
+            ),
+        ] {
+            let error = ConnectionSettings::resolve_with(Some(text), env_of(&[])).expect_err(text);
+            assert_eq!(error.exit_code(), 78, "{error}");
+            assert!(error.to_string().contains(fault), "{text}: {error}");
+        }
     }
 
     #[test]

@@ -155,7 +155,7 @@ fn describe_db(error: &tokio_postgres::Error) -> String {
 }
 
 /// The driver's message with its causes ("error connecting to server: Connection refused").
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -163,7 +163,8 @@ const READ_LEDGER: &str = "SELECT version, name, checksum, applied_at_ms, execut
 
 // Record one applied migration, inside the transaction that applied it.
 const RECORD_MIGRATION: &str = "INSERT INTO schema_migrations
-    (version, name, checksum, applied_at_ms, execution_ms) VALUES ($1, $2, $3, now_ms(), $4)";
+    (version, name, checksum, applied_at_ms, execution_ms) VALUES ($1, $2, $3, now_ms(), $4)
+    RETURNING applied_at_ms";
 
 /// Applies every pending migration. Safe to run concurrently: the advisory lock makes the second
 /// migrator wait and then find nothing to do.
@@ -221,8 +222,8 @@ async fn apply_pending(
                 }
             })?;
         let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        transaction
-            .execute(
+        let applied_at_ms: i64 = transaction
+            .query_one(
                 RECORD_MIGRATION,
                 &[
                     &migration.version,
@@ -231,14 +232,15 @@ async fn apply_pending(
                     &execution_ms,
                 ],
             )
-            .await?;
+            .await?
+            .get(0);
         transaction.commit().await?;
         applied.push(MigrationStatus {
             version: migration.version,
             name: migration.name.to_owned(),
             state: "applied",
             checksum: migration.checksum(),
-            applied_at_ms: None,
+            applied_at_ms: Some(applied_at_ms),
             execution_ms: Some(execution_ms),
         });
     }

@@ -124,3 +124,53 @@ fn a_bench_that_cannot_measure_is_refused_before_it_connects() {
         assert!(stdout(&output).is_empty(), "{args:?}");
     }
 }
+
+/// Ctrl-C (or SIGTERM) in the middle of a bench still drops its scratch database: exit 130 and
+/// `qlsched_bench_<pid>` gone from the server.
+#[tokio::test]
+async fn an_interrupted_bench_drops_its_scratch_database() {
+    let child = std::process::Command::new(crate::util::bin())
+        .args([
+            "-D",
+            &server_url(),
+            "bench",
+            "--triggers",
+            "200000",
+            "--replicas",
+            "1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn bench");
+    let database = format!("qlsched_bench_{}", child.id());
+    let exists = |name: String| async move {
+        crate::util::server()
+            .connect(&crate::util::schema(), "qlsched tests")
+            .await
+            .expect("connect")
+            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+            .await
+            .expect("look up")
+            .is_some()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !exists(database.clone()).await {
+        assert!(std::time::Instant::now() < deadline, "no {database}");
+        crate::util::sleep_ms(50).await;
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    let output = child.wait_with_output().expect("wait for bench");
+    assert_eq!(code(&output), 130, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "bench interrupted by SIGINT; scratch database {database} dropped"
+        )),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!exists(database.clone()).await, "{database} is still there");
+}

@@ -14,6 +14,12 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
         Some(MIGRATIONS.len())
     );
     assert_eq!(report["version"], latest_version());
+    for applied in report["applied"].as_array().into_iter().flatten() {
+        assert!(
+            applied["applied_at_ms"].as_i64().is_some_and(|at| at > 0),
+            "a migration just applied has its time: {applied}"
+        );
+    }
 
     let client = db.client().await;
     assert!(verify(&client, &schema()).await.expect("verify").is_empty());
@@ -127,6 +133,20 @@ async fn run_refuses_a_schema_that_is_behind_ahead_or_changed() {
         "{}",
         stderr(&output)
     );
+    // Every read says why its tables are missing, not which one it tripped on.
+    for args in [
+        vec!["inspect"],
+        vec!["inspect", "claims"],
+        vec!["inspect", "runs"],
+    ] {
+        let output = qlsched(Some(&empty), &args, None);
+        assert_eq!(code(&output), 78, "{args:?}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("has no migration ledger (run `qlsched migrate`)"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
 
     let ahead = TestDb::new().await;
     ahead
