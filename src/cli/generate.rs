@@ -34,16 +34,27 @@ pub fn write_all(out_dir: &Path) -> Result<(), CliError> {
     std::fs::create_dir_all(&man)?;
     let root = super::command();
     write_page(&man, &root, "qlsched", true)?;
-    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("qlsched-{}", sub.get_name());
+    write_subcommand_pages(&man, &root, "qlsched", "qlsched")
+}
+
+/// One page per visible subcommand, at every depth (`qlsched-inspect-schedules.1`): the
+/// SUBCOMMANDS section of a page refers to its children's pages by those names.
+fn write_subcommand_pages(
+    man: &Path,
+    parent: &clap::Command,
+    page_prefix: &str,
+    bin_prefix: &str,
+) -> Result<(), CliError> {
+    for sub in parent.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("{page_prefix}-{}", sub.get_name());
+        let bin_name = format!("{bin_prefix} {}", sub.get_name());
         write_page(
-            &man,
-            &sub.clone()
-                .name(name.clone())
-                .bin_name(format!("qlsched {}", sub.get_name())),
+            man,
+            &sub.clone().name(name.clone()).bin_name(bin_name.clone()),
             &name,
             false,
         )?;
+        write_subcommand_pages(man, sub, &name, &bin_name)?;
     }
     Ok(())
 }
