@@ -60,6 +60,8 @@ fn write_subcommand_pages(
 }
 
 fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Result<(), CliError> {
+    // `help` is clap's, documented by --help itself; listed, it would name pages nobody writes.
+    let command = &command.clone().disable_help_subcommand(true);
     let page = clap_mangen::Man::new(command.clone())
         .title(name.to_uppercase())
         .section("1")
@@ -75,7 +77,9 @@ fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Re
     if command.get_subcommands().any(|s| !s.is_hide_set()) {
         page.render_subcommands_section(&mut out)?;
     }
+    // A nested page (qlsched-inspect-schedules) shows its command's examples and JSON shapes.
     let short = name.strip_prefix("qlsched-").unwrap_or(name);
+    let short = short.split('-').next().unwrap_or(short);
     if let Some(json) = super::manual::json_section(short) {
         section(&mut out, "JSON OUTPUT", json)?;
     }

@@ -16,7 +16,7 @@ use crate::coordinator::duration_ms;
 use crate::core::format_ms;
 use crate::store::StoreError;
 use crate::store::invariants::{InvariantCounts, invariant_counts};
-use crate::store::migrate::{VerifyFinding, check_ready, verify};
+use crate::store::migrate::{VerifyFinding, check_ready, require_ledger, verify};
 use crate::store::read::{
     self, AuditView, ClaimView, Diagnosis, RunDetail, RunView, ScheduleFilter, ScheduleState,
     ScheduleView, Summary, TriggerDetail, utc,
@@ -119,10 +119,11 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     let schema = &global.connection.schema;
     let client = settings.connect(schema, "qlsched inspect").await?;
     read::read_only(&client).await?;
-    // The summary and `inspect trigger` report an unready schema as part of their answer; every
-    // other view needs the tables it reads, and says why they are missing rather than which.
+    // The summary and `inspect trigger` report an unready schema as part of their answer. Every
+    // other view reads what is there (during an upgrade too) but needs the tables, and says why
+    // they are missing rather than which.
     if !matches!(args.what, None | Some(InspectWhat::Trigger { .. })) {
-        check_ready(&client, schema).await?;
+        require_ledger(&client, schema).await?;
     }
     let format = global.format;
     match args.what {

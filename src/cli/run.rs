@@ -85,7 +85,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         )
         .await?;
         check_ready(&**store.client().await?, schema).await?;
-        check_capability(&**store.client().await?, RUNTIME_ROLE).await?;
+        check_capability(&**store.client().await?, schema, RUNTIME_ROLE).await?;
         log_recovery(&**store.client().await?).await?;
         Ok::<_, CliError>(store)
     };

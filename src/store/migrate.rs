@@ -360,14 +360,23 @@ async fn ledger_exists(client: &Client, schema: &SchemaName) -> Result<bool, Sto
         .get(0))
 }
 
+/// Refuses a schema without a migration ledger (78): the reads' precondition. Weaker than
+/// [`check_ready`] on purpose: during a rolling upgrade or a checksum incident the tables are
+/// still there to be inspected.
+pub async fn require_ledger(client: &Client, schema: &SchemaName) -> Result<(), StoreError> {
+    if ledger_exists(client, schema).await? {
+        Ok(())
+    } else {
+        Err(StoreError::SchemaNotReady(format!(
+            "schema {schema} has no migration ledger (run `qlsched migrate`)"
+        )))
+    }
+}
+
 /// Schema readiness, checked by `run` before it claims anything: the capability (every migration
 /// this binary needs) present, with identical checksums, and nothing unknown applied.
 pub async fn check_ready(client: &Client, schema: &SchemaName) -> Result<(), StoreError> {
-    if !ledger_exists(client, schema).await? {
-        return Err(StoreError::SchemaNotReady(format!(
-            "schema {schema} has no migration ledger (run `qlsched migrate`)"
-        )));
-    }
+    require_ledger(client, schema).await?;
     let ledger = read_ledger(client).await?;
     let mut problems = divergence(&ledger);
     let pending: Vec<String> = MIGRATIONS
@@ -388,26 +397,32 @@ pub async fn check_ready(client: &Client, schema: &SchemaName) -> Result<(), Sto
     }
 }
 
-// Which of `$1` (objects) / `$2` (privileges) the session lacks; objects resolve through the
-// session's search_path, which is the qlsched schema.
+// Which of `$1` (objects in schema `$3`) / `$2` (privileges) the session lacks.
 const MISSING_PRIVILEGES: &str = "SELECT o || ' (' || p || ')'
     FROM unnest($1::text[], $2::text[]) AS wanted(o, p)
-    WHERE NOT CASE WHEN p = 'USAGE' THEN has_sequence_privilege(o, p)
-                   ELSE has_table_privilege(o, p) END
+    WHERE NOT CASE WHEN p = 'USAGE' THEN has_sequence_privilege(format('%I.%I', $3::text, o), p)
+                   ELSE has_table_privilege(format('%I.%I', $3::text, o), p) END
     ORDER BY o, p";
 
 /// Refuses ([`StoreError::PermissionDenied`], exit 77) a session that lacks any privilege the
 /// schema grants `role`: `run` checks it for `qlsched_runtime` before it claims, so a replica
 /// started with the wrong login exits at once instead of failing every round while it looks
 /// alive. Run after [`check_ready`]: the objects must exist.
-pub async fn check_capability(client: &Client, role: &str) -> Result<(), StoreError> {
+pub async fn check_capability(
+    client: &Client,
+    schema: &SchemaName,
+    role: &str,
+) -> Result<(), StoreError> {
     let (objects, privileges): (Vec<&str>, Vec<&str>) = GRANTS
         .iter()
         .filter(|(grantee, _, _)| *grantee == role)
         .flat_map(|(_, object, privileges)| privileges.iter().map(move |p| (*object, *p)))
         .unzip();
     let missing: Vec<String> = client
-        .query(MISSING_PRIVILEGES, &[&objects, &privileges])
+        .query(
+            MISSING_PRIVILEGES,
+            &[&objects, &privileges, &schema.as_str()],
+        )
         .await?
         .iter()
         .map(|row| row.get(0))

@@ -225,7 +225,12 @@ async fn sigterm_stops_a_replica_with_exit_0_and_no_claim_left() {
     ))
     .await;
     let child = crate::util::spawn_run(&db.url(), &["--owner", "term", "--cadence", "100ms"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while db.count("SELECT count(*) FROM runs").await < 2 {
+        if std::time::Instant::now() > deadline {
+            let output = crate::util::terminate(child);
+            panic!("the replica admitted nothing: {}", stderr(&output));
+        }
         crate::util::sleep_ms(50).await;
     }
     let output = crate::util::terminate(child);

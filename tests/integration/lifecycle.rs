@@ -181,7 +181,9 @@ async fn stop_drains_a_round_that_finishes_in_time() {
     ));
     let (sender, mut events) = mpsc::unbounded_channel();
     let lifecycle = Lifecycle::start(coordinator, Some(sender));
+    let deadline = Instant::now() + Duration::from_secs(30);
     while db.count("SELECT count(*) FROM runs").await < 5 {
+        assert!(Instant::now() < deadline, "the lifecycle admitted nothing");
         sleep_ms(20).await;
     }
     let stop = lifecycle.stop().await;

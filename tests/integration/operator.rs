@@ -810,7 +810,26 @@ fn a_second_interrupt_stops_a_stalled_step_at_once() {
             .expect("lock the row");
     });
     tmux.send(&["r", "Enter"]);
-    // The release waits on the lock; the first Ctrl-C only says so.
+    // Wait until the release waits on the lock: a Ctrl-C typed sooner would flush the unread
+    // answer and interrupt the prompt instead.
+    runtime.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while db
+            .count(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE application_name = 'qlsched claim' AND wait_event_type = 'Lock'",
+            )
+            .await
+            == 0
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the release never waited on the lock"
+            );
+            sleep_ms(50).await;
+        }
+    });
+    // The first Ctrl-C only says it waits for the step.
     tmux.send(&["C-c"]);
     tmux.wait_for("the first interrupt noted", |s| {
         s.contains("SIGINT: waiting for the database step in flight")
