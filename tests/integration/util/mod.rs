@@ -447,10 +447,10 @@ pub fn every_second(ids: &[&str]) -> serde_json::Value {
 /// The prompt of the shell a [`Tmux`] session runs.
 pub const PROMPT: &str = "qlsched-test$";
 
-/// A tmux server of our own (its own socket), killed when dropped: a real terminal to drive the
-/// binary in as a person would.
+/// A tmux server of our own (its own socket file), killed and its socket removed when dropped: a
+/// real terminal to drive the binary in as a person would.
 pub struct Tmux {
-    socket: String,
+    socket: PathBuf,
 }
 
 impl Tmux {
@@ -458,7 +458,8 @@ impl Tmux {
     /// servers apart.
     pub fn start(name: &str, width: u16, height: u16) -> Tmux {
         let tmux = Tmux {
-            socket: format!("qlsched-{name}-{}", std::process::id()),
+            socket: std::env::temp_dir()
+                .join(format!("qlsched-tmux-{name}-{}", std::process::id())),
         };
         let shell = format!("env PS1='{PROMPT} ' bash --norc --noprofile");
         let started = tmux
@@ -473,7 +474,7 @@ impl Tmux {
 
     fn command(&self) -> Command {
         let mut command = Command::new("tmux");
-        command.args(["-L", &self.socket]);
+        command.arg("-S").arg(&self.socket);
         command
     }
 
@@ -516,5 +517,6 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.command().arg("kill-server").status();
+        let _ = std::fs::remove_file(&self.socket);
     }
 }
