@@ -281,8 +281,6 @@ async fn runtime_cannot_insert_schedules_and_worker_ingress_cannot_read_anything
         );
     }
     drop(client);
-    runtime.drop(&db).await;
-    ingress.drop(&db).await;
 }
 
 #[tokio::test]
@@ -326,8 +324,6 @@ async fn the_granted_roles_are_enough_to_publish_and_to_run_a_replica() {
     let output = crate::util::terminate(replica);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     crate::util::assert_invariants(&db).await;
-    admin.drop(&db).await;
-    runtime.drop(&db).await;
 }
 
 /// A replica whose login lacks what `qlsched_runtime` grants exits 77 before it claims, naming
@@ -352,5 +348,4 @@ async fn run_refuses_a_login_without_the_runtime_privileges() {
         "{message}"
     );
     assert!(!message.contains("replica started"), "{message}");
-    observer.drop(&db).await;
 }

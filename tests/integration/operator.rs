@@ -643,7 +643,6 @@ async fn inspect_needs_nothing_more_than_the_observer_role() {
         crate::util::stderr(&output)
     );
     assert_eq!(crate::util::fingerprint(&db).await, before);
-    observer.drop(&db).await;
 }
 
 /// An admission the database refuses while the claim still holds (here a corrupt execution

@@ -425,13 +425,28 @@ impl LoginRole {
             .await
             .expect("connect as login role")
     }
+}
 
-    pub async fn drop(self, db: &TestDb) {
-        db.client()
-            .await
-            .batch_execute(&format!("DROP ROLE {}", self.name))
-            .await
-            .expect("drop role");
+/// Roles are the server's, not the test database's: dropped with the value, pass or fail.
+impl Drop for LoginRole {
+    fn drop(&mut self) {
+        let statement = format!("DROP ROLE IF EXISTS {}", self.name);
+        let dropped = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map(|runtime| {
+                    runtime.block_on(async {
+                        let client = server().connect(&schema(), "qlsched tests").await?;
+                        client.batch_execute(&statement).await?;
+                        Ok::<_, qlsched::store::StoreError>(())
+                    })
+                })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(Ok(())))) {
+            eprintln!("warning: could not drop login role {}", self.name);
+        }
     }
 }
 
