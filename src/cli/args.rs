@@ -180,13 +180,18 @@ pub fn interactive() -> bool {
 
 /// Asks `question` on stderr and returns the answer, trimmed and lower-cased.
 pub fn ask(question: &str) -> Result<String, super::CliError> {
-    use std::io::Write;
-    let mut stderr = std::io::stderr().lock();
-    write!(stderr, "{question} ")?;
-    stderr.flush()?;
+    put_question(question)?;
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
     Ok(answer.trim().to_lowercase())
+}
+
+/// The question on stderr, the cursor after it.
+fn put_question(question: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut stderr = std::io::stderr().lock();
+    write!(stderr, "{question} ")?;
+    stderr.flush()
 }
 
 /// What a prompt that can be cut short got.
@@ -208,12 +213,7 @@ pub async fn ask_or_interrupted(
     question: &str,
     shutdown: &mut super::run::Shutdown,
 ) -> Result<Answer, super::CliError> {
-    use std::io::Write;
-    {
-        let mut stderr = std::io::stderr().lock();
-        write!(stderr, "{question} ")?;
-        stderr.flush()?;
-    }
+    put_question(question)?;
     let (sender, receiver) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
         let mut line = String::new();

@@ -164,29 +164,31 @@ impl ConnectionSettings {
 
     /// `user@host:port/dbname`, never with the password.
     pub fn describe(&self) -> String {
-        let host = match self.config.get_hosts().first() {
-            Some(Host::Tcp(name)) => name.clone(),
-            Some(Host::Unix(path)) => path.display().to_string(),
-            None => "?".to_owned(),
-        };
-        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        let (host, port) = self.first_server();
+        let host = host.unwrap_or_else(|| "?".to_owned());
         format!("{}@{host}:{port}/{}", self.user(), self.dbname())
     }
 
     /// A `key=value` string naming the same server, user and database, without the password:
     /// what to print for a person to pass back as `-D` (it works for sockets too, unlike a URL).
     pub fn conninfo(&self) -> String {
-        let host = match self.config.get_hosts().first() {
-            Some(Host::Tcp(name)) => name.clone(),
-            Some(Host::Unix(path)) => path.display().to_string(),
-            None => "localhost".to_owned(),
-        };
-        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        let (host, port) = self.first_server();
+        let host = host.unwrap_or_else(|| "localhost".to_owned());
         format!(
             "host={host} port={port} user={} dbname={}",
             self.user(),
             self.dbname()
         )
+    }
+
+    /// The first host (a name or a socket directory) and its port.
+    fn first_server(&self) -> (Option<String>, u16) {
+        let host = self.config.get_hosts().first().map(|host| match host {
+            Host::Tcp(name) => name.clone(),
+            Host::Unix(path) => path.display().to_string(),
+        });
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        (host, port)
     }
 
     /// A driver configuration whose sessions resolve unqualified names in `schema`.

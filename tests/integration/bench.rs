@@ -117,9 +117,8 @@ fn a_bench_that_cannot_measure_is_refused_before_it_connects() {
         let mut full = vec!["-D", unreachable, "bench"];
         full.extend(args.iter().copied());
         let output = qlsched(None, &full, None);
-        assert_eq!(code(&output), 78, "{args:?}: {}", stderr(&output));
+        crate::util::assert_refused(&output, 78, needle, &format!("{args:?}"));
         let message = stderr(&output);
-        assert!(message.contains(needle), "{args:?}: {message}");
         assert_eq!(message.trim_end().lines().count(), 1, "{args:?}: {message}");
         assert!(stdout(&output).is_empty(), "{args:?}");
     }
@@ -144,16 +143,7 @@ async fn an_interrupted_bench_drops_its_scratch_database() {
         .spawn()
         .expect("spawn bench");
     let database = format!("qlsched_bench_{}", child.id());
-    let exists = |name: String| async move {
-        crate::util::server()
-            .connect(&crate::util::schema(), "qlsched tests")
-            .await
-            .expect("connect")
-            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
-            .await
-            .expect("look up")
-            .is_some()
-    };
+    let exists = |name: String| async move { crate::util::database_comment(&name).await.is_some() };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !exists(database.clone()).await {
         assert!(std::time::Instant::now() < deadline, "no {database}");

@@ -68,39 +68,31 @@ fn tls_is_refused_rather_than_downgraded() {
     assert!(stderr(&output).contains("sslmode=require"));
 }
 
+/// `qlsched -D SERVER demo --database NAME --duration DURATION`.
+fn demo(server_url: &str, name: &str, duration: &str) -> std::process::Output {
+    qlsched(
+        None,
+        &[
+            "-D",
+            server_url,
+            "demo",
+            "--database",
+            name,
+            "--duration",
+            duration,
+        ],
+        None,
+    )
+}
+
 #[tokio::test]
 async fn the_demo_admits_runs_and_checks_them() {
     let name = format!("qlsched_demo_test_{}", std::process::id());
     let server_url = crate::util::server_url();
     // 8 s: initializing fires nothing, the first `*/2` heartbeat may be 2 s off, and a loaded
     // machine's first round may be slow; two heartbeats still fit.
-    let output = qlsched(
-        None,
-        &[
-            "-D",
-            &server_url,
-            "demo",
-            "--database",
-            &name,
-            "--duration",
-            "8s",
-        ],
-        None,
-    );
-    let mark = |name: String| async move {
-        server()
-            .connect(&crate::util::schema(), "qlsched tests")
-            .await
-            .expect("connect to the server")
-            .query_opt(
-                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1",
-                &[&name],
-            )
-            .await
-            .expect("look the database up")
-            .map(|row| row.get::<_, Option<String>>(0))
-    };
-    let made = mark(name.clone()).await;
+    let output = demo(&server_url, &name, "8s");
+    let made = crate::util::database_comment(&name).await;
     // The hint the demo prints works as it is.
     let summary = stderr(&output);
     let hint = summary
@@ -111,19 +103,7 @@ async fn the_demo_admits_runs_and_checks_them() {
     let inspect = qlsched(None, &["-D", &hint, "inspect"], None);
     assert_eq!(code(&inspect), 0, "{hint}: {}", stderr(&inspect));
     // A database the demo made is the demo's to recreate.
-    let again = qlsched(
-        None,
-        &[
-            "-D",
-            &server_url,
-            "demo",
-            "--database",
-            &name,
-            "--duration",
-            "1s",
-        ],
-        None,
-    );
+    let again = demo(&server_url, &name, "1s");
     qlsched::store::scratch::drop_database(&server(), &name)
         .await
         .expect("drop the demo database");
@@ -158,19 +138,7 @@ async fn the_demo_admits_runs_and_checks_them() {
 async fn the_demo_never_drops_a_database_it_did_not_make() {
     let db = TestDb::new().await;
     let before = crate::util::fingerprint(&db).await;
-    let output = qlsched(
-        None,
-        &[
-            "-D",
-            &crate::util::server_url(),
-            "demo",
-            "--database",
-            &db.name,
-            "--duration",
-            "1s",
-        ],
-        None,
-    );
+    let output = demo(&crate::util::server_url(), &db.name, "1s");
     assert_eq!(code(&output), 2, "{}", stderr(&output));
     let message = stderr(&output);
     assert!(

@@ -31,6 +31,21 @@ async fn every_second(db: &TestDb, n: usize) {
     db.publish(&manifest(json!(triggers))).await;
 }
 
+/// Every row due now (on the one-second grid), and every admission stalled for 30 s in its run
+/// INSERT: a round that holds its claims and does not finish.
+async fn due_and_stalled(db: &TestDb) {
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
+             CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
+             CREATE TRIGGER stall BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION stall();",
+        )
+        .await
+        .expect("stall admissions");
+}
+
 fn drain(events: &mut mpsc::UnboundedReceiver<RoundEvent>) -> Vec<RoundEvent> {
     let mut out = Vec::new();
     while let Ok(event) = events.try_recv() {
@@ -124,16 +139,7 @@ async fn run_identities_are_allocated_only_for_admissions() {
 async fn stop_waits_at_most_the_drain_timeout_then_releases_unadmitted_claims() {
     let db = TestDb::new().await;
     every_second(&db, 3).await;
-    db.client()
-        .await
-        .batch_execute(
-            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
-             CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
-             CREATE TRIGGER stall BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION stall();",
-        )
-        .await
-        .expect("stall admissions");
+    due_and_stalled(&db).await;
     let coordinator = Arc::new(Coordinator::new(
         db.store("stuck").await,
         config("stuck", 10, 400),
@@ -264,16 +270,8 @@ async fn a_failed_round_is_reported_and_the_next_round_still_runs() {
 async fn a_round_that_outlives_its_lease_is_cancelled_and_the_timer_goes_on() {
     let db = TestDb::new().await;
     every_second(&db, 2).await;
+    due_and_stalled(&db).await;
     let client = db.client().await;
-    client
-        .batch_execute(
-            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
-             CREATE FUNCTION hang() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$;
-             CREATE TRIGGER hang BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION hang();",
-        )
-        .await
-        .expect("hang admissions");
     let config = CoordinatorConfig {
         lease: Duration::from_secs(1),
         ..config("hung", 50, 1_000)
@@ -283,7 +281,7 @@ async fn a_round_that_outlives_its_lease_is_cancelled_and_the_timer_goes_on() {
     let lifecycle = Lifecycle::start(coordinator, Some(sender));
     sleep_ms(2_500).await;
     client
-        .batch_execute("DROP TRIGGER hang ON runs")
+        .batch_execute("DROP TRIGGER stall ON runs")
         .await
         .expect("heal");
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -314,16 +312,7 @@ async fn a_round_dropped_in_flight_never_lends_its_connection_again() {
     coordinator.run_round().await.expect("initialize");
     let pooled = coordinator.store().connections();
     assert!(pooled >= 1, "the pool kept the round's connection");
-    db.client()
-        .await
-        .batch_execute(
-            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
-             CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
-             CREATE TRIGGER stall BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION stall();",
-        )
-        .await
-        .expect("stall admissions");
+    due_and_stalled(&db).await;
     tokio::time::timeout(Duration::from_millis(500), coordinator.run_round())
         .await
         .expect_err("the round stalls");

@@ -1,6 +1,6 @@
 //! Issue 2, point 1: migrations, the ledger, roles and their exact grants, readiness.
 
-use crate::util::{LoginRole, TestDb, code, qlsched, schema, stderr, stdout};
+use crate::util::{LoginRole, TestDb, assert_refused, code, qlsched, schema, stderr, stdout};
 use qlsched::store::migrate::{MIGRATIONS, latest_version, migrate_up, verify};
 
 #[tokio::test]
@@ -140,11 +140,11 @@ async fn run_refuses_a_schema_that_is_behind_ahead_or_changed() {
         vec!["inspect", "runs"],
     ] {
         let output = qlsched(Some(&empty), &args, None);
-        assert_eq!(code(&output), 78, "{args:?}: {}", stderr(&output));
-        assert!(
-            stderr(&output).contains("has no migration ledger (run `qlsched migrate`)"),
-            "{args:?}: {}",
-            stderr(&output)
+        assert_refused(
+            &output,
+            78,
+            "has no migration ledger (run `qlsched migrate`)",
+            &format!("{args:?}"),
         );
     }
 
@@ -192,11 +192,11 @@ async fn run_refuses_a_schema_that_is_behind_ahead_or_changed() {
         (vec!["expire", "--owner", "anyone", "--yes"], None),
     ] {
         let output = qlsched(Some(&changed), &args, stdin);
-        assert_eq!(code(&output), 78, "{args:?}: {}", stderr(&output));
-        assert!(
-            stderr(&output).contains("was applied with checksum bbbbbbbbbbbb"),
-            "{args:?}: {}",
-            stderr(&output)
+        assert_refused(
+            &output,
+            78,
+            "was applied with checksum bbbbbbbbbbbb",
+            &format!("{args:?}"),
         );
     }
     assert_eq!(crate::util::fingerprint(&changed).await, before);

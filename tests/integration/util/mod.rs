@@ -272,6 +272,31 @@ pub fn code(output: &Output) -> i32 {
 
 /// Sleeps in database-time terms: long enough that `ms` of wall time passed (the server shares
 /// this machine's clock, but tests never compare it with a lease; they wait it out).
+/// Asserts that a run of the binary was refused with `expected` and a message holding `needle`.
+pub fn assert_refused(output: &Output, expected: i32, needle: &str, context: &str) {
+    assert_eq!(code(output), expected, "{context}: {}", stderr(output));
+    assert!(
+        stderr(output).contains(needle),
+        "{context}: {}",
+        stderr(output)
+    );
+}
+
+/// What the server holds under database `name`: `None` without one, else its comment.
+pub async fn database_comment(name: &str) -> Option<Option<String>> {
+    server()
+        .connect(&schema(), "qlsched tests")
+        .await
+        .expect("connect to the server")
+        .query_opt(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1",
+            &[&name],
+        )
+        .await
+        .expect("look the database up")
+        .map(|row| row.get(0))
+}
+
 pub async fn sleep_ms(ms: u64) {
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
