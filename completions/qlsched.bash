@@ -115,6 +115,9 @@ _qlsched() {
             qlsched__subcmd__help__subcmd__inspect,invariants)
                 cmd="qlsched__subcmd__help__subcmd__inspect__subcmd__invariants"
                 ;;
+            qlsched__subcmd__help__subcmd__inspect,misfires)
+                cmd="qlsched__subcmd__help__subcmd__inspect__subcmd__misfires"
+                ;;
             qlsched__subcmd__help__subcmd__inspect,recovery)
                 cmd="qlsched__subcmd__help__subcmd__inspect__subcmd__recovery"
                 ;;
@@ -151,6 +154,9 @@ _qlsched() {
             qlsched__subcmd__inspect,invariants)
                 cmd="qlsched__subcmd__inspect__subcmd__invariants"
                 ;;
+            qlsched__subcmd__inspect,misfires)
+                cmd="qlsched__subcmd__inspect__subcmd__misfires"
+                ;;
             qlsched__subcmd__inspect,recovery)
                 cmd="qlsched__subcmd__inspect__subcmd__recovery"
                 ;;
@@ -177,6 +183,9 @@ _qlsched() {
                 ;;
             qlsched__subcmd__inspect__subcmd__help,invariants)
                 cmd="qlsched__subcmd__inspect__subcmd__help__subcmd__invariants"
+                ;;
+            qlsched__subcmd__inspect__subcmd__help,misfires)
+                cmd="qlsched__subcmd__inspect__subcmd__help__subcmd__misfires"
                 ;;
             qlsched__subcmd__inspect__subcmd__help,recovery)
                 cmd="qlsched__subcmd__inspect__subcmd__help__subcmd__recovery"
@@ -802,7 +811,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help__subcmd__inspect)
-            opts="schedules claims runs run trigger recovery audit invariants"
+            opts="schedules claims runs run trigger recovery audit misfires invariants"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -844,6 +853,20 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help__subcmd__inspect__subcmd__invariants)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__help__subcmd__inspect__subcmd__misfires)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1026,7 +1049,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version schedules claims runs run trigger recovery audit invariants help"
+            opts="-D -o -h -V --database-url --schema --output --color --help --version schedules claims runs run trigger recovery audit misfires invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1156,7 +1179,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__help)
-            opts="schedules claims runs run trigger recovery audit invariants help"
+            opts="schedules claims runs run trigger recovery audit misfires invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1212,6 +1235,20 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__help__subcmd__invariants)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__inspect__subcmd__help__subcmd__misfires)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1296,12 +1333,66 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__invariants)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --since --database-url --schema --output --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__inspect__subcmd__misfires)
+            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --trigger)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --database-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

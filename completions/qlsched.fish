@@ -156,24 +156,25 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_s
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -l schema -d 'Schema that holds the qlsched tables' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -s h -l help -d 'Print help'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "claims" -d 'Claims held, by owner, with the lease left in database time'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "runs" -d 'Admitted runs, newest first'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "run" -d 'One run with its attempt and events'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "invariants" -d 'Check what the scheduler promises, and the grants; exit 1 listing every failure'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit invariants help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "claims" -d 'Claims held, by owner, with the lease left in database time'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "runs" -d 'Admitted runs, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "run" -d 'One run with its attempt and events'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "misfires" -d 'Misfire records: occurrences passed over beyond their grace, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "invariants" -d 'Check what the scheduler promises (one run per occurrence, every occurrence a run or inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every failure'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l project -d 'Only rows of this project' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l state -d 'Only rows in this state' -r -f -a "disabled\t''
 claimed\t''
@@ -255,6 +256,19 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l trigger -d 'Only records of this trigger' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l since -d 'Only records written within this long (e.g. 1h)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l limit -d 'At most this many records' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l since -d 'How far back occurrences are accounted for (at most the 7-day retention of misfire records)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -271,7 +285,8 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "invariants" -d 'Check what the scheduler promises, and the grants; exit 1 listing every failure'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "misfires" -d 'Misfire records: occurrences passed over beyond their grace, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "invariants" -d 'Check what the scheduler promises (one run per occurrence, every occurrence a run or inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every failure'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l token -d 'Expire only the claim with this token (exit 3 if it changed in between)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l version -d 'The claim version that goes with --token' -r
@@ -363,4 +378,5 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_su
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "invariants" -d 'Check what the scheduler promises, and the grants; exit 1 listing every failure'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "misfires" -d 'Misfire records: occurrences passed over beyond their grace, newest first'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "invariants" -d 'Check what the scheduler promises (one run per occurrence, every occurrence a run or inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every failure'

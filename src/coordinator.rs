@@ -15,7 +15,7 @@ use crate::core::{
     CoordinatorConfig, CronSchedule, Decision, DecisionInput, decide, idempotency_key, run_id,
 };
 use crate::store::admit::admit;
-use crate::store::claim::{claim_due, release};
+use crate::store::claim::{claim_for_round, release};
 use crate::store::{
     Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
     StoreError,
@@ -29,6 +29,10 @@ pub struct RoundReport {
     pub fired: usize,
     pub initialized: usize,
     pub skipped: usize,
+    /// Misfire records written: decisions that passed occurrences over (beyond the grace).
+    pub misfires: usize,
+    /// Occurrences inside those records (a lower bound where a record's count is).
+    pub occurrences_passed_over: u64,
     /// Claimed but not due after all (released at once).
     pub released: usize,
     pub fence_lost: usize,
@@ -54,6 +58,12 @@ pub struct RoundReport {
     pub admit_time: Duration,
     /// The occurrences this round admitted.
     pub admitted: Vec<AdmittedRun>,
+    /// When, on this replica's monotonic clock, the next occurrence falls due: the earliest of
+    /// the cursors this round wrote and the next one the database reported at the claim. In the
+    /// past when a row is still due (a replica catching up). `None` when the round learned
+    /// nothing (it failed to claim).
+    #[serde(skip)]
+    pub next_due_at: Option<Instant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -142,7 +152,7 @@ impl Coordinator {
             ..RoundReport::default()
         };
         let started = Instant::now();
-        let rows = claim_due(
+        let claim = claim_for_round(
             client,
             &self.config.owner,
             i64::from(self.config.batch),
@@ -151,7 +161,16 @@ impl Coordinator {
         )
         .await?;
         report.claim_time = started.elapsed();
-        report.claimed = rows.len();
+        report.claimed = claim.rows.len();
+        // A database instant as a local one: the claim's reply arrived at `received`, when the
+        // database's clock read `now_ms`. Never earlier than the reply, so never early by the
+        // network's delay.
+        let local = |due_ms: i64| {
+            let ahead = u64::try_from(due_ms.saturating_sub(claim.now_ms)).unwrap_or(0);
+            claim.received + Duration::from_millis(ahead)
+        };
+        report.next_due_at = claim.next_due_ms.map(local);
+        let rows = claim.rows;
         if rows.is_empty() {
             return Ok(report);
         }
@@ -200,6 +219,27 @@ impl Coordinator {
         };
         let mut unsettled = Vec::new();
         for (admission, outcome) in admissions.iter().zip(outcomes) {
+            if matches!(
+                outcome,
+                AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced
+            ) {
+                let due_at = local(admission.decision.next_fire_at_ms());
+                report.next_due_at = Some(report.next_due_at.map_or(due_at, |at| at.min(due_at)));
+                if let Some(span) = admission.decision.passed_over() {
+                    report.misfires += 1;
+                    report.occurrences_passed_over += span.count;
+                    tracing::warn!(
+                        trigger = %admission.row.name(),
+                        revision = admission.row.trigger_revision,
+                        policy = %admission.row.definition.misfire_policy,
+                        first = %crate::core::duration::utc(span.first_ms),
+                        last = %crate::core::duration::utc(span.last_ms),
+                        occurrences = span.count,
+                        exact = span.count_exact,
+                        "misfire: occurrences later than the grace passed over"
+                    );
+                }
+            }
             match outcome {
                 AdmissionOutcome::Admitted(run) => {
                     report.fired += 1;

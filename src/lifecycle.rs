@@ -1,5 +1,6 @@
 //! The timer around the coordinator (ADR-0105 "有界 Lifecycle"): one round at a time, a round
-//! that used its whole budget may start the next at once, errors (and even panics) of a round go
+//! that used its whole budget may start the next at once, any other round is followed by the
+//! next when the next occurrence falls due (at most one cadence later), errors (and even panics) of a round go
 //! to the diagnostic sink and never stop or overlap the timer, and a stop waits at most the drain
 //! timeout for the round in flight before giving its claims back.
 
@@ -125,9 +126,10 @@ async fn run_rounds(
             }
         };
         let finished = Instant::now();
-        let full_budget = match outcome {
+        let (full_budget, next_due_at) = match outcome {
             Ok(Ok(report)) => {
                 let full = report.claimed >= batch;
+                let next_due_at = report.next_due_at;
                 emit(
                     &events,
                     RoundEvent::Finished {
@@ -136,7 +138,7 @@ async fn run_rounds(
                         report,
                     },
                 );
-                full
+                (full, next_due_at)
             }
             Ok(Err(error)) => {
                 tracing::warn!(%error, "round failed; the next round runs on schedule");
@@ -148,7 +150,7 @@ async fn run_rounds(
                         error: error.to_string(),
                     },
                 );
-                false
+                (false, None)
             }
             Err(_) => {
                 tracing::error!("round panicked; the next round runs on schedule");
@@ -160,7 +162,7 @@ async fn run_rounds(
                         error: "round panicked".to_owned(),
                     },
                 );
-                false
+                (false, None)
             }
         };
         if full_budget {
@@ -168,8 +170,12 @@ async fn run_rounds(
             tokio::task::yield_now().await;
             continue;
         }
+        // Wake for the next occurrence, not for the timer's phase: the lag of an idle cluster is
+        // then the round's own time, and it cannot drift. The cadence bounds every sleep, so a
+        // row another replica gives back or lets expire is found within one cadence.
+        let wake = next_due_at.map_or(started + cadence, |due| due.min(started + cadence));
         tokio::select! {
-            _ = tokio::time::sleep_until((started + cadence).into()) => {}
+            _ = tokio::time::sleep_until(wake.into()) => {}
             _ = stopped.changed() => return,
         }
     }

@@ -17,7 +17,7 @@ use super::output::{emit, opt, table};
 use super::run::Shutdown;
 use super::{CliError, Global, OutputFormat};
 use crate::coordinator::{decide_claimed, duration_ms, run_identity};
-use crate::core::{CoordinatorConfig, CronSchedule, Decision, format_ms};
+use crate::core::{CoordinatorConfig, CronSchedule, Decision, MisfireSpan, format_ms};
 use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor};
 use crate::store::read::utc;
@@ -93,6 +93,8 @@ pub struct DecisionView {
     pub idempotency_key: Option<String>,
     pub late_ms: Option<i64>,
     pub misfired: Option<bool>,
+    /// The occurrences the decision passes over, recorded as one misfire when it is admitted.
+    pub passed_over: Option<MisfireSpan>,
 }
 
 impl DecisionView {
@@ -101,7 +103,11 @@ impl DecisionView {
             Decision::Fire {
                 late_ms, misfired, ..
             } => (Some(late_ms), Some(misfired)),
-            Decision::Skip { late_ms, .. } => (Some(late_ms), Some(true)),
+            Decision::Skip {
+                late_ms,
+                passed_over,
+                ..
+            } => (Some(late_ms), Some(passed_over.is_some())),
             _ => (None, None),
         };
         DecisionView {
@@ -111,6 +117,7 @@ impl DecisionView {
             idempotency_key: run.map(|r| r.idempotency_key.clone()),
             late_ms,
             misfired,
+            passed_over: decision.passed_over().copied(),
         }
     }
 }

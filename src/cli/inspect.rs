@@ -15,8 +15,10 @@ use super::{CliError, Global};
 use crate::coordinator::duration_ms;
 use crate::core::format_ms;
 use crate::store::StoreError;
+use crate::store::accounting::{AccountingReport, occurrence_accounting};
 use crate::store::invariants::{InvariantCounts, invariant_counts};
 use crate::store::migrate::{VerifyFinding, check_ready, require_ledger, verify};
+use crate::store::misfires::{self, MisfireRecord};
 use crate::store::read::{
     self, AuditView, ClaimView, Diagnosis, RunDetail, RunView, ScheduleFilter, ScheduleState,
     ScheduleView, Summary, TriggerDetail, utc,
@@ -97,8 +99,27 @@ pub enum InspectWhat {
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
         limit: i64,
     },
-    /// Check what the scheduler promises, and the grants; exit 1 listing every failure.
-    Invariants,
+    /// Misfire records: occurrences passed over beyond their grace, newest first.
+    Misfires {
+        /// Only records of this trigger.
+        #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+        trigger: Option<TriggerName>,
+        /// Only records written within this long (e.g. 1h).
+        #[arg(long, value_parser = duration_arg)]
+        since: Option<Duration>,
+        /// At most this many records.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
+        limit: i64,
+    },
+    /// Check what the scheduler promises (one run per occurrence, every occurrence a run or
+    /// inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every
+    /// failure.
+    Invariants {
+        /// How far back occurrences are accounted for (at most the 7-day retention of misfire
+        /// records).
+        #[arg(long, default_value = "1h", value_parser = duration_arg)]
+        since: Duration,
+    },
 }
 
 fn state_arg() -> impl TypedValueParser<Value = ScheduleState> {
@@ -231,9 +252,25 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             &read::audit(&client, trigger.as_ref().map(TriggerName::key), limit).await?,
             |rows| render_audit(rows),
         ),
-        Some(InspectWhat::Invariants) => {
+        Some(InspectWhat::Misfires {
+            trigger,
+            since,
+            limit,
+        }) => emit(
+            format,
+            &misfires::list(
+                &client,
+                trigger.as_ref().map(TriggerName::key),
+                since.map(duration_ms),
+                limit,
+            )
+            .await?,
+            |rows| render_misfires(rows),
+        ),
+        Some(InspectWhat::Invariants { since }) => {
             let report = InvariantReport::new(
                 invariant_counts(&client).await?,
+                occurrence_accounting(&client, duration_ms(since)).await?,
                 verify(&client, schema).await?,
             );
             emit(format, &report, render_invariants)?;
@@ -254,17 +291,24 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
 struct InvariantReport {
     ok: bool,
     counts: InvariantCounts,
+    accounting: AccountingReport,
     failures: Vec<String>,
     grants: Vec<VerifyFinding>,
 }
 
 impl InvariantReport {
-    fn new(counts: InvariantCounts, grants: Vec<VerifyFinding>) -> Self {
+    fn new(
+        counts: InvariantCounts,
+        accounting: AccountingReport,
+        grants: Vec<VerifyFinding>,
+    ) -> Self {
         let mut failures = counts.violations();
+        failures.extend(accounting.violations());
         failures.extend(grants.iter().map(|f| f.message.clone()));
         InvariantReport {
             ok: failures.is_empty(),
             counts,
+            accounting,
             failures,
             grants,
         }
@@ -515,6 +559,10 @@ fn render_trigger(detail: &TriggerDetail) -> String {
         out.push('\n');
         out.push_str(&render_runs(&state.recent_runs));
     }
+    if !state.recent_misfires.is_empty() {
+        out.push('\n');
+        out.push_str(&render_misfires(&state.recent_misfires));
+    }
     if !state.audit.is_empty() {
         out.push('\n');
         out.push_str(&render_audit(&state.audit));
@@ -577,14 +625,84 @@ fn render_audit(rows: &[AuditView]) -> String {
 }
 
 fn render_invariants(report: &InvariantReport) -> String {
+    let a = &report.accounting;
+    let accounted = format!(
+        "{} occurrences of {} triggers since {} accounted for",
+        a.occurrences,
+        a.triggers,
+        utc(a.since_ms)
+    );
     if report.ok {
         return format!(
-            "every invariant holds ({} runs, {} claims held); grants match DESIGN.md section 3",
+            "every invariant holds ({} runs, {} claims held; {accounted}); grants match the role \
+             matrix",
             report.counts.runs, report.counts.claims_held
         );
     }
-    table(
+    let mut out = table(
         &["failure"],
         report.failures.iter().map(|f| vec![f.clone()]),
+    );
+    let listed = a
+        .gaps
+        .iter()
+        .map(|g| (g, "no run, no misfire record"))
+        .chain(
+            a.duplicates
+                .iter()
+                .map(|d| (d, "more than one run, or off the pattern")),
+        );
+    let rows: Vec<Vec<String>> = listed
+        .map(|(finding, what)| {
+            vec![
+                format!("{}/{}", finding.project_id, finding.trigger_id),
+                finding.trigger_revision.to_string(),
+                utc(finding.occurrence_ms),
+                what.to_owned(),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        out.push('\n');
+        out += &table(&["trigger", "revision", "occurrence", "finding"], rows);
+    }
+    out
+}
+
+fn render_misfires(rows: &[MisfireRecord]) -> String {
+    table(
+        &[
+            "trigger",
+            "rev",
+            "first passed over",
+            "last passed over",
+            "count",
+            "policy",
+            "reason",
+            "owner",
+            "recorded",
+        ],
+        rows.iter().map(|m| {
+            vec![
+                format!("{}/{}", m.project_id, m.trigger_id),
+                m.trigger_revision.to_string(),
+                utc(m.first_occurrence_ms),
+                utc(m.last_occurrence_ms),
+                misfire_count(m),
+                m.policy.clone(),
+                m.reason.clone(),
+                m.owner.clone(),
+                utc(m.recorded_at_ms),
+            ]
+        }),
     )
+}
+
+/// A record's count as people read it: `12`, or `10000+` where counting stopped at its cap.
+fn misfire_count(m: &MisfireRecord) -> String {
+    if m.occurrences_exact {
+        m.occurrences.to_string()
+    } else {
+        format!("{}+", m.occurrences)
+    }
 }

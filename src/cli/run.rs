@@ -104,6 +104,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
 
     let coordinator = Arc::new(Coordinator::new(store, config));
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let store = coordinator.store().clone();
     let lifecycle = Lifecycle::start(coordinator, Some(events));
     let mut totals = Totals::default();
     let mut summary = tokio::time::interval(Duration::from_secs(60));
@@ -115,7 +116,10 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
                 break;
             }
             Some(event) = received.recv() => totals.add(&event),
-            _ = summary.tick() => totals.log_and_reset(),
+            _ = summary.tick() => {
+                totals.log_and_reset();
+                prune_misfires(&store).await;
+            }
         }
     }
     let stop = lifecycle.stop().await;
@@ -136,6 +140,8 @@ struct Totals {
     fired: u64,
     skipped: u64,
     initialized: u64,
+    misfires: u64,
+    passed_over: u64,
     fence_lost: u64,
     unsettled: u64,
 }
@@ -148,6 +154,8 @@ impl Totals {
                 self.fired += report.fired as u64;
                 self.skipped += report.skipped as u64;
                 self.initialized += report.initialized as u64;
+                self.misfires += report.misfires as u64;
+                self.passed_over += report.occurrences_passed_over;
                 self.fence_lost += report.fence_lost as u64;
                 self.unsettled += report.unsettled as u64;
                 for run in &report.admitted {
@@ -167,12 +175,30 @@ impl Totals {
                 admitted = self.fired,
                 skipped = self.skipped,
                 initialized = self.initialized,
+                misfires = self.misfires,
+                passed_over = self.passed_over,
                 fence_lost = self.fence_lost,
                 unsettled = self.unsettled,
                 "summary"
             );
         }
         *self = Totals::default();
+    }
+}
+
+/// Deletes misfire records past their retention, a bounded batch a minute from every replica:
+/// cheap when there is nothing to delete (an index probe), and the table cannot grow without end.
+async fn prune_misfires(store: &Store) {
+    let pruned = async {
+        let client = store.client().await?;
+        crate::store::misfires::prune(&**client, crate::core::MISFIRE_RETENTION_MS, 10_000).await
+    };
+    match pruned.await {
+        Ok(0) => {}
+        Ok(deleted) => tracing::info!(deleted, "misfire records past their retention deleted"),
+        Err(error) => {
+            tracing::warn!(%error, "could not prune misfire records; trying again in a minute")
+        }
     }
 }
 

@@ -10,6 +10,11 @@ use super::error::CoreError;
 pub const DEFAULT_BATCH: u16 = 16;
 /// The hard cap on claims per round: one round's claims must fit one short statement and one lease.
 pub const MAX_BATCH: u16 = 256;
+
+/// How long misfire records are kept, by the database time they were recorded at: replicas
+/// delete older ones (a bound on the table's size), and the occurrence accounting check reaches
+/// back no further, since the records that account for older occurrences may be gone.
+pub const MISFIRE_RETENTION_MS: i64 = 7 * 24 * 3_600_000;
 const MAX_OWNER_CHARS: usize = 200;
 
 /// How one replica claims and admits.

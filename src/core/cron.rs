@@ -112,6 +112,73 @@ impl CronSchedule {
             .map(|latest| latest.timestamp_millis()))
     }
 
+    /// The first occurrence at or after `at_ms`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`CronSchedule::next_after`].
+    pub fn next_at_or_after(&self, at_ms: i64) -> Result<i64, CoreError> {
+        // Occurrences are whole seconds, so "strictly after at - 1 ms" is "at or after at".
+        self.next_after(at_ms.saturating_sub(1))
+    }
+
+    /// The latest occurrence strictly before `at_ms`, or `None` when there is none.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`CronSchedule::latest_at_or_before`].
+    pub fn latest_before(&self, at_ms: i64) -> Result<Option<i64>, CoreError> {
+        self.latest_at_or_before(at_ms.saturating_sub(1))
+    }
+
+    /// Counts the occurrences in `[first_ms, last_ms]` by walking them, but at most `cap`:
+    /// `(count, true)` when the walk reached `last_ms`, `(cap, false)` when it stopped there, so
+    /// the caller's cost is bounded whatever the span.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`CronSchedule::next_after`].
+    pub fn count_between(
+        &self,
+        first_ms: i64,
+        last_ms: i64,
+        cap: u64,
+    ) -> Result<(u64, bool), CoreError> {
+        let mut count = 0;
+        let mut at = self.next_at_or_after(first_ms)?;
+        while at <= last_ms {
+            if count == cap {
+                return Ok((cap, false));
+            }
+            count += 1;
+            at = self.next_after(at)?;
+        }
+        Ok((count, true))
+    }
+
+    /// Every occurrence in `[from_ms, to_ms)`, in order, but at most `limit` of them.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`CronSchedule::next_after`].
+    pub fn occurrences_between(
+        &self,
+        from_ms: i64,
+        to_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<i64>, CoreError> {
+        let mut out = Vec::new();
+        if from_ms >= to_ms {
+            return Ok(out);
+        }
+        let mut at = self.next_at_or_after(from_ms)?;
+        while at < to_ms && out.len() < limit {
+            out.push(at);
+            at = self.next_after(at)?;
+        }
+        Ok(out)
+    }
+
     /// croner searches whole seconds; flooring first keeps "strictly after" and "at or before"
     /// exact for instants with a millisecond part.
     fn whole_second_at_or_before(&self, at_ms: i64) -> Result<DateTime<Tz>, CoreError> {

@@ -81,6 +81,15 @@ pub fn format_duration(d: Duration) -> String {
     format_unsigned_ms(ms)
 }
 
+/// An instant in epoch milliseconds as `2026-12-01T03:00:00.000Z`; the raw number when it is not
+/// a representable instant.
+pub fn utc(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
+        || ms.to_string(),
+        |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+    )
+}
+
 /// Writes a signed span of milliseconds, such as a lateness or a time until the next fire:
 /// `250ms`, `-1m5s`, `0s`.
 pub fn format_ms(ms: i64) -> String {

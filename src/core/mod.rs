@@ -3,6 +3,7 @@
 //! here does I/O or reads a clock; every "now" is passed in, taken from the database by the
 //! caller (ADR-0107).
 
+pub mod accounting;
 pub mod config;
 pub mod cron;
 pub mod decide;
@@ -13,9 +14,12 @@ pub mod idempotency;
 pub mod manifest;
 pub mod run_id;
 
-pub use config::{CoordinatorConfig, DEFAULT_BATCH, MAX_BATCH};
+pub use config::{CoordinatorConfig, DEFAULT_BATCH, MAX_BATCH, MISFIRE_RETENTION_MS};
 pub use cron::CronSchedule;
-pub use decide::{Decision, DecisionInput, MisfirePolicy, UnknownMisfirePolicy, decide};
+pub use decide::{
+    Decision, DecisionInput, MAX_COUNTED_MISFIRES, MisfirePolicy, MisfireReason, MisfireSpan,
+    UnknownMisfirePolicy, decide,
+};
 pub use duration::{format_duration, format_ms, parse_duration};
 pub use error::CoreError;
 pub use fence::ClaimFence;

@@ -123,15 +123,18 @@ macro_rules! admit_statement {
     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[],
                          $7::uuid[], $8::int8[], $9::text[], $10::int8[], $11::text[],
                          $12::uuid[], $13::int8[], $14::int8[], $15::uuid[], $16::uuid[],
-                         $17::text[], $18::text[], $19::text[])
+                         $17::text[], $18::text[], $19::text[], $20::int8[], $21::int8[],
+                         $22::int8[], $23::bool[], $24::text[])
         AS i(project_id, trigger_id, trigger_revision, state_version, cursor_ms, owner,
              token, claim_version, trigger_digest, task_revision, task_digest,
              execution_revision_id, next_fire_at_ms, scheduled_for_ms, run_id, attempt_id,
-             idempotency_key, decision, row_tid)
+             idempotency_key, decision, row_tid, misfire_first_ms, misfire_last_ms,
+             misfire_count, misfire_exact, misfire_reason)
 ), held AS (
     -- The claimed row, locked (FOR UPDATE also keeps the planner from pulling the subquery up
     -- and choosing another access path), then its whole fence; held_tid is where it is now.
-    SELECT i.*, s.ctid AS held_tid
+    -- The fence unchanged, its updated_at_ms is the time of the claim, the now it was decided at.
+    SELECT i.*, s.ctid AS held_tid, s.updated_at_ms AS decided_at_ms
     FROM input i
     CROSS JOIN LATERAL (
         SELECT s.*, s.ctid FROM trigger_schedules s WHERE ",
@@ -144,7 +147,7 @@ macro_rules! admit_statement {
       AND s.claim_owner = i.owner AND s.claim_token = i.token AND s.claim_version = i.claim_version
       AND s.claim_expires_at_ms > now_ms()
 ), fenced AS (
-    SELECT i.*, t.task_id
+    SELECT i.*, t.task_id, t.misfire_policy
     FROM held i
     JOIN projects p ON p.project_id = i.project_id
     JOIN triggers t ON t.project_id = i.project_id AND t.trigger_id = i.trigger_id
@@ -161,6 +164,8 @@ macro_rules! admit_statement {
     -- next is read: a nested loop over a TID scan, which PIN_PLAN leaves as the only cheap plan.
     UPDATE trigger_schedules s
     SET next_fire_at_ms = f.next_fire_at_ms,
+        -- Accounting for a revision starts at its first cursor: the one an initialization sets.
+        accounted_from_ms = coalesce(s.accounted_from_ms, s.next_fire_at_ms, f.next_fire_at_ms),
         last_scheduled_at_ms = coalesce(f.scheduled_for_ms, s.last_scheduled_at_ms),
         state_version = s.state_version + 1,
         claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
@@ -196,6 +201,17 @@ macro_rules! admit_statement {
            END
     FROM advanced a CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS e(seq, type)
     WHERE a.run_id IS NOT NULL
+    RETURNING 1
+), new_misfires AS (
+    -- One record for the occurrences a decision passed over, in the transaction that moves the
+    -- cursor past them: every occurrence is a run or inside a record.
+    INSERT INTO misfires (project_id, trigger_id, trigger_revision, first_occurrence_ms,
+                          last_occurrence_ms, occurrences, occurrences_exact, policy, reason,
+                          owner, decided_at_ms, recorded_at_ms)
+    SELECT project_id, trigger_id, trigger_revision, misfire_first_ms, misfire_last_ms,
+           misfire_count, misfire_exact, misfire_policy, misfire_reason, owner, decided_at_ms,
+           now_ms()
+    FROM advanced WHERE misfire_first_ms IS NOT NULL
     RETURNING 1
 )
 SELECT admission_complete(
@@ -441,6 +457,11 @@ struct Columns {
     idempotency_key: Vec<Option<String>>,
     decision: Vec<String>,
     row_tid: Vec<String>,
+    misfire_first_ms: Vec<Option<i64>>,
+    misfire_last_ms: Vec<Option<i64>>,
+    misfire_count: Vec<Option<i64>>,
+    misfire_exact: Vec<Option<bool>>,
+    misfire_reason: Vec<Option<&'static str>>,
 }
 
 impl Columns {
@@ -466,6 +487,11 @@ impl Columns {
             idempotency_key: Vec::with_capacity(n),
             decision: Vec::with_capacity(n),
             row_tid: Vec::with_capacity(n),
+            misfire_first_ms: Vec::with_capacity(n),
+            misfire_last_ms: Vec::with_capacity(n),
+            misfire_count: Vec::with_capacity(n),
+            misfire_exact: Vec::with_capacity(n),
+            misfire_reason: Vec::with_capacity(n),
         };
         for Admission { row, decision, run } in admissions {
             let d = &row.definition;
@@ -490,11 +516,18 @@ impl Columns {
                 .push(run.as_ref().map(|r| r.idempotency_key.clone()));
             c.decision.push(decision_label(decision).to_owned());
             c.row_tid.push(row.row_tid.clone());
+            let span = decision.passed_over();
+            c.misfire_first_ms.push(span.map(|s| s.first_ms));
+            c.misfire_last_ms.push(span.map(|s| s.last_ms));
+            c.misfire_count
+                .push(span.map(|s| i64::try_from(s.count).unwrap_or(i64::MAX)));
+            c.misfire_exact.push(span.map(|s| s.count_exact));
+            c.misfire_reason.push(span.map(|s| s.reason.as_str()));
         }
         c
     }
 
-    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 19] {
+    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 24] {
         [
             &self.project_id,
             &self.trigger_id,
@@ -515,6 +548,11 @@ impl Columns {
             &self.idempotency_key,
             &self.decision,
             &self.row_tid,
+            &self.misfire_first_ms,
+            &self.misfire_last_ms,
+            &self.misfire_count,
+            &self.misfire_exact,
+            &self.misfire_reason,
         ]
     }
 }

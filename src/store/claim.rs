@@ -238,6 +238,57 @@ pub async fn claim_due(
     rows.iter().map(ClaimedRow::from_row).collect()
 }
 
+// Database time now, and the earliest cursor after it: when the next occurrence falls due,
+// so that a replica sleeps until then and no longer (one row from the claim-order index).
+const NEXT_DUE: &str = "SELECT now_ms(),
+    (SELECT s.next_fire_at_ms FROM trigger_schedules s WHERE s.next_fire_at_ms > now_ms()
+     ORDER BY s.next_fire_at_ms NULLS FIRST LIMIT 1)";
+
+/// A round's claim, and what the database said about the time after it.
+#[derive(Debug, Clone)]
+pub struct RoundClaim {
+    pub rows: Vec<ClaimedRow>,
+    /// Database time after the claim, and when the local clock received it: together they turn
+    /// a database instant into a local one without comparing the two clocks.
+    pub now_ms: i64,
+    pub received: std::time::Instant,
+    /// The earliest cursor later than `now_ms`, if any.
+    pub next_due_ms: Option<i64>,
+}
+
+/// [`claim_due`], and in the same round trip (pipelined) the database's time and the next cursor
+/// to fall due: what a replica needs to sleep exactly until the next occurrence.
+pub async fn claim_for_round(
+    client: &ClientWrapper,
+    owner: &str,
+    budget: i64,
+    lease_ms: i64,
+    round_trips: &mut u32,
+) -> Result<RoundClaim, StoreError> {
+    let prepared_before = client.statement_cache.size();
+    let claim = client.prepare_cached(CLAIM_DUE).await?;
+    let next_due = client.prepare_cached(NEXT_DUE).await?;
+    *round_trips += prepares_since(client, prepared_before) + 1;
+    // join polls in order, so both requests leave in order on the one connection.
+    let (rows, clock) = futures_util::future::join(
+        client.query(&claim, &[&owner, &budget, &lease_ms]),
+        client.query_one(&next_due, &[]),
+    )
+    .await;
+    let received = std::time::Instant::now();
+    let rows = rows?
+        .iter()
+        .map(ClaimedRow::from_row)
+        .collect::<Result<_, _>>()?;
+    let clock = clock?;
+    Ok(RoundClaim {
+        rows,
+        now_ms: clock.get(0),
+        received,
+        next_due_ms: clock.get(1),
+    })
+}
+
 /// Statements this connection prepared (one round trip each) since its cache held `before`.
 pub(crate) fn prepares_since(client: &ClientWrapper, before: usize) -> u32 {
     u32::try_from(client.statement_cache.size().saturating_sub(before)).unwrap_or(u32::MAX)

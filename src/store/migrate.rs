@@ -51,6 +51,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "operator_read_models",
         sql: include_str!("../../migrations/0003_operator_read_models.sql"),
     },
+    Migration {
+        version: 4,
+        name: "occurrence_accounting",
+        sql: include_str!("../../migrations/0004_occurrence_accounting.sql"),
+    },
 ];
 
 /// The schema version a fully migrated database reports.
@@ -91,6 +96,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_admin", "schema_migrations", &["SELECT"]),
     ("qlsched_admin", "schedule_audit", &["INSERT", "SELECT"]),
     ("qlsched_admin", "schedule_audit_audit_id_seq", &["USAGE"]),
+    ("qlsched_admin", "misfires", &["SELECT"]),
     ("qlsched_runtime", "projects", &["SELECT"]),
     ("qlsched_runtime", "tasks", &["SELECT"]),
     ("qlsched_runtime", "triggers", &["SELECT"]),
@@ -106,6 +112,11 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_runtime", "run_events", &["INSERT", "SELECT"]),
     ("qlsched_runtime", "schedule_audit", &["INSERT", "SELECT"]),
     ("qlsched_runtime", "schedule_audit_audit_id_seq", &["USAGE"]),
+    (
+        "qlsched_runtime",
+        "misfires",
+        &["DELETE", "INSERT", "SELECT"],
+    ),
     ("qlsched_observer", "projects", &["SELECT"]),
     ("qlsched_observer", "tasks", &["SELECT"]),
     ("qlsched_observer", "triggers", &["SELECT"]),
@@ -116,6 +127,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_observer", "run_events", &["SELECT"]),
     ("qlsched_observer", "schedule_audit", &["SELECT"]),
     ("qlsched_observer", "schema_migrations", &["SELECT"]),
+    ("qlsched_observer", "misfires", &["SELECT"]),
 ];
 
 /// Roles that must have USAGE on the schema; `qlsched_worker_ingress` must not.

@@ -1,6 +1,7 @@
 //! The PostgreSQL adapter: the only place SQL lives (STYLE.md). Each statement is a `const` next
 //! to the function that runs it, with its intent in a comment; every value is a parameter.
 
+pub mod accounting;
 pub mod admit;
 pub mod bench;
 pub mod claim;
@@ -8,6 +9,7 @@ pub mod connect;
 mod error;
 pub mod invariants;
 pub mod migrate;
+pub mod misfires;
 pub mod operator;
 pub mod publish;
 pub mod read;

@@ -107,7 +107,7 @@ const UPSERT_SCHEDULES: &str = "INSERT INTO trigger_schedules
     FROM unnest($1::text[], $2::text[], $3::int8[]) AS x(project_id, trigger_id, revision)
     ON CONFLICT (project_id, trigger_id) DO UPDATE
     SET trigger_revision = excluded.trigger_revision, next_fire_at_ms = NULL,
-        claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+        accounted_from_ms = NULL, claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
         claim_version = trigger_schedules.claim_version + 1,
         state_version = trigger_schedules.state_version + 1, updated_at_ms = now_ms()";
 

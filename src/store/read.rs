@@ -696,6 +696,8 @@ pub struct TriggerState {
     /// The claim, valid or expired, if one is recorded.
     pub claim: Option<ClaimView>,
     pub recent_runs: Vec<RunView>,
+    /// The newest misfire records of the trigger: occurrences passed over beyond the grace.
+    pub recent_misfires: Vec<super::misfires::MisfireRecord>,
     pub audit: Vec<AuditView>,
 }
 
@@ -827,13 +829,7 @@ impl Diagnosis {
     }
 }
 
-/// An instant as `2026-12-01T03:00:00.000Z`.
-pub fn utc(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
-        || ms.to_string(),
-        |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-    )
-}
+pub use crate::core::duration::utc;
 
 // One trigger with its project, schedule row and execution revision, and whether that revision's
 // digest still matches its spec (the admission's own check), at one database instant.
@@ -903,6 +899,7 @@ pub async fn trigger_detail(
         schedule: schedule_view(&row)?,
         claim: claim_of(&row),
         recent_runs: runs(client, trigger, None, TRIGGER_HISTORY).await?,
+        recent_misfires: super::misfires::list(client, trigger, None, TRIGGER_HISTORY).await?,
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
     let digest_ok: bool = row.get("digest_ok");

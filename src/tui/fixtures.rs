@@ -254,6 +254,7 @@ pub fn stuck_detail() -> TriggerDetail {
             schedule,
             claim,
             recent_runs: vec![run(4, "acme", "report-5s", 17_400)],
+            recent_misfires: Vec::new(),
             audit: Vec::new(),
         }),
     }

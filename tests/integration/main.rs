@@ -3,6 +3,7 @@
 
 mod util;
 
+mod accounting;
 mod admission;
 mod bench;
 mod claiming;

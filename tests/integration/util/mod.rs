@@ -405,15 +405,28 @@ pub async fn admit(
     qlsched::store::admit::admit(&client, admissions, &mut stats).await
 }
 
-/// Asserts the scheduler's promises hold in `db`, and returns the counts.
+/// Asserts the scheduler's promises hold in `db`, and returns the counts: one run per occurrence,
+/// one attempt and two events per run, no claim half-written, and every occurrence of the last
+/// hour accounted for (a run, or inside a misfire record).
 pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::InvariantCounts {
-    let counts = qlsched::store::invariants::invariant_counts(&db.client().await)
+    let client = db.client().await;
+    let counts = qlsched::store::invariants::invariant_counts(&client)
         .await
         .expect("invariants");
     assert!(
         counts.violations().is_empty(),
         "invariants violated: {:?}",
         counts.violations()
+    );
+    let accounting = qlsched::store::accounting::occurrence_accounting(&client, 3_600_000)
+        .await
+        .expect("occurrence accounting");
+    assert!(
+        accounting.violations().is_empty(),
+        "occurrences not accounted for: {:?}; gaps {:?}; duplicates {:?}",
+        accounting.violations(),
+        accounting.gaps,
+        accounting.duplicates
     );
     counts
 }
