@@ -101,13 +101,21 @@ macro_rules! claimed_columns {
     };
 }
 
-/// Eligibility of a schedule row `s` joined to its trigger `t` and project `p` (DESIGN.md §4):
-/// an active project, an enabled builtin cron trigger at the schedule's revision, no valid claim.
+/// Eligibility of a schedule row `s` (docs/DESIGN.md §4, Claim): no valid claim, and an active
+/// project with an enabled builtin cron trigger at the schedule's revision. The definition check
+/// is a correlated subquery that `OFFSET 0` keeps from being flattened into a join: evaluated
+/// row by row as the claim walks the claim-order index (`PIN_CLAIM_PLAN`), it leaves the planner
+/// no join order to get wrong. Without statistics (straight after a large publish) the planner
+/// otherwise started from `projects` and read every schedule row of the project to sort them.
 macro_rules! eligible {
     () => {
-        "p.status = 'active' AND t.enabled AND t.kind = 'cron' AND t.provider = 'builtin'
-         AND t.revision = s.trigger_revision
-         AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())"
+        "(s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
+         AND EXISTS (
+            SELECT 1 FROM triggers t JOIN projects p ON p.project_id = t.project_id
+            WHERE t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+              AND p.status = 'active' AND t.enabled AND t.kind = 'cron'
+              AND t.provider = 'builtin' AND t.revision = s.trigger_revision
+            OFFSET 0)"
     };
 }
 
@@ -148,8 +156,6 @@ const CLAIM_DUE: &str = concat!(
     "WITH uninitialized AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-        JOIN projects p ON p.project_id = s.project_id
         WHERE s.next_fire_at_ms IS NULL AND ",
     eligible!(),
     "
@@ -159,8 +165,6 @@ const CLAIM_DUE: &str = concat!(
     ), overdue AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-        JOIN projects p ON p.project_id = s.project_id
         WHERE s.next_fire_at_ms <= now_ms() AND ",
     eligible!(),
     "
@@ -183,8 +187,6 @@ const CLAIM_ONE: &str = concat!(
     "WITH chosen AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-        JOIN projects p ON p.project_id = s.project_id
         WHERE s.project_id = $1 AND s.trigger_id = $2
           AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms()) AND ",
     eligible!(),
@@ -219,9 +221,18 @@ const RELEASE: &str = "UPDATE trigger_schedules s
       AND s.claim_owner = r.owner AND s.claim_token = r.token AND s.claim_version = r.claim_version
     RETURNING s.project_id, s.trigger_id";
 
-/// Claims up to `budget` due rows for `owner`, with a lease of `lease_ms` in database time.
-/// Adds the round trips it waited on to `round_trips` (one, plus one the first time this
-/// connection prepares the statement).
+// The claim's plan, whatever the statistics say: each scan walks the claim-order index, which
+// returns rows in claim order, so the walk stops after the budget; no bitmap scan or sort that
+// reads every due (or every uninitialized) row first, no hash or merge join that reads a whole
+// table. Transaction-local: the claim runs in a transaction, and its end resets them.
+const PIN_CLAIM_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), \
+    set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), \
+    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
+
+/// Claims up to `budget` due rows for `owner`, with a lease of `lease_ms` in database time,
+/// inside a transaction the caller opened (the plan settings are that transaction's). Adds the
+/// round trips it waited on to `round_trips` (one, plus one for each statement this connection
+/// prepares for the first time).
 pub async fn claim_due(
     client: &ClientWrapper,
     owner: &str,
@@ -230,12 +241,16 @@ pub async fn claim_due(
     round_trips: &mut u32,
 ) -> Result<Vec<ClaimedRow>, StoreError> {
     let prepared_before = client.statement_cache.size();
-    let statement = client.prepare_cached(CLAIM_DUE).await?;
+    let pin = client.prepare_cached(PIN_CLAIM_PLAN).await?;
+    let claim = client.prepare_cached(CLAIM_DUE).await?;
     *round_trips += prepares_since(client, prepared_before) + 1;
-    let rows = client
-        .query(&statement, &[&owner, &budget, &lease_ms])
-        .await?;
-    rows.iter().map(ClaimedRow::from_row).collect()
+    let (pinned, rows) = futures_util::future::join(
+        client.query_one(&pin, &[]),
+        client.query(&claim, &[&owner, &budget, &lease_ms]),
+    )
+    .await;
+    pinned?;
+    rows?.iter().map(ClaimedRow::from_row).collect()
 }
 
 // Database time now, and the earliest cursor after it: when the next occurrence falls due,
@@ -256,8 +271,9 @@ pub struct RoundClaim {
     pub next_due_ms: Option<i64>,
 }
 
-/// [`claim_due`], and in the same round trip (pipelined) the database's time and the next cursor
-/// to fall due: what a replica needs to sleep exactly until the next occurrence.
+/// A replica's claim in a transaction of its own, committed at once: [`claim_due`], and in the
+/// same round trip (pipelined) the database's time and the next cursor to fall due, which a
+/// replica needs to sleep exactly until the next occurrence.
 pub async fn claim_for_round(
     client: &ClientWrapper,
     owner: &str,
@@ -266,21 +282,33 @@ pub async fn claim_for_round(
     round_trips: &mut u32,
 ) -> Result<RoundClaim, StoreError> {
     let prepared_before = client.statement_cache.size();
+    let begin = client.prepare_cached("BEGIN").await?;
+    let pin = client.prepare_cached(PIN_CLAIM_PLAN).await?;
     let claim = client.prepare_cached(CLAIM_DUE).await?;
     let next_due = client.prepare_cached(NEXT_DUE).await?;
+    let commit = client.prepare_cached("COMMIT").await?;
     *round_trips += prepares_since(client, prepared_before) + 1;
-    // join polls in order, so both requests leave in order on the one connection.
-    let (rows, clock) = futures_util::future::join(
+    // One round trip: the requests leave in order on the one connection (join polls in order),
+    // and the claim commits at once, as docs/DESIGN.md §4 (Claim) requires. After a failure the
+    // pipelined COMMIT finds the transaction aborted and ends it as a rollback.
+    let (began, pinned, rows, clock, committed) = futures_util::future::join5(
+        client.execute(&begin, &[]),
+        client.query_one(&pin, &[]),
         client.query(&claim, &[&owner, &budget, &lease_ms]),
         client.query_one(&next_due, &[]),
+        client.execute(&commit, &[]),
     )
     .await;
     let received = std::time::Instant::now();
-    let rows = rows?
+    began?;
+    pinned?;
+    let rows = rows?;
+    let clock = clock?;
+    committed?;
+    let rows = rows
         .iter()
         .map(ClaimedRow::from_row)
         .collect::<Result<_, _>>()?;
-    let clock = clock?;
     Ok(RoundClaim {
         rows,
         now_ms: clock.get(0),
@@ -292,6 +320,21 @@ pub async fn claim_for_round(
 /// Statements this connection prepared (one round trip each) since its cache held `before`.
 pub(crate) fn prepares_since(client: &ClientWrapper, before: usize) -> u32 {
     u32::try_from(client.statement_cache.size().saturating_sub(before)).unwrap_or(u32::MAX)
+}
+
+/// The plan PostgreSQL chooses for a replica's claim statement now, as `EXPLAIN` prints it
+/// (nothing is claimed), inside a transaction the caller opened: for the tests that check it.
+#[doc(hidden)]
+pub async fn explain_claim_due(
+    client: &impl GenericClient,
+    budget: i64,
+) -> Result<Vec<String>, StoreError> {
+    client.query_one(PIN_CLAIM_PLAN, &[]).await?;
+    let statement = format!("EXPLAIN {CLAIM_DUE}");
+    let rows = client
+        .query(statement.as_str(), &[&"explain", &budget, &1_000i64])
+        .await?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
 }
 
 /// Claims the named row if it is eligible now; `None` when it is not (the caller explains why).

@@ -111,6 +111,10 @@ const UPSERT_SCHEDULES: &str = "INSERT INTO trigger_schedules
         claim_version = trigger_schedules.claim_version + 1,
         state_version = trigger_schedules.state_version + 1, updated_at_ms = now_ms()";
 
+// Statistics for the tables publish changes, as their owner (a SECURITY DEFINER function of
+// migration 0004: ANALYZE needs the owner, and the publisher is not).
+const ANALYZE: &str = "SELECT analyze_definitions()";
+
 /// Publishes `manifest` in one transaction; with `dry_run`, reports the same and rolls back.
 pub async fn publish(
     client: &mut Client,
@@ -302,8 +306,16 @@ pub async fn publish(
 
     if dry_run {
         transaction.rollback().await?;
-    } else {
-        transaction.commit().await?;
+        return Ok(PublishReport { dry_run, items });
+    }
+    transaction.commit().await?;
+    if items.iter().any(|item| item.change != "unchanged") {
+        // Statistics now, not at autovacuum's next pass: a planner without them misjudges every
+        // statement that joins these tables. The claim does not depend on them (its plan is
+        // pinned), the read models do. The publish has committed; a failure here only warns.
+        if let Err(error) = client.execute(ANALYZE, &[]).await {
+            tracing::warn!(%error, "published, but could not analyze the definition tables");
+        }
     }
     Ok(PublishReport { dry_run, items })
 }

@@ -12,6 +12,7 @@ mod generated;
 mod lifecycle;
 mod migrate;
 mod operator;
+mod plan;
 mod publish;
 mod recovery;
 mod replicas;
