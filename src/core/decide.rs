@@ -1,4 +1,4 @@
-//! The misfire decider of DESIGN.md §4: given a claimed schedule row's cursor and the database's
+//! The misfire decider (docs/DESIGN.md §4.4): given a claimed row's cursor and the database's
 //! "now", what happens to it. Pure and clock-free, so the coordinator can run it outside any lock
 //! and the manual `claim` command can show an operator the same answer before admitting it.
 
@@ -51,7 +51,7 @@ impl FromStr for MisfirePolicy {
     }
 }
 
-/// Everything the decision depends on. `now_ms` is the database's clock (ADR-0107).
+/// Everything the decision depends on. `now_ms` is the database's clock (docs/DESIGN.md §4.1).
 #[derive(Debug, Clone, Copy)]
 pub struct DecisionInput<'a> {
     pub schedule: &'a CronSchedule,
@@ -113,7 +113,7 @@ impl Decision {
     }
 }
 
-/// Decides one claimed row (DESIGN.md §4).
+/// Decides one claimed row (docs/DESIGN.md §4.4).
 ///
 /// Let L be the latest occurrence at or before now. L fires under either policy when it is within
 /// the grace; earlier missed occurrences are passed over. Beyond the grace, `skip` only advances the

@@ -1,5 +1,5 @@
-//! The claim: one statement that takes short row leases on due schedule rows (DESIGN.md
-//! section 4, Claim; ADR-0105 "无全局 Leader 的领取"), and the fenced release of a lease.
+//! The claim: one statement that takes short row leases on due schedule rows (docs/DESIGN.md
+//! §4.3), and the fenced release of a lease (§4.6).
 //!
 //! Nothing else happens while the row locks are held: the statement commits at once, and the
 //! cron decision is taken afterwards, outside any lock.
@@ -30,7 +30,7 @@ pub struct ClaimedRow {
     /// The cursor (`next_fire_at_ms`) the claim saw; `None` means not yet initialized.
     pub cursor_ms: Option<i64>,
     pub fence: ClaimFence,
-    /// Database time at the claim (the row's `updated_at_ms`, ADR-0107 `claimAcquiredAtMs`): the
+    /// Database time at the claim (the row's `updated_at_ms`, docs/DESIGN.md §4.1): the
     /// "now" the decision is taken at.
     pub claimed_at_ms: i64,
     pub definition: TriggerDefinition,
@@ -101,7 +101,7 @@ macro_rules! claimed_columns {
     };
 }
 
-/// Eligibility of a schedule row `s` joined to its trigger `t` and project `p` (DESIGN.md §4):
+/// Eligibility of a schedule row `s` joined to trigger `t` and project `p` (docs/DESIGN.md §4.3):
 /// an active project, an enabled builtin cron trigger at the schedule's revision, no valid claim.
 macro_rules! eligible {
     () => {
