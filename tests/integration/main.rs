@@ -1,4 +1,4 @@
-//! Integration tests: one binary (STYLE.md, after ripgrep), one module per area, each test with
+//! Integration tests: one binary (after ripgrep), one module per area, each test with
 //! a PostgreSQL database of its own.
 
 mod util;
