@@ -55,7 +55,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "verify" -d 'Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "verify" -d 'Compare checksums and each role\'s grants with what it must hold; exit 78 on any difference'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l schema -d 'Schema that holds the qlsched tables' -r
@@ -86,7 +86,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "verify" -d 'Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "verify" -d 'Compare checksums and each role\'s grants with what it must hold; exit 78 on any difference'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s f -l file -d 'The JSON manifest to publish, or `-` for standard input' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -368,7 +368,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_see
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "verify" -d 'Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "verify" -d 'Compare checksums and each role\'s grants with what it must hold; exit 78 on any difference'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from claim" -f -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from claim" -f -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'

@@ -1,4 +1,4 @@
--- qlsched 0004: occurrence accounting (docs/DESIGN.md section 4, Decide). Every occurrence of a
+-- qlsched 0004: occurrence accounting (docs/DESIGN.md §4.4). Every occurrence of a
 -- trigger's revision becomes a run or lies inside a misfire record, and the accounting check
 -- needs to know where a revision's accounting starts.
 

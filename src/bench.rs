@@ -1,4 +1,4 @@
-//! `qlsched bench`, the measurement behind docs/PERFORMANCE.md and issue 5: how fast R replicas
+//! `qlsched bench`, the measurement behind docs/PERFORMANCE.md: how fast R replicas
 //! turn a burst of due occurrences into admitted runs, next to what the server can commit at all.
 //!
 //! In a scratch database of its own: migrate; publish N triggers through the real publish path;
@@ -158,7 +158,7 @@ pub enum BenchError {
 }
 
 impl BenchError {
-    /// The exit status of DESIGN.md section 5.
+    /// The exit status of docs/DESIGN.md §5.4.
     pub fn exit_code(&self) -> u8 {
         match self {
             BenchError::Store(error) => error.exit_code(),

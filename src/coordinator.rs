@@ -1,4 +1,4 @@
-//! The bounded round of ADR-0105 ("有界 Lifecycle"): claim up to the budget, decide each claimed
+//! The bounded round of docs/DESIGN.md §4.9: claim up to the budget, decide each claimed
 //! row outside any lock, admit what fires, advance what initializes or skips, and release what
 //! turned out not to be due. One round at a time; [`crate::lifecycle`] owns the timer.
 
@@ -98,7 +98,7 @@ pub struct Coordinator {
     store: Store,
     config: CoordinatorConfig,
     /// Claims taken and not yet settled, so that a stop that cannot wait for the round can still
-    /// give them back (DESIGN.md section 4, Lifecycle).
+    /// give them back (docs/DESIGN.md §4.9).
     held: Mutex<Vec<ReleaseRequest>>,
     /// Parsed schedules by zone, then expression: parsing is cheap, but not free on the hot
     /// path, and nested maps let a hit be found with borrowed strings.
@@ -363,7 +363,7 @@ impl Coordinator {
     }
 }
 
-/// The decision on a claimed row, taken at its claim time (ADR-0107 `claimAcquiredAtMs`): what a
+/// The decision on a claimed row, taken at its claim time (docs/DESIGN.md §4.1): what a
 /// round does for every row it claims, and what a manual `qlsched claim` shows and admits.
 pub fn decide_claimed(
     row: &ClaimedRow,
@@ -379,7 +379,7 @@ pub fn decide_claimed(
     })
 }
 
-/// A run identity is allocated here and only here, for a decision that fires (ADR-0105). The run
+/// A run identity is allocated here alone, for a decision that fires (docs/DESIGN.md §4.4). The run
 /// id leads with a shard of the claim owner (`core::run_id` says why); the attempt id, which no
 /// admission reads back, is a plain UUIDv7.
 pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity> {

@@ -1,4 +1,4 @@
-//! qlsched: the PostgreSQL row-lease cluster scheduler of ADR-0105, and the operator's
+//! qlsched: a PostgreSQL row-lease cluster scheduler (docs/DESIGN.md), and the operator's
 //! instrument for it.
 //!
 //! Layers, from the inside out: [`core`] is pure (cron, decider, fence, manifest, bounds);

@@ -1,7 +1,7 @@
-//! The timer around the coordinator (ADR-0105 "有界 Lifecycle"): one round at a time, a round
-//! that used its whole budget may start the next at once, any other round is followed by the
-//! next when the next occurrence falls due (at most one cadence later), errors (and even panics) of a round go
-//! to the diagnostic sink and never stop or overlap the timer, and a stop waits at most the drain
+//! The timer around the coordinator (docs/DESIGN.md §4.9): one round at a time; a round that
+//! used its whole budget may start the next at once, any other is followed by the next when the
+//! next occurrence falls due (at most one cadence later); errors (and even panics) of a round go
+//! to the diagnostic sink and never stop or overlap the timer; a stop waits at most the drain
 //! timeout for the round in flight before giving its claims back.
 
 use std::panic::AssertUnwindSafe;

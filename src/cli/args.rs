@@ -1,4 +1,4 @@
-//! Flag groups shared by many subcommands (STYLE.md, after sqlx-cli): connection, output format,
+//! Flag groups shared by many subcommands (after sqlx-cli): connection, output format,
 //! confirmation. One definition each, flattened where needed.
 
 use std::time::Duration;
@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use crate::core::duration::parse_duration;
 use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
-/// Where the database is (DESIGN.md section 5).
+/// Where the database is (docs/DESIGN.md §5.2).
 #[derive(Debug, Clone, Args)]
 pub struct ConnectionArgs {
     /// PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the
@@ -52,7 +52,7 @@ pub struct OutputArgs {
     pub format: OutputFormat,
 }
 
-/// Confirmation for destructive actions (DESIGN.md section 5).
+/// Confirmation for destructive actions (docs/DESIGN.md §5.2).
 #[derive(Debug, Clone, Args)]
 pub struct ConfirmArgs {
     /// Do it without asking (required when stdin is not a terminal).
@@ -102,7 +102,7 @@ impl ColorChoice {
     }
 }
 
-/// `PROJECT/TRIGGER`, the name operators use for a trigger (DESIGN.md section 5).
+/// `PROJECT/TRIGGER`, the name operators use for a trigger (docs/DESIGN.md §5.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TriggerName {
     pub project_id: String,
@@ -143,7 +143,7 @@ pub fn trigger_name(text: &str) -> Result<TriggerName, String> {
 
 /// A claim fence passed back by a script: `--token UUID --version N`. The version is a flag value
 /// (a negative or non-numeric one is a usage error, exit 2); the token is data, checked after
-/// parsing so that a malformed UUID is bad input (exit 65), as DESIGN.md section 5 lists it.
+/// parsing so that a malformed UUID is bad input (exit 65), as docs/DESIGN.md §5.4 lists it.
 #[derive(Debug, Clone, Args)]
 pub struct FenceArgs {
     /// The claim token `qlsched claim` printed (a UUID).
@@ -232,7 +232,7 @@ pub async fn ask_or_interrupted(
 
 impl ConfirmArgs {
     /// Refuses, before anything is touched, a destructive action that nobody confirmed: without
-    /// `--yes` or `--dry-run` it needs a terminal to ask on (DESIGN.md section 5, exit 2).
+    /// `--yes` or `--dry-run` it needs a terminal to ask on (docs/DESIGN.md §5.2, exit 2).
     pub fn require_confirmable(&self, what: &str) -> Result<(), super::CliError> {
         if self.yes || self.dry_run || interactive() {
             Ok(())

@@ -1,4 +1,4 @@
-//! `qlsched claim`: the scheduler's steps by hand (DESIGN.md section 5). An operator claims a row,
+//! `qlsched claim`: the scheduler's steps by hand (docs/DESIGN.md §5.1). An operator claims a row,
 //! sees the fence and the decision the core takes on it, and admits, holds or releases it; a
 //! script does the same with the fence passed back explicitly (`claim admit`, `claim release`).
 //! Claim, decision and admission are the replica's own (`coordinator::decide_claimed`,

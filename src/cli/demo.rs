@@ -86,7 +86,7 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
 
     // Caught before the first replica starts, so that Ctrl-C always stops them cleanly.
     let mut shutdown = Shutdown::install()?;
-    // On a terminal the demo shows itself in `top` (issue 4, point 5); piped, it prints lines.
+    // On a terminal the demo shows itself in `top`; piped, it prints lines.
     let dashboard = std::io::stdout().is_terminal();
     let (events, mut received) = mpsc::unbounded_channel();
     let mut lifecycles = Vec::new();

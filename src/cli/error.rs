@@ -1,5 +1,5 @@
-//! Every error a subcommand can end with, and the one exit status each maps to (DESIGN.md
-//! section 5). `main` prints `qlsched: <message>` on stderr and exits with [`CliError::exit_code`].
+//! Every error a subcommand can end with, and the one exit status each maps to (docs/DESIGN.md
+//! §5.4). `main` prints `qlsched: <message>` on stderr and exits with [`CliError::exit_code`].
 
 use crate::bench::BenchError;
 use crate::core::CoreError;

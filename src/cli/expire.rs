@@ -1,4 +1,4 @@
-//! `qlsched expire`: clear a stuck claim, fenced and audited (DESIGN.md section 4, Expire). With
+//! `qlsched expire`: clear a stuck claim, fenced and audited (docs/DESIGN.md §4.7). With
 //! a fence, only that claim; without one, the claim is shown and confirmed first. `--owner`
 //! expires every claim of a replica known to be dead, in one transaction.
 
@@ -68,7 +68,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
                 .into(),
         ));
     }
-    // Destructive: without a terminal to ask on, it needs --yes, fence or not (DESIGN.md 5).
+    // Destructive: with no terminal to ask on, it needs --yes, fence or not (docs/DESIGN.md §5.2).
     args.confirm.require_confirmable("expiring a claim")?;
     let settings = global.connection.settings()?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched expire", 1).await?;

@@ -1,5 +1,5 @@
 //! `qlsched inspect`: read-only views of the scheduler's state, through the read models `top`
-//! also draws (DESIGN.md section 5). The session is read-only, and the statements need only the
+//! also draws (docs/DESIGN.md §5.1). The session is read-only, and the statements need only the
 //! observer role's grants.
 
 use std::time::Duration;
@@ -634,8 +634,8 @@ fn render_invariants(report: &InvariantReport) -> String {
     );
     if report.ok {
         return format!(
-            "every invariant holds ({} runs, {} claims held; {accounted}); grants match the role \
-             matrix",
+            "every invariant holds ({} runs, {} claims held; {accounted}); every role holds exactly \
+             its grants",
             report.counts.runs, report.counts.claims_held
         );
     }

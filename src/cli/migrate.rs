@@ -19,7 +19,7 @@ pub enum MigrateAction {
     Up,
     /// List the migrations this binary carries and what the database has applied.
     Status,
-    /// Compare checksums and the live grants with DESIGN.md section 3; exit 78 on any difference.
+    /// Compare checksums and each role's grants with what it must hold; exit 78 on any difference.
     Verify,
 }
 

@@ -1,6 +1,6 @@
 //! The command line: clap definitions, one module per subcommand, and the one place an outcome
 //! becomes an exit status. Subcommands translate between people and the core and store layers;
-//! none writes SQL of its own (DESIGN.md section 2).
+//! none writes SQL of its own (docs/DESIGN.md §2).
 
 mod args;
 mod bench;

@@ -1,4 +1,4 @@
-//! `qlsched run`: one scheduler replica (DESIGN.md section 4, Lifecycle). Configuration is
+//! `qlsched run`: one scheduler replica (docs/DESIGN.md §4.9). Configuration is
 //! checked before any connection is opened; then schema readiness, startup recovery, and the
 //! lifecycle until SIGINT or SIGTERM, which drains the round in flight and exits 0.
 
@@ -202,7 +202,7 @@ async fn prune_misfires(store: &Store) {
     }
 }
 
-/// Startup recovery (DESIGN.md section 4): drifted queued runs are logged, never re-admitted, and
+/// Startup recovery (docs/DESIGN.md §4.8): drifted queued runs are logged, never re-admitted, and
 /// the replica still starts.
 async fn log_recovery(client: &tokio_postgres::Client) -> Result<(), CliError> {
     let recovery = recovery_report(client, 20).await?;

@@ -1,4 +1,4 @@
-//! `qlsched top`: the live lease dashboard (issue 4) on this terminal. Everything it shows comes
+//! `qlsched top`: the live lease dashboard on this terminal. Everything it shows comes
 //! through the operator read models, as `inspect` does; it needs a terminal on stdout and says
 //! where to go for scripts when there is none.
 

@@ -1,4 +1,4 @@
-//! Occurrence accounting (docs/DESIGN.md §4, Decide): every cron occurrence of a trigger's
+//! Occurrence accounting (docs/DESIGN.md §4.4): every cron occurrence of a trigger's
 //! revision, from where its accounting starts up to its cursor, has at most one run, and has a
 //! run or lies inside a misfire record. Pure: the store reads the rows, this decides what is
 //! missing, so `inspect invariants`, the demo, the bench and every concurrency test share one

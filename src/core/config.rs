@@ -1,4 +1,4 @@
-//! The coordinator's settings and their bounds (DESIGN.md §4 "Lifecycle"). `run` validates them
+//! The coordinator's settings and their bounds (docs/DESIGN.md §4.9). `run` validates them
 //! before it opens a connection, so an out-of-range value exits 78 without touching the database.
 
 use std::time::Duration;

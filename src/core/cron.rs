@@ -1,7 +1,7 @@
 //! Cron evaluation in a time zone, in epoch milliseconds, on top of croner 4.0.3 (the first release
-//! without the spring-forward double fire; DESIGN.md §7). This module owns which expressions qlsched
-//! accepts (DESIGN.md §5) and how DST gaps and folds resolve; the tests pin croner's behaviour so an
-//! upgrade that changes it fails here first.
+//! without the spring-forward double fire; docs/DESIGN.md §7). This module owns which expressions
+//! qlsched accepts (docs/DESIGN.md §5.3) and how DST gaps and folds resolve; the tests pin croner's
+//! behaviour so an upgrade that changes it fails here first.
 
 use chrono::{DateTime, TimeZone as _};
 use chrono_tz::Tz;
@@ -95,8 +95,8 @@ impl CronSchedule {
     /// The latest occurrence at or before `at_ms`, or `None` when the pattern never fired before it.
     ///
     /// This is one backward search from `at_ms`, so its cost does not depend on how many occurrences
-    /// lie between `at_ms` and any cursor (DESIGN.md §4: finding L costs the same whether one or a
-    /// million occurrences were missed).
+    /// lie between `at_ms` and any cursor (docs/DESIGN.md §4.4): finding L costs the same for one
+    /// missed occurrence as for a million.
     ///
     /// # Errors
     ///

@@ -1,7 +1,8 @@
-//! The misfire decider (docs/DESIGN.md §4, Decide): given a claimed schedule row's cursor and the
+//! The misfire decider (docs/DESIGN.md §4.4): given a claimed schedule row's cursor and the
 //! database's "now", what happens to it: which occurrence fires, which are passed over as one
-//! misfire, and where the cursor goes. Pure and clock-free, so the coordinator can run it outside any lock
-//! and the manual `claim` command can show an operator the same answer before admitting it.
+//! misfire, and where the cursor goes. Pure and clock-free, so the coordinator can run it outside
+//! any lock and the manual `claim` command can show an operator the same answer before admitting
+//! it.
 
 use std::fmt;
 use std::str::FromStr;
@@ -53,7 +54,7 @@ impl FromStr for MisfirePolicy {
 }
 
 /// Everything the decision depends on. `now_ms` is the database's clock: no node clock is ever
-/// compared with a lease or an occurrence (docs/DESIGN.md §4, Time).
+/// compared with a lease or an occurrence (docs/DESIGN.md §4.1).
 #[derive(Debug, Clone, Copy)]
 pub struct DecisionInput<'a> {
     pub schedule: &'a CronSchedule,
@@ -167,7 +168,7 @@ impl Decision {
     }
 }
 
-/// Decides one claimed row (docs/DESIGN.md §4, Decide).
+/// Decides one claimed row (docs/DESIGN.md §4.4).
 ///
 /// The cursor C is the next occurrence to account for, and H = now − grace is the grace horizon:
 /// an occurrence at or after H is within the grace, one before H misfired.

@@ -1,6 +1,6 @@
-//! Durations as operators write them (`500ms`, `30s`, `1m30s`; DESIGN.md §5), for flags and the
-//! manifest's `misfire_grace`. Parsing is strict so a typo is refused rather than read as some other
-//! span: whole numbers only, every number carries a unit, units run from largest to smallest.
+//! Durations as operators write them (`500ms`, `30s`, `1m30s`; docs/DESIGN.md §5.2), for flags and
+//! the manifest's `misfire_grace`. Parsing is strict so a typo is refused rather than read as some
+//! other span: whole numbers only, every number carries a unit, units run from largest to smallest.
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! The core's one error type. Each variant maps to exactly one exit status of DESIGN.md §5, so
-//! the binary chooses its exit code in one place without inspecting messages.
+//! The core's one error type. Each variant maps to exactly one exit status of docs/DESIGN.md §5.4,
+//! so the binary chooses its exit code in one place without inspecting messages.
 
 /// Why a value given to the core was refused.
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +25,7 @@ pub enum CoreError {
 }
 
 impl CoreError {
-    /// The process exit status for this error (DESIGN.md §5): bad input data is 65, a usage error
+    /// The exit status for this error (docs/DESIGN.md §5.4): bad input data is 65, a usage error
     /// (a malformed flag value) is 2, an invalid configuration is 78.
     pub fn exit_code(&self) -> u8 {
         match self {

@@ -1,9 +1,9 @@
-//! The claim fence of ADR-0105: what a replica holds between claiming a schedule row and admitting
-//! its occurrence, and what every admission and operator expiry must match.
+//! The claim fence (docs/DESIGN.md §4.3): what a replica holds between claiming a schedule row and
+//! admitting its occurrence, and what every admission and operator expiry must match.
 
 /// The full fence a claimer must present to commit anything on a schedule row.
 ///
-/// Neither half of a weaker fence is enough (ADR-0105, rejected alternatives). Owner alone is
+/// Neither half of a weaker fence is enough (docs/DESIGN.md §4.3). Owner alone is
 /// ABA-unsafe: a replica whose claim expired and was taken over can win the row back under the same
 /// owner name, and its stale in-flight admission would then match. Expiry alone trusts clocks and
 /// says nothing about who holds the row now. The random `token`, fresh on every claim, together with

@@ -1,6 +1,6 @@
-//! The idempotency key of an admitted run. ADR-0105 fixes its format; the `runs` table holds it
-//! under a unique constraint, so two replicas can never admit the same occurrence twice even if
-//! every fence check were somehow bypassed.
+//! The idempotency key of an admitted run. docs/DESIGN.md §4.4 fixes its format; the `runs` table
+//! holds it under a unique constraint, so two replicas can never admit the same occurrence twice,
+//! even if every fence check were somehow bypassed.
 
 /// `ql3:cron:v1:<triggerId>:<triggerRevision>:<scheduledForMs>`. Trigger ids cannot contain `:`
 /// (the manifest refuses it), so the key parses back unambiguously.

@@ -1,7 +1,7 @@
-//! The publish manifest (DESIGN.md §5): what an admin hands `publish`, validated here without a
+//! The publish manifest (docs/DESIGN.md §5.3): what an admin gives `publish`, checked here with no
 //! database so every mistake is reported with its JSON path before any transaction starts. Parsing
-//! also computes the content digests that decide whether publish bumps a revision (DESIGN.md §4
-//! "Publish"): same digest, no-op; new digest, new revision and a reset schedule row.
+//! also computes the content digests that decide whether publish bumps a revision (docs/DESIGN.md
+//! §4.2): same digest, no-op; new digest, new revision and a reset schedule row.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -102,7 +102,7 @@ impl ManifestError {
         }
     }
 
-    /// Bad input data (DESIGN.md §5).
+    /// Bad input data (docs/DESIGN.md §5.4).
     pub fn exit_code(&self) -> u8 {
         65
     }

@@ -1,7 +1,7 @@
-//! The pure scheduler logic of ADR-0105: cron evaluation, the misfire decider, the claim fence,
+//! Pure scheduler logic (docs/DESIGN.md §2): cron evaluation, the misfire decider, the claim fence,
 //! idempotency keys, the run-id layout, manifest validation and configuration bounds. Nothing
 //! here does I/O or reads a clock; every "now" is passed in, taken from the database by the
-//! caller (ADR-0107).
+//! caller (docs/DESIGN.md §4.1).
 
 pub mod accounting;
 pub mod config;

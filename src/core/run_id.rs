@@ -21,7 +21,7 @@
 //!        70..128 random
 //! ```
 //!
-//! The time is the database's clock at the claim (`claimed_at_ms`; ADR-0107: there is no
+//! The time is the database's clock at the claim (`claimed_at_ms`; docs/DESIGN.md §4.1: there is no
 //! other clock) and serves only index locality: nothing reads it back or compares it. Two
 //! owners share a shard with probability 1/65,536 per pair; they then share a hot page, which
 //! costs retries, never correctness: run ids stay unique by their 58 random bits and the

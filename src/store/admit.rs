@@ -1,7 +1,7 @@
 //! The admission: one SERIALIZABLE transaction that re-checks the full claim fence and every
 //! definition a decision was taken on, then writes the queued run, its claimed `remote_worker`
 //! attempt, the `run.created` and `run.queued` events, and advances the schedule, clearing the
-//! claim (DESIGN.md section 4, Admit; ADR-0105 "决策与原子准入").
+//! claim (docs/DESIGN.md §4.5).
 //!
 //! Shape, chosen for throughput without weakening any of that:
 //! - A claimed batch is admitted by one statement, each row's fence checked in it. A batch that

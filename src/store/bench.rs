@@ -7,7 +7,7 @@ use tokio_postgres::{Client, GenericClient};
 
 use super::StoreError;
 
-// Database time, the only clock (ADR-0107): the burst's occurrence is placed relative to it.
+// Database time, the only clock (docs/DESIGN.md §4.1): the burst occurrence is set relative to it.
 const NOW_MS: &str = "SELECT now_ms()";
 
 // An admin reset of cursors, as publish does for a new revision: the cursor moves and so does

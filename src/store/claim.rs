@@ -1,5 +1,5 @@
-//! The claim: one statement that takes short row leases on due schedule rows (DESIGN.md
-//! section 4, Claim; ADR-0105 "无全局 Leader 的领取"), and the fenced release of a lease.
+//! The claim: one statement that takes short row leases on due schedule rows (docs/DESIGN.md
+//! §4.3), and the fenced release of a lease (§4.6).
 //!
 //! Nothing else happens while the row locks are held: the statement commits at once, and the
 //! cron decision is taken afterwards, outside any lock.
@@ -30,7 +30,7 @@ pub struct ClaimedRow {
     /// The cursor (`next_fire_at_ms`) the claim saw; `None` means not yet initialized.
     pub cursor_ms: Option<i64>,
     pub fence: ClaimFence,
-    /// Database time at the claim (the row's `updated_at_ms`, ADR-0107 `claimAcquiredAtMs`): the
+    /// Database time at the claim (the row's `updated_at_ms`, docs/DESIGN.md §4.1): the
     /// "now" the decision is taken at.
     pub claimed_at_ms: i64,
     pub definition: TriggerDefinition,
@@ -101,7 +101,7 @@ macro_rules! claimed_columns {
     };
 }
 
-/// Eligibility of a schedule row `s` (docs/DESIGN.md §4, Claim): no valid claim, and an active
+/// Eligibility of a schedule row `s` (docs/DESIGN.md §4.3): no valid claim, and an active
 /// project with an enabled builtin cron trigger at the schedule's revision. The definition check
 /// is a correlated subquery that `OFFSET 0` keeps from being flattened into a join: evaluated
 /// row by row as the claim walks the claim-order index (`PIN_CLAIM_PLAN`), it leaves the planner

@@ -1,4 +1,4 @@
-//! Connection settings, resolved in one place (DESIGN.md section 5, section 7).
+//! Connection settings, resolved in one place (docs/DESIGN.md §5.2, §7).
 //!
 //! tokio-postgres reads no environment variables, so the libpq rules are applied here by hand:
 //! `--database-url`, else `QLSCHED_DATABASE_URL`, else `DATABASE_URL`, else the `PG*` variables,
@@ -15,7 +15,7 @@ use tokio_postgres::{Config, NoTls};
 
 use super::StoreError;
 
-/// The PostgreSQL schema that holds every qlsched object (DESIGN.md section 3).
+/// The PostgreSQL schema that holds every qlsched object (docs/DESIGN.md §3.1).
 ///
 /// Identifiers cannot be bound as statement parameters, so the name is validated here once and
 /// is the only text ever spliced into SQL: a plain lower-case identifier, quoted anyway.

@@ -1,4 +1,4 @@
-//! The store layer's errors, each mapped to one exit status of DESIGN.md section 5.
+//! The store layer's errors, each mapped to one exit status of docs/DESIGN.md §5.4.
 //!
 //! PostgreSQL reports what went wrong as a SQLSTATE; [`StoreError::from_db`] is the one place
 //! that reads it, so every caller sees the same classification.
@@ -82,7 +82,7 @@ impl StoreError {
         }
     }
 
-    /// The exit status DESIGN.md section 5 gives this error.
+    /// The exit status docs/DESIGN.md §5.4 gives this error.
     pub fn exit_code(&self) -> u8 {
         match self {
             StoreError::Unavailable(_) => 69,

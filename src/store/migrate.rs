@@ -1,4 +1,4 @@
-//! The embedded migration runner, modelled on sqlx's (DESIGN.md section 7): a ledger with a
+//! The embedded migration runner, modelled on sqlx's (docs/DESIGN.md §7): a ledger with a
 //! sha256 checksum per file, each migration applied with its ledger row in one transaction, and
 //! an advisory lock so that concurrent migrators of one schema wait instead of racing.
 //!
@@ -63,10 +63,10 @@ pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |m| m.version)
 }
 
-/// The group role a replica's login needs (DESIGN.md section 3).
+/// The group role a replica's login needs (docs/DESIGN.md §3.2).
 pub const RUNTIME_ROLE: &str = "qlsched_runtime";
 
-/// The four group roles of DESIGN.md section 3.
+/// The four group roles of docs/DESIGN.md §3.2.
 pub const ROLES: [&str; 4] = [
     "qlsched_admin",
     "qlsched_runtime",
@@ -74,7 +74,7 @@ pub const ROLES: [&str; 4] = [
     "qlsched_worker_ingress",
 ];
 
-/// The exact table privileges each role must hold (DESIGN.md section 3); anything more or less is
+/// The exact table privileges each role must hold (docs/DESIGN.md §3.2); anything more or less is
 /// reported by `migrate verify`.
 pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_admin", "projects", &["INSERT", "SELECT", "UPDATE"]),
@@ -452,7 +452,7 @@ pub async fn check_capability(
     )))
 }
 
-/// One difference between the live database and what DESIGN.md section 3 prescribes.
+/// One difference between the live database and what docs/DESIGN.md §3.2 prescribes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VerifyFinding {
     /// `checksum`, `pending`, `unknown_migration`, `missing_grant`, `extra_grant`, `schema_usage`,
@@ -566,7 +566,7 @@ pub async fn verify(
     for (role, table, privilege) in live.difference(&expected) {
         findings.push(VerifyFinding {
             kind: "extra_grant",
-            message: format!("{role} has {privilege} on {schema}.{table}, which DESIGN.md section 3 does not grant"),
+            message: format!("{role} has {privilege} on {schema}.{table}, which it must not hold"),
         });
     }
     Ok(findings)

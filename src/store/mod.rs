@@ -1,5 +1,6 @@
-//! The PostgreSQL adapter: the only place SQL lives (STYLE.md). Each statement is a `const` next
-//! to the function that runs it, with its intent in a comment; every value is a parameter.
+//! The PostgreSQL adapter: the only place SQL lives (docs/DESIGN.md §2). Each statement is a
+//! `const` next to the function that runs it, with its intent in a comment; every value is a
+//! parameter.
 
 pub mod accounting;
 pub mod admit;

@@ -1,5 +1,5 @@
 //! Operator actions on schedule rows: the scheduler's own steps by hand (claim, admit, release)
-//! and the fenced expiry of a stuck claim (DESIGN.md section 4, Expire; section 5).
+//! and the fenced expiry of a stuck claim (docs/DESIGN.md §4.7, §5.1).
 //!
 //! Nothing here decides or admits on its own: a manual claim runs the replica's claim statement,
 //! an admission goes through [`admit`], a release through [`release`]. What this module adds is
@@ -23,7 +23,7 @@ use super::{
 use crate::core::{ClaimFence, Decision};
 
 /// The part of a fence a script passes back: the token names one claim, the version proves it
-/// is still the latest (DESIGN.md section 5).
+/// is still the latest (docs/DESIGN.md §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct FenceRef {
     pub token: Uuid,
@@ -67,7 +67,7 @@ const LOCK_CLAIM: &str = "SELECT claim_owner, claim_token, claim_version, claim_
     FOR UPDATE";
 
 /// Clears the claims of the `target` rows (locked by it) whose fence is unchanged, moves both
-/// versions on so that the old holder's admission fails its fence (DESIGN.md section 4, Expire),
+/// versions on so that the old holder's admission fails its fence (docs/DESIGN.md §4.7),
 /// and audits each, in one statement. `$3` is the actor, `$4` the reason.
 macro_rules! expire_and_audit {
     () => {
@@ -318,7 +318,7 @@ async fn release_locked(
             "trigger {project_id}/{trigger_id}"
         )));
     };
-    // An expired claim no longer holds (DESIGN.md section 5, exit 3), as `claim admit` finds it;
+    // An expired claim no longer holds (docs/DESIGN.md §5.4, exit 3), as `claim admit` finds it;
     // clearing one is what `expire` is for.
     let Some(before) = current
         .fence
@@ -348,7 +348,7 @@ async fn release_locked(
     Ok(Some(before))
 }
 
-/// Expires the named row's claim (DESIGN.md section 4, Expire): with `fence`, only if it still
+/// Expires the named row's claim (docs/DESIGN.md §4.7): with `fence`, only if it still
 /// names the claim. Without a claim to expire: [`StoreError::FenceRejected`] when a fence was
 /// given, else [`StoreError::NothingEligible`].
 pub async fn expire(

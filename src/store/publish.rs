@@ -1,5 +1,5 @@
 //! Publishing definitions: one admin transaction that upserts projects, execution revisions,
-//! tasks, triggers and their schedule rows (DESIGN.md section 4, Publish).
+//! tasks, triggers and their schedule rows (docs/DESIGN.md §4.2).
 //!
 //! The manifest is diffed against the stored definitions by content digest, then written with a
 //! fixed number of set-based statements, so publishing ten thousand triggers costs the same

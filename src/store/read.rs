@@ -1,9 +1,9 @@
 //! The operator's read models: what `inspect` prints and the `top` dashboard draws, one query
-//! each, so that both always show the same facts (DESIGN.md section 5).
+//! each, so that both always show the same facts (docs/DESIGN.md §5.1).
 //!
 //! Everything here is SELECT-only, within the observer role's grants, and every comparison with a
 //! lease or a cursor uses the database's clock (`now_ms()` inside the statement), never this
-//! node's (ADR-0107). The per-trigger and per-owner views are index lookups, so they stay cheap at
+//! node's (§4.1). The per-trigger and per-owner views are index lookups, so they stay cheap at
 //! a million schedule rows; the summary's state counts are one sequential scan (docs/OPERATIONS.md
 //! has the figures).
 
@@ -623,7 +623,7 @@ pub async fn run_detail(
     })
 }
 
-/// One operator action on a schedule row (DESIGN.md section 3, `schedule_audit`).
+/// One operator action on a schedule row (docs/DESIGN.md §3.1, `schedule_audit`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditView {
     pub audit_id: i64,

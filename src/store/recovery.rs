@@ -1,5 +1,4 @@
-//! Startup recovery (DESIGN.md section 4; ADR-0105 "startup recovery 不得把 pristine queued Attempt
-//! 当成失效执行").
+//! Startup recovery (docs/DESIGN.md §4.8).
 //!
 //! A queued run whose newest attempt is the claimed `remote_worker` attempt exactly as admission
 //! wrote it belongs to the dispatcher and is left alone. Anything else in the recovery source (a

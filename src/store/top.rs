@@ -4,7 +4,7 @@
 //!
 //! `read::summary` classifies every schedule row in one sequential scan, which at a million rows
 //! takes 0.46 to 0.76 s here: too slow for a dashboard that refreshes every second
-//! (issue 4 asks for each query under 50 ms). [`top_summary`] returns the same read-model types,
+//! (the aim is under 50 ms per query). [`top_summary`] returns the same read-model types,
 //! `read::StateCounts` and `read::OwnerClaims`, from bounded statements instead: the states an
 //! operator acts on are counted exactly (held claims by the partial claim-owner index, cursors by
 //! the claim-order index, switched-off rows from the few disabled triggers and suspended

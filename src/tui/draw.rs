@@ -1,8 +1,8 @@
 //! Drawing: a pure function of the state. Every time is shown relative to the snapshot's
-//! database time (the only clock, ADR-0107), so the same state draws the same frame, which is
-//! what the snapshot tests rely on. Marks that matter (an expired claim nobody took over, an
-//! owner whose claims all expired, stale data) are text first and colour second, so they survive
-//! `NO_COLOR` and `--color never`.
+//! database time (the only clock, docs/DESIGN.md §4.1), so the same state draws the same frame,
+//! which is what the snapshot tests rely on. Marks that matter (an expired claim nobody took over,
+//! an owner whose claims all expired, stale data) are text first and colour second, so they
+//! survive `NO_COLOR` and `--color never`.
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};

@@ -1,4 +1,4 @@
-//! `qlsched top`: the live lease dashboard (issue 4), built as gitui and bottom are (STYLE.md):
+//! `qlsched top`: the live lease dashboard, built as gitui and bottom are:
 //! [`state`] holds what is shown and chosen, [`input`] maps keys to actions on it, [`draw`] is a
 //! pure function of it, and [`load`] reads snapshots on a tokio task that feeds a channel. This
 //! module owns the terminal: raw mode and the alternate screen on entry, and their restoration on

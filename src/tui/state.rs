@@ -8,7 +8,7 @@ use crate::core::ClaimFence;
 use crate::store::read::{ClaimView, RunView, ScheduleState, ScheduleView, TriggerDetail};
 use crate::store::top::{TopSummary, TriggerKey};
 
-/// Refresh rate bounds and steps (issue 4: default 1 s, 0.25 to 10 s).
+/// Refresh rate bounds and steps (default 1 s, 0.25 to 10 s).
 pub const REFRESH_DEFAULT: Duration = Duration::from_secs(1);
 pub const REFRESH_MIN: Duration = Duration::from_millis(250);
 pub const REFRESH_MAX: Duration = Duration::from_secs(10);

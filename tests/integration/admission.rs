@@ -1,5 +1,6 @@
-//! Issue 2, point 5: the admission — atomic writes, skip, the fence race, an injected write
-//! fault, a corrupt execution revision, and bounded serialization retries.
+//! The admission (docs/DESIGN.md §4.5) writes a run, its attempt and two events and advances the
+//! schedule, or writes nothing: on a lost fence race, an injected write fault or a corrupt execution
+//! revision. Serialization retries are bounded, and one failing row never blocks the others.
 
 use serde_json::json;
 

@@ -1,5 +1,5 @@
-//! Issue 5, point 2: `qlsched bench` at a tiny size admits every occurrence exactly once, with one
-//! attempt and two events each. Correctness only: no timing is asserted.
+//! `qlsched bench` at a tiny size admits every occurrence exactly once, with one attempt and two
+//! events each. Correctness only: no timing is asserted.
 
 use crate::util::{code, qlsched, server_url, stderr, stdout};
 

@@ -1,5 +1,6 @@
-//! Issue 2, point 4: the claim statement — claim order, SKIP LOCKED between sessions, takeover
-//! of an expired claim only after database time passes its expiry, ineligible rows, the budget.
+//! The claim statement (docs/DESIGN.md §4.3) keeps the claim order, skips rows another session
+//! holds locked, takes over an expired claim only after database time passes its expiry, never
+//! claims an ineligible row, and never exceeds its budget.
 
 use serde_json::json;
 

@@ -1,4 +1,5 @@
-//! Issue 3: the checked-in completions and man pages are exactly what the binary generates.
+//! The checked-in completions and man pages are exactly what the binary generates, and every
+//! subcommand and flag has help text.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

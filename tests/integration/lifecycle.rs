@@ -1,6 +1,6 @@
-//! Issue 2, point 6: the coordinator and its lifecycle — rounds never overlap, run identities
-//! only for admissions, a bounded stop that releases unadmitted claims, errors that do not stop
-//! the timer.
+//! The coordinator and its lifecycle (docs/DESIGN.md §4.9): rounds never overlap, run identities
+//! are allocated only for admissions, a stop is bounded and releases unadmitted claims, and errors
+//! do not stop the timer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
-//! Integration tests: one binary (STYLE.md, after ripgrep), one module per area, each test with
-//! a PostgreSQL database of its own.
+//! Integration tests: one binary (after ripgrep), one module per area; each test that talks to
+//! PostgreSQL gets a database of its own.
 
 mod util;
 
@@ -16,4 +16,5 @@ mod plan;
 mod publish;
 mod recovery;
 mod replicas;
+mod self_contained;
 mod top;

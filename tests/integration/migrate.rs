@@ -1,4 +1,5 @@
-//! Issue 2, point 1: migrations, the ledger, roles and their exact grants, readiness.
+//! Migrations, the ledger, the roles and their exact grants (docs/DESIGN.md §3), and the readiness
+//! `run` demands.
 
 use crate::util::{LoginRole, TestDb, assert_refused, code, qlsched, schema, stderr, stdout};
 use qlsched::store::migrate::{MIGRATIONS, latest_version, migrate_up, verify};

@@ -1,5 +1,5 @@
-//! Issue 3: the operator commands, driven through the real binary as a script would, and the
-//! store functions underneath them.
+//! The operator commands behave as docs/DESIGN.md §4.7 and §5 say, driven through the real binary
+//! as a script would, and so do the store functions underneath them.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -689,7 +689,7 @@ async fn a_refused_manual_admission_gives_its_claim_back() {
     );
 }
 
-/// An expired claim no longer holds (DESIGN.md section 5): `claim release` refuses its fence with
+/// An expired claim no longer holds (docs/DESIGN.md §5.4): `claim release` refuses its fence with
 /// exit 3, as `claim admit` does, and writes nothing.
 #[tokio::test]
 async fn release_refuses_an_expired_fence_as_admit_does() {

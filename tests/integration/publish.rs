@@ -1,4 +1,4 @@
-//! Issue 2, point 2: publishing creates, is a no-op when unchanged, bumps revisions, and refuses
+//! Publishing (docs/DESIGN.md §4.2) creates, is a no-op when unchanged, bumps revisions, and refuses
 //! bad manifests with their JSON path, exit 65, and nothing written.
 
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! Issue 2, point 7: startup recovery leaves pristine queued attempts alone and reports every
+//! Startup recovery (docs/DESIGN.md §4.8) leaves pristine queued attempts alone and reports every
 //! kind of drift as a recovery candidate.
 
 use serde_json::json;

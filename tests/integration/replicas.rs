@@ -1,6 +1,7 @@
-//! Issue 2, point 8: replicas as real processes, each with its own pool — one SIGKILLed while it
-//! holds claims — and two independent pools racing to initialize one row. Every test ends on the
-//! invariants: one run per occurrence, one attempt and two events per run, no claim half-written.
+//! Replicas as real processes, each with its own pool, admit every occurrence exactly once: with
+//! one SIGKILLed while it holds claims, with two independent pools racing to initialize one row,
+//! and with backends terminated mid-round. Every test ends on the invariants: one run per
+//! occurrence, one attempt and two events per run, no claim half-written.
 
 use std::process::Child;
 use std::sync::Arc;

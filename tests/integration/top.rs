@@ -1,6 +1,7 @@
-//! Issue 4: `qlsched top`. Its frames and keys are tested in `src/tui` (snapshots, one test per
-//! key); here it meets a real database: the expiry behind `e` against PostgreSQL, and the real
-//! binary in a real terminal (tmux) with replicas running.
+//! `qlsched top` against a real database: the expiry behind `e` clears exactly the fenced claim,
+//! and the real binary in a real terminal (tmux), with replicas running, shows the cluster and
+//! restores the terminal. Its frames and keys are tested in `src/tui` (snapshots, one test per
+//! key).
 
 use std::process::{Child, Command, Stdio};
 

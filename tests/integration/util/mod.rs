@@ -312,7 +312,7 @@ pub fn manifest(triggers: serde_json::Value) -> serde_json::Value {
     })
 }
 
-/// Every table of DESIGN.md section 3 but the migration ledger.
+/// Every table of docs/DESIGN.md §3.1 but the migration ledger.
 pub const SCHEDULER_TABLES: [&str; 9] = [
     "projects",
     "execution_revisions",
