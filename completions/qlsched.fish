@@ -333,8 +333,10 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l due-fraction -
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l rows-total -d 'Schedule rows in all: the triggers, plus rows that are never due [default: --triggers]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l duration -d 'Stop measuring after this long even if occurrences are still due (exit 1); at least 1s' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l ceiling-time -d 'How long the commit ceiling is probed (100ms..=10m)' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cadence -d 'Time from the start of one round to the next for rounds that did not fill their budget; also the window the replicas\' random start phases fall in' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cadence -d 'Time from the start of one round to the next for rounds that did not fill their budget; also the window the replicas\' random start phases fall in [default: 100ms; with --steady, 1s as `qlsched run`]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l lease -d 'Lease of each claim, in database time' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cron -d 'With --steady: every trigger\'s cron expression (UTC)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l window -d 'With --steady: the span of occurrences measured, from the first one after every trigger has its first cursor' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -343,6 +345,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l color -d 'When
 always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l keep -d 'Keep the scratch database afterwards (its name is in the report)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l steady -d 'Measure the steady state instead of a burst: from a plain publish, replicas at `qlsched run`\'s defaults, the lag of every occurrence in --window'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l out-dir -d 'Folder to write `completions/` and `man/` into' -r -F

@@ -29,6 +29,8 @@ use crate::store::publish::publish;
 use crate::store::scratch::{drop_database, recreate_database};
 use crate::store::{ConnectionSettings, SchemaName, Store, StoreError};
 
+pub mod steady;
+
 /// The project every bench trigger belongs to.
 const PROJECT: &str = "bench";
 /// The one task every bench trigger runs.
@@ -430,27 +432,15 @@ async fn admit_burst(
     config: &BenchConfig,
     due: u64,
 ) -> Result<BurstRun, BenchError> {
-    let mut stores = Vec::with_capacity(usize::from(config.replicas));
-    for replica in 0..config.replicas {
-        let name = format!("qlsched bench replica {replica}");
-        stores.push(Store::open(settings, schema, &name, POOL_SIZE).await?);
-    }
     let (events, mut received) = mpsc::unbounded_channel();
-    let lifecycles: Vec<Lifecycle> = stores
-        .into_iter()
-        .zip(0..)
-        .map(|(store, replica): (Store, u32)| {
-            let config = CoordinatorConfig {
-                owner: format!("{}-{replica}", config.coordinator.owner),
-                ..config.coordinator.clone()
-            };
-            Lifecycle::start(
-                Arc::new(Coordinator::new(store, config)),
-                Some(events.clone()),
-            )
-        })
-        .collect();
-    drop(events);
+    let lifecycles = start_replicas(
+        settings,
+        schema,
+        &config.coordinator,
+        config.replicas,
+        events,
+    )
+    .await?;
 
     let mut run = BurstRun::default();
     let (mut first_start, mut last_admit) = (None, None);
@@ -481,6 +471,32 @@ async fn admit_burst(
         tracing::warn!(cap = ?config.cap, "the cap ended the measurement before every occurrence was admitted");
     }
     Ok(run)
+}
+
+/// Starts `replicas` in-process replicas, each a [`Lifecycle`] around a [`Coordinator`] with a
+/// pool of its own, exactly as `qlsched run` starts one; owners are `<owner>-<n>`. Their round
+/// events go to `events`.
+pub async fn start_replicas(
+    settings: &ConnectionSettings,
+    schema: &SchemaName,
+    coordinator: &CoordinatorConfig,
+    replicas: u8,
+    events: mpsc::UnboundedSender<RoundEvent>,
+) -> Result<Vec<Lifecycle>, StoreError> {
+    let mut lifecycles = Vec::with_capacity(usize::from(replicas));
+    for replica in 0..replicas {
+        let name = format!("qlsched bench replica {replica}");
+        let store = Store::open(settings, schema, &name, POOL_SIZE).await?;
+        let config = CoordinatorConfig {
+            owner: format!("{}-{replica}", coordinator.owner),
+            ..coordinator.clone()
+        };
+        lifecycles.push(Lifecycle::start(
+            Arc::new(Coordinator::new(store, config)),
+            Some(events.clone()),
+        ));
+    }
+    Ok(lifecycles)
 }
 
 /// `a / b`, or 0 when there is nothing to divide by.

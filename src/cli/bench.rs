@@ -11,8 +11,11 @@ use super::error::exit;
 use super::output::{emit, table};
 use super::run::Shutdown;
 use super::{CliError, Global};
+use crate::bench::steady::{SteadyConfig, SteadyReport, run_steady};
 use crate::bench::{BenchConfig, BenchReport, run_bench};
+use crate::core::duration::{format_duration, utc};
 use crate::core::{CoordinatorConfig, DEFAULT_BATCH};
+use crate::store::bench::OccurrenceLag;
 use crate::store::scratch::drop_database;
 
 #[derive(Debug, Args)]
@@ -46,9 +49,10 @@ pub struct BenchArgs {
     pub ceiling_time: Duration,
 
     /// Time from the start of one round to the next for rounds that did not fill their budget;
-    /// also the window the replicas' random start phases fall in.
-    #[arg(long, default_value = "100ms", value_parser = duration_arg)]
-    pub cadence: Duration,
+    /// also the window the replicas' random start phases fall in [default: 100ms; with
+    /// --steady, 1s as `qlsched run`].
+    #[arg(long, value_parser = duration_arg)]
+    pub cadence: Option<Duration>,
 
     /// Lease of each claim, in database time.
     #[arg(long, default_value = "30s", value_parser = duration_arg)]
@@ -57,9 +61,26 @@ pub struct BenchArgs {
     /// Keep the scratch database afterwards (its name is in the report).
     #[arg(long)]
     pub keep: bool,
+
+    /// Measure the steady state instead of a burst: from a plain publish, replicas at
+    /// `qlsched run`'s defaults, the lag of every occurrence in --window.
+    #[arg(long, conflicts_with_all = ["due_fraction", "rows_total", "duration", "ceiling_time"])]
+    pub steady: bool,
+
+    /// With --steady: every trigger's cron expression (UTC).
+    #[arg(long, default_value = "0 * * * * *", requires = "steady")]
+    pub cron: String,
+
+    /// With --steady: the span of occurrences measured, from the first one after every trigger
+    /// has its first cursor.
+    #[arg(long, default_value = "2m", value_parser = duration_arg, requires = "steady")]
+    pub window: Duration,
 }
 
 pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
+    if args.steady {
+        return run_steady_bench(args, global).await;
+    }
     let server = global.connection.settings()?;
     let pid = std::process::id();
     let config = BenchConfig {
@@ -71,7 +92,7 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
             owner: format!("bench-{pid}"),
             batch: args.batch,
             lease: args.lease,
-            cadence: args.cadence,
+            cadence: args.cadence.unwrap_or(BURST_CADENCE),
             ..CoordinatorConfig::default()
         },
         cap: args.duration,
@@ -95,23 +116,83 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
     let report = tokio::select! {
         report = run_bench(&server, &global.connection.schema, &config) => report?,
         signal = shutdown.recv() => {
-            let database = &config.database;
-            let what = if config.keep {
-                format!("scratch database {database} kept")
-            } else {
-                match drop_database(&server, database).await {
-                    Ok(()) => format!("scratch database {database} dropped"),
-                    Err(error) => format!("scratch database {database} not dropped: {error}"),
-                }
-            };
-            return Err(CliError::Findings {
-                message: format!("bench interrupted by {signal}; {what}"),
-                code: exit::INTERRUPTED,
-            });
+            return Err(interrupted(&server, &config.database, config.keep, signal).await);
         }
     };
     emit(global.format, &report, render)?;
-    let problems = report.problems();
+    verdict(report.problems())
+}
+
+/// The burst's cadence: short, so that the replicas' random phases do not dominate its time.
+const BURST_CADENCE: Duration = Duration::from_millis(100);
+
+async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliError> {
+    let server = global.connection.settings()?;
+    let pid = std::process::id();
+    let defaults = CoordinatorConfig::default();
+    let config = SteadyConfig {
+        triggers: args.triggers,
+        replicas: args.replicas,
+        cron: args.cron,
+        window: args.window,
+        coordinator: CoordinatorConfig {
+            owner: format!("bench-{pid}"),
+            batch: args.batch,
+            lease: args.lease,
+            cadence: args.cadence.unwrap_or(defaults.cadence),
+            ..defaults
+        },
+        database: format!("qlsched_bench_{pid}"),
+        keep: args.keep,
+    };
+    config.check()?;
+    eprintln!(
+        "qlsched bench --steady: {} triggers \"{}\", {} replica{}, batch {}, cadence {}, window {} on {}",
+        config.triggers,
+        config.cron,
+        config.replicas,
+        if config.replicas == 1 { "" } else { "s" },
+        config.coordinator.batch,
+        format_duration(config.coordinator.cadence),
+        format_duration(config.window),
+        server.describe()
+    );
+    let mut shutdown = Shutdown::install()?;
+    let report = tokio::select! {
+        report = run_steady(&server, &global.connection.schema, &config) => report?,
+        signal = shutdown.recv() => {
+            return Err(interrupted(&server, &config.database, config.keep, signal).await);
+        }
+    };
+    emit(global.format, &report, render_steady)?;
+    verdict(report.problems())
+}
+
+/// Interrupted, the bench still drops its scratch database (unless kept): a server must not
+/// collect qlsched_bench_* databases from every Ctrl-C.
+async fn interrupted(
+    server: &crate::store::ConnectionSettings,
+    database: &str,
+    keep: bool,
+    signal: &str,
+) -> CliError {
+    let what = if keep {
+        format!("scratch database {database} kept")
+    } else {
+        match drop_database(server, database).await {
+            Ok(()) => format!("scratch database {database} dropped"),
+            Err(error) => format!("scratch database {database} not dropped: {error}"),
+        }
+    };
+    CliError::Findings {
+        message: format!("bench interrupted by {signal}; {what}"),
+        code: exit::INTERRUPTED,
+    }
+}
+
+/// A run whose writes break a promise, or that did not measure what it was asked to, exits 1
+/// after its report, so a script cannot mistake it for a measurement.
+fn verdict(problems: Vec<String>) -> Result<(), CliError> {
     if problems.is_empty() {
         Ok(())
     } else {
@@ -120,6 +201,86 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
             code: exit::UNEXPECTED,
         })
     }
+}
+
+fn render_steady(report: &SteadyReport) -> String {
+    let lag_row = |label: String, lag: &OccurrenceLag| {
+        vec![
+            label,
+            lag.runs.to_string(),
+            lag.lag_p50_ms.to_string(),
+            lag.lag_p99_ms.to_string(),
+            lag.lag_max_ms.to_string(),
+        ]
+    };
+    // Per occurrence for a minute-scale cron; a second-scale one is summed up in `overall`.
+    let mut rows: Vec<Vec<String>> = if report.occurrences.len() <= 20 {
+        report
+            .occurrences
+            .iter()
+            .map(|lag| lag_row(utc(lag.scheduled_for_ms), lag))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if let Some(overall) = &report.overall {
+        rows.push(lag_row(
+            format!("all {} occurrences", report.occurrences.len()),
+            overall,
+        ));
+    }
+    let mut out = table(
+        &[
+            "occurrence",
+            "runs",
+            "lag p50 ms",
+            "lag p99 ms",
+            "lag max ms",
+        ],
+        rows,
+    );
+    out.push('\n');
+    out += &table(
+        &["measure", "value"],
+        [
+            (
+                "triggers",
+                format!("{} \"{}\"", report.triggers, report.cron),
+            ),
+            (
+                "replicas × batch, cadence",
+                format!(
+                    "{} × {}, {} ms",
+                    report.replicas, report.batch, report.cadence_ms
+                ),
+            ),
+            (
+                "occurrences short of runs",
+                report.short_occurrences.to_string(),
+            ),
+            ("duplicates", report.duplicates.to_string()),
+            ("misfire records", report.misfire_records.to_string()),
+            ("unaccounted occurrences", report.unaccounted.to_string()),
+            (
+                "runs without 1 attempt / 2 events",
+                format!(
+                    "{} / {}",
+                    report.runs_without_one_attempt, report.runs_without_two_events
+                ),
+            ),
+            (
+                "database",
+                format!(
+                    "{} ({})",
+                    report.database,
+                    if report.kept { "kept" } else { "dropped" }
+                ),
+            ),
+        ]
+        .into_iter()
+        .map(|(name, value)| vec![name.to_owned(), value]),
+    );
+    out
 }
 
 fn render(report: &BenchReport) -> String {

@@ -124,3 +124,75 @@ pub async fn probe_commits(
     }
     Ok(committed)
 }
+
+// Schedule rows still waiting for their first cursor: the steady bench starts measuring once
+// every row has one.
+const UNINITIALIZED: &str = "SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms IS NULL";
+
+/// Schedule rows without a cursor yet.
+pub async fn uninitialized_rows(client: &impl GenericClient) -> Result<i64, StoreError> {
+    Ok(client.query_one(UNINITIALIZED, &[]).await?.get(0))
+}
+
+// Runs admitted for occurrence $1.
+const RUNS_AT: &str = "SELECT count(*) FROM runs WHERE scheduled_for_ms = $1";
+
+/// Runs admitted for the occurrence at `scheduled_for_ms`.
+pub async fn runs_at(
+    client: &impl GenericClient,
+    scheduled_for_ms: i64,
+) -> Result<i64, StoreError> {
+    Ok(client
+        .query_one(RUNS_AT, &[&scheduled_for_ms])
+        .await?
+        .get(0))
+}
+
+/// The lag users feel at one occurrence: runs admitted for it, and the lag from the occurrence
+/// to the run's commit in database time (`created_at_ms - scheduled_for_ms`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OccurrenceLag {
+    pub scheduled_for_ms: i64,
+    pub runs: i64,
+    pub lag_p50_ms: i64,
+    pub lag_p99_ms: i64,
+    pub lag_max_ms: i64,
+}
+
+// Per occurrence in [$1, $2): runs and lag percentiles (nearest rank), and the same over all of
+// them as one more row with a null occurrence.
+const LAG: &str = "SELECT scheduled_for_ms, count(*),
+        percentile_disc(0.5) WITHIN GROUP (ORDER BY created_at_ms - scheduled_for_ms),
+        percentile_disc(0.99) WITHIN GROUP (ORDER BY created_at_ms - scheduled_for_ms),
+        max(created_at_ms - scheduled_for_ms)
+    FROM runs WHERE scheduled_for_ms >= $1 AND scheduled_for_ms < $2
+    GROUP BY GROUPING SETS ((scheduled_for_ms), ())
+    ORDER BY scheduled_for_ms NULLS LAST";
+
+/// Lag per occurrence in `[from_ms, to_ms)`, oldest first, then the lag over all of them (its
+/// `scheduled_for_ms` is `to_ms`). Empty when no run fell in the window.
+pub async fn lag_by_occurrence(
+    client: &impl GenericClient,
+    from_ms: i64,
+    to_ms: i64,
+) -> Result<Vec<OccurrenceLag>, StoreError> {
+    let rows = client.query(LAG, &[&from_ms, &to_ms]).await?;
+    Ok(rows
+        .iter()
+        .map(|row| OccurrenceLag {
+            scheduled_for_ms: row.get::<_, Option<i64>>(0).unwrap_or(to_ms),
+            runs: row.get(1),
+            lag_p50_ms: row.get(2),
+            lag_p99_ms: row.get(3),
+            lag_max_ms: row.get(4),
+        })
+        .collect())
+}
+
+// Misfire records written, of every trigger.
+const MISFIRES: &str = "SELECT count(*) FROM misfires";
+
+/// Misfire records in the database.
+pub async fn misfire_records(client: &impl GenericClient) -> Result<i64, StoreError> {
+    Ok(client.query_one(MISFIRES, &[]).await?.get(0))
+}

@@ -1,0 +1,249 @@
+//! `qlsched bench --steady`: the lag users feel, measured as they get it. From a plain publish
+//! of N triggers (no cursors placed, nothing analyzed by hand) R replicas run `qlsched run`'s
+//! code at its default flags; once every row has its first cursor, every occurrence in the
+//! window is measured: runs admitted for it, and the lag from the occurrence to the run's commit
+//! in database time (`created_at_ms - scheduled_for_ms`). Afterwards the invariants and the
+//! occurrence accounting are checked on what was written.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::{BenchError, start_replicas};
+use crate::core::duration::format_duration;
+use crate::core::manifest::parse_manifest;
+use crate::core::{CoordinatorConfig, CronSchedule};
+use crate::lifecycle::Lifecycle;
+use crate::store::accounting::occurrence_accounting;
+use crate::store::bench::{
+    OccurrenceLag, database_now_ms, lag_by_occurrence, misfire_records, runs_at, uninitialized_rows,
+};
+use crate::store::invariants::invariant_counts;
+use crate::store::migrate::migrate_up;
+use crate::store::publish::publish;
+use crate::store::scratch::{drop_database, recreate_database};
+use crate::store::{ConnectionSettings, SchemaName};
+
+const PROJECT: &str = "steady";
+const TASK: &str = "tick";
+/// How long the replicas get to give every row its first cursor, and the last occurrence of the
+/// window to be admitted, before the bench gives up on them.
+const SETTLE_LIMIT: Duration = Duration::from_secs(120);
+const POLL: Duration = Duration::from_millis(200);
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct SteadyConfig {
+    pub triggers: u32,
+    pub replicas: u8,
+    /// Every trigger's cron expression, in UTC.
+    pub cron: String,
+    /// The span of occurrences measured, from the first one after every row has a cursor.
+    pub window: Duration,
+    /// The replicas' settings: `qlsched run`'s defaults unless flags say otherwise.
+    pub coordinator: CoordinatorConfig,
+    pub database: String,
+    pub keep: bool,
+}
+
+/// What a steady run measured; the JSON shape is documented in `qlsched-bench(1)`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SteadyReport {
+    pub mode: &'static str,
+    pub triggers: u32,
+    pub replicas: u8,
+    pub batch: u16,
+    pub cadence_ms: u64,
+    pub cron: String,
+    /// Per occurrence in the window, oldest first.
+    pub occurrences: Vec<OccurrenceLag>,
+    /// Over every run of the window.
+    pub overall: Option<OccurrenceLag>,
+    /// Occurrences in the window with fewer runs than triggers.
+    pub short_occurrences: usize,
+    pub runs: i64,
+    pub duplicates: i64,
+    pub misfire_records: i64,
+    /// Occurrences (of the whole run) with neither a run nor a misfire record.
+    pub unaccounted: u64,
+    pub runs_without_one_attempt: i64,
+    pub runs_without_two_events: i64,
+    pub seed_s: f64,
+    pub database: String,
+    pub kept: bool,
+}
+
+impl SteadyReport {
+    /// What this run says is wrong, as messages; empty when every promise held.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.occurrences.is_empty() {
+            problems.push("no occurrence of the window was admitted".to_owned());
+        }
+        for (count, what) in [
+            (
+                self.short_occurrences as i64,
+                "occurrences with fewer runs than triggers",
+            ),
+            (self.duplicates, "occurrences admitted more than once"),
+            (
+                i64::try_from(self.unaccounted).unwrap_or(i64::MAX),
+                "occurrences not accounted for",
+            ),
+            (self.runs_without_one_attempt, "runs without one attempt"),
+            (self.runs_without_two_events, "runs without two events"),
+        ] {
+            if count > 0 {
+                problems.push(format!("{count} {what}"));
+            }
+        }
+        problems
+    }
+}
+
+impl SteadyConfig {
+    /// Refuses what cannot give a measurement, before anything is created.
+    pub fn check(&self) -> Result<CronSchedule, BenchError> {
+        self.coordinator.validate()?;
+        if self.window < Duration::from_secs(1) {
+            return Err(BenchError::Config(format!(
+                "window must be at least 1s, got {}",
+                format_duration(self.window)
+            )));
+        }
+        Ok(CronSchedule::parse(&self.cron, "UTC")?)
+    }
+}
+
+/// Runs the steady bench against the server `server` names; the scratch database is dropped
+/// afterwards, whatever happened, unless `config.keep`.
+pub async fn run_steady(
+    server: &ConnectionSettings,
+    schema: &SchemaName,
+    config: &SteadyConfig,
+) -> Result<SteadyReport, BenchError> {
+    let schedule = config.check()?;
+    let outcome = measure(server, schema, config, &schedule).await;
+    if !config.keep
+        && let Err(error) = drop_database(server, &config.database).await
+    {
+        tracing::warn!(%error, database = %config.database, "could not drop the bench database");
+    }
+    outcome
+}
+
+async fn measure(
+    server: &ConnectionSettings,
+    schema: &SchemaName,
+    config: &SteadyConfig,
+    schedule: &CronSchedule,
+) -> Result<SteadyReport, BenchError> {
+    let seeding = Instant::now();
+    recreate_database(server, &config.database, None).await?;
+    let settings = server.with_dbname(&config.database);
+    let mut admin = settings.connect(schema, "qlsched bench").await?;
+    migrate_up(&mut admin, schema).await?;
+    let manifest = parse_manifest(&steady_manifest(config).to_string())?;
+    publish(&mut admin, &manifest, false).await?;
+    let seed_s = seeding.elapsed().as_secs_f64();
+    let started_ms = database_now_ms(&admin).await?;
+
+    // Rounds report nothing the steady bench needs: it reads what was committed.
+    let (events, mut received) = mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while received.recv().await.is_some() {} });
+    let replicas = start_replicas(
+        &settings,
+        schema,
+        &config.coordinator,
+        config.replicas,
+        events,
+    )
+    .await?;
+    let measured = measure_window(&admin, config, schedule).await;
+    futures_util::future::join_all(replicas.into_iter().map(Lifecycle::stop)).await;
+    drain.abort();
+    let (from_ms, to_ms) = measured?;
+
+    let mut lags = lag_by_occurrence(&admin, from_ms, to_ms).await?;
+    let overall = lags.pop();
+    let expected = i64::from(config.triggers);
+    let counts = invariant_counts(&admin).await?;
+    let since_start = database_now_ms(&admin).await? - started_ms + 1_000;
+    let accounting = occurrence_accounting(&admin, since_start).await?;
+    Ok(SteadyReport {
+        mode: "steady",
+        triggers: config.triggers,
+        replicas: config.replicas,
+        batch: config.coordinator.batch,
+        cadence_ms: u64::try_from(config.coordinator.cadence.as_millis()).unwrap_or(u64::MAX),
+        cron: config.cron.clone(),
+        short_occurrences: lags.iter().filter(|lag| lag.runs < expected).count(),
+        occurrences: lags,
+        overall,
+        runs: counts.runs,
+        duplicates: counts.duplicate_occurrences + accounting.duplicate_count as i64,
+        misfire_records: misfire_records(&admin).await?,
+        unaccounted: accounting.gap_count,
+        runs_without_one_attempt: counts.runs_without_one_attempt,
+        runs_without_two_events: counts.runs_without_two_events,
+        seed_s,
+        database: config.database.clone(),
+        kept: config.keep,
+    })
+}
+
+/// Waits for every row's first cursor, then through the window, then for the window's last
+/// occurrence to be admitted by every trigger; returns the window `[from, to)` in database time.
+async fn measure_window(
+    admin: &tokio_postgres::Client,
+    config: &SteadyConfig,
+    schedule: &CronSchedule,
+) -> Result<(i64, i64), BenchError> {
+    let give_up = Instant::now() + SETTLE_LIMIT;
+    while uninitialized_rows(admin).await? > 0 {
+        if Instant::now() > give_up {
+            return Err(BenchError::Config(format!(
+                "the replicas did not initialize {} triggers within {}",
+                config.triggers,
+                format_duration(SETTLE_LIMIT)
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let now_ms = database_now_ms(admin).await?;
+    let from_ms = schedule.next_after(now_ms)?;
+    let window_ms = i64::try_from(config.window.as_millis()).unwrap_or(i64::MAX);
+    let to_ms = from_ms.saturating_add(window_ms);
+    let Some(last) = schedule
+        .latest_before(to_ms)?
+        .filter(|&last| last >= from_ms)
+    else {
+        return Err(BenchError::Config(format!(
+            "no occurrence of {} within a window of {}",
+            config.cron,
+            format_duration(config.window)
+        )));
+    };
+    let ahead = u64::try_from(last - now_ms).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(ahead)).await;
+    let give_up = Instant::now() + SETTLE_LIMIT;
+    while runs_at(admin, last).await? < i64::from(config.triggers) && Instant::now() < give_up {
+        tokio::time::sleep(POLL).await;
+    }
+    Ok((from_ms, to_ms))
+}
+
+fn steady_manifest(config: &SteadyConfig) -> serde_json::Value {
+    // misfire and misfire_grace are left out: the defaults are what users get.
+    let triggers: Vec<serde_json::Value> = (1..=config.triggers)
+        .map(|n| serde_json::json!({ "id": format!("t{n:07}"), "task": TASK, "cron": config.cron }))
+        .collect();
+    serde_json::json!({
+        "projects": [{
+            "id": PROJECT,
+            "tasks": [{ "id": TASK, "execution": { "kind": "remote_worker", "image": "qlsched/bench" } }],
+            "triggers": triggers,
+        }]
+    })
+}
