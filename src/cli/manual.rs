@@ -207,7 +207,9 @@ Work: \"rounds\", \"failed_rounds\", \"transactions\" (admission transactions, r
 
 Checks on the database afterwards: \"runs\", \"duplicates\" (occurrences admitted more than once), \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\" (attempts or events without their run).
 
-Other: \"seed_s\" (creating, migrating, publishing and padding), \"database\" (the scratch database's name), \"kept\".",
+Other: \"seed_s\" (creating, migrating, publishing and padding), \"database\" (the scratch database's name), \"kept\".
+
+With --steady, one object of another shape: \"mode\": \"steady\", \"triggers\", \"replicas\", \"batch\", \"cadence_ms\", \"cron\"; \"occurrences\": [lag] (every occurrence of the window, oldest first), \"overall\": lag|null (over every run of the window), where lag is {\"scheduled_for_ms\", \"runs\", \"lag_p50_ms\", \"lag_p99_ms\", \"lag_max_ms\": int} and a run's lag is created_at_ms - scheduled_for_ms in database time; \"short_occurrences\" (occurrences with fewer runs than triggers), \"runs\", \"duplicates\", \"misfire_records\", \"unaccounted\" (occurrences with neither a run nor a misfire record), \"runs_without_one_attempt\", \"runs_without_two_events\", \"seed_s\", \"database\", \"kept\". Any of those counts above 0 exits 1 after the report.",
         _ => return None,
     })
 }

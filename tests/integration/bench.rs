@@ -164,3 +164,62 @@ async fn an_interrupted_bench_drops_its_scratch_database() {
     );
     assert!(!exists(database.clone()).await, "{database} is still there");
 }
+
+/// The steady bench from a plain publish: every occurrence of the window admitted once per
+/// trigger, nothing unaccounted, and the lag reported per occurrence. No timing is asserted.
+#[test]
+fn a_steady_bench_reports_the_lag_of_every_occurrence_in_its_window() {
+    let output = qlsched(
+        None,
+        &[
+            "-D",
+            &server_url(),
+            "bench",
+            "--steady",
+            "--triggers",
+            "20",
+            "--replicas",
+            "2",
+            "--cron",
+            "* * * * * *",
+            "--window",
+            "3s",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout(&output)).expect("one JSON object");
+    assert_eq!(report["mode"], "steady");
+    assert_eq!(report["cadence_ms"], 1000, "qlsched run's default cadence");
+    assert_eq!(report["batch"], 16, "qlsched run's default batch");
+    let occurrences = report["occurrences"].as_array().expect("occurrences");
+    assert_eq!(occurrences.len(), 3, "{report}");
+    for occurrence in occurrences {
+        assert_eq!(occurrence["runs"], 20, "{occurrence}");
+        assert!(occurrence["lag_max_ms"].as_i64() >= occurrence["lag_p50_ms"].as_i64());
+    }
+    assert_eq!(report["overall"]["runs"], 60);
+    for field in [
+        "short_occurrences",
+        "duplicates",
+        "unaccounted",
+        "runs_without_one_attempt",
+        "runs_without_two_events",
+    ] {
+        assert_eq!(report[field], 0, "{field}");
+    }
+}
+
+#[test]
+fn steady_only_flags_need_steady_and_burst_only_flags_refuse_it() {
+    for args in [
+        vec!["bench", "--window", "5s"],
+        vec!["bench", "--steady", "--due-fraction", "0.5"],
+    ] {
+        let output = qlsched(None, &args, None);
+        assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
+    }
+}

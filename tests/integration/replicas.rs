@@ -1,7 +1,8 @@
 //! Replicas as real processes, each with its own pool, admit every occurrence exactly once: with
 //! one SIGKILLed while it holds claims, with two independent pools racing to initialize one row,
-//! and with backends terminated mid-round. Every test ends on the invariants: one run per
-//! occurrence, one attempt and two events per run, no claim half-written.
+//! with one SIGSTOPped for longer than its lease and shorter than the grace, and with backends
+//! terminated mid-round. Every test ends on the invariants: one run per occurrence, one attempt
+//! and two events per run, no claim half-written, and every occurrence accounted for.
 
 use std::process::Child;
 use std::sync::Arc;
@@ -110,6 +111,79 @@ async fn three_replica_processes_one_killed_holding_claims_admit_every_occurrenc
     assert!(
         db.count(&by_owner("replica-b")).await > 0 && db.count(&by_owner("replica-c")).await > 0
     );
+}
+
+/// A replica stopped (SIGSTOP) while it holds claims, for longer than its lease and shorter than
+/// the grace: the other takes its rows over once the leases expire and catches up on every
+/// occurrence in between, nothing the stopped one decided commits when it resumes, and no
+/// occurrence is passed over: no misfire record, every occurrence a run.
+#[tokio::test]
+async fn a_replica_paused_for_less_than_the_grace_loses_no_occurrence() {
+    let db = TestDb::new().await;
+    let triggers: Vec<_> = (0..30)
+        .map(|i| json!({ "id": format!("t{i:02}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    db.publish(&manifest(json!(triggers))).await;
+    let paused = replica(&db, "paused");
+    let other = replica(&db, "other");
+    // Stopped while it holds claims: tried until the stop lands inside a round.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let held = "SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'paused'";
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "never stopped while holding a claim"
+        );
+        if db.count(held).await == 0 {
+            sleep_ms(2).await;
+            continue;
+        }
+        signal(&paused, "-STOP");
+        if db.count(held).await > 0 {
+            break;
+        }
+        signal(&paused, "-CONT");
+    }
+    sleep_ms(6_000).await; // twice the lease, a tenth of the default grace
+    signal(&paused, "-CONT");
+    sleep_ms(3_000).await;
+    for child in [paused, other] {
+        let output = terminate(child);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    let counts = assert_invariants(&db).await;
+    assert_eq!(counts.claims_held, 0);
+    assert_eq!(
+        db.count("SELECT count(*) FROM misfires").await,
+        0,
+        "nothing within the grace is passed over"
+    );
+    // Every trigger has a run for every second from its first to its last: none lost.
+    let holes = db
+        .count(
+            "SELECT count(*) FROM (SELECT trigger_id FROM runs GROUP BY trigger_id
+             HAVING (max(scheduled_for_ms) - min(scheduled_for_ms)) / 1000 + 1 <> count(*)) h",
+        )
+        .await;
+    assert_eq!(
+        holes, 0,
+        "an occurrence between the first and last run has no run"
+    );
+    assert!(counts.runs >= 30 * 8, "{} runs", counts.runs);
+}
+
+fn signal(child: &Child, which: &str) {
+    let status = std::process::Command::new("kill")
+        .args([which, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill {which}");
 }
 
 #[tokio::test]
