@@ -58,7 +58,16 @@ Publish a manifest, or see first what it would change:
   qlsched publish -f triggers.json
 
 From standard input, for scripts:
-  generate-manifest | qlsched publish -f - -o json"
+  generate-manifest | qlsched publish -f - -o json
+
+A trigger's misfire_grace (default 60s) is how late an occurrence may be decided and still run: a
+replica that fell behind admits every occurrence up to that late, each once, in order. Occurrences
+later than the grace are misfires: misfire skip (the default) passes over all of them, fire_once
+admits the latest; either way they are written down as one misfire record (qlsched inspect
+misfires). Every occurrence is a run or inside a record:
+  {\"projects\": [{\"id\": \"acme\", \"tasks\": [{\"id\": \"backup\", \"execution\": {\"kind\": \"remote_worker\"}}],
+    \"triggers\": [{\"id\": \"nightly\", \"task\": \"backup\", \"cron\": \"0 3 * * *\", \"time_zone\": \"Europe/Berlin\",
+                  \"misfire\": \"fire_once\", \"misfire_grace\": \"10m\"}]}]}"
         }
         "run" => {
             "\

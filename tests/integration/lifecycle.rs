@@ -333,3 +333,33 @@ async fn a_round_dropped_in_flight_never_lends_its_connection_again() {
     let report = coordinator.run_round().await.expect("the next round runs");
     assert_eq!(report.fired, 0, "{report:?}");
 }
+
+/// After a round that was not full, a replica sleeps until the next occurrence falls due, not
+/// until one cadence has passed: with a 5 s cadence, an every-second trigger still fires every
+/// second. (The old timer woke once per cadence: one occurrence per 5 s, the rest caught up late.)
+#[tokio::test]
+async fn an_idle_replica_wakes_for_the_next_occurrence_not_for_its_cadence() {
+    let db = TestDb::new().await;
+    every_second(&db, 2).await;
+    let coordinator = Coordinator::new(db.store("waker").await, config("waker", 5_000, 1_000));
+    let lifecycle = Lifecycle::start(Arc::new(coordinator), None);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while db
+        .count("SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms IS NULL")
+        .await
+        > 0
+    {
+        assert!(Instant::now() < deadline, "never initialized");
+        sleep_ms(20).await;
+    }
+    sleep_ms(4_500).await;
+    lifecycle.stop().await;
+    let on_time = db
+        .count("SELECT count(*) FROM runs WHERE created_at_ms - scheduled_for_ms < 900")
+        .await;
+    assert!(
+        on_time >= 2 * 3,
+        "{on_time} runs admitted within 0.9 s of their occurrence in 4.5 s of two triggers"
+    );
+    assert_invariants(&db).await;
+}
