@@ -150,9 +150,9 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
     };
     let roots = match files.root_cert.as_deref() {
         Some("system") => Roots::System,
-        Some(path) => existing(Path::new(path), mode, "sslrootcert")?,
+        Some(path) => existing(Path::new(path), mode)?,
         None => match default_file("root.crt") {
-            Some(path) => existing(&path, mode, "sslrootcert")?,
+            Some(path) => existing(&path, mode)?,
             None if mode.verifies() => return Err(no_root_cert("~/.postgresql/root.crt")),
             None => Roots::None,
         },
@@ -191,7 +191,7 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
         .cert
         .clone()
         .or_else(|| default_file("postgresql.crt"));
-    let config = match cert.filter(|path| path.exists()) {
+    let mut config = match cert.filter(|path| path.exists()) {
         // As libpq: no certificate file, no client certificate (the server may not want one).
         None => config.with_no_client_auth(),
         Some(cert_path) => {
@@ -216,6 +216,9 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
             })?
         }
     };
+    // As libpq 17 sends it: a server with direct TLS negotiation (sslnegotiation=direct)
+    // insists on it, and older servers ignore it.
+    config.alpn_protocols = vec![b"postgresql".to_vec()];
     Ok((
         mode,
         Tls {
@@ -238,15 +241,12 @@ fn base_config(
 
 /// A root certificate file that exists, or what libpq does without one: refuse for the
 /// verifying modes, go on unverified for the others.
-fn existing(path: &Path, mode: SslMode, what: &str) -> Result<Roots, StoreError> {
+fn existing(path: &Path, mode: SslMode) -> Result<Roots, StoreError> {
     if path.exists() {
         Ok(Roots::File(path.to_owned()))
     } else if mode.verifies() {
         Err(no_root_cert(&path.display().to_string()))
     } else {
-        if what == "sslrootcert" && mode != SslMode::Prefer {
-            tracing::debug!(path = %path.display(), "no root certificate file: the server's certificate is not verified");
-        }
         Ok(Roots::None)
     }
 }
@@ -512,4 +512,36 @@ fn unix_time(time: UnixTime) -> String {
     chrono::DateTime::from_timestamp(seconds, 0)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
         .unwrap_or_else(|| format!("{seconds} s after 1970"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words a refused certificate gets, found under the driver's and tokio-rustls' wrapping.
+    #[test]
+    fn a_refused_certificate_is_named() {
+        let (_, tls) = build(Some(SslMode::Require), &TlsFiles::default()).expect("builds");
+        let wrapped = |error: CertificateError| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                rustls::Error::InvalidCertificate(error),
+            )
+        };
+        let expired = wrapped(CertificateError::ExpiredContext {
+            time: UnixTime::since_unix_epoch(std::time::Duration::from_secs(1_800_000_000)),
+            not_after: UnixTime::since_unix_epoch(std::time::Duration::from_secs(1_700_000_000)),
+        });
+        let text = tls
+            .certificate_failure(&expired, "db")
+            .expect("a certificate failure");
+        assert!(text.contains("has expired on 2023-11-14"), "{text}");
+        let unknown = wrapped(CertificateError::UnknownIssuer);
+        let text = tls
+            .certificate_failure(&unknown, "db")
+            .expect("a certificate failure");
+        assert!(text.contains("unknown CA"), "{text}");
+        let other = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert_eq!(tls.certificate_failure(&other, "db"), None);
+    }
 }
