@@ -490,3 +490,45 @@ async fn tls_handshake_cost() {
     }
     assert!(medians[1] < Duration::from_secs(1), "{medians:?}");
 }
+
+/// The pool a replica holds and the cancel request a stopping replica sends go through the same
+/// connector as single connections: TLS, verified, to a server that refuses anything else.
+#[tokio::test]
+async fn pooled_connections_and_cancel_requests_use_tls() {
+    let servers = servers();
+    let conninfo = servers.tls(
+        "postgres",
+        &format!("sslmode=verify-full sslrootcert={}", servers.ca.display()),
+    );
+    let settings = ConnectionSettings::resolve_with(Some(&conninfo), |_| None).expect("settings");
+    let store = qlsched::store::Store::open(&settings, &schema(), "qlsched tests", 2)
+        .await
+        .expect("a pool over TLS");
+    let client = store.client().await.expect("a pooled connection");
+    let tls: bool = client
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .await
+        .expect("query")
+        .get(0);
+    assert!(tls, "the pooled session is encrypted");
+
+    let token = client.cancel_token();
+    let sleeping = tokio::spawn(async move { client.batch_execute("SELECT pg_sleep(30)").await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    store.cancel(&token).await.expect("cancel over TLS");
+    let result = tokio::time::timeout(Duration::from_secs(10), sleeping)
+        .await
+        .expect("the statement ends once cancelled")
+        .expect("task");
+    let error = result.expect_err("cancelled");
+    assert_eq!(
+        error.code(),
+        Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
