@@ -382,9 +382,7 @@ impl ConnectionSettings {
                     });
                     return Ok(client);
                 }
-                Err((error, passfile)) => {
-                    failures.push(self.failure(error, &target, passfile.as_deref()));
-                }
+                Err(failed) => failures.push(self.failure(failed, &target)),
             }
         }
         Err(combine(failures))
@@ -522,11 +520,7 @@ impl ConnectionSettings {
     /// One host, with `sslmode`'s fall-backs as libpq makes them: `allow` goes on with TLS when
     /// the server refuses the plain connection, `prefer` goes on without TLS when the handshake
     /// fails. A Unix socket never speaks TLS (libpq ignores `sslmode` there).
-    async fn open_target(
-        &self,
-        base: &Config,
-        target: &Target,
-    ) -> Result<Opened, (tokio_postgres::Error, Option<PathBuf>)> {
+    async fn open_target(&self, base: &Config, target: &Target) -> Result<Opened, Failed> {
         let (mut config, from_file) = self.config_for(base, target);
         let tls = self.tls.connector.clone();
         let mode = if target.is_socket() {
@@ -547,24 +541,40 @@ impl ConnectionSettings {
         let second = match mode {
             SslMode::Allow if error.as_db_error().is_some() => DriverSslMode::Require,
             SslMode::Prefer if is_handshake_failure(&error) => DriverSslMode::Disable,
-            _ => return Err((error, from_file)),
+            _ => {
+                return Err(Failed {
+                    error,
+                    passfile: from_file,
+                    refused_certificate: None,
+                });
+            }
         };
         tracing::debug!(host = %target.name(), %error, ?second, "sslmode fall-back");
+        // Kept for the message should the plain attempt fail too: "no encryption" alone would
+        // hide that TLS was tried and why it failed.
+        let refused_certificate = self.tls.certificate_failure(&error, &target.name());
         config.ssl_mode(second);
-        config
-            .connect(tls)
-            .await
-            .map_err(|error| (error, from_file))
+        config.connect(tls).await.map_err(|error| Failed {
+            error,
+            passfile: from_file,
+            refused_certificate,
+        })
     }
 
     /// A driver error while connecting to `target`, classified and described.
-    fn failure(
-        &self,
-        error: tokio_postgres::Error,
-        target: &Target,
-        passfile: Option<&Path>,
-    ) -> StoreError {
-        let place = self.describe_target(target);
+    fn failure(&self, failed: Failed, target: &Target) -> StoreError {
+        let Failed {
+            error,
+            passfile,
+            refused_certificate,
+        } = failed;
+        let place = match refused_certificate {
+            Some(what) => format!(
+                "{} (with TLS first: {what}; then without TLS, as sslmode=prefer does)",
+                self.describe_target(target)
+            ),
+            None => self.describe_target(target),
+        };
         if let Some(what) = self.tls.certificate_failure(&error, &target.name()) {
             return StoreError::Untrusted(format!("{place}: {what}"));
         }
@@ -599,6 +609,16 @@ impl ConnectionSettings {
             self.dbname()
         )
     }
+}
+
+/// A host's attempt that failed, with what the message needs besides the driver's error.
+struct Failed {
+    error: tokio_postgres::Error,
+    /// The password file the password came from, if it did.
+    passfile: Option<PathBuf>,
+    /// Under `prefer`, why the TLS attempt before the plain one failed, if a certificate was
+    /// refused.
+    refused_certificate: Option<String>,
 }
 
 /// How the pool opens its connections: as [`ConnectionSettings::connect`] does, host by host.
@@ -636,7 +656,7 @@ impl deadpool_postgres::Connect for PoolConnect {
                         });
                         return Ok((client, task));
                     }
-                    Err((failure, _)) => error = Some(failure),
+                    Err(failed) => error = Some(failed.error),
                 }
             }
             // With no host left and none answering, the pool's create timeout has the last word;

@@ -197,6 +197,16 @@ async fn a_certificate_from_an_unknown_ca_is_refused() {
             &extra,
         );
     }
+    // `prefer` goes on without TLS when the handshake fails, as libpq; this server then refuses,
+    // and the message keeps why TLS failed.
+    let extra = format!("sslmode=prefer {other}");
+    let error = connect(servers, &servers.tls("postgres", &extra), &[])
+        .await
+        .expect_err("refused both ways");
+    assert_eq!(error.exit_code(), 77, "{error}");
+    for needle in ["with TLS first", "unknown CA", "no encryption"] {
+        assert!(error.to_string().contains(needle), "{needle}: {error}");
+    }
     // The system's roots do not know a throw-away CA either.
     assert_fails(
         connect(servers, &servers.tls("postgres", "sslrootcert=system"), &[]).await,
