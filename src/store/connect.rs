@@ -1073,33 +1073,21 @@ mod tests {
             "verify-full",
         ] {
             let root = "/etc/ssl/certs/ca-certificates.crt";
-            for (text, env) in [
-                (
-                    Some(format!(
-                        "postgres://u@h/db?sslmode={mode}&sslrootcert={root}&application_name=x"
-                    )),
-                    env_of(&[]),
-                ),
-                (
-                    Some(format!("host=h user=u sslmode={mode} sslrootcert='{root}'")),
-                    env_of(&[]),
-                ),
-                (
-                    None,
-                    env_of(&[
-                        ("PGHOST", "h"),
-                        ("PGSSLMODE", "x"),
-                        ("PGSSLROOTCERT", "/etc/ssl/certs/ca-certificates.crt"),
-                    ]),
-                ),
+            let url =
+                format!("postgres://u@h/db?sslmode={mode}&sslrootcert={root}&application_name=x");
+            let key_values = format!("host=h user=u sslmode={mode} sslrootcert='{root}'");
+            for settings in [
+                ConnectionSettings::resolve_with(Some(&url), env_of(&[])),
+                ConnectionSettings::resolve_with(Some(&key_values), env_of(&[])),
+                ConnectionSettings::resolve_with(None, |name| match name {
+                    "PGHOST" => Some("h".to_owned()),
+                    "PGSSLMODE" => Some(mode.to_owned()),
+                    "PGSSLROOTCERT" => Some(root.to_owned()),
+                    _ => None,
+                }),
+                // The string wins over the variable, as every setting does.
+                ConnectionSettings::resolve_with(Some(&key_values), env_of(&[("PGSSLMODE", "x")])),
             ] {
-                let settings = match text {
-                    Some(text) => ConnectionSettings::resolve_with(Some(&text), env),
-                    None => ConnectionSettings::resolve_with(
-                        Some(&format!("host=h sslmode={mode}")),
-                        env,
-                    ),
-                };
                 let settings = settings.unwrap_or_else(|e| panic!("{mode}: {e}"));
                 assert_eq!(settings.ssl_mode().as_str(), mode);
             }
