@@ -86,9 +86,12 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn as_postgres(program: &Path, ids: (u32, u32)) -> Command {
+/// `program` as the postgres OS user, in `dir` (the test's own working directory may be one
+/// that user cannot enter, such as a checkout under /root).
+fn as_postgres(program: &Path, ids: (u32, u32), dir: &Path) -> Command {
     let mut command = Command::new(program);
     command
+        .current_dir(dir)
         .uid(ids.0)
         .gid(ids.1)
         .env_clear()
@@ -155,7 +158,7 @@ fn start() -> TlsServers {
     let tls_data = dir.join("tls");
     let plain_data = dir.join("plain");
     run(
-        as_postgres(&bin.join("initdb"), ids)
+        as_postgres(&bin.join("initdb"), ids, &dir)
             .arg("-D")
             .arg(&tls_data)
             .args(["-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"]),
@@ -193,7 +196,7 @@ fn start() -> TlsServers {
     let conf = std::fs::read_to_string(tls_data.join("postgresql.conf")).expect("conf");
     // Copied before the TLS settings go in: the twin differs in port, TLS and pg_hba alone.
     run(
-        as_postgres(Path::new("/bin/cp"), ids)
+        as_postgres(Path::new("/bin/cp"), ids, &dir)
             .arg("-a")
             .arg(&tls_data)
             .arg(&plain_data),
@@ -238,7 +241,7 @@ fn start() -> TlsServers {
 
     for data in [&tls_data, &plain_data] {
         run(
-            as_postgres(&bin.join("pg_ctl"), ids)
+            as_postgres(&bin.join("pg_ctl"), ids, &dir)
                 .arg("-D")
                 .arg(data)
                 .arg("-l")
@@ -258,7 +261,7 @@ fn start() -> TlsServers {
         ),
     ] {
         run(
-            as_postgres(&bin.join("psql"), ids)
+            as_postgres(&bin.join("psql"), ids, &dir)
                 .arg("-h")
                 .arg(&dir)
                 .args(["-p", &servers.tls_port.to_string(), "-U", "postgres"])
