@@ -24,7 +24,7 @@ function __fish_qlsched_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c qlsched -n "__fish_qlsched_needs_command" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_needs_command" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_needs_command" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_needs_command" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -44,7 +44,7 @@ complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "demo" -d 'Show qlsc
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "bench" -d 'Measure admission throughput against the database\'s commit ceiling, in a scratch database'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -57,7 +57,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "verify" -d 'Compare checksums and each role\'s grants with what it must hold; exit 78 on any difference'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -66,7 +66,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -75,7 +75,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -89,7 +89,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "verify" -d 'Compare checksums and each role\'s grants with what it must hold; exit 78 on any difference'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s f -l file -d 'The JSON manifest to publish, or `-` for standard input' -r -F
-complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -104,7 +104,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l batch -d 'Claims
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l lease -d 'Lease of each claim, in database time' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l cadence -d 'Time from the start of one round to the start of the next' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l drain-timeout -d 'How long a stop waits for the round in flight before releasing its claims' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -115,7 +115,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s h -l help -d 'Pr
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l owner -d 'Claim owner written into the lease [default: USER@HOST:manual]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l lease -d 'Lease of the claim, in database time' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -133,7 +133,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_se
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l token -d 'The claim token `qlsched claim` printed (a UUID)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l version -d 'The claim version `qlsched claim` printed with the token' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -145,7 +145,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_s
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l token -d 'The claim token `qlsched claim` printed (a UUID)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l version -d 'The claim version `qlsched claim` printed with the token' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -156,7 +156,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_s
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -184,7 +184,7 @@ due\t''
 not_due\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l owner -d 'Only rows claimed by this owner' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l limit -d 'At most this many rows' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -195,7 +195,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l owner -d 'Only claims of this owner' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l limit -d 'At most this many claims' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -208,7 +208,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l trigger -d 'Only runs of this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l since -d 'Only runs created within this long (e.g. 10m)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l limit -d 'At most this many runs' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -217,7 +217,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -226,7 +226,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -236,7 +236,7 @@ never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l limit -d 'At most this many candidates listed, oldest run first' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -247,7 +247,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l trigger -d 'Only actions on this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l limit -d 'At most this many audit rows' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -259,7 +259,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l trigger -d 'Only records of this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l since -d 'Only records written within this long (e.g. 1h)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l limit -d 'At most this many records' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -269,7 +269,7 @@ never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l since -d 'How far back occurrences are accounted for (at most the 7-day retention of misfire records)' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -292,7 +292,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l token -d 'Exp
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l version -d 'The claim version that goes with --token' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l owner -d 'Expire every claim of this owner (a replica known to be dead), in one transaction' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l reason -d 'Why, for the audit row' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -304,7 +304,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s y -l yes -d '
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l dry-run -d 'Show what would change and change nothing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l refresh -d 'Time between refreshes, 250ms to 10s (`+` and `-` change it live)' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -317,7 +317,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l database -d 'The database to (re)create for the demo, on the server the connection settings name. An existing database is dropped only if an earlier demo made it (or it is `qlsched_demo`)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l replicas -d 'Number of in-process replicas' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -337,7 +337,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cadence -d 'Ti
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l lease -d 'Lease of each claim, in database time' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cron -d 'With --steady: every trigger\'s cron expression (UTC)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l window -d 'With --steady: the span of occurrences measured, from the first one after every trigger has its first cursor' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
@@ -349,7 +349,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l steady -d 'Mea
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l out-dir -d 'Folder to write `completions/` and `man/` into' -r -F
-complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s D -l database-url -d 'PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use deadpool_postgres::Object;
 use serde::Serialize;
-use tokio_postgres::{CancelToken, NoTls};
+use tokio_postgres::CancelToken;
 use uuid::Uuid;
 
 use crate::core::{
@@ -298,7 +298,7 @@ impl Coordinator {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(token) = token
-            && let Err(error) = token.cancel_query(NoTls).await
+            && let Err(error) = self.store.cancel(&token).await
         {
             tracing::warn!(%error, "could not cancel the statement in flight");
         }

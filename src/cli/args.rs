@@ -11,8 +11,9 @@ use crate::store::{ConnectionSettings, SchemaName, StoreError};
 /// Where the database is (docs/DESIGN.md §5.2).
 #[derive(Debug, Clone, Args)]
 pub struct ConnectionArgs {
-    /// PostgreSQL URL or key=value string [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the
-    /// PG* variables, libpq's defaults]. A password in it is never printed.
+    /// PostgreSQL URL or key=value string, with libpq's settings (sslmode, sslrootcert,
+    /// sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL,
+    /// $DATABASE_URL, the PG* variables, libpq's defaults]. A password in it is never printed.
     #[arg(
         short = 'D',
         long,

@@ -11,9 +11,9 @@ The same for every subcommand:
   4   not found
   5   nothing eligible (no due, unclaimed row; a named row that is not eligible, or holds no claim to expire)
   65  bad input data (manifest, cron expression, time zone, a malformed claim token or run id)
-  69  database unavailable
+  69  database unavailable (including no answer within connect_timeout, and no TLS where sslmode requires it)
   75  transient conflict, retries exhausted
-  77  permission denied by the database role
+  77  permission denied by the database role, a login refused (password, client certificate), or the server's TLS certificate refused
   78  schema not ready or configuration invalid
   130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease)
 
@@ -23,8 +23,20 @@ pub const ENVIRONMENT: &str = "\
 QLSCHED_DATABASE_URL, DATABASE_URL
 PostgreSQL URL (postgres://user@host:port/db) or key=value string, used when --database-url is not given, in this order.
 
-PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSSLMODE, PGAPPNAME
-As for libpq: used when no URL is given, and to fill what a URL leaves out. Defaults as libpq's: the local socket, the operating-system user, a database of the user's name. A password is never printed or logged. sslmode=require is refused: this build connects without TLS.
+PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGAPPNAME
+As for libpq: used when no URL is given, and to fill what a URL leaves out. Defaults as libpq's: the local socket, the operating-system user, a database of the user's name. A password is never printed or logged.
+
+PGSSLMODE, PGSSLROOTCERT, PGSSLCERT, PGSSLKEY
+TLS, as the sslmode, sslrootcert, sslcert and sslkey settings of the URL: disable, allow, prefer (default), require, verify-ca, verify-full, with libpq's meaning. require with a root certificate (sslrootcert, or ~/.postgresql/root.crt) checks the chain as verify-ca; sslrootcert=system uses the machine's trust store and implies verify-full. A refused server certificate exits 77 naming what did not match.
+
+PGPASSFILE
+The password file (default ~/.pgpass, as the passfile setting), read when no password is given: host:port:database:user:password lines, * for any. A file the group or others can read is ignored with a warning.
+
+PGCONNECT_TIMEOUT
+Seconds each host may take to connect, TLS handshake and authentication included, as the connect_timeout setting (default 10; 0 waits forever). No answer in time exits 69.
+
+PGSERVICE
+Connection service files are not supported: set, it is refused with exit 78.
 
 QLSCHED_SCHEMA
 The schema that holds the qlsched tables (default qlsched), as --schema.

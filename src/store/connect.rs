@@ -1,19 +1,50 @@
-//! Connection settings, resolved in one place (docs/DESIGN.md §5.2, §7).
+//! Connection settings, resolved in one place (docs/DESIGN.md §5.2, §7), and the one way
+//! connections are opened from them.
 //!
-//! tokio-postgres reads no environment variables, so the libpq rules are applied here by hand:
-//! `--database-url`, else `QLSCHED_DATABASE_URL`, else `DATABASE_URL`, else the `PG*` variables,
-//! else libpq's defaults. As with libpq, `PG*` variables also fill whatever a URL leaves out.
-//! A password is never part of any text this module renders.
+//! tokio-postgres reads no environment variables, no password file and only part of libpq's
+//! keywords, so the libpq rules are applied here by hand: `--database-url`, else
+//! `QLSCHED_DATABASE_URL`, else `DATABASE_URL`, else the `PG*` variables, else libpq's defaults.
+//! As with libpq, `PG*` variables also fill whatever a URL leaves out. The keywords tokio-postgres
+//! does not know (`sslrootcert`, `sslcert`, `sslkey`, `passfile`) or gives another meaning
+//! (`sslmode`, whose `verify-*` values it refuses; `connect_timeout`, which it applies to the TCP
+//! connect alone) are taken out of the string before the driver parses the rest.
+//!
+//! Connections are opened host by host, as libpq does: each host within `connect_timeout` (TCP,
+//! TLS and authentication together), with the password file consulted for that host, and
+//! `sslmode`'s fall-backs (`allow`, `prefer`) tried there. A password is never part of any text
+//! this module renders.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::config::{Host, SslMode};
-use tokio_postgres::{Config, NoTls};
+use futures_util::future::BoxFuture;
+use tokio_postgres::config::{Host, LoadBalanceHosts, SslMode as DriverSslMode};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Config, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::StoreError;
+use super::passfile;
+use super::tls::{self, SslMode, Tls, TlsFiles};
+
+/// What libpq waits for a connection when `connect_timeout` is not given: forever. qlsched waits
+/// this long instead, so that a server that accepts and never answers cannot hang a command.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The libpq keywords read here rather than by tokio-postgres.
+const OWN_KEYWORDS: [&str; 7] = [
+    "sslmode",
+    "sslrootcert",
+    "sslcert",
+    "sslkey",
+    "passfile",
+    "connect_timeout",
+    "service",
+];
 
 /// The PostgreSQL schema that holds every qlsched object (docs/DESIGN.md §3.1).
 ///
@@ -79,8 +110,15 @@ pub enum SettingsSource {
 /// Resolved connection settings for one PostgreSQL database.
 #[derive(Clone)]
 pub struct ConnectionSettings {
+    /// The driver's settings, every host of the list.
     config: Config,
     source: SettingsSource,
+    ssl_mode: SslMode,
+    tls: Tls,
+    /// The password file to consult when no password is given; it need not exist.
+    passfile: Option<PathBuf>,
+    /// For each host: TCP, TLS and authentication together. `None` waits forever.
+    connect_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for ConnectionSettings {
@@ -88,7 +126,40 @@ impl std::fmt::Debug for ConnectionSettings {
         f.debug_struct("ConnectionSettings")
             .field("target", &self.describe())
             .field("source", &self.source)
+            .field("sslmode", &self.ssl_mode)
+            .field("connect_timeout", &self.connect_timeout)
             .finish()
+    }
+}
+
+/// A connection as the driver returns it: every connection qlsched opens has this type, TLS or
+/// not, so that pools and single connections share one connector.
+type Opened = (
+    Client,
+    tokio_postgres::Connection<Socket, <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream>,
+);
+
+/// One entry of the host list, as libpq tries them in turn.
+#[derive(Debug, Clone)]
+struct Target {
+    host: Option<Host>,
+    hostaddr: Option<IpAddr>,
+    port: u16,
+}
+
+impl Target {
+    /// The name the server is known by: for the certificate check, the password file, messages.
+    fn name(&self) -> String {
+        match (&self.host, self.hostaddr) {
+            (Some(Host::Tcp(name)), _) => name.clone(),
+            (Some(Host::Unix(path)), _) => path.display().to_string(),
+            (None, Some(addr)) => addr.to_string(),
+            (None, None) => "localhost".to_owned(),
+        }
+    }
+
+    fn is_socket(&self) -> bool {
+        matches!(self.host, Some(Host::Unix(_))) && self.hostaddr.is_none()
     }
 }
 
@@ -120,27 +191,82 @@ impl ConnectionSettings {
             (Some(text), Some(port)) => Some(url_with_port(&text, &port)?.unwrap_or(text)),
             (text, _) => text,
         };
-        let mut config = match &text {
-            Some(text) => Config::from_str(text).map_err(|error| {
-                StoreError::Config(format!(
-                    "cannot parse the connection string from {}: {}",
-                    source.describe(),
-                    super::error::error_chain(&error)
-                ))
-            })?,
-            None => Config::new(),
+        let parse_error = |error: tokio_postgres::Error| {
+            StoreError::Config(format!(
+                "cannot parse the connection string from {}: {}",
+                source.describe(),
+                super::error::error_chain(&error)
+            ))
         };
-        fill_from_libpq_environment(&mut config, &env)?;
-        if matches!(config.get_ssl_mode(), SslMode::Require) {
-            return Err(StoreError::Config(
-                "sslmode=require is not supported by this build (it connects without TLS); \
-                 use a local socket, an SSH tunnel, or sslmode=prefer"
-                    .to_owned(),
-            ));
+        let (mut config, mut own) = match &text {
+            Some(text) => match split_own_keywords(text) {
+                Some((rest, own)) => (Config::from_str(&rest).map_err(parse_error)?, own),
+                // Not something the splitter understands: the driver names the fault.
+                None => (
+                    Config::from_str(text).map_err(parse_error)?,
+                    BTreeMap::new(),
+                ),
+            },
+            None => (Config::new(), BTreeMap::new()),
+        };
+        if let Some(service) = own.get("service").cloned().or_else(|| env("PGSERVICE")) {
+            return Err(StoreError::Config(format!(
+                "service={service:?}: connection service files (pg_service.conf, PGSERVICE) are \
+                 not supported; give the settings in the URL or the PG* variables"
+            )));
         }
-        config.connect_timeout(Duration::from_secs(10));
+        fill_from_libpq_environment(&mut config, &env)?;
+        for (keyword, variable) in [
+            ("sslmode", "PGSSLMODE"),
+            ("sslrootcert", "PGSSLROOTCERT"),
+            ("sslcert", "PGSSLCERT"),
+            ("sslkey", "PGSSLKEY"),
+            ("passfile", "PGPASSFILE"),
+            ("connect_timeout", "PGCONNECT_TIMEOUT"),
+        ] {
+            if !own.contains_key(keyword)
+                && let Some(value) = env(variable)
+            {
+                own.insert(keyword.to_owned(), value);
+            }
+        }
+        let ssl_mode = match own.get("sslmode") {
+            None => None,
+            Some(text) => Some(SslMode::parse(text).ok_or_else(|| {
+                StoreError::Config(format!(
+                    "sslmode={text:?} is not one of disable, allow, prefer, require, verify-ca, \
+                     verify-full"
+                ))
+            })?),
+        };
+        let home = env("HOME").map(PathBuf::from);
+        let files = TlsFiles {
+            root_cert: own.get("sslrootcert").cloned(),
+            cert: own.get("sslcert").map(PathBuf::from),
+            key: own.get("sslkey").map(PathBuf::from),
+            home: home.clone(),
+        };
+        let (ssl_mode, tls) = tls::build(ssl_mode, &files)?;
+        let connect_timeout = match own.get("connect_timeout") {
+            None => Some(DEFAULT_CONNECT_TIMEOUT),
+            Some(text) => parse_connect_timeout(text)?,
+        };
+        if let Some(timeout) = connect_timeout {
+            config.connect_timeout(timeout);
+        }
+        let passfile = own
+            .get("passfile")
+            .map(PathBuf::from)
+            .or_else(|| home.map(|home| home.join(".pgpass")));
         config.keepalives_idle(Duration::from_secs(30));
-        Ok(ConnectionSettings { config, source })
+        Ok(ConnectionSettings {
+            config,
+            source,
+            ssl_mode,
+            tls,
+            passfile,
+            connect_timeout,
+        })
     }
 
     /// The same server and credentials, another database (the demo and the tests create theirs).
@@ -160,6 +286,17 @@ impl ConnectionSettings {
 
     pub fn source(&self) -> SettingsSource {
         self.source
+    }
+
+    /// The effective `sslmode` (libpq's default `prefer`, or `verify-full` with
+    /// `sslrootcert=system`).
+    pub fn ssl_mode(&self) -> SslMode {
+        self.ssl_mode
+    }
+
+    /// How long one host may take to connect, TLS and authentication included.
+    pub fn connect_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
     }
 
     /// `user@host:port/dbname`, never with the password.
@@ -205,23 +342,50 @@ impl ConnectionSettings {
         config
     }
 
+    /// The TLS connector every connection of these settings uses (also for cancel requests,
+    /// which open a connection of their own).
+    pub fn tls_connector(&self) -> MakeRustlsConnect {
+        self.tls.connector.clone()
+    }
+
     /// Opens one connection outside any pool (migrations, the demo's admin work).
     pub async fn connect(
         &self,
         schema: &SchemaName,
         application_name: &str,
-    ) -> Result<tokio_postgres::Client, StoreError> {
-        let (client, connection) = self
-            .driver_config(schema, application_name)
-            .connect(NoTls)
-            .await
-            .map_err(|error| self.unavailable(error))?;
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "connection closed");
+    ) -> Result<Client, StoreError> {
+        let base = self.driver_config(schema, application_name);
+        let mut failures = Vec::new();
+        for target in self.targets() {
+            let attempt = self.open_target(&base, &target);
+            let result = match self.connect_timeout {
+                Some(limit) => match tokio::time::timeout(limit, attempt).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        failures.push(StoreError::Unavailable(format!(
+                            "{}: no answer within {} s (connect_timeout, which bounds the TCP \
+                             connection, the TLS handshake and authentication together)",
+                            self.describe_target(&target),
+                            limit.as_secs()
+                        )));
+                        continue;
+                    }
+                },
+                None => attempt.await,
+            };
+            match result {
+                Ok((client, connection)) => {
+                    tokio::spawn(async move {
+                        if let Err(error) = connection.await {
+                            tracing::debug!(%error, "connection closed");
+                        }
+                    });
+                    return Ok(client);
+                }
+                Err(failed) => failures.push(self.failure(failed, &target)),
             }
-        });
-        Ok(client)
+        }
+        Err(combine(failures))
     }
 
     /// Opens a pool of `size` connections and checks that one can be had.
@@ -231,35 +395,434 @@ impl ConnectionSettings {
         application_name: &str,
         size: usize,
     ) -> Result<Pool, StoreError> {
-        let manager = Manager::from_config(
+        // The check is a connection of its own: its failure is described as `connect` describes
+        // it (which host, which certificate check, which timeout), where the pool could say only
+        // "timed out" or give the driver's bare error.
+        drop(self.connect(schema, application_name).await?);
+        let manager = Manager::from_connect(
             self.driver_config(schema, application_name),
-            NoTls,
+            PoolConnect {
+                settings: self.clone(),
+            },
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
-        let pool = Pool::builder(manager)
+        // The pool bounds a connection as a whole; every host gets its connect_timeout.
+        let hosts = u32::try_from(self.targets().len()).unwrap_or(1).max(1);
+        let create_timeout = self
+            .connect_timeout
+            .map_or(Duration::from_secs(15), |limit| limit * hosts);
+        Pool::builder(manager)
             .max_size(size)
             .wait_timeout(Some(Duration::from_secs(15)))
-            .create_timeout(Some(Duration::from_secs(15)))
+            .create_timeout(Some(create_timeout))
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
-            .map_err(|error| StoreError::Config(error.to_string()))?;
-        drop(pool.get().await.map_err(|error| match error {
-            deadpool_postgres::PoolError::Backend(db) => self.unavailable(db),
-            other => StoreError::Unavailable(format!("{}: {other}", self.describe())),
-        })?);
-        Ok(pool)
+            .map_err(|error| StoreError::Config(error.to_string()))
     }
 
-    fn unavailable(&self, error: tokio_postgres::Error) -> StoreError {
+    /// The host list in the order to try it (shuffled for `load_balance_hosts=random`).
+    fn targets(&self) -> Vec<Target> {
+        let hosts = self.config.get_hosts();
+        let hostaddrs = self.config.get_hostaddrs();
+        let ports = self.config.get_ports();
+        let count = hosts.len().max(hostaddrs.len());
+        let mut targets = (0..count)
+            .map(|i| Target {
+                host: hosts.get(i).cloned(),
+                hostaddr: hostaddrs.get(i).copied(),
+                port: ports.get(i).or(ports.first()).copied().unwrap_or(5432),
+            })
+            .collect::<Vec<_>>();
+        if self.config.get_load_balance_hosts() == LoadBalanceHosts::Random {
+            // Fisher-Yates with a v4 UUID's random bytes: no other randomness is needed here.
+            let bytes = uuid::Uuid::new_v4().into_bytes();
+            for i in (1..targets.len()).rev() {
+                let j = usize::from(bytes[i % bytes.len()]) % (i + 1);
+                targets.swap(i, j);
+            }
+        }
+        targets
+    }
+
+    /// `base` narrowed to one host, with the password file's password for it when none is
+    /// given (and the file's path, to say where a refused password came from).
+    fn config_for(&self, base: &Config, target: &Target) -> (Config, Option<PathBuf>) {
+        let mut config = Config::new();
+        if let Some(user) = base.get_user() {
+            config.user(user);
+        }
+        if let Some(dbname) = base.get_dbname() {
+            config.dbname(dbname);
+        }
+        if let Some(options) = base.get_options() {
+            config.options(options);
+        }
+        if let Some(name) = base.get_application_name() {
+            config.application_name(name);
+        }
+        match &target.host {
+            Some(Host::Tcp(name)) => {
+                config.host(name);
+            }
+            Some(Host::Unix(path)) => {
+                config.host_path(path);
+            }
+            None => {}
+        }
+        if let Some(addr) = target.hostaddr {
+            config.hostaddr(addr);
+        }
+        config.port(target.port);
+        if let Some(timeout) = base.get_connect_timeout() {
+            config.connect_timeout(*timeout);
+        }
+        if let Some(timeout) = base.get_tcp_user_timeout() {
+            config.tcp_user_timeout(*timeout);
+        }
+        config.keepalives(base.get_keepalives());
+        config.keepalives_idle(base.get_keepalives_idle());
+        if let Some(interval) = base.get_keepalives_interval() {
+            config.keepalives_interval(interval);
+        }
+        if let Some(retries) = base.get_keepalives_retries() {
+            config.keepalives_retries(retries);
+        }
+        config.target_session_attrs(base.get_target_session_attrs());
+        config.channel_binding(base.get_channel_binding());
+        config.ssl_negotiation(base.get_ssl_negotiation());
+        let mut from_file = None;
+        match base.get_password() {
+            Some(password) => {
+                config.password(password);
+            }
+            None => {
+                if let Some(path) = &self.passfile
+                    && let Some(password) = passfile::password(
+                        path,
+                        passfile::Lookup {
+                            host: &passfile_host(target),
+                            port: target.port,
+                            dbname: base.get_dbname().unwrap_or_default(),
+                            user: base.get_user().unwrap_or_default(),
+                        },
+                    )
+                {
+                    config.password(password);
+                    from_file = Some(path.clone());
+                }
+            }
+        }
+        (config, from_file)
+    }
+
+    /// One host, with `sslmode`'s fall-backs as libpq makes them: `allow` goes on with TLS when
+    /// the server refuses the plain connection, `prefer` goes on without TLS when the handshake
+    /// fails. A Unix socket never speaks TLS (libpq ignores `sslmode` there).
+    async fn open_target(&self, base: &Config, target: &Target) -> Result<Opened, Failed> {
+        let (mut config, from_file) = self.config_for(base, target);
+        let tls = self.tls.connector.clone();
+        let mode = if target.is_socket() {
+            SslMode::Disable
+        } else {
+            self.ssl_mode
+        };
+        let first = match mode {
+            SslMode::Disable | SslMode::Allow => DriverSslMode::Disable,
+            SslMode::Prefer => DriverSslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => DriverSslMode::Require,
+        };
+        config.ssl_mode(first);
+        let error = match config.connect(tls.clone()).await {
+            Ok(opened) => return Ok(opened),
+            Err(error) => error,
+        };
+        let second = match mode {
+            SslMode::Allow if error.as_db_error().is_some() => DriverSslMode::Require,
+            SslMode::Prefer if is_handshake_failure(&error) => DriverSslMode::Disable,
+            _ => {
+                return Err(Failed {
+                    error,
+                    passfile: from_file,
+                    refused_certificate: None,
+                });
+            }
+        };
+        tracing::debug!(host = %target.name(), %error, ?second, "sslmode fall-back");
+        // Kept for the message should the plain attempt fail too: "no encryption" alone would
+        // hide that TLS was tried and why it failed.
+        let refused_certificate = self.tls.certificate_failure(&error, &target.name());
+        config.ssl_mode(second);
+        config.connect(tls).await.map_err(|error| Failed {
+            error,
+            passfile: from_file,
+            refused_certificate,
+        })
+    }
+
+    /// A driver error while connecting to `target`, classified and described.
+    fn failure(&self, failed: Failed, target: &Target) -> StoreError {
+        let Failed {
+            error,
+            passfile,
+            refused_certificate,
+        } = failed;
+        let place = match refused_certificate {
+            Some(what) => format!(
+                "{} (with TLS first: {what}; then without TLS, as sslmode=prefer does)",
+                self.describe_target(target)
+            ),
+            None => self.describe_target(target),
+        };
+        if let Some(what) = self.tls.certificate_failure(&error, &target.name()) {
+            return StoreError::Untrusted(format!("{place}: {what}"));
+        }
+        let chain = super::error::error_chain(&error);
+        if chain.contains("server does not support TLS") {
+            return StoreError::Unavailable(format!(
+                "{place}: the server does not accept TLS connections, and sslmode={} requires TLS",
+                self.ssl_mode
+            ));
+        }
         match StoreError::from_db(error) {
             StoreError::Unavailable(message) => {
-                StoreError::Unavailable(format!("{}: {message}", self.describe()))
+                StoreError::Unavailable(format!("{place}: {message}"))
             }
+            StoreError::PermissionDenied(message) => StoreError::PermissionDenied(match passfile {
+                Some(path) => format!(
+                    "{place}: {message} (the password came from the password file {})",
+                    path.display()
+                ),
+                None => format!("{place}: {message}"),
+            }),
             other => other,
         }
     }
+
+    fn describe_target(&self, target: &Target) -> String {
+        format!(
+            "{}@{}:{}/{}",
+            self.user(),
+            target.name(),
+            target.port,
+            self.dbname()
+        )
+    }
+}
+
+/// A host's attempt that failed, with what the message needs besides the driver's error.
+struct Failed {
+    error: tokio_postgres::Error,
+    /// The password file the password came from, if it did.
+    passfile: Option<PathBuf>,
+    /// Under `prefer`, why the TLS attempt before the plain one failed, if a certificate was
+    /// refused.
+    refused_certificate: Option<String>,
+}
+
+/// How the pool opens its connections: as [`ConnectionSettings::connect`] does, host by host.
+/// The pool's own create timeout bounds the whole; here a host that does not answer within
+/// `connect_timeout` gives way to the next one.
+struct PoolConnect {
+    settings: ConnectionSettings,
+}
+
+impl deadpool_postgres::Connect for PoolConnect {
+    fn connect(
+        &self,
+        pg_config: &Config,
+    ) -> BoxFuture<'_, Result<(Client, tokio::task::JoinHandle<()>), tokio_postgres::Error>> {
+        let base = pg_config.clone();
+        Box::pin(async move {
+            let targets = self.settings.targets();
+            let last = targets.len().saturating_sub(1);
+            let mut error = None;
+            for (i, target) in targets.iter().enumerate() {
+                let attempt = self.settings.open_target(&base, target);
+                let result = match self.settings.connect_timeout {
+                    Some(limit) if i < last => match tokio::time::timeout(limit, attempt).await {
+                        Ok(result) => result,
+                        Err(_) => continue,
+                    },
+                    _ => attempt.await,
+                };
+                match result {
+                    Ok((client, connection)) => {
+                        let task = tokio::spawn(async move {
+                            if let Err(error) = connection.await {
+                                tracing::warn!(%error, "pooled connection closed");
+                            }
+                        });
+                        return Ok((client, task));
+                    }
+                    Err(failed) => error = Some(failed.error),
+                }
+            }
+            // With no host left and none answering, the pool's create timeout has the last word;
+            // `targets` is never empty (a host is always filled in), so this is an error.
+            match error {
+                Some(error) => Err(error),
+                None => std::future::pending().await,
+            }
+        })
+    }
+}
+
+/// The failures of every host, as one error: the first that is not "unavailable" (a refused
+/// password or certificate says more than a host that did not answer), else all of them.
+fn combine(mut failures: Vec<StoreError>) -> StoreError {
+    if let Some(at) = failures
+        .iter()
+        .position(|failure| !matches!(failure, StoreError::Unavailable(_)))
+    {
+        return failures.swap_remove(at);
+    }
+    if failures.len() == 1 {
+        return failures.swap_remove(0);
+    }
+    StoreError::Unavailable(
+        failures
+            .iter()
+            .map(|failure| match failure {
+                StoreError::Unavailable(message) => message.clone(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
+/// A failed TLS handshake (as opposed to a refused login or a closed socket): what makes libpq's
+/// `prefer` try again without TLS. tokio-postgres has no public error kind, only its message.
+fn is_handshake_failure(error: &tokio_postgres::Error) -> bool {
+    error
+        .to_string()
+        .starts_with("error performing TLS handshake")
+}
+
+/// The host name the password file is searched for: as libpq, the default socket directory
+/// counts as `localhost`.
+fn passfile_host(target: &Target) -> String {
+    match &target.host {
+        Some(Host::Unix(path)) if path == Path::new(default_socket_dir()) => "localhost".to_owned(),
+        _ => target.name(),
+    }
+}
+
+/// libpq's `connect_timeout`: whole seconds; zero or less waits forever; 1 means 2, libpq's
+/// minimum.
+fn parse_connect_timeout(text: &str) -> Result<Option<Duration>, StoreError> {
+    let seconds = text.trim().parse::<i64>().map_err(|_| {
+        StoreError::Config(format!(
+            "connect_timeout={text:?} is not a whole number of seconds"
+        ))
+    })?;
+    Ok(match seconds {
+        i64::MIN..=0 => None,
+        1 => Some(Duration::from_secs(2)),
+        n => Some(Duration::from_secs(n.unsigned_abs())),
+    })
+}
+
+/// Takes libpq's keywords that tokio-postgres must not see ([`OWN_KEYWORDS`]) out of a URL's
+/// query or a key=value string. `None` when the text does not tokenize (the driver's parser then
+/// names the fault).
+fn split_own_keywords(text: &str) -> Option<(String, BTreeMap<String, String>)> {
+    let mut own = BTreeMap::new();
+    if ["postgresql://", "postgres://"]
+        .iter()
+        .any(|scheme| text.starts_with(scheme))
+    {
+        let Some((base, query)) = text.split_once('?') else {
+            return Some((text.to_owned(), own));
+        };
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let key_text = percent_decode(key)?;
+            if OWN_KEYWORDS.contains(&key_text.as_str()) {
+                own.insert(key_text, percent_decode(value)?);
+            } else {
+                kept.push(pair);
+            }
+        }
+        let rest = if kept.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        return Some((rest, own));
+    }
+    let mut kept = Vec::new();
+    for (key, value) in tokenize_key_values(text)? {
+        if OWN_KEYWORDS.contains(&key.as_str()) {
+            own.insert(key, value);
+        } else {
+            let quoted = value.replace('\\', "\\\\").replace('\'', "\\'");
+            kept.push(format!("{key}='{quoted}'"));
+        }
+    }
+    Some((kept.join(" "), own))
+}
+
+/// libpq's `key = value` syntax: values unquoted up to white space, or single-quoted; a
+/// backslash escapes the next character in either.
+fn tokenize_key_values(text: &str) -> Option<Vec<(String, String)>> {
+    let mut pairs = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            return Some(pairs);
+        }
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        chars.next_if_eq(&'=')?;
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.next_if_eq(&'\'').is_some() {
+            loop {
+                match chars.next()? {
+                    '\'' => break,
+                    '\\' => value.push(chars.next()?),
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                if c == '\\' {
+                    value.extend(chars.next());
+                } else {
+                    value.push(c);
+                }
+            }
+            if value.is_empty() {
+                return None;
+            }
+        }
+        pairs.push((key, value));
+    }
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 impl SettingsSource {
@@ -273,7 +836,7 @@ impl SettingsSource {
     }
 }
 
-/// Applies `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`, `PGPASSWORD`, `PGSSLMODE` and `PGAPPNAME`
+/// Applies `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`, `PGPASSWORD` and `PGAPPNAME`
 /// to whatever the connection string left unset, then libpq's compiled-in defaults.
 fn fill_from_libpq_environment(
     config: &mut Config,
@@ -317,18 +880,6 @@ fn fill_from_libpq_environment(
         && let Some(name) = env("PGAPPNAME")
     {
         config.application_name(name);
-    }
-    if let Some(mode) = env("PGSSLMODE") {
-        config.ssl_mode(match mode.as_str() {
-            "disable" => SslMode::Disable,
-            "allow" | "prefer" => SslMode::Prefer,
-            "require" | "verify-ca" | "verify-full" => SslMode::Require,
-            other => {
-                return Err(StoreError::Config(format!(
-                    "PGSSLMODE={other:?} is not one of disable, allow, prefer, require, verify-ca, verify-full"
-                )));
-            }
-        });
     }
     Ok(())
 }
@@ -493,11 +1044,99 @@ mod tests {
         for env in [
             env_of(&[("PGPORT", "fivefour")]),
             env_of(&[("PGSSLMODE", "sometimes")]),
-            env_of(&[("PGSSLMODE", "require")]),
+            env_of(&[("PGCONNECT_TIMEOUT", "soon")]),
+            env_of(&[("PGSERVICE", "prod")]),
+            // As libpq: verifying needs a root certificate, and the system's roots only mean
+            // anything with the host name checked.
+            env_of(&[("PGSSLMODE", "verify-ca")]),
+            env_of(&[
+                ("PGSSLMODE", "verify-full"),
+                ("PGSSLROOTCERT", "/nonexistent/root.crt"),
+            ]),
+            env_of(&[("PGSSLMODE", "require"), ("PGSSLROOTCERT", "system")]),
         ] {
             let error = ConnectionSettings::resolve_with(None, env).expect_err("invalid");
             assert_eq!(error.exit_code(), 78, "{error}");
         }
+    }
+
+    /// Every sslmode libpq knows is accepted, from the URL, a key=value string or PGSSLMODE, and
+    /// the keywords tokio-postgres does not know never reach it.
+    #[test]
+    fn every_sslmode_and_libpq_keyword_is_read() {
+        for mode in [
+            "disable",
+            "allow",
+            "prefer",
+            "require",
+            "verify-ca",
+            "verify-full",
+        ] {
+            let root = "/etc/ssl/certs/ca-certificates.crt";
+            let url =
+                format!("postgres://u@h/db?sslmode={mode}&sslrootcert={root}&application_name=x");
+            let key_values = format!("host=h user=u sslmode={mode} sslrootcert='{root}'");
+            for settings in [
+                ConnectionSettings::resolve_with(Some(&url), env_of(&[])),
+                ConnectionSettings::resolve_with(Some(&key_values), env_of(&[])),
+                ConnectionSettings::resolve_with(None, |name| match name {
+                    "PGHOST" => Some("h".to_owned()),
+                    "PGSSLMODE" => Some(mode.to_owned()),
+                    "PGSSLROOTCERT" => Some(root.to_owned()),
+                    _ => None,
+                }),
+                // The string wins over the variable, as every setting does.
+                ConnectionSettings::resolve_with(Some(&key_values), env_of(&[("PGSSLMODE", "x")])),
+            ] {
+                let settings = settings.unwrap_or_else(|e| panic!("{mode}: {e}"));
+                assert_eq!(settings.ssl_mode().as_str(), mode);
+            }
+        }
+        let default = ConnectionSettings::resolve_with(Some("host=h"), env_of(&[])).expect("ok");
+        assert_eq!(default.ssl_mode(), SslMode::Prefer);
+        let system =
+            ConnectionSettings::resolve_with(Some("host=h sslrootcert=system"), env_of(&[]))
+                .expect("system roots");
+        assert_eq!(system.ssl_mode(), SslMode::VerifyFull);
+    }
+
+    #[test]
+    fn own_keywords_are_split_from_what_the_driver_reads() {
+        let (rest, own) = split_own_keywords(
+            "postgres://u:p%3Fw@h:1/db?sslmode=require&connect_timeout=3&sslkey=%2Fk%20y&keepalives=1",
+        )
+        .expect("splits");
+        assert_eq!(rest, "postgres://u:p%3Fw@h:1/db?keepalives=1");
+        assert_eq!(own["sslmode"], "require");
+        assert_eq!(own["connect_timeout"], "3");
+        assert_eq!(own["sslkey"], "/k y");
+        let (rest, own) =
+            split_own_keywords(r"host = h  password='it\'s' passfile='/a b' dbname=d\ b")
+                .expect("splits");
+        assert_eq!(own["passfile"], "/a b");
+        let config = Config::from_str(&rest).expect("the rest parses");
+        assert_eq!(config.get_dbname(), Some("d b"));
+        assert_eq!(config.get_password(), Some(&b"it's"[..]));
+        assert!(split_own_keywords("host='open").is_none());
+    }
+
+    #[test]
+    fn connect_timeout_follows_libpq() {
+        let timeout = |text: &str| {
+            ConnectionSettings::resolve_with(Some(&format!("host=h {text}")), env_of(&[]))
+                .expect(text)
+                .connect_timeout()
+        };
+        assert_eq!(timeout(""), Some(DEFAULT_CONNECT_TIMEOUT));
+        assert_eq!(timeout("connect_timeout=0"), None);
+        assert_eq!(timeout("connect_timeout=1"), Some(Duration::from_secs(2)));
+        assert_eq!(timeout("connect_timeout=7"), Some(Duration::from_secs(7)));
+        let from_env = ConnectionSettings::resolve_with(
+            Some("postgres://u@h/db"),
+            env_of(&[("PGCONNECT_TIMEOUT", "4")]),
+        )
+        .expect("valid");
+        assert_eq!(from_env.connect_timeout(), Some(Duration::from_secs(4)));
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub enum StoreError {
     PermissionDenied(String),
     #[error("schema not ready: {0}")]
     SchemaNotReady(String),
+    /// The server's TLS certificate failed the check `sslmode` asks for (a CA not trusted, another
+    /// host's name, expired): the server did not prove who it is, so retrying cannot help.
+    #[error("server not trusted: {0}")]
+    Untrusted(String),
     #[error("configuration invalid: {0}")]
     Config(String),
     #[error(
@@ -86,7 +90,7 @@ impl StoreError {
     pub fn exit_code(&self) -> u8 {
         match self {
             StoreError::Unavailable(_) => 69,
-            StoreError::PermissionDenied(_) => 77,
+            StoreError::PermissionDenied(_) | StoreError::Untrusted(_) => 77,
             StoreError::SchemaNotReady(_) | StoreError::Config(_) => 78,
             StoreError::RetriesExhausted { .. } | StoreError::TimedOut(_) => 75,
             StoreError::FenceRejected(_) => 3,

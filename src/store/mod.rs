@@ -12,10 +12,12 @@ pub mod invariants;
 pub mod migrate;
 pub mod misfires;
 pub mod operator;
+pub mod passfile;
 pub mod publish;
 pub mod read;
 pub mod recovery;
 pub mod scratch;
+pub mod tls;
 pub mod top;
 
 pub use admit::{Admission, AdmissionOutcome, AdmitStats, RunIdentity};
@@ -32,6 +34,9 @@ use deadpool_postgres::{Object, Pool};
 pub struct Store {
     pool: Pool,
     schema: SchemaName,
+    /// For cancel requests, which open a connection of their own, as TLS as the pool's.
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    connect_timeout: Option<std::time::Duration>,
 }
 
 impl Store {
@@ -46,6 +51,8 @@ impl Store {
         Ok(Store {
             pool,
             schema: schema.clone(),
+            tls: settings.tls_connector(),
+            connect_timeout: settings.connect_timeout(),
         })
     }
 
@@ -56,6 +63,22 @@ impl Store {
     /// A pooled connection.
     pub async fn client(&self) -> Result<Object, StoreError> {
         Ok(self.pool.get().await?)
+    }
+
+    /// Asks the server to cancel the statement running on the session `token` came from, over
+    /// a connection made as the pool's are, within the connect timeout.
+    pub async fn cancel(&self, token: &tokio_postgres::CancelToken) -> Result<(), StoreError> {
+        let cancel = token.cancel_query(self.tls.clone());
+        match self.connect_timeout {
+            Some(limit) => tokio::time::timeout(limit, cancel).await.map_err(|_| {
+                StoreError::Unavailable(format!(
+                    "the cancel request got no answer within {} s",
+                    limit.as_secs()
+                ))
+            })??,
+            None => cancel.await?,
+        }
+        Ok(())
     }
 
     /// Connections the pool holds now, idle or lent out.

@@ -52,20 +52,31 @@ fn an_unreachable_database_is_exit_69_and_the_password_is_never_printed() {
     assert_eq!(message.trim_end().lines().count(), 1);
 }
 
+/// A setting that cannot be honoured is refused before any connection, never downgraded.
 #[test]
-fn tls_is_refused_rather_than_downgraded() {
-    let output = qlsched(
-        None,
-        &[
-            "-D",
-            "postgres://x@127.0.0.1/db?sslmode=require",
-            "migrate",
-            "status",
-        ],
-        None,
-    );
-    assert_eq!(code(&output), 78, "{}", stderr(&output));
-    assert!(stderr(&output).contains("sslmode=require"));
+fn unusable_tls_settings_are_refused_rather_than_downgraded() {
+    for (url, needle) in [
+        (
+            "postgres://x@127.0.0.1/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
+            "root certificate file \"/nonexistent/ca.pem\" does not exist",
+        ),
+        (
+            "postgres://x@127.0.0.1/db?sslmode=require&sslrootcert=system",
+            "weak sslmode \"require\"",
+        ),
+        (
+            "postgres://x@127.0.0.1/db?sslmode=sometimes",
+            "sslmode=\"sometimes\"",
+        ),
+    ] {
+        let output = qlsched(None, &["-D", url, "migrate", "status"], None);
+        assert_eq!(code(&output), 78, "{url}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(needle),
+            "{url}: {}",
+            stderr(&output)
+        );
+    }
 }
 
 /// `qlsched -D SERVER demo --database NAME --duration DURATION`.
@@ -248,8 +259,8 @@ async fn a_closed_stdout_ends_quietly_with_status_0() {
 }
 
 /// A server that asks for a password when none was given is an authentication failure (77), not
-/// an unavailable database (69) that a supervisor would retry forever. The "server" answers the
-/// startup message with AuthenticationCleartextPassword.
+/// an unavailable database (69) that a supervisor would retry forever. The "server" refuses TLS
+/// and answers the startup message with AuthenticationCleartextPassword.
 #[tokio::test]
 async fn a_password_the_server_asks_for_and_nobody_gave_is_exit_77() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -260,7 +271,13 @@ async fn a_password_the_server_asks_for_and_nobody_gave_is_exit_77() {
     let asking = tokio::spawn(async move {
         while let Ok((mut socket, _)) = server.accept().await {
             let mut startup = [0u8; 512];
-            let _ = socket.read(&mut startup).await;
+            let read = socket.read(&mut startup).await.unwrap_or(0);
+            // As a server without TLS: an SSLRequest (sslmode=prefer, the default) gets 'N',
+            // then the startup message follows.
+            if startup[..read] == [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f] {
+                let _ = socket.write_all(b"N").await;
+                let _ = socket.read(&mut startup).await;
+            }
             let _ = socket.write_all(b"R\0\0\0\x08\0\0\0\x03").await;
             let _ = socket.flush().await;
             let _ = socket.read(&mut startup).await;

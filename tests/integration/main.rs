@@ -8,6 +8,7 @@ mod admission;
 mod bench;
 mod claiming;
 mod cli;
+mod connection;
 mod generated;
 mod lifecycle;
 mod migrate;

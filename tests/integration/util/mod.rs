@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod pg_tls;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};

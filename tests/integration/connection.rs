@@ -1,0 +1,544 @@
+//! Connections as libpq makes them, against real servers: a PostgreSQL with `ssl = on` that
+//! refuses plain connections, its twin without TLS (both from `util::pg_tls`), and a listener
+//! that accepts and never answers.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use qlsched::store::{ConnectionSettings, StoreError};
+
+use crate::util::pg_tls::{CERT_USER, PASSWORD_USER, TlsServers, servers};
+use crate::util::{code, schema, stderr, stdout};
+
+/// Connects with `conninfo` and only `env` (plus an empty HOME) as the environment; `Ok(true)`
+/// when the session is encrypted.
+async fn connect(
+    servers: &TlsServers,
+    conninfo: &str,
+    env: &[(&str, &str)],
+) -> Result<bool, StoreError> {
+    let home = servers.home.display().to_string();
+    let settings = ConnectionSettings::resolve_with(Some(conninfo), |name| {
+        if name == "HOME" {
+            return Some(home.clone());
+        }
+        env.iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| (*value).to_owned())
+    })?;
+    let client = settings.connect(&schema(), "qlsched tests").await?;
+    let row = client
+        .query_one(
+            "SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
+            &[],
+        )
+        .await
+        .map_err(StoreError::from)?;
+    Ok(row.get(0))
+}
+
+#[track_caller]
+fn assert_fails(result: Result<bool, StoreError>, exit: u8, needle: &str, context: &str) {
+    match result {
+        Ok(tls) => panic!("{context}: connected (tls: {tls}), expected exit {exit}"),
+        Err(error) => {
+            assert_eq!(error.exit_code(), exit, "{context}: {error}");
+            assert!(
+                error.to_string().contains(needle),
+                "{context}: {error:?} should say {needle:?}"
+            );
+        }
+    }
+}
+
+/// The server refuses TCP connections without TLS, as managed services do.
+#[tokio::test]
+async fn every_sslmode_against_a_server_that_requires_tls() {
+    let servers = servers();
+    let root = format!("sslrootcert={}", servers.ca.display());
+    for (extra, expected) in [
+        ("sslmode=allow", true),
+        ("sslmode=prefer", true),
+        ("", true),
+        ("sslmode=require", true),
+        (&format!("sslmode=require {root}"), true),
+        (&format!("sslmode=verify-ca {root}"), true),
+        (&format!("sslmode=verify-full {root}"), true),
+    ] {
+        let conninfo = servers.tls("postgres", extra);
+        let tls = connect(servers, &conninfo, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{extra}: {e}"));
+        assert_eq!(tls, expected, "{extra}");
+    }
+    // The same through the URL form and the variables.
+    let url = format!(
+        "postgresql://postgres@localhost:{}/postgres?sslmode=verify-full&sslrootcert={}",
+        servers.tls_port,
+        servers.ca.display()
+    );
+    assert!(connect(servers, &url, &[]).await.expect("URL"));
+    let ca = servers.ca.display().to_string();
+    assert!(
+        connect(
+            servers,
+            &servers.tls("postgres", ""),
+            &[("PGSSLMODE", "verify-full"), ("PGSSLROOTCERT", &ca)]
+        )
+        .await
+        .expect("PGSSLMODE and PGSSLROOTCERT")
+    );
+    assert_fails(
+        connect(servers, &servers.tls("postgres", "sslmode=disable"), &[]).await,
+        77,
+        "no encryption",
+        "disable against a TLS-only server",
+    );
+    // Verifying needs a root certificate, and HOME has no ~/.postgresql/root.crt.
+    assert_fails(
+        connect(servers, &servers.tls("postgres", "sslmode=verify-ca"), &[]).await,
+        78,
+        "root certificate file",
+        "verify-ca without sslrootcert",
+    );
+}
+
+#[tokio::test]
+async fn every_sslmode_against_a_server_without_tls() {
+    let servers = servers();
+    for mode in ["disable", "allow", "prefer"] {
+        let tls = connect(servers, &servers.plain(&format!("sslmode={mode}")), &[])
+            .await
+            .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        assert!(!tls, "{mode} against a server without TLS");
+    }
+    let root = format!("sslrootcert={}", servers.ca.display());
+    for extra in [
+        "sslmode=require".to_owned(),
+        format!("sslmode=verify-ca {root}"),
+        format!("sslmode=verify-full {root}"),
+    ] {
+        assert_fails(
+            connect(servers, &servers.plain(&extra), &[]).await,
+            69,
+            "does not accept TLS",
+            &extra,
+        );
+    }
+}
+
+/// Only verify-full checks the host name; `hostaddr` lets the test reach the server under a name
+/// its certificate does not carry.
+#[tokio::test]
+async fn a_certificate_for_another_host_fails_verify_full_only() {
+    let servers = servers();
+    let root = format!("sslrootcert={}", servers.ca.display());
+    let elsewhere = |extra: &str| {
+        format!(
+            "host=db.elsewhere.example hostaddr=127.0.0.1 port={} user=postgres dbname=postgres {extra}",
+            servers.tls_port
+        )
+    };
+    assert_fails(
+        connect(
+            servers,
+            &elsewhere(&format!("sslmode=verify-full {root}")),
+            &[],
+        )
+        .await,
+        77,
+        "does not name the host \"db.elsewhere.example\"",
+        "verify-full, wrong host name",
+    );
+    for extra in [
+        format!("sslmode=verify-ca {root}"),
+        format!("sslmode=require {root}"),
+        "sslmode=require".to_owned(),
+    ] {
+        assert!(
+            connect(servers, &elsewhere(&extra), &[])
+                .await
+                .unwrap_or_else(|e| panic!("{extra}: {e}")),
+            "{extra}"
+        );
+    }
+
+    // Through the real binary: the message names what did not match, and the exit status is
+    // the README's.
+    let output = std::process::Command::new(crate::util::bin())
+        .args([
+            "-D",
+            &elsewhere(&format!("sslmode=verify-full {root}")),
+            "inspect",
+        ])
+        .env("HOME", &servers.home)
+        .env_remove("QLSCHED_DATABASE_URL")
+        .output()
+        .expect("run qlsched");
+    assert_eq!(code(&output), 77, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("does not name the host \"db.elsewhere.example\""),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn a_certificate_from_an_unknown_ca_is_refused() {
+    let servers = servers();
+    let other = format!("sslrootcert={}", servers.other_ca.display());
+    // `require` with a root certificate at hand behaves as verify-ca, as in libpq.
+    for mode in ["require", "verify-ca", "verify-full"] {
+        let extra = format!("sslmode={mode} {other}");
+        assert_fails(
+            connect(servers, &servers.tls("postgres", &extra), &[]).await,
+            77,
+            "unknown CA",
+            &extra,
+        );
+    }
+    // `prefer` goes on without TLS when the handshake fails, as libpq; this server then refuses,
+    // and the message keeps why TLS failed.
+    let extra = format!("sslmode=prefer {other}");
+    let error = connect(servers, &servers.tls("postgres", &extra), &[])
+        .await
+        .expect_err("refused both ways");
+    assert_eq!(error.exit_code(), 77, "{error}");
+    for needle in ["with TLS first", "unknown CA", "no encryption"] {
+        assert!(error.to_string().contains(needle), "{needle}: {error}");
+    }
+    // The system's roots do not know a throw-away CA either.
+    assert_fails(
+        connect(servers, &servers.tls("postgres", "sslrootcert=system"), &[]).await,
+        77,
+        "unknown CA",
+        "sslrootcert=system",
+    );
+    // ~/.postgresql/root.crt, libpq's default, is read when sslrootcert is not given.
+    let home = servers.dir.join("home-with-root");
+    std::fs::create_dir_all(home.join(".postgresql")).expect("mkdir");
+    std::fs::copy(&servers.other_ca, home.join(".postgresql/root.crt")).expect("copy");
+    let settings = ConnectionSettings::resolve_with(
+        Some(&servers.tls("postgres", "sslmode=require")),
+        |name| (name == "HOME").then(|| home.display().to_string()),
+    )
+    .expect("settings");
+    let error = settings
+        .connect(&schema(), "qlsched tests")
+        .await
+        .expect_err("the default root certificate is used");
+    assert_eq!(error.exit_code(), 77, "{error}");
+    assert!(error.to_string().contains("root.crt"), "{error}");
+}
+
+/// `hostssl ... cert` in pg_hba: the login is the client certificate's CN.
+#[tokio::test]
+async fn a_client_certificate_where_the_server_requires_one() {
+    let servers = servers();
+    let files = format!(
+        "sslmode=verify-full sslrootcert={} sslcert={} sslkey={}",
+        servers.ca.display(),
+        servers.client_cert.display(),
+        servers.client_key.display()
+    );
+    assert!(
+        connect(servers, &servers.tls(CERT_USER, &files), &[])
+            .await
+            .expect("with the client certificate")
+    );
+    let (cert, key) = (
+        servers.client_cert.display().to_string(),
+        servers.client_key.display().to_string(),
+    );
+    assert!(
+        connect(
+            servers,
+            &servers.tls(CERT_USER, "sslmode=require"),
+            &[("PGSSLCERT", &cert), ("PGSSLKEY", &key)]
+        )
+        .await
+        .expect("PGSSLCERT and PGSSLKEY")
+    );
+    assert_fails(
+        connect(servers, &servers.tls(CERT_USER, "sslmode=require"), &[]).await,
+        77,
+        "certificate",
+        "without a client certificate",
+    );
+    // A key others can read is refused before any connection, as libpq does.
+    let open_key = servers.dir.join("client-open.key");
+    std::fs::copy(&servers.client_key, &open_key).expect("copy");
+    std::fs::set_permissions(&open_key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let extra = format!(
+        "sslmode=require sslcert={} sslkey={}",
+        servers.client_cert.display(),
+        open_key.display()
+    );
+    assert_fails(
+        connect(servers, &servers.tls(CERT_USER, &extra), &[]).await,
+        78,
+        "group or world access",
+        "a readable key",
+    );
+}
+
+/// A scram-sha-256 login over TLS binds the channel when asked (`channel_binding=require`
+/// fails unless the connector gives the driver the server certificate's hash).
+#[tokio::test]
+async fn scram_with_channel_binding_over_tls() {
+    let servers = servers();
+    let extra = format!(
+        "sslmode=verify-full sslrootcert={} channel_binding=require password={}",
+        servers.ca.display(),
+        servers.password
+    );
+    assert!(
+        connect(servers, &servers.tls(PASSWORD_USER, &extra), &[])
+            .await
+            .expect("SCRAM with channel binding")
+    );
+}
+
+#[tokio::test]
+async fn the_password_file_as_libpq_reads_it() {
+    let servers = servers();
+    let port = servers.tls_port;
+    let pw = &servers.password;
+    let login = servers.tls(PASSWORD_USER, "sslmode=require channel_binding=require");
+    let right = servers.passfile(
+        &format!(
+            "# comment\n127.0.0.1:{port}:other:{PASSWORD_USER}:wrong-db\n\
+             127.0.0.1:*:postgres:{PASSWORD_USER}:{pw}\n*:*:*:*:too-late\n"
+        ),
+        0o600,
+    );
+    let right = right.display().to_string();
+    assert!(
+        connect(servers, &format!("{login} passfile={right}"), &[])
+            .await
+            .expect("passfile=")
+    );
+    assert!(
+        connect(servers, &login, &[("PGPASSFILE", &right)])
+            .await
+            .expect("PGPASSFILE")
+    );
+    // ~/.pgpass when nothing names a file.
+    let home = servers.dir.join("home-with-pgpass");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    std::fs::copy(&right, home.join(".pgpass")).expect("copy");
+    let settings = ConnectionSettings::resolve_with(Some(&login), |name| {
+        (name == "HOME").then(|| home.display().to_string())
+    })
+    .expect("settings");
+    settings
+        .connect(&schema(), "qlsched tests")
+        .await
+        .expect("~/.pgpass");
+
+    // A line with another password: refused, and the message says where the password came
+    // from without showing it.
+    let wrong = servers.passfile(
+        &format!("127.0.0.1:{port}:postgres:{PASSWORD_USER}:not-the-password\n"),
+        0o600,
+    );
+    let error = connect(
+        servers,
+        &format!("{login} passfile={}", wrong.display()),
+        &[],
+    )
+    .await
+    .expect_err("a wrong password");
+    assert_eq!(error.exit_code(), 77, "{error}");
+    assert!(error.to_string().contains("password file"), "{error}");
+    assert!(!error.to_string().contains("not-the-password"), "{error}");
+    // No line for this port: no password at all.
+    let other_port = servers.passfile(
+        &format!("127.0.0.1:{}:postgres:{PASSWORD_USER}:{pw}\n", port + 1),
+        0o600,
+    );
+    assert_fails(
+        connect(
+            servers,
+            &format!("{login} passfile={}", other_port.display()),
+            &[],
+        )
+        .await,
+        77,
+        "password",
+        "no matching line",
+    );
+}
+
+/// psql's rule: a password file the group or others can read is ignored, with a warning on
+/// stderr. Through the real binary, which must never print the password.
+#[test]
+fn a_password_file_others_can_read_is_ignored_with_a_warning() {
+    let servers = servers();
+    let text = format!(
+        "127.0.0.1:{}:postgres:{PASSWORD_USER}:{}\n",
+        servers.tls_port, servers.password
+    );
+    let run = |passfile: &std::path::Path| {
+        std::process::Command::new(crate::util::bin())
+            .args([
+                "-D",
+                &servers.tls(PASSWORD_USER, "sslmode=require"),
+                "inspect",
+            ])
+            .env("HOME", &servers.home)
+            .env("PGPASSFILE", passfile)
+            .env("QLSCHED_LOG", "debug")
+            .env_remove("QLSCHED_DATABASE_URL")
+            .output()
+            .expect("run qlsched")
+    };
+    let open = run(&servers.passfile(&text, 0o644));
+    assert_eq!(code(&open), 77, "{}", stderr(&open));
+    assert!(
+        stderr(&open).contains("has group or world access"),
+        "{}",
+        stderr(&open)
+    );
+    // With 0600 the same file is read: the connection works, and inspect reports the schema
+    // that is not there (78) rather than a login failure.
+    let private = run(&servers.passfile(&text, 0o600));
+    assert_eq!(code(&private), 78, "{}", stderr(&private));
+    assert!(
+        stderr(&private).contains("schema not ready"),
+        "{}",
+        stderr(&private)
+    );
+    for output in [&open, &private] {
+        assert!(!stderr(output).contains(&servers.password));
+        assert!(!stdout(output).contains(&servers.password));
+    }
+}
+
+/// A server that accepts the TCP connection and never answers (a hung proxy, a stopped
+/// process): exit 69 within connect_timeout, the SSL request and handshake included.
+#[test]
+fn a_silent_server_gives_69_within_the_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    // Accepted connections are kept open and never read from, until the test ends.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    for (conninfo, env) in [
+        (
+            format!("host=127.0.0.1 port={port} user=x connect_timeout=2"),
+            None,
+        ),
+        (
+            format!("postgres://x@127.0.0.1:{port}/x?sslmode=require"),
+            Some(("PGCONNECT_TIMEOUT", "2")),
+        ),
+        (
+            format!("host=127.0.0.1 port={port} user=x sslmode=disable"),
+            Some(("PGCONNECT_TIMEOUT", "3")),
+        ),
+    ] {
+        let started = Instant::now();
+        let mut command = std::process::Command::new(crate::util::bin());
+        command
+            .args(["-D", &conninfo, "inspect"])
+            .env_remove("QLSCHED_DATABASE_URL")
+            .env_remove("PGCONNECT_TIMEOUT");
+        if let Some((name, value)) = env {
+            command.env(name, value);
+        }
+        let output = command.output().expect("run qlsched");
+        let took = started.elapsed();
+        assert_eq!(code(&output), 69, "{conninfo}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("no answer within"),
+            "{}",
+            stderr(&output)
+        );
+        let limit = Duration::from_secs(env.map_or(2, |(_, v)| v.parse().expect("secs")));
+        assert!(
+            took >= limit && took < limit + Duration::from_secs(3),
+            "{conninfo}: took {took:?}, limit {limit:?}"
+        );
+    }
+}
+
+/// What TLS costs at connection time: the median of 20 connections each way to the same
+/// server (the figure docs/PERFORMANCE.md quotes), and a bound that catches a handshake gone
+/// pathological.
+#[tokio::test]
+async fn tls_handshake_cost() {
+    let servers = servers();
+    let root = format!("sslmode=verify-full sslrootcert={}", servers.ca.display());
+    let mut medians = Vec::new();
+    for (what, conninfo) in [
+        ("plain", servers.plain("sslmode=disable")),
+        ("TLS verify-full", servers.tls("postgres", &root)),
+    ] {
+        let settings = ConnectionSettings::resolve_with(Some(&conninfo), |_| None).expect("ok");
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let started = Instant::now();
+            let client = settings
+                .connect(&schema(), "qlsched tests")
+                .await
+                .expect("connect");
+            times.push(started.elapsed());
+            drop(client);
+        }
+        times.sort();
+        let median = times[times.len() / 2];
+        eprintln!(
+            "connection time, {what}: median {median:?}, min {:?}",
+            times[0]
+        );
+        medians.push(median);
+    }
+    assert!(medians[1] < Duration::from_secs(1), "{medians:?}");
+}
+
+/// The pool a replica holds and the cancel request a stopping replica sends go through the same
+/// connector as single connections: TLS, verified, to a server that refuses anything else.
+#[tokio::test]
+async fn pooled_connections_and_cancel_requests_use_tls() {
+    let servers = servers();
+    let conninfo = servers.tls(
+        "postgres",
+        &format!("sslmode=verify-full sslrootcert={}", servers.ca.display()),
+    );
+    let settings = ConnectionSettings::resolve_with(Some(&conninfo), |_| None).expect("settings");
+    let store = qlsched::store::Store::open(&settings, &schema(), "qlsched tests", 2)
+        .await
+        .expect("a pool over TLS");
+    let client = store.client().await.expect("a pooled connection");
+    let tls: bool = client
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .await
+        .expect("query")
+        .get(0);
+    assert!(tls, "the pooled session is encrypted");
+
+    let token = client.cancel_token();
+    let sleeping = tokio::spawn(async move { client.batch_execute("SELECT pg_sleep(30)").await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    store.cancel(&token).await.expect("cancel over TLS");
+    let result = tokio::time::timeout(Duration::from_secs(10), sleeping)
+        .await
+        .expect("the statement ends once cancelled")
+        .expect("task");
+    let error = result.expect_err("cancelled");
+    assert_eq!(
+        error.code(),
+        Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
