@@ -140,8 +140,8 @@ impl Drop for TestDb {
 }
 
 /// The migrated template, named after the migrations' checksums so a changed migration gets a
-/// new one. Built once per server under an advisory lock (tests run in many processes); stale
-/// templates of older migrations are dropped. It stays between runs as a cache.
+/// new one. Built once per server under an advisory lock (tests run in many processes); templates
+/// of other migrations are dropped a day after they were made. It stays between runs as a cache.
 async fn ensure_template() -> String {
     let digest: String = qlsched::core::manifest::sha256_hex(
         MIGRATIONS
@@ -172,10 +172,19 @@ async fn ensure_template() -> String {
         .expect("read pg_database")
         .map(|row| row.get(0));
     if ready != Some(true) {
+        // This template if a crashed run left it half-made, and templates of other migrations
+        // made more than a day ago: a checkout of another branch testing against the same server
+        // right now keeps its own.
         for row in admin
             .query(
-                "SELECT datname FROM pg_database WHERE datname LIKE 'qlsched\\_template\\_%'",
-                &[],
+                "SELECT d.datname FROM pg_database d
+                 LEFT JOIN pg_shdescription c
+                   ON c.objoid = d.oid AND c.classoid = 'pg_database'::regclass
+                 WHERE d.datname LIKE 'qlsched\\_template\\_%'
+                   AND (d.datname = $1
+                        OR coalesce(substring(c.description FROM 'made at ([0-9]+)')::bigint, 0)
+                           < extract(epoch FROM now()) - 86400)",
+                &[&template],
             )
             .await
             .expect("list templates")
@@ -207,7 +216,11 @@ async fn ensure_template() -> String {
         drop(client);
         admin
             .batch_execute(&format!(
-                "ALTER DATABASE \"{template}\" WITH IS_TEMPLATE true"
+                "ALTER DATABASE \"{template}\" WITH IS_TEMPLATE true;
+                 COMMENT ON DATABASE \"{template}\" IS 'qlsched test template, made at {}'",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs())
             ))
             .await
             .expect("mark");
@@ -454,9 +467,17 @@ impl LoginRole {
         LoginRole { name }
     }
 
-    /// The URL of `db` as this user.
+    /// The URL of `db` as this user, on the test server.
     pub fn url(&self, db: &TestDb) -> String {
-        format!("postgres://{}@127.0.0.1:5432/{}", self.name, db.name)
+        let database = db.url();
+        match database.split_once("://") {
+            Some((scheme, rest)) if scheme.starts_with("postgres") => {
+                // Drop whatever user (and password) the server URL names.
+                let host_and_path = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
+                format!("{scheme}://{}@{host_and_path}", self.name)
+            }
+            _ => format!("{database} user={} password=", self.name),
+        }
     }
 
     pub async fn connect(&self, db: &TestDb) -> tokio_postgres::Client {
