@@ -74,7 +74,21 @@ pub enum SettingsSource {
     QlschedDatabaseUrl,
     DatabaseUrl,
     LibpqEnvironment,
+    /// Nothing was given: no flag, no URL variable, none of the `PG*` variables qlsched reads.
+    /// Only then may `demo` fall back to a throw-away server when the default does not answer.
+    Defaults,
 }
+
+/// The `PG*` variables qlsched reads, as libpq does.
+const LIBPQ_VARIABLES: [&str; 7] = [
+    "PGHOST",
+    "PGPORT",
+    "PGUSER",
+    "PGDATABASE",
+    "PGPASSWORD",
+    "PGSSLMODE",
+    "PGAPPNAME",
+];
 
 /// Resolved connection settings for one PostgreSQL database.
 #[derive(Clone)]
@@ -111,7 +125,10 @@ impl ConnectionSettings {
                 Some(url) => (Some(url), SettingsSource::QlschedDatabaseUrl),
                 None => match env("DATABASE_URL") {
                     Some(url) => (Some(url), SettingsSource::DatabaseUrl),
-                    None => (None, SettingsSource::LibpqEnvironment),
+                    None if LIBPQ_VARIABLES.iter().any(|name| env(name).is_some()) => {
+                        (None, SettingsSource::LibpqEnvironment)
+                    }
+                    None => (None, SettingsSource::Defaults),
                 },
             },
         };
@@ -252,6 +269,35 @@ impl ConnectionSettings {
         Ok(pool)
     }
 
+    /// Whether a server answers at all: `Err` with the reason only when nothing did (no socket,
+    /// connection refused, timed out). A server that answers with an error (no such role or
+    /// database, starting up, a password wanted) does answer: those are its operator's to fix, and
+    /// the command that then connects reports them with their own exit status.
+    pub async fn answers(&self) -> Result<(), String> {
+        let connected = self
+            .driver_config(&SchemaName::default(), "qlsched probe")
+            .connect(NoTls)
+            .await;
+        match connected {
+            Ok((client, connection)) => {
+                drop(client);
+                // Dropping the client ends the connection future: a Terminate message, then EOF.
+                let _ = connection.await;
+                Ok(())
+            }
+            Err(error) if error.as_db_error().is_some() => Ok(()),
+            Err(error) => {
+                let chain = super::error::error_chain(&error);
+                // The password request is the server answering (see StoreError::from_db).
+                if chain.contains("password missing") {
+                    Ok(())
+                } else {
+                    Err(format!("{}: {chain}", self.describe()))
+                }
+            }
+        }
+    }
+
     fn unavailable(&self, error: tokio_postgres::Error) -> StoreError {
         match StoreError::from_db(error) {
             StoreError::Unavailable(message) => {
@@ -269,6 +315,7 @@ impl SettingsSource {
             SettingsSource::QlschedDatabaseUrl => "QLSCHED_DATABASE_URL",
             SettingsSource::DatabaseUrl => "DATABASE_URL",
             SettingsSource::LibpqEnvironment => "the PG* environment",
+            SettingsSource::Defaults => "libpq's defaults",
         }
     }
 }
@@ -422,6 +469,27 @@ mod tests {
         .expect("valid");
         assert_eq!(settings.describe(), "u@one:5432/a");
         assert_eq!(settings.source(), SettingsSource::QlschedDatabaseUrl);
+    }
+
+    /// `demo` falls back to a throw-away server only when nothing at all was given.
+    #[test]
+    fn nothing_given_is_told_apart_from_the_pg_environment() {
+        let settings = ConnectionSettings::resolve_with(None, env_of(&[])).expect("valid");
+        assert_eq!(settings.source(), SettingsSource::Defaults);
+        for name in LIBPQ_VARIABLES {
+            let value = match name {
+                "PGPORT" => "5432",
+                "PGSSLMODE" => "disable",
+                _ => "x",
+            };
+            let env = move |key: &str| (key == name).then(|| value.to_owned());
+            let settings = ConnectionSettings::resolve_with(None, env).expect(name);
+            assert_eq!(
+                settings.source(),
+                SettingsSource::LibpqEnvironment,
+                "{name}"
+            );
+        }
     }
 
     #[test]
