@@ -7,6 +7,7 @@ mod admission;
 mod bench;
 mod claiming;
 mod cli;
+mod embedded;
 mod generated;
 mod lifecycle;
 mod migrate;
