@@ -218,10 +218,15 @@ impl EmbeddedServer {
     }
 
     /// A PostgreSQL program, run as the server's user, in its directory, with none of the
-    /// caller's `PG*` variables (`PGDATA`, `PGPORT`, `PGOPTIONS`... would redirect it).
+    /// caller's `PG*` variables (`PGDATA`, `PGPORT`, `PGOPTIONS`... would redirect it), in a
+    /// process group of its own: a Ctrl-C at the terminal reaches qlsched, which decides, and not
+    /// an initdb or pg_ctl halfway through.
     fn program(&self, name: &str) -> Command {
         let mut command = Command::new(self.binaries.dir.join(name));
-        command.current_dir(&self.dir).stdin(Stdio::null());
+        command
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .process_group(0);
         for (key, _) in std::env::vars_os() {
             if key.to_string_lossy().starts_with("PG") {
                 command.env_remove(key);
@@ -294,11 +299,9 @@ impl EmbeddedServer {
             .args(["start", "-w", "-t", "60", "-s", "-D"])
             .arg(self.data())
             // With -l the postmaster writes to the log, never to our pipes: output() returns.
+            // pg_ctl also gives the postmaster a session of its own.
             .arg("-l")
             .arg(self.log())
-            // pg_ctl puts the postmaster in a session of its own; pg_ctl itself gets a process
-            // group of its own, so a Ctrl-C at the terminal reaches neither while it starts.
-            .process_group(0)
             .output()
             .map_err(|e| EmbeddedError::io("start", &self.binaries.dir, &e))?;
         check(&output, "start", Some(&self.log()))
