@@ -547,7 +547,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__demo)
-            opts="-D -o -h -V --duration --database --replicas --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --duration --database --replicas --embedded --postgres-bin --database-url --schema --output --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -562,6 +562,10 @@ _qlsched() {
                     return 0
                     ;;
                 --replicas)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --postgres-bin)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -317,6 +317,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l database -d 'The database to (re)create for the demo, on the server the connection settings name. An existing database is dropped only if an earlier demo made it (or it is `qlsched_demo`)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l replicas -d 'Number of in-process replicas' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l postgres-bin -d 'Directory holding initdb and pg_ctl (PostgreSQL 15 or newer) for the throw-away server [default: the first of PATH, /usr/lib/postgresql/<major>/bin and the other usual install locations that has both, newest major first]' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -324,6 +325,7 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l embedded -d 'Run on a throw-away PostgreSQL of its own: a cluster initialised in a temporary directory (trust authentication, listening only on a unix socket there), stopped and deleted when the demo ends, by Ctrl-C, SIGTERM or a panic too. As root the server runs as the system user `postgres`. Without any connection setting, the demo does the same unasked when nothing answers at libpq\'s default'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l triggers -d 'Triggers to publish (through the real publish path)' -r

@@ -4,9 +4,15 @@
 //! publishes `examples/demo.json`, runs three replicas in this process (each with its own pool),
 //! and shows them at work until `q` or Ctrl-C (or `--duration`): in `top` on a terminal, as one
 //! line per admission otherwise. Then it checks the invariants of what was admitted.
+//!
+//! With `--embedded`, or unasked when no connection setting was given and nothing answers at
+//! libpq's default, the server is a throw-away one ([`crate::store::embedded`]) that the demo
+//! stops and deletes however it ends: a machine with PostgreSQL installed but not running still
+//! gets its first look.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,11 +27,13 @@ use crate::coordinator::{AdmittedRun, Coordinator};
 use crate::core::CoordinatorConfig;
 use crate::core::manifest::parse_manifest;
 use crate::lifecycle::{Lifecycle, RoundEvent};
+use crate::store::connect::SettingsSource;
+use crate::store::embedded::{BIN_ENV, EmbeddedError, EmbeddedServer};
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
 use crate::store::scratch::{Recreated, check_database_name, recreate_marked_database};
-use crate::store::{ConnectionSettings, Store};
+use crate::store::{ConnectionSettings, SchemaName, Store, StoreError};
 
 /// The demo's database; recreated on every start.
 pub const DEMO_DATABASE: &str = "qlsched_demo";
@@ -51,6 +59,20 @@ pub struct DemoArgs {
     /// Number of in-process replicas.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub replicas: u8,
+
+    /// Run on a throw-away PostgreSQL of its own: a cluster initialised in a temporary directory
+    /// (trust authentication, listening only on a unix socket there), stopped and deleted when the
+    /// demo ends, by Ctrl-C, SIGTERM or a panic too. As root the server runs as the system user
+    /// `postgres`. Without any connection setting, the demo does the same unasked when nothing
+    /// answers at libpq's default.
+    #[arg(long)]
+    pub embedded: bool,
+
+    /// Directory holding initdb and pg_ctl (PostgreSQL 15 or newer) for the throw-away server
+    /// [default: the first of PATH, /usr/lib/postgresql/<major>/bin and the other usual install
+    /// locations that has both, newest major first].
+    #[arg(long, env = BIN_ENV, value_name = "DIR")]
+    pub postgres_bin: Option<PathBuf>,
 }
 
 pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
@@ -61,38 +83,140 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
                 .into(),
         ));
     }
-    let server = global.connection.settings()?;
+    if args.embedded && global.connection.database_url.is_some() {
+        return Err(CliError::Usage(
+            "--embedded runs the demo on a throw-away server of its own: drop --database-url, or \
+             drop --embedded to use that server"
+                .into(),
+        ));
+    }
+    // Caught before any server or database is made: a signal at any point lets the demo stop what
+    // it started and delete what it made, instead of ending the process by its default action.
+    let mut shutdown = Shutdown::install()?;
+    let (server, embedded) = if args.embedded {
+        match start_embedded(args.postgres_bin.clone(), &mut shutdown).await? {
+            Some(embedded) => (embedded.settings(), Some(embedded)),
+            None => return Ok(()),
+        }
+    } else {
+        let server = global.connection.settings()?;
+        match unanswered_default(&server).await {
+            None => (server, None),
+            Some(reason) => {
+                eprintln!(
+                    "qlsched demo: nothing answers at {reason}, and no connection setting was \
+                     given; starting a throw-away PostgreSQL instead (as --embedded does)"
+                );
+                match start_embedded(args.postgres_bin.clone(), &mut shutdown).await {
+                    Ok(Some(embedded)) => (embedded.settings(), Some(embedded)),
+                    Ok(None) => return Ok(()),
+                    // The first failure is what the person asked about; 69 as before the fallback.
+                    Err(error) => {
+                        return Err(StoreError::Unavailable(format!(
+                            "{reason}; and no throw-away server either: {error}"
+                        ))
+                        .into());
+                    }
+                }
+            }
+        }
+    };
+    // A panic in the demo unwinds past `embedded`, whose Drop stops and deletes the server.
+    let shown = show(&args, global, &server, &mut shutdown).await;
+    let Some(embedded) = embedded else {
+        return shown;
+    };
+    // pg_ctl waits for the server to go: blocking, so off the runtime's workers.
+    let stopped = tokio::task::spawn_blocking(move || embedded.stop())
+        .await
+        .unwrap_or_else(|joined| Err(join_failure("stop", &joined)));
+    match (shown, stopped) {
+        (shown, Ok(())) => shown,
+        (Ok(()), Err(error)) => Err(error.into()),
+        (Err(error), Err(stop)) => {
+            eprintln!("qlsched: {stop}");
+            Err(error)
+        }
+    }
+}
+
+/// The reason, when nothing was given and nothing answers at libpq's defaults: the one case the
+/// demo may use a throw-away server unasked. Settings someone gave are never second-guessed.
+async fn unanswered_default(server: &ConnectionSettings) -> Option<String> {
+    if server.source() != SettingsSource::Defaults {
+        return None;
+    }
+    server.answers().await.err()
+}
+
+/// Starts the throw-away server, off the runtime's workers (initdb takes a second). `None` when a
+/// signal came meanwhile: initdb and pg_ctl are not cut off halfway, the start is let finish and
+/// then undone, so nothing is left behind.
+async fn start_embedded(
+    bin_dir: Option<PathBuf>,
+    shutdown: &mut Shutdown,
+) -> Result<Option<EmbeddedServer>, EmbeddedError> {
+    let mut starting =
+        tokio::task::spawn_blocking(move || EmbeddedServer::start(bin_dir.as_deref()));
+    let signal = tokio::select! {
+        started = &mut starting => {
+            let server = started.unwrap_or_else(|joined| Err(join_failure("start", &joined)))?;
+            eprintln!(
+                "qlsched demo: started a throw-away PostgreSQL {} ({}) in {:.1} s{}, in {}, \
+                 listening only on a socket there; it is stopped and deleted when the demo ends",
+                server.binaries().version,
+                server.binaries().dir.display(),
+                server.start_time().as_secs_f64(),
+                server
+                    .run_as()
+                    .map_or_else(String::new, |user| format!(" as user {user}")),
+                server.dir().display(),
+            );
+            return Ok(Some(server));
+        }
+        signal = shutdown.recv() => signal,
+    };
+    if let Ok(Ok(server)) = starting.await {
+        tokio::task::spawn_blocking(move || server.stop())
+            .await
+            .unwrap_or_else(|joined| Err(join_failure("stop", &joined)))?;
+    }
+    eprintln!(
+        "qlsched demo: stopped by {signal} while the throw-away server started; nothing of it is left"
+    );
+    Ok(None)
+}
+
+fn join_failure(step: &'static str, joined: &tokio::task::JoinError) -> EmbeddedError {
+    EmbeddedError::Failed {
+        step,
+        detail: joined.to_string(),
+    }
+}
+
+/// The demo proper, on `server`: prepare its database, run the replicas, show them, check.
+async fn show(
+    args: &DemoArgs,
+    global: &Global,
+    server: &ConnectionSettings,
+    shutdown: &mut Shutdown,
+) -> Result<(), CliError> {
     let schema = &global.connection.schema;
     let database = args.database.as_str();
     let settings = server.with_dbname(database);
-    recreate_demo_database(&server, database).await?;
-    eprintln!(
-        "qlsched demo: recreated database {database} on {}",
-        server.describe()
-    );
-    let mut admin = settings.connect(schema, "qlsched demo").await?;
-    migrate_up(&mut admin, schema).await?;
-    let manifest = parse_manifest(DEMO_MANIFEST)?;
-    let published = publish(&mut admin, &manifest, false).await?;
-    eprintln!(
-        "qlsched demo: published {} definitions from examples/demo.json; starting {} replicas",
-        published.items.len(),
-        args.replicas
-    );
-    eprintln!(
-        "qlsched demo: watch with `qlsched -D '{}' inspect` in another terminal; Ctrl-C to stop",
-        settings.conninfo()
-    );
-
-    // Caught before the first replica starts, so that Ctrl-C always stops them cleanly.
-    let mut shutdown = Shutdown::install()?;
+    let prepared = tokio::select! {
+        prepared = prepare(server, &settings, schema, args.replicas) => prepared?,
+        signal = shutdown.recv() => {
+            eprintln!("qlsched demo: stopped by {signal} while preparing; no replica was started");
+            return Ok(());
+        }
+    };
+    let Prepared { admin, stores } = prepared;
     // On a terminal the demo shows itself in `top`; piped, it prints lines.
     let dashboard = std::io::stdout().is_terminal();
     let (events, mut received) = mpsc::unbounded_channel();
     let mut lifecycles = Vec::new();
-    for index in 0..args.replicas {
-        let owner = format!("demo-{}", char::from(b'a' + index));
-        let store = Store::open(&settings, schema, &format!("qlsched demo {owner}"), 2).await?;
+    for (owner, store) in stores {
         let config = CoordinatorConfig {
             owner,
             lease: Duration::from_secs(5),
@@ -172,6 +296,48 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
         .map(|(owner, n)| format!("{owner} {n}"))
         .collect();
     report_invariants(&admin, started, &format!(" ({})", owners.join(", "))).await
+}
+
+/// What the demo runs on: its admin connection, and a pool for each replica, by owner.
+struct Prepared {
+    admin: tokio_postgres::Client,
+    stores: Vec<(String, Store)>,
+}
+
+/// Recreates the demo's database on `server`, migrates it, publishes the sample manifest and
+/// opens each replica's pool. Nothing here has to be undone when it is cut short by a signal.
+async fn prepare(
+    server: &ConnectionSettings,
+    settings: &ConnectionSettings,
+    schema: &SchemaName,
+    replicas: u8,
+) -> Result<Prepared, CliError> {
+    let database = settings.dbname();
+    recreate_demo_database(server, database).await?;
+    eprintln!(
+        "qlsched demo: recreated database {database} on {}",
+        server.describe()
+    );
+    let mut admin = settings.connect(schema, "qlsched demo").await?;
+    migrate_up(&mut admin, schema).await?;
+    let manifest = parse_manifest(DEMO_MANIFEST)?;
+    let published = publish(&mut admin, &manifest, false).await?;
+    eprintln!(
+        "qlsched demo: published {} definitions from examples/demo.json; starting {replicas} \
+         replicas",
+        published.items.len(),
+    );
+    eprintln!(
+        "qlsched demo: watch with `qlsched -D '{}' inspect` in another terminal; Ctrl-C to stop",
+        settings.conninfo()
+    );
+    let mut stores = Vec::new();
+    for index in 0..replicas {
+        let owner = format!("demo-{}", char::from(b'a' + index));
+        let store = Store::open(settings, schema, &format!("qlsched demo {owner}"), 2).await?;
+        stores.push((owner, store));
+    }
+    Ok(Prepared { admin, stores })
 }
 
 /// The closing line: what was admitted, and whether every promise held.

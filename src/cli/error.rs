@@ -5,6 +5,7 @@ use crate::bench::BenchError;
 use crate::core::CoreError;
 use crate::core::manifest::ManifestError;
 use crate::store::StoreError;
+use crate::store::embedded::EmbeddedError;
 
 /// The documented exit statuses, named.
 pub mod exit {
@@ -38,6 +39,9 @@ pub enum CliError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Bench(#[from] BenchError),
+    /// The throw-away server of `demo --embedded` could not be had.
+    #[error(transparent)]
+    Embedded(#[from] EmbeddedError),
     /// A check that found problems (`migrate verify`, `inspect invariants`): already reported on
     /// stdout, the message is the one-line summary.
     #[error("{message}")]
@@ -54,6 +58,7 @@ impl CliError {
             CliError::Manifest(_) | CliError::BadInput(_) => exit::DATA,
             CliError::Store(error) => error.exit_code(),
             CliError::Bench(error) => error.exit_code(),
+            CliError::Embedded(error) => error.exit_code(),
             CliError::Findings { code, .. } => *code,
             CliError::Io(_) => exit::UNEXPECTED,
         }

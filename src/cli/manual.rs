@@ -11,10 +11,10 @@ The same for every subcommand:
   4   not found
   5   nothing eligible (no due, unclaimed row; a named row that is not eligible, or holds no claim to expire)
   65  bad input data (manifest, cron expression, time zone, a malformed claim token or run id)
-  69  database unavailable (including no answer within connect_timeout, and no TLS where sslmode requires it)
+  69  database unavailable (including no answer within connect_timeout, and no TLS where sslmode requires it; also: the throw-away server of `demo --embedded` failed to start)
   75  transient conflict, retries exhausted
   77  permission denied by the database role, a login refused (password, client certificate), or the server's TLS certificate refused
-  78  schema not ready or configuration invalid
+  78  schema not ready or configuration invalid (also: `demo --embedded` finds no initdb and pg_ctl of PostgreSQL 15 or newer, or runs as root with no system user postgres to run the server as)
   130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease)
 
 A closed standard output (qlsched ... | head) ends the command quietly with status 0.";
@@ -43,6 +43,9 @@ The schema that holds the qlsched tables (default qlsched), as --schema.
 
 QLSCHED_OWNER
 The claim owner of qlsched run, as --owner.
+
+QLSCHED_POSTGRES_BIN
+The directory holding initdb and pg_ctl for the throw-away server of demo, as --postgres-bin.
 
 QLSCHED_LOG
 Log filter for stderr, e.g. debug or qlsched=trace (default: info for run and demo, warn otherwise).
@@ -109,7 +112,12 @@ The first look, against the local server (on a terminal it opens top on the demo
   qlsched demo
 
 For a minute, against another server:
-  qlsched -D postgres://postgres@127.0.0.1/postgres demo --duration 1m"
+  qlsched -D postgres://postgres@127.0.0.1/postgres demo --duration 1m
+
+On a throw-away PostgreSQL of its own (installed, not necessarily running), stopped and deleted at the end:
+  qlsched demo --embedded --duration 20s | cat
+
+With no connection setting given and nothing answering at libpq's default, plain `qlsched demo` does the same and says so on stderr."
         }
         "claim" => {
             "\

@@ -105,7 +105,21 @@ pub enum SettingsSource {
     QlschedDatabaseUrl,
     DatabaseUrl,
     LibpqEnvironment,
+    /// Nothing was given: no flag, no URL variable, none of the `PG*` variables qlsched reads.
+    /// Only then may `demo` fall back to a throw-away server when the default does not answer.
+    Defaults,
 }
+
+/// The `PG*` variables qlsched reads, as libpq does.
+const LIBPQ_VARIABLES: [&str; 7] = [
+    "PGHOST",
+    "PGPORT",
+    "PGUSER",
+    "PGDATABASE",
+    "PGPASSWORD",
+    "PGSSLMODE",
+    "PGAPPNAME",
+];
 
 /// Resolved connection settings for one PostgreSQL database.
 #[derive(Clone)]
@@ -182,7 +196,10 @@ impl ConnectionSettings {
                 Some(url) => (Some(url), SettingsSource::QlschedDatabaseUrl),
                 None => match env("DATABASE_URL") {
                     Some(url) => (Some(url), SettingsSource::DatabaseUrl),
-                    None => (None, SettingsSource::LibpqEnvironment),
+                    None if LIBPQ_VARIABLES.iter().any(|name| env(name).is_some()) => {
+                        (None, SettingsSource::LibpqEnvironment)
+                    }
+                    None => (None, SettingsSource::Defaults),
                 },
             },
         };
@@ -346,6 +363,19 @@ impl ConnectionSettings {
     /// which open a connection of their own).
     pub fn tls_connector(&self) -> MakeRustlsConnect {
         self.tls.connector.clone()
+    }
+
+    /// Whether a server answers at all: `Err` with the reason only when nothing did (no socket,
+    /// connection refused, timed out). A server that answers with an error (no such role or
+    /// database, starting up, a password wanted, a certificate refused) does answer: those are its
+    /// operator's to fix, and the command that then connects reports them with their own exit
+    /// status.
+    pub async fn answers(&self) -> Result<(), String> {
+        match self.connect(&SchemaName::default(), "qlsched probe").await {
+            Ok(_) => Ok(()),
+            Err(StoreError::Unavailable(reason)) => Err(reason),
+            Err(_) => Ok(()),
+        }
     }
 
     /// Opens one connection outside any pool (migrations, the demo's admin work).
@@ -832,6 +862,7 @@ impl SettingsSource {
             SettingsSource::QlschedDatabaseUrl => "QLSCHED_DATABASE_URL",
             SettingsSource::DatabaseUrl => "DATABASE_URL",
             SettingsSource::LibpqEnvironment => "the PG* environment",
+            SettingsSource::Defaults => "libpq's defaults",
         }
     }
 }
@@ -973,6 +1004,27 @@ mod tests {
         .expect("valid");
         assert_eq!(settings.describe(), "u@one:5432/a");
         assert_eq!(settings.source(), SettingsSource::QlschedDatabaseUrl);
+    }
+
+    /// `demo` falls back to a throw-away server only when nothing at all was given.
+    #[test]
+    fn nothing_given_is_told_apart_from_the_pg_environment() {
+        let settings = ConnectionSettings::resolve_with(None, env_of(&[])).expect("valid");
+        assert_eq!(settings.source(), SettingsSource::Defaults);
+        for name in LIBPQ_VARIABLES {
+            let value = match name {
+                "PGPORT" => "5432",
+                "PGSSLMODE" => "disable",
+                _ => "x",
+            };
+            let env = move |key: &str| (key == name).then(|| value.to_owned());
+            let settings = ConnectionSettings::resolve_with(None, env).expect(name);
+            assert_eq!(
+                settings.source(),
+                SettingsSource::LibpqEnvironment,
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Test support: a fresh PostgreSQL database per test (a RAII value, dropped with the test),
 //! created from a migrated template for speed, and helpers to drive the real binary.
 //!
-//! The server comes from QLSCHED_TEST_DATABASE_URL (default: the local server as `postgres`).
-//! A missing server fails the test; nothing here skips.
+//! The server comes from QLSCHED_TEST_DATABASE_URL; unset, it is the local server as `postgres`
+//! when that answers, else one throw-away server for the whole test run, started from the
+//! installed binaries as `qlsched demo --embedded` starts its own. Rust tests have no global
+//! teardown: that server is never dropped, and its watchdog stops and deletes it when this process
+//! exits (docs/DECISIONS.md). A server that cannot be had fails the test; nothing here skips.
 
 #![allow(dead_code)]
 
@@ -10,10 +13,12 @@ pub mod pg_tls;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use qlsched::core::manifest::parse_manifest;
+use qlsched::store::embedded::{BIN_ENV, EmbeddedServer};
 use qlsched::store::migrate::{MIGRATIONS, migrate_up};
 use qlsched::store::publish::{PublishReport, publish};
 use qlsched::store::{ConnectionSettings, SchemaName, Store};
@@ -22,14 +27,70 @@ pub const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
 /// The server every test database lives on.
 pub fn server() -> ConnectionSettings {
-    let url =
-        std::env::var("QLSCHED_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_SERVER.to_owned());
-    ConnectionSettings::resolve(Some(&url))
+    ConnectionSettings::resolve(Some(&server_url()))
         .expect("QLSCHED_TEST_DATABASE_URL must be a valid connection string")
 }
 
+/// The server's URL or conninfo string, chosen once per test run.
 pub fn server_url() -> String {
-    std::env::var("QLSCHED_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_SERVER.to_owned())
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(choose_server).clone()
+}
+
+/// The throw-away server of this run, if it needed one. A static is never dropped: the server's
+/// watchdog stops and deletes it once this process has exited, however it exits.
+static EMBEDDED: OnceLock<EmbeddedServer> = OnceLock::new();
+
+fn choose_server() -> String {
+    use std::io::Write;
+    if let Ok(url) = std::env::var("QLSCHED_TEST_DATABASE_URL") {
+        return url;
+    }
+    let default = ConnectionSettings::resolve(Some(DEFAULT_SERVER)).expect("a valid default");
+    // Called from sync and async tests alike: a runtime of its own, on a thread of its own.
+    let answered = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(default.answers())
+    })
+    .join()
+    .expect("the probe of the default server");
+    let Err(reason) = answered else {
+        return DEFAULT_SERVER.to_owned();
+    };
+    let bin_dir = std::env::var_os(BIN_ENV).map(PathBuf::from);
+    let server = EmbeddedServer::start(bin_dir.as_deref()).unwrap_or_else(|error| {
+        panic!(
+            "QLSCHED_TEST_DATABASE_URL is unset, nothing answers at {reason}, and no throw-away \
+             server either: {error}"
+        )
+    });
+    // Past the harness's capture (which eprintln! would go to): whoever runs the tests sees it.
+    let _ = writeln!(
+        std::io::stderr(),
+        "tests: nothing answers at {reason}; this run uses a throw-away PostgreSQL {} in {} \
+         (started in {:.1} s)",
+        server.binaries().version,
+        server.dir().display(),
+        server.start_time().as_secs_f64()
+    );
+    let url = server.conninfo();
+    assert!(EMBEDDED.set(server).is_ok(), "one server per run");
+    url
+}
+
+/// `url` (a URL or a conninfo string) with `user` instead of its user, for a test's login roles.
+pub fn url_as(url: &str, user: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return format!("{url} user={user}");
+    };
+    let netloc_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let hosts = rest[..netloc_end]
+        .rsplit_once('@')
+        .map_or(&rest[..netloc_end], |(_, hosts)| hosts);
+    format!("{scheme}://{user}@{hosts}{}", &rest[netloc_end..])
 }
 
 pub fn schema() -> SchemaName {
@@ -469,15 +530,7 @@ impl LoginRole {
 
     /// The URL of `db` as this user, on the test server.
     pub fn url(&self, db: &TestDb) -> String {
-        let database = db.url();
-        match database.split_once("://") {
-            Some((scheme, rest)) if scheme.starts_with("postgres") => {
-                // Drop whatever user (and password) the server URL names.
-                let host_and_path = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
-                format!("{scheme}://{}@{host_and_path}", self.name)
-            }
-            _ => format!("{database} user={} password=", self.name),
-        }
+        url_as(&db.url(), &self.name)
     }
 
     pub async fn connect(&self, db: &TestDb) -> tokio_postgres::Client {
