@@ -33,7 +33,7 @@ pub struct RoundReport {
     pub misfires: usize,
     /// Occurrences inside those records (a lower bound where a record's count is).
     pub occurrences_passed_over: u64,
-    /// Claimed but not due after all (released at once).
+    /// Claims given back: rows not due after all, and admissions that did not commit.
     pub released: usize,
     pub fence_lost: usize,
     /// Admissions the database refused (a constraint or consistency check); their claims are
@@ -92,6 +92,10 @@ impl Drop for RoundConnection {
         }
     }
 }
+
+/// How long giving claims back (or learning an unknown outcome) may wait for a connection: a
+/// stop is bounded by the drain timeout plus this, and a round by its lease plus this.
+pub const GIVE_BACK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One replica's scheduler: its configuration, its store, and the claims its round holds.
 pub struct Coordinator {
@@ -202,19 +206,31 @@ impl Coordinator {
         report.serialization_retries = stats.serialization_retries;
         report.batch_fallbacks = stats.batch_fallbacks;
         report.round_trips += stats.round_trips;
+        // A failed admission may have committed all the same (the connection died with the
+        // COMMIT in flight, or its reply was lost), and a row left unsettled by the fall-back may
+        // have too: what became of them is learnt on a fresh connection, never guessed, and the
+        // round's own connection, which may be dead, is not used again.
+        let mut connection_failed = false;
         let outcomes = match outcomes {
-            Ok(outcomes) => outcomes,
-            Err(error) => {
-                // `admit` fails only when it committed nothing: give the claims back so that the
-                // next round (here or on another replica) can take them at once.
-                let held: Vec<ReleaseRequest> = rows.iter().map(ReleaseRequest::from).collect();
-                if let Err(release_error) =
-                    release(&***client, &held, &mut report.round_trips).await
-                {
-                    tracing::warn!(error = %release_error, "could not release claims after a failed admission; they expire with their lease");
+            Ok(outcomes)
+                if !outcomes
+                    .iter()
+                    .any(|o| matches!(o, AdmissionOutcome::Unsettled { .. })) =>
+            {
+                outcomes
+            }
+            failed => {
+                connection_failed = true;
+                let known = failed.as_ref().ok();
+                match self.settle_unknown(&admissions, known).await {
+                    Ok(outcomes) => outcomes,
+                    Err(settle_error) => {
+                        let error = failed.err().unwrap_or(settle_error);
+                        tracing::warn!(%error, "admission outcome unknown and the database unreachable; the claims expire with their lease");
+                        self.settle_all();
+                        return Err(error);
+                    }
                 }
-                self.settle_all();
-                return Err(error);
             }
         };
         let mut unsettled = Vec::new();
@@ -275,18 +291,78 @@ impl Coordinator {
             }
             self.settle(&admission.row.project_id, &admission.row.trigger_id);
         }
-        if !unsettled.is_empty()
-            && let Err(error) = release(&***client, &unsettled, &mut report.round_trips).await
-        {
-            tracing::warn!(%error, "could not give back unsettled claims; they expire with their lease");
-        }
-        if !not_due.is_empty() {
-            report.released = release(&***client, &not_due, &mut report.round_trips)
-                .await?
-                .len();
+        let give_back: Vec<ReleaseRequest> = unsettled.into_iter().chain(not_due).collect();
+        if !give_back.is_empty() {
+            let released = if connection_failed {
+                self.release_on_fresh_connection(&give_back).await
+            } else {
+                release(&***client, &give_back, &mut report.round_trips).await
+            };
+            match released {
+                Ok(released) => report.released = released.len(),
+                Err(error) => {
+                    tracing::warn!(%error, "could not give claims back; they expire with their lease");
+                }
+            }
         }
         self.settle_all();
         Ok(report)
+    }
+
+    /// The outcome of each admission, learnt on a fresh connection where `known` (the outcomes
+    /// `admit` returned, if it returned) leaves it open: all of them when `admit` failed, the
+    /// `Unsettled` ones otherwise.
+    async fn settle_unknown(
+        &self,
+        admissions: &[Admission<'_>],
+        known: Option<&Vec<AdmissionOutcome>>,
+    ) -> Result<Vec<AdmissionOutcome>, StoreError> {
+        let open = |i: usize| {
+            known.is_none_or(|outcomes| {
+                matches!(
+                    outcomes.get(i),
+                    Some(AdmissionOutcome::Unsettled { .. }) | None
+                )
+            })
+        };
+        let unknown: Vec<Admission<'_>> = admissions
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| open(*i))
+            .map(|(_, a)| a.clone())
+            .collect();
+        let client = tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.client())
+            .await
+            .map_err(|_| StoreError::TimedOut("no fresh connection to settle on".into()))??;
+        let mut settled = crate::store::admit::settle(&**client, &unknown)
+            .await?
+            .into_iter();
+        Ok((0..admissions.len())
+            .map(|i| match known.and_then(|outcomes| outcomes.get(i)) {
+                Some(outcome) if !open(i) => outcome.clone(),
+                _ => settled.next().map_or_else(
+                    || AdmissionOutcome::Unsettled {
+                        reason: "not settled".to_owned(),
+                    },
+                    |s| s.outcome,
+                ),
+            })
+            .collect())
+    }
+
+    /// Gives claims back on a connection other than the round's, which may be the one that
+    /// died, within [`GIVE_BACK_TIMEOUT`]: a dead connection must not keep a live replica's
+    /// claims for a whole lease.
+    async fn release_on_fresh_connection(
+        &self,
+        requests: &[ReleaseRequest],
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        tokio::time::timeout(GIVE_BACK_TIMEOUT, async {
+            let client = self.store.client().await?;
+            release(&**client, requests, &mut 0).await
+        })
+        .await
+        .map_err(|_| StoreError::TimedOut("giving claims back".into()))?
     }
 
     /// Asks the server to cancel the statement of the round in flight, if any. A cancelled
@@ -297,10 +373,18 @@ impl Coordinator {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if let Some(token) = token
-            && let Err(error) = self.store.cancel(&token).await
-        {
-            tracing::warn!(%error, "could not cancel the statement in flight");
+        if let Some(token) = token {
+            // A cancel request opens a connection of its own; on a partition that would wait for
+            // the connect timeout, and a stop must stay bounded.
+            match tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.cancel(&token)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "could not cancel the statement in flight");
+                }
+                Err(_) => tracing::warn!(
+                    "could not cancel the statement in flight: no answer within {GIVE_BACK_TIMEOUT:?}"
+                ),
+            }
         }
     }
 
@@ -317,8 +401,7 @@ impl Coordinator {
         if held.is_empty() {
             return Ok(0);
         }
-        let client = self.store.client().await?;
-        Ok(release(&**client, &held, &mut 0).await?.len())
+        Ok(self.release_on_fresh_connection(&held).await?.len())
     }
 
     fn decide(&self, row: &ClaimedRow) -> Result<Decision, crate::core::CoreError> {

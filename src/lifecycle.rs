@@ -6,7 +6,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
@@ -101,6 +101,7 @@ async fn run_rounds(
         _ = tokio::time::sleep(phase) => {}
         _ = stopped.changed() => return,
     }
+    let mut failures = Failures::default();
     loop {
         if *stopped.borrow() {
             return;
@@ -128,6 +129,7 @@ async fn run_rounds(
         let finished = Instant::now();
         let (full_budget, next_due_at) = match outcome {
             Ok(Ok(report)) => {
+                failures.recovered();
                 let full = report.claimed >= batch;
                 let next_due_at = report.next_due_at;
                 emit(
@@ -141,7 +143,7 @@ async fn run_rounds(
                 (full, next_due_at)
             }
             Ok(Err(error)) => {
-                tracing::warn!(%error, "round failed; the next round runs on schedule");
+                failures.failed(&error.to_string());
                 emit(
                     &events,
                     RoundEvent::Failed {
@@ -153,7 +155,8 @@ async fn run_rounds(
                 (false, None)
             }
             Err(_) => {
-                tracing::error!("round panicked; the next round runs on schedule");
+                tracing::error!("round panicked");
+                failures.failed("round panicked");
                 emit(
                     &events,
                     RoundEvent::Failed {
@@ -173,11 +176,76 @@ async fn run_rounds(
         // Wake for the next occurrence, not for the timer's phase: the lag of an idle cluster is
         // then the round's own time, and it cannot drift. The cadence bounds every sleep, so a
         // row another replica gives back or lets expire is found within one cadence.
-        let wake = next_due_at.map_or(started + cadence, |due| due.min(started + cadence));
+        // After a failure, the next round waits out the back-off instead.
+        let wake = match failures.back_off(cadence) {
+            Some(back_off) => finished + back_off,
+            None => next_due_at.map_or(started + cadence, |due| due.min(started + cadence)),
+        };
         tokio::select! {
             _ = tokio::time::sleep_until(wake.into()) => {}
             _ = stopped.changed() => return,
         }
+    }
+}
+
+/// The longest a replica waits between failed rounds (or one cadence, if that is longer). Short
+/// against the default grace (60 s), so an outage of the database costs lag, not occurrences,
+/// and a server that is back is found within this long.
+pub const MAX_BACK_OFF: Duration = Duration::from_secs(5);
+
+/// How often a replica whose rounds keep failing says so again.
+const REMINDER: Duration = Duration::from_secs(60);
+
+/// Consecutive failed rounds: the back-off before the next one, and what is logged. The first
+/// failure is logged at WARN, then a reminder a minute while they go on (not a line a round: an
+/// unreachable database otherwise wrote one every cadence), and one line when rounds succeed again.
+#[derive(Default)]
+struct Failures {
+    consecutive: u32,
+    since: Option<Instant>,
+    reminded: Option<Instant>,
+}
+
+impl Failures {
+    fn failed(&mut self, error: &str) {
+        self.consecutive += 1;
+        let now = Instant::now();
+        match self.since {
+            None => {
+                self.since = Some(now);
+                self.reminded = Some(now);
+                tracing::warn!(%error, max_back_off = ?MAX_BACK_OFF,
+                    "round failed; retrying with back-off");
+            }
+            Some(since) if self.reminded.is_some_and(|at| now - at >= REMINDER) => {
+                self.reminded = Some(now);
+                tracing::warn!(%error, failed_rounds = self.consecutive,
+                    failing_for = ?(now - since), "rounds still failing");
+            }
+            Some(_) => tracing::debug!(%error, failed_rounds = self.consecutive, "round failed"),
+        }
+    }
+
+    fn recovered(&mut self) {
+        if let Some(since) = self.since.take() {
+            tracing::info!(failed_rounds = self.consecutive, after = ?since.elapsed(),
+                "rounds succeed again");
+        }
+        *self = Failures::default();
+    }
+
+    /// The wait before the next round while rounds fail: one cadence after the first failure,
+    /// doubling after each further one up to [`MAX_BACK_OFF`], less a random part of up to a
+    /// half, so replicas that lost the same server do not come back in step.
+    fn back_off(&self, cadence: Duration) -> Option<Duration> {
+        if self.consecutive == 0 {
+            return None;
+        }
+        let cap = MAX_BACK_OFF.max(cadence);
+        let doubled = cadence.saturating_mul(1 << self.consecutive.saturating_sub(1).min(16));
+        let full = doubled.min(cap);
+        let jitter = f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 512.0;
+        Some(full.mul_f64(1.0 - jitter))
     }
 }
 

@@ -398,6 +398,79 @@ pub async fn admit_in_transaction(
     Ok(())
 }
 
+// What became of admissions whose outcome the replica could not learn (the connection died with
+// the COMMIT in flight, or the reply was lost): for each, whether its run exists (by run id, which
+// is allocated once per decision, so another replica's run of the same occurrence does not count),
+// whether its claim is still on the row (owner, token, version), and the row's cursor now.
+const SETTLE: &str = "SELECT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = i.run_id),
+        coalesce(s.claim_owner = i.owner AND s.claim_token = i.token
+                 AND s.claim_version = i.claim_version, false),
+        s.next_fire_at_ms
+    FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::int8[])
+         WITH ORDINALITY AS i(project_id, trigger_id, run_id, owner, token, claim_version, ord)
+    LEFT JOIN trigger_schedules s ON s.project_id = i.project_id AND s.trigger_id = i.trigger_id
+    ORDER BY i.ord";
+
+/// What the database says became of one admission whose outcome was unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settlement {
+    /// `Admitted` or `Advanced` when it committed; `FenceLost` when it did not and its claim is
+    /// gone (expired and taken over, or expired by an operator); `Unsettled` when it did not
+    /// commit and the claim is still this replica's, to give back.
+    pub outcome: AdmissionOutcome,
+    pub claim_held: bool,
+}
+
+/// Learns, on a connection that works, whether admissions whose reply never came committed:
+/// never guessed. A fired occurrence committed exactly when its run exists; an advance without a
+/// run (initialize, skip) committed when the claim is gone and the cursor is the decision's. A
+/// transaction still committing on the server while this asks is read as not committed; the
+/// claim's release that follows is fenced, so it then changes nothing.
+pub async fn settle(
+    client: &impl GenericClient,
+    admissions: &[Admission<'_>],
+) -> Result<Vec<Settlement>, StoreError> {
+    let column = |f: fn(&Admission<'_>) -> String| admissions.iter().map(f).collect::<Vec<_>>();
+    let projects = column(|a| a.row.project_id.clone());
+    let triggers = column(|a| a.row.trigger_id.clone());
+    let owners = column(|a| a.row.fence.owner.clone());
+    let run_ids: Vec<Option<Uuid>> = admissions
+        .iter()
+        .map(|a| a.run.as_ref().map(|r| r.run_id))
+        .collect();
+    let tokens: Vec<Uuid> = admissions.iter().map(|a| a.row.fence.token).collect();
+    let versions: Vec<i64> = admissions.iter().map(|a| a.row.fence.version).collect();
+    let rows = client
+        .query(
+            SETTLE,
+            &[&projects, &triggers, &run_ids, &owners, &tokens, &versions],
+        )
+        .await?;
+    Ok(admissions
+        .iter()
+        .zip(&rows)
+        .map(|(admission, row)| {
+            let run_exists: bool = row.get(0);
+            let claim_held: bool = row.get(1);
+            let cursor: Option<i64> = row.get(2);
+            let outcome = match &admission.run {
+                Some(run) if run_exists => AdmissionOutcome::Admitted(run.clone()),
+                None if !claim_held && cursor == Some(admission.decision.next_fire_at_ms()) => {
+                    AdmissionOutcome::Advanced
+                }
+                _ if claim_held => AdmissionOutcome::Unsettled {
+                    reason: "not committed; the claim is given back".to_owned(),
+                },
+                _ => AdmissionOutcome::FenceLost,
+            };
+            Settlement {
+                outcome,
+                claim_held,
+            }
+        })
+        .collect())
+}
+
 /// Short, jittered, growing pauses: two replicas that collided do not collide again in step.
 fn retry_backoff(attempt: u32) -> Duration {
     let jitter = u64::from(Uuid::new_v4().as_bytes()[0] % 8);

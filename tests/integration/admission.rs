@@ -641,3 +641,61 @@ async fn siread_locks_on_schedules(
         .map(|row| (row.get(0), row.get(1)))
         .collect()
 }
+
+/// An admission whose reply never came is settled by asking the database, never guessed: a
+/// committed one reads as admitted (its run exists), an uncommitted one whose claim still holds
+/// as unsettled (to give back), and one whose claim was taken meanwhile as a lost fence.
+#[tokio::test]
+async fn an_admission_whose_reply_was_lost_is_settled_by_what_the_database_holds() {
+    let db = TestDb::new().await;
+    let triggers: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|id| json!({ "id": id, "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    db.publish(&manifest(json!(triggers))).await;
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000",
+        )
+        .await
+        .expect("make them due");
+    let store = db.store("test").await;
+    let rows = claim(&store, "o", 3, 60_000).await;
+    assert_eq!(rows.len(), 3);
+    let admissions: Vec<_> = rows.iter().map(admission).collect();
+    // a commits (its reply is what a dead connection would have lost); b is left as it was;
+    // c's claim is expired by an operator and so no longer this replica's.
+    let committed = admit(&store, std::slice::from_ref(&admissions[0]))
+        .await
+        .expect("admit a");
+    assert!(matches!(committed[0], AdmissionOutcome::Admitted(_)));
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET claim_owner = NULL, claim_token = NULL,
+                 claim_expires_at_ms = NULL, claim_version = claim_version + 1,
+                 state_version = state_version + 1
+             WHERE trigger_id = 'c'",
+        )
+        .await
+        .expect("expire c");
+
+    let client = store.client().await.expect("connection");
+    let settled = qlsched::store::admit::settle(&**client, &admissions)
+        .await
+        .expect("settle");
+    let outcomes: Vec<_> = settled.iter().map(|s| s.outcome.clone()).collect();
+    assert!(
+        matches!(&outcomes[0], AdmissionOutcome::Admitted(run) if Some(run) == admissions[0].run.as_ref()),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(outcomes[1], AdmissionOutcome::Unsettled { .. }),
+        "{outcomes:?}"
+    );
+    assert!(settled[1].claim_held);
+    assert_eq!(outcomes[2], AdmissionOutcome::FenceLost);
+    assert!(!settled[2].claim_held);
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 1);
+}

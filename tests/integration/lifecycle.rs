@@ -363,3 +363,110 @@ async fn an_idle_replica_wakes_for_the_next_occurrence_not_for_its_cadence() {
     );
     assert_invariants(&db).await;
 }
+
+/// A round whose connection dies in the middle of its admission learns on a fresh connection
+/// that nothing committed and gives its claims back there at once: a live replica does not keep
+/// a batch of triggers blocked for a whole lease after one reset.
+#[tokio::test]
+async fn a_round_whose_connection_dies_gives_its_claims_back_on_a_fresh_one() {
+    let db = TestDb::new().await;
+    every_second(&db, 4).await;
+    let coordinator = Arc::new(Coordinator::new(
+        db.store("qlsched severed round").await,
+        config("severed", 1000, 1000),
+    ));
+    coordinator.run_round().await.expect("initialize");
+    due_and_stalled(&db).await;
+    let round = tokio::spawn({
+        let coordinator = coordinator.clone();
+        async move { coordinator.run_round().await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let stalled = "SELECT count(*) FROM pg_stat_activity
+                   WHERE application_name = 'qlsched severed round' AND wait_event = 'PgSleep'";
+    while db.count(stalled).await == 0 {
+        assert!(Instant::now() < deadline, "the admission never stalled");
+        sleep_ms(20).await;
+    }
+    db.count(
+        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                               WHERE application_name = 'qlsched severed round'
+                                 AND wait_event = 'PgSleep') t",
+    )
+    .await;
+    let report = tokio::time::timeout(Duration::from_secs(10), round)
+        .await
+        .expect("the round ends")
+        .expect("no panic")
+        .expect("the round reports what happened");
+    assert_eq!((report.fired, report.unsettled), (0, 4), "{report:?}");
+    assert_eq!(report.released, 4, "{report:?}");
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_owner IS NOT NULL")
+            .await,
+        0,
+        "every claim given back at once, not left for its lease"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+}
+
+/// While the database refuses connections a replica backs off (doubling from one cadence, with
+/// jitter, up to a few seconds) instead of failing a round every cadence, and it is back at work
+/// within that cap once the database is.
+#[tokio::test]
+async fn rounds_back_off_while_the_database_refuses_and_resume_when_it_is_back() {
+    let db = TestDb::new().await;
+    every_second(&db, 2).await;
+    let coordinator = Coordinator::new(db.store("backing off").await, config("b", 100, 1_000));
+    let (events, mut received) = mpsc::unbounded_channel();
+    let lifecycle = Lifecycle::start(Arc::new(coordinator), Some(events));
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), received.recv())
+            .await
+            .expect("a first round");
+        if matches!(event, Some(RoundEvent::Finished { .. })) {
+            break;
+        }
+    }
+    let server = crate::util::server()
+        .connect(&crate::util::schema(), "qlsched tests")
+        .await
+        .expect("server connection");
+    let refuse = format!(
+        "ALTER DATABASE \"{0}\" WITH ALLOW_CONNECTIONS false;
+         SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = '{0}' AND pid <> pg_backend_pid();",
+        db.name
+    );
+    server
+        .batch_execute(&refuse)
+        .await
+        .expect("refuse connections");
+    drain(&mut received);
+    sleep_ms(3_000).await;
+    let failed = drain(&mut received)
+        .iter()
+        .filter(|e| matches!(e, RoundEvent::Failed { .. }))
+        .count();
+    // Every 100 ms without back-off would be about 30.
+    assert!((2..=10).contains(&failed), "{failed} failed rounds in 3 s");
+
+    server
+        .batch_execute(&format!(
+            "ALTER DATABASE \"{}\" WITH ALLOW_CONNECTIONS true",
+            db.name
+        ))
+        .await
+        .expect("allow connections");
+    let deadline = Instant::now() + qlsched::lifecycle::MAX_BACK_OFF + Duration::from_secs(3);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, received.recv()).await {
+            Ok(Some(RoundEvent::Finished { .. })) => break,
+            Ok(Some(_)) => {}
+            _ => panic!("no round succeeded within the back-off cap after the database came back"),
+        }
+    }
+    lifecycle.stop().await;
+    assert_invariants(&db).await;
+}
