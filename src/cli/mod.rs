@@ -170,7 +170,7 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         .map(str::trim)
         .filter(|line| !line.is_empty())
         .collect();
-    let message = message.join(" ");
+    let message = one_line(&message.join(" "));
     eprintln!(
         "qlsched: {}",
         message.strip_prefix("error: ").unwrap_or(&message)
@@ -178,9 +178,10 @@ fn usage_error(error: &clap::Error) -> ExitCode {
     ExitCode::from(exit::USAGE)
 }
 
-/// Error messages stay on one line, whatever the database or a cause put in them.
+/// Error messages stay on one line, whatever the database or a cause put in them, and echo what
+/// a user typed escaped and shortened (`core::text`).
 fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::core::text::clean_message(message)
 }
 
 /// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless
