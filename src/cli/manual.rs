@@ -175,7 +175,7 @@ claim release: {\"project_id\": string, \"trigger_id\": string, \"fence\": fence
 
 fence is {\"owner\": string, \"token\": uuid, \"version\": int, \"expires_at_ms\": int}. decision is {\"kind\": \"initialize\"|\"fire\"|\"skip\"|\"not_due\", \"next_fire_at_ms\": int, \"scheduled_for_ms\": int|null, \"idempotency_key\": string|null, \"late_ms\": int|null, \"misfired\": bool|null, \"passed_over\": {\"first_ms\": int, \"last_ms\": int, \"count\": int, \"count_exact\": bool, \"reason\": \"beyond_grace\"}|null}. run is {\"run_id\": uuid, \"attempt_id\": uuid, \"idempotency_key\": string, \"scheduled_for_ms\": int}.",
         "inspect" => "\
-inspect: {\"schema_version\": int, \"now_ms\": int, \"schedules\": {\"total\", \"due\", \"claimed\", \"expired_claim\", \"not_due\", \"disabled\", \"uninitialized\": int}, \"owners\": [{\"owner\": string, \"claims\": int, \"expired\": int, \"last_claim_at_ms\": int, \"admissions_last_minute\": int}], \"oldest_overdue\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int}|null, \"admissions_last_minute\": int, \"schema_problem\": string|null (why `run` would refuse the schema; then the exit status is 78)}.
+inspect: {\"schema_version\": int, \"now_ms\": int, \"schedules\": {\"total\", \"due\", \"claimed\", \"expired_claim\", \"not_due\", \"disabled\", \"uninitialized\": int}, \"owners\": [{\"owner\": string, \"claims\": int, \"expired\": int, \"last_claim_at_ms\": int, \"admissions_last_minute\": int, \"manual_claims\": int (held claims an operator took by hand with qlsched claim)}], \"oldest_overdue\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int}|null, \"admissions_last_minute\": int, \"schema_problem\": string|null (why `run` would refuse the schema; then the exit status is 78)}.
 
 inspect schedules: [{\"project_id\", \"trigger_id\": string, \"state\": \"disabled\"|\"claimed\"|\"expired_claim\"|\"uninitialized\"|\"due\"|\"not_due\", \"trigger_revision\", \"state_version\", \"claim_version\": int, \"next_fire_at_ms\", \"due_in_ms\", \"last_scheduled_at_ms\": int|null, \"claim_owner\": string|null, \"claim_expires_at_ms\": int|null, \"updated_at_ms\": int}].
 
@@ -210,4 +210,36 @@ Checks on the database afterwards: \"runs\", \"duplicates\" (occurrences admitte
 Other: \"seed_s\" (creating, migrating, publishing and padding), \"database\" (the scratch database's name), \"kept\".",
         _ => return None,
     })
+}
+
+/// Sections only some pages have: `top`'s keys, columns and panels, from the lists its `?`
+/// overlay shows.
+pub fn extra_sections(command: &str) -> Vec<(&'static str, String)> {
+    let listed = |rows: &[(&str, &str)]| {
+        rows.iter()
+            .map(|(name, what)| format!("  {name:<16}{what}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    match command {
+        "top" => vec![
+            (
+                "KEYS",
+                format!(
+                    "{}\n\n? in top lists these keys and the columns below.",
+                    listed(crate::tui::input::KEYS)
+                ),
+            ),
+            (
+                "COLUMNS",
+                format!(
+                    "The schedules table, most urgent first (expired claims nobody took over, overdue rows, live claims, uninitialized rows, then the rest):\n\n{}\n\n\
+The mis column is read per refresh for the rows loaded, one bounded probe of the misfires_trigger index each; qlsched inspect misfires --trigger PROJECT/TRIGGER lists the records.\n\n\
+The owners panel lists the claim owners that hold a claim (valid or expired) or admitted a run in the last minute, with claims, expired claims, the last claim and admissions in the last minute. It is not a list of live replicas: a replica that holds nothing and admitted nothing in the last minute is absent, and an owner shown may be dead (! ALL CLAIMS EXPIRED says so). An owner all of whose claims an operator took by hand (qlsched claim, audited with the claim's token) is marked operator, by hand.",
+                    listed(crate::tui::draw::COLUMNS)
+                ),
+            ),
+        ],
+        _ => Vec::new(),
+    }
 }

@@ -158,6 +158,9 @@ pub struct OwnerClaims {
     pub expired: i64,
     pub last_claim_at_ms: i64,
     pub admissions_last_minute: i64,
+    /// Of its held claims, those an operator took by hand (`qlsched claim`, which audits the
+    /// claim's token): an owner whose claims are all manual is an operator, not a replica.
+    pub manual_claims: i64,
 }
 
 /// The schedule row that has waited longest for a replica.
@@ -217,13 +220,20 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
 // Owners holding claims (the partial claim-owner index) or having admitted in the last minute
 // (the runs' creation-time index; the run.created event names the claim owner). The last claim is
 // the newest held claim or, for an owner holding none now, its newest admission, made under a
-// claim taken just before. Shared by `inspect` and `top`.
+// claim taken just before. A held claim whose token a `claim` audit row of its trigger names was
+// taken by hand (one probe of the audit's trigger index per held claim). Shared by `inspect` and
+// `top`.
 const OWNERS: &str = "WITH held AS (
         SELECT claim_owner AS owner,
                count(*) FILTER (WHERE claim_expires_at_ms > now_ms()) AS valid,
                count(*) FILTER (WHERE claim_expires_at_ms <= now_ms()) AS expired,
-               max(updated_at_ms) AS last_claim_at_ms
-        FROM trigger_schedules WHERE claim_owner IS NOT NULL
+               max(updated_at_ms) AS last_claim_at_ms,
+               count(*) FILTER (WHERE EXISTS (
+                   SELECT 1 FROM schedule_audit a
+                   WHERE a.project_id = s.project_id AND a.trigger_id = s.trigger_id
+                     AND a.action = 'claim' AND a.fence_after->>'token' = s.claim_token::text))
+                   AS manual
+        FROM trigger_schedules s WHERE claim_owner IS NOT NULL
         GROUP BY claim_owner
     ), admitted AS (
         SELECT e.payload->>'claim_owner' AS owner, count(*) AS n, max(r.created_at_ms) AS last_at_ms
@@ -232,7 +242,7 @@ const OWNERS: &str = "WITH held AS (
         GROUP BY 1
     )
     SELECT coalesce(h.owner, a.owner), coalesce(h.valid, 0), coalesce(h.expired, 0),
-           greatest(h.last_claim_at_ms, a.last_at_ms), coalesce(a.n, 0)
+           greatest(h.last_claim_at_ms, a.last_at_ms), coalesce(a.n, 0), coalesce(h.manual, 0)
     FROM held h FULL JOIN admitted a ON a.owner = h.owner
     WHERE coalesce(h.owner, a.owner) IS NOT NULL
     ORDER BY 1
@@ -250,6 +260,7 @@ pub async fn owners(client: &impl GenericClient) -> Result<Vec<OwnerClaims>, Sto
             expired: row.get(2),
             last_claim_at_ms: row.get(3),
             admissions_last_minute: row.get(4),
+            manual_claims: row.get(5),
         })
         .collect())
 }
