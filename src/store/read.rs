@@ -172,6 +172,27 @@ pub struct Overdue {
     pub lag_ms: i64,
 }
 
+/// Claimed rows whose cursor is past: a live replica holds such a row for a moment; one held
+/// long (a hung or paused replica) is overdue though no replica can take it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimedOverdue {
+    /// How many claimed rows (valid or expired claims) have their cursor at or before now.
+    pub count: i64,
+    /// The one of them whose cursor is oldest, and who holds it.
+    pub oldest: Option<HeldOverdue>,
+}
+
+/// The claimed row that has waited longest, with its holder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldOverdue {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub next_fire_at_ms: i64,
+    pub lag_ms: i64,
+    pub owner: String,
+    pub claim_expired: bool,
+}
+
 /// `inspect` with no argument, and the header of `top`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Summary {
@@ -179,7 +200,10 @@ pub struct Summary {
     pub now_ms: i64,
     pub schedules: StateCounts,
     pub owners: Vec<OwnerClaims>,
+    /// The most overdue row a replica could take now (unclaimed, or its claim expired).
     pub oldest_overdue: Option<Overdue>,
+    /// Overdue rows that a claim holds, which `oldest_overdue` cannot show.
+    pub claimed_overdue: ClaimedOverdue,
     pub admissions_last_minute: i64,
 }
 
@@ -277,6 +301,19 @@ const OLDEST_OVERDUE: &str = "SELECT s.project_id, s.trigger_id, s.next_fire_at_
     ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
     LIMIT 1";
 
+// Held claims (valid or expired, the claim-owner index) on rows whose cursor is past: how many,
+// and the oldest with its holder.
+const CLAIMED_OVERDUE: &str = "WITH held AS (
+        SELECT project_id, trigger_id, next_fire_at_ms, claim_owner, claim_expires_at_ms
+        FROM trigger_schedules
+        WHERE claim_owner IS NOT NULL AND next_fire_at_ms <= now_ms()
+    )
+    SELECT (SELECT count(*) FROM held), o.project_id, o.trigger_id, o.next_fire_at_ms,
+           now_ms() - o.next_fire_at_ms, o.claim_owner, o.claim_expires_at_ms <= now_ms()
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (SELECT * FROM held
+                       ORDER BY next_fire_at_ms, project_id, trigger_id LIMIT 1) o ON true";
+
 // Admissions (runs created) in the last minute, from the creation-time index.
 const ADMISSIONS_LAST_MINUTE: &str =
     "SELECT count(*) FROM runs WHERE created_at_ms > now_ms() - 60000";
@@ -294,6 +331,20 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
             next_fire_at_ms: row.get(2),
             lag_ms: row.get(3),
         });
+    let held = client.query_one(CLAIMED_OVERDUE, &[]).await?;
+    let claimed_overdue = ClaimedOverdue {
+        count: held.get(0),
+        oldest: held
+            .get::<_, Option<String>>(1)
+            .map(|project_id| HeldOverdue {
+                project_id,
+                trigger_id: held.get(2),
+                next_fire_at_ms: held.get(3),
+                lag_ms: held.get(4),
+                owner: held.get(5),
+                claim_expired: held.get(6),
+            }),
+    };
     let admissions_last_minute = client.query_one(ADMISSIONS_LAST_MINUTE, &[]).await?.get(0);
     Ok(Summary {
         schema_version: counts.get(8),
@@ -309,6 +360,7 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
         },
         owners,
         oldest_overdue,
+        claimed_overdue,
         admissions_last_minute,
     })
 }
@@ -880,13 +932,20 @@ pub async fn trigger_detail(
         why_not_firing,
         state,
     };
-    if let Err(StoreError::SchemaNotReady(detail_text)) = check_ready(client, schema).await {
-        return Ok(detail(
-            Diagnosis::SchemaNotReady {
-                detail: detail_text,
-            },
-            None,
-        ));
+    // Only an unready schema is an answer; any other failure of the check (a login without
+    // USAGE on the schema, whose every table then looks missing) is the error itself, so that a
+    // healthy schema is never reported as one to migrate.
+    match check_ready(client, schema).await {
+        Ok(()) => {}
+        Err(StoreError::SchemaNotReady(detail_text)) => {
+            return Ok(detail(
+                Diagnosis::SchemaNotReady {
+                    detail: detail_text,
+                },
+                None,
+            ));
+        }
+        Err(error) => return Err(error),
     }
     let row = client
         .query_opt(TRIGGER, &[&project_id, &trigger_id])
