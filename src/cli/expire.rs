@@ -130,8 +130,9 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
         }
         (None, Some(owner)) => {
             let question = format!(
-                "expire every {}claim of {owner}? [y/N]",
-                if args.expired_only { "expired " } else { "" }
+                "expire every {}claim of {}? [y/N]",
+                if args.expired_only { "expired " } else { "" },
+                crate::core::text::clean(owner)
             );
             if asking && ask(&question)? != "y" {
                 return Err(CliError::Usage("not confirmed; nothing changed".into()));
@@ -188,7 +189,7 @@ async fn confirm_trigger(
     };
     eprintln!(
         "{trigger} is claimed by {} (token {}, version {}), {} at {}",
-        claim.owner,
+        crate::core::text::clean(&claim.owner),
         claim.token,
         claim.version,
         if claim.expired { "expired" } else { "expiring" },

@@ -235,7 +235,20 @@ fn init_logging(command: &Command, color: ColorChoice) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("QLSCHED_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Every field of every log line goes through core::text, as error messages do: an id, owner
+    // or database message can then neither write terminal sequences nor run on for kilobytes.
+    use tracing_subscriber::field::MakeExt;
+    let fields = tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let text = crate::core::text::clean_message(&format!("{value:?}"));
+        if field.name() == "message" {
+            write!(writer, "{text}")
+        } else {
+            write!(writer, "{}={text}", field.name())
+        }
+    })
+    .delimited(" ");
     let _ = tracing_subscriber::fmt()
+        .fmt_fields(fields)
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(color.enabled_for_stderr())
