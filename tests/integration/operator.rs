@@ -502,7 +502,15 @@ async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() 
     .expect("write");
     let latin1 = dir.join("latin1.json");
     std::fs::write(&latin1, b"{\"projects\": [{\"id\": \"caf\xe9\"}]}").expect("write");
+    let coloured = dir.join("coloured.json");
+    std::fs::write(
+        &coloured,
+        r#"{"projects": [{"id": "\u001b[31mred\u001b]0;title\u0007"}]}"#,
+    )
+    .expect("write");
     let (nul, latin1) = (nul.display().to_string(), latin1.display().to_string());
+    let coloured = coloured.display().to_string();
+    let long_trigger = format!("{}/x", "p".repeat(10_240));
     let long = "o".repeat(10_240);
     let owners_trigger = "p\u{1b}]0;pwned\u{7}/tick".to_owned();
     // Each with a needle its one line must hold: the real reason, named where it came from.
@@ -618,6 +626,16 @@ async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() 
             vec!["expire", "--owner", &long, "--yes"],
             2,
             "…(10240 bytes)",
+        ),
+        (
+            vec!["inspect", "trigger", &long_trigger],
+            2,
+            "…(10242 bytes)",
+        ),
+        (
+            vec!["publish", "-f", &coloured],
+            65,
+            "invalid id \"\\u{1b}[31mred\\u{1b}]0;title\\u{7}\"",
         ),
     ];
     let mut cases: Vec<(Vec<&str>, i32, &str)> = cases
