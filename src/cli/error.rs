@@ -77,6 +77,12 @@ impl CliError {
     pub fn kind(&self) -> &'static str {
         match self {
             CliError::Store(StoreError::SchemaNotReady(_)) => "schema_not_ready",
+            // `inspect` and `inspect trigger` report an unready schema as findings.
+            CliError::Findings { message, code }
+                if *code == exit::CONFIG && message.starts_with("schema not ready") =>
+            {
+                "schema_not_ready"
+            }
             CliError::Store(StoreError::TimedOut(_)) => "timed_out",
             CliError::Manifest(_) => "bad_manifest",
             _ => match self.exit_code() {

@@ -371,6 +371,15 @@ async fn why_not_firing_schema_not_ready() {
     let db = TestDb::empty().await;
     let why = json_of(&db, &["inspect", "trigger", "p/tick"], 78)["why_not_firing"].clone();
     assert_eq!(why["cause"], "schema_not_ready");
+    // The report on stdout, and the error a script branches on as JSON on stderr.
+    let output = qlsched(
+        Some(&db),
+        &["inspect", "trigger", "p/tick", "-o", "json"],
+        None,
+    );
+    let error: Value = serde_json::from_str(&stderr(&output)).expect("one JSON object");
+    assert_eq!(error["kind"], "schema_not_ready", "{error}");
+    assert_eq!(error["exit_status"], 78);
 }
 
 #[tokio::test]
