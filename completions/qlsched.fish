@@ -25,7 +25,7 @@ function __fish_qlsched_using_subcommand
 end
 
 complete -c qlsched -n "__fish_qlsched_needs_command" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_needs_command" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_needs_command" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_needs_command" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_needs_command" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -45,7 +45,7 @@ complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "bench" -d 'Measure 
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -58,7 +58,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "verify" -d 'Compare checksums and each role\'s grants with what it must hold; exit 78 on any difference'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -67,7 +67,7 @@ never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -76,7 +76,7 @@ never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -90,7 +90,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s f -l file -d 'The JSON manifest to publish, or `-` for standard input' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -99,13 +99,13 @@ never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l dry-run -d 'Validate and diff against the database, report, and change nothing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l owner -d 'Claim owner written into every lease [default: HOSTNAME:PID]' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l owner -d 'Claim owner written into every lease, 1 to 200 characters [default: HOSTNAME:PID]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l batch -d 'Claims per round (1..=256)' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l lease -d 'Lease of each claim, in database time' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l cadence -d 'Time from the start of one round to the start of the next' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l drain-timeout -d 'How long a stop waits for the round in flight before releasing its claims' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l lease -d 'Lease of each claim, in database time (1s..=1h)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l cadence -d 'Time from the start of one round to the start of the next (10ms..=1h)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l drain-timeout -d 'How long a stop waits for the round in flight before releasing its claims (0s..=10m)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -114,9 +114,9 @@ never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l owner -d 'Claim owner written into the lease [default: USER@HOST:manual]' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l lease -d 'Lease of the claim, in database time' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l lease -d 'Lease of the claim, in database time (1s..=1h)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -134,7 +134,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_se
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l token -d 'The claim token `qlsched claim` printed (a UUID)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l version -d 'The claim version `qlsched claim` printed with the token' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -146,7 +146,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_s
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l token -d 'The claim token `qlsched claim` printed (a UUID)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l version -d 'The claim version `qlsched claim` printed with the token' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -157,7 +157,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_s
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -185,7 +185,7 @@ not_due\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l owner -d 'Only rows claimed by this owner' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l limit -d 'At most this many rows' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -196,7 +196,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l owner -d 'Only claims of this owner' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l limit -d 'At most this many claims' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -209,7 +209,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l since -d 'Only runs created within this long (e.g. 10m)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l limit -d 'At most this many runs' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -218,7 +218,7 @@ never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -227,7 +227,7 @@ never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -237,7 +237,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l limit -d 'At most this many candidates listed, oldest run first' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -248,7 +248,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l trigger -d 'Only actions on this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l limit -d 'At most this many audit rows' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -260,7 +260,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l since -d 'Only records written within this long (e.g. 1h)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l limit -d 'At most this many records' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -270,7 +270,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l since -d 'How far back occurrences are accounted for (at most the 7-day retention of misfire records)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -293,7 +293,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l version -d 'T
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l owner -d 'Expire every claim of this owner (a replica known to be dead), in one transaction' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l reason -d 'Why, for the audit row' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -305,7 +305,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l dry-run -d 'S
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l refresh -d 'Time between refreshes, 250ms to 10s (`+` and `-` change it live)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -319,7 +319,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l database -d 'Th
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l replicas -d 'Number of in-process replicas' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l postgres-bin -d 'Directory holding initdb and pg_ctl (PostgreSQL 15 or newer) for the throw-away server [default: the first of PATH, /usr/lib/postgresql/<major>/bin and the other usual install locations that has both, newest major first]' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -340,7 +340,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l lease -d 'Leas
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cron -d 'With --steady: every trigger\'s cron expression (UTC)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l window -d 'With --steady: the span of occurrences measured, from the first one after every trigger has its first cursor' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -352,7 +352,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s h -l help -d '
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l out-dir -d 'Folder to write `completions/` and `man/` into' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l schema -d 'Schema that holds the qlsched tables' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''

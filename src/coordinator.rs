@@ -390,8 +390,9 @@ impl Coordinator {
 
     /// Drops the record of the claims a cancelled round held: their leases have run out, so they
     /// are anyone's to take, and releasing them would only wait on the same unanswering server.
-    pub fn forget_held(&self) {
-        self.settle_all();
+    /// Returns them, so that the caller can say what became of each.
+    pub fn forget_held(&self) -> Vec<ReleaseRequest> {
+        std::mem::take(&mut *self.lock_held())
     }
 
     /// Gives back every claim the round in flight still holds (used when a stop cannot wait for

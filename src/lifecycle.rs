@@ -119,10 +119,18 @@ async fn run_rounds(
             Ok(outcome) => outcome,
             Err(_) => {
                 coordinator.cancel_in_flight().await;
-                coordinator.forget_held();
+                let held = coordinator.forget_held();
+                // A replica resumed after a stall (SIGSTOP, a frozen VM) lands here at once:
+                // say how long the round ran and what became of its claims meanwhile.
+                let ran = crate::core::format_ms(
+                    i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+                );
+                let fates = fates_of(&coordinator, &held, lease).await;
                 Ok(Err(StoreError::TimedOut(format!(
-                    "the round did not finish within the lease ({lease:?}); cancelled, and its \
-                     connection closed"
+                    "the round did not finish within the lease ({}): it ran {ran} (this process \
+                     was stalled or the server did not answer); {fates}; cancelled, and its \
+                     connection closed",
+                    crate::core::format_duration(lease)
                 ))))
             }
         };
@@ -247,6 +255,59 @@ impl Failures {
         let jitter = f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 512.0;
         Some(full.mul_f64(1.0 - jitter))
     }
+}
+
+/// What became of the claims a timed-out round held, from one read bounded by the lease (the
+/// server may be the thing that is not answering): `its 2 claims: p/a taken over by host-2; …`.
+async fn fates_of(
+    coordinator: &Coordinator,
+    held: &[crate::store::claim::ReleaseRequest],
+    lease: std::time::Duration,
+) -> String {
+    if held.is_empty() {
+        return "it held no claim".to_owned();
+    }
+    let read = async {
+        let client = coordinator.store().client().await?;
+        crate::store::claim::claim_fates(&**client, held).await
+    };
+    let fates = match tokio::time::timeout(lease, read).await {
+        Ok(Ok(fates)) => fates,
+        Ok(Err(error)) => {
+            return format!(
+                "what became of its {} claims is unknown: {error}",
+                held.len()
+            );
+        }
+        Err(_) => {
+            return format!(
+                "what became of its {} claims is unknown: the server did not answer",
+                held.len()
+            );
+        }
+    };
+    const LISTED: usize = 5;
+    let mut text = format!(
+        "its {} claim{}: ",
+        fates.len(),
+        if fates.len() == 1 { "" } else { "s" }
+    );
+    let listed: Vec<String> = fates
+        .iter()
+        .take(LISTED)
+        .map(|(project, trigger, fate)| {
+            format!(
+                "{}/{} {fate}",
+                crate::core::text::clean(project),
+                crate::core::text::clean(trigger)
+            )
+        })
+        .collect();
+    text.push_str(&listed.join("; "));
+    if fates.len() > LISTED {
+        text.push_str(&format!("; and {} more", fates.len() - LISTED));
+    }
+    text
 }
 
 fn emit(events: &Option<mpsc::UnboundedSender<RoundEvent>>, event: RoundEvent) {

@@ -8,6 +8,10 @@ use clap::{Args, ValueEnum};
 use crate::core::duration::parse_duration;
 use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
+/// The help heading of the options every subcommand takes, so that a subcommand's own options
+/// are listed apart from them.
+pub const GLOBAL: &str = "Global options";
+
 /// Where the database is (docs/DESIGN.md §5.2).
 #[derive(Debug, Clone, Args)]
 pub struct ConnectionArgs {
@@ -19,12 +23,19 @@ pub struct ConnectionArgs {
         long,
         global = true,
         value_name = "URL",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = GLOBAL
     )]
     pub database_url: Option<String>,
 
-    /// Schema that holds the qlsched tables.
-    #[arg(long, global = true, env = "QLSCHED_SCHEMA", default_value = SchemaName::DEFAULT, value_parser = parse_schema)]
+    /// Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _,
+    /// not pg_.
+    #[arg(long = "schema", id = "schema", global = true, env = "QLSCHED_SCHEMA",
+          default_value = SchemaName::DEFAULT, value_name = "SCHEMA", help_heading = GLOBAL)]
+    pub schema_text: String,
+
+    /// The schema named by `--schema` or `QLSCHED_SCHEMA`, checked by [`ConnectionArgs::resolve_schema`].
+    #[arg(skip)]
     pub schema: SchemaName,
 }
 
@@ -32,10 +43,29 @@ impl ConnectionArgs {
     pub fn settings(&self) -> Result<ConnectionSettings, StoreError> {
         ConnectionSettings::resolve(self.database_url.as_deref())
     }
+
+    /// Checks the schema name where it came from: a bad `--schema` is a usage error (2), a bad
+    /// `QLSCHED_SCHEMA` a configuration error (78), each message naming its source.
+    pub fn resolve_schema(&mut self, from_env: bool) -> Result<(), super::CliError> {
+        match self.schema_text.parse::<SchemaName>() {
+            Ok(schema) => {
+                self.schema = schema;
+                Ok(())
+            }
+            Err(problem) if from_env => Err(super::CliError::Config(format!(
+                "QLSCHED_SCHEMA (from the environment): {problem}"
+            ))),
+            Err(problem) => Err(super::CliError::Usage(format!("--schema: {problem}"))),
+        }
+    }
 }
 
-fn parse_schema(text: &str) -> Result<SchemaName, String> {
-    text.parse()
+/// A claim owner given on the command line (`expire --owner`, `inspect --owner`): 1 to 200
+/// characters without control characters, as replicas write them (docs/DESIGN.md §4.9). An
+/// empty or malformed owner is a usage error (exit 2), refused before any connection.
+pub fn owner_arg(text: &str) -> Result<String, String> {
+    crate::core::config::check_owner(text).map_err(|error| error.to_string())?;
+    Ok(text.to_owned())
 }
 
 /// Tables for people, JSON for scripts.
@@ -49,7 +79,8 @@ pub enum OutputFormat {
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Output format: tables for people, JSON (stable, documented in the man pages) for scripts.
-    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = OutputFormat::Table)]
+    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = OutputFormat::Table,
+          help_heading = GLOBAL)]
     pub format: OutputFormat,
 }
 
@@ -65,8 +96,33 @@ pub struct ConfirmArgs {
     pub dry_run: bool,
 }
 
-/// `30s`, `1m`, `500ms`, `1m30s` as a clap value parser.
+/// A whole number of at least `min` as a clap value parser, with the bound said plainly. The
+/// flags that take one accept a leading `-` (`allow_negative_numbers`), so that `--limit -1` is
+/// refused for being negative rather than read as an unknown flag.
+pub fn at_least(min: i64) -> impl Fn(&str) -> Result<i64, String> + Clone + Send + Sync + 'static {
+    move |text: &str| {
+        let value: i64 = text.parse().map_err(|_| {
+            format!(
+                "expected a whole number, got \"{}\"",
+                crate::core::text::clean(text)
+            )
+        })?;
+        if value < min {
+            return Err(format!("must be {min} or more, got {value}"));
+        }
+        Ok(value)
+    }
+}
+
+/// `30s`, `1m`, `500ms`, `1m30s` as a clap value parser. The flags that take one accept a
+/// leading `-` (`allow_hyphen_values`), so that `--lease -1s` is refused for what it is.
 pub fn duration_arg(text: &str) -> Result<Duration, String> {
+    if text.starts_with('-') {
+        return Err(format!(
+            "{} is negative: a duration is 0 or more, e.g. 500ms, 30s, 1m30s",
+            crate::core::text::clean(text)
+        ));
+    }
     parse_duration(text).map_err(|error| error.to_string())
 }
 
@@ -137,7 +193,8 @@ pub fn trigger_name(text: &str) -> Result<TriggerName, String> {
             trigger_id: trigger.to_owned(),
         }),
         _ => Err(format!(
-            "expected PROJECT/TRIGGER, each 1 to 128 of A-Z a-z 0-9 _ . -, got {text:?}"
+            "expected PROJECT/TRIGGER, each 1 to 128 of A-Z a-z 0-9 _ . -, got \"{}\"",
+            crate::core::text::clean(text)
         )),
     }
 }
@@ -152,7 +209,8 @@ pub struct FenceArgs {
     pub token: String,
 
     /// The claim version `qlsched claim` printed with the token.
-    #[arg(long = "version", id = "claim_version", value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    #[arg(long = "version", id = "claim_version", value_name = "N", allow_negative_numbers = true,
+          value_parser = at_least(0))]
     pub claim_version: i64,
 }
 
@@ -168,7 +226,10 @@ pub fn fence(
     version: i64,
 ) -> Result<crate::store::operator::FenceRef, super::CliError> {
     let token = uuid::Uuid::parse_str(token).map_err(|error| {
-        super::CliError::BadInput(format!("invalid claim token {token:?}: {error}"))
+        super::CliError::BadInput(format!(
+            "invalid claim token \"{}\": {error}",
+            crate::core::text::clean(token)
+        ))
     })?;
     Ok(crate::store::operator::FenceRef { token, version })
 }

@@ -21,19 +21,20 @@ use crate::store::scratch::drop_database;
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Triggers to publish (through the real publish path).
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, default_value_t = 10_000, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub triggers: u32,
 
     /// In-process replicas, each with a pool of its own, as `qlsched run` starts one.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=64))]
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true, value_parser = clap::value_parser!(u8).range(1..=64))]
     pub replicas: u8,
 
     /// Claims per round of every replica (1..=256).
-    #[arg(long, default_value_t = DEFAULT_BATCH)]
+    #[arg(long, default_value_t = DEFAULT_BATCH, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::core::MAX_BATCH)))]
     pub batch: u16,
 
     /// Fraction of the triggers whose occurrence is due at once (0..=1); the rest are not due.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub due_fraction: f64,
 
     /// Schedule rows in all: the triggers, plus rows that are never due [default: --triggers].
@@ -41,21 +42,21 @@ pub struct BenchArgs {
     pub rows_total: Option<u64>,
 
     /// Stop measuring after this long even if occurrences are still due (exit 1); at least 1s.
-    #[arg(long, default_value = "5m", value_parser = duration_arg)]
+    #[arg(long, default_value = "5m", value_parser = duration_arg, allow_hyphen_values = true)]
     pub duration: Duration,
 
     /// How long the commit ceiling is probed (100ms..=10m).
-    #[arg(long, default_value = "3s", value_parser = duration_arg)]
+    #[arg(long, default_value = "3s", value_parser = duration_arg, allow_hyphen_values = true)]
     pub ceiling_time: Duration,
 
     /// Time from the start of one round to the next for rounds that did not fill their budget;
     /// also the window the replicas' random start phases fall in [default: 100ms; with
     /// --steady, 1s as `qlsched run`].
-    #[arg(long, value_parser = duration_arg)]
+    #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
     pub cadence: Option<Duration>,
 
     /// Lease of each claim, in database time.
-    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    #[arg(long, default_value = "30s", value_parser = duration_arg, allow_hyphen_values = true)]
     pub lease: Duration,
 
     /// Keep the scratch database afterwards (its name is in the report).
@@ -100,7 +101,12 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
         database: format!("qlsched_bench_{pid}"),
         keep: args.keep,
     };
-    config.check()?;
+    // Every value checked here came from a flag: out of bounds is a usage error (2).
+    config.check().map_err(|error| match error {
+        crate::bench::BenchError::Config(text) => CliError::Usage(text),
+        crate::bench::BenchError::Core(error) => super::run::flag_value(&error),
+        other => CliError::Bench(other),
+    })?;
     eprintln!(
         "qlsched bench: {} triggers ({} schedule rows), {} replica{}, batch {} on {}",
         config.triggers,

@@ -48,8 +48,8 @@ pub struct ClaimArgs {
     #[arg(long)]
     pub owner: Option<String>,
 
-    /// Lease of the claim, in database time.
-    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    /// Lease of the claim, in database time (1s..=1h).
+    #[arg(long, default_value = "30s", value_parser = duration_arg, allow_hyphen_values = true)]
     pub lease: Duration,
 }
 
@@ -147,7 +147,9 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
         lease: args.lease,
         ..CoordinatorConfig::default()
     };
-    config.validate()?;
+    config
+        .validate()
+        .map_err(|error| super::run::flag_value(&error))?;
     // A claim nobody will settle is refused before anything is claimed.
     if !args.hold && !args.release {
         args.confirm
@@ -561,7 +563,7 @@ fn render_claim(report: &ClaimReport) -> String {
         vec![
             "step".into(),
             if report.dry_run {
-                "dry run: rolled back, nothing claimed".to_owned()
+                "dry run: nothing written (no claim taken, nothing admitted)".to_owned()
             } else {
                 report.step.to_owned()
             },

@@ -48,7 +48,7 @@ pub const DEMO_MANIFEST: &str = include_str!("../../examples/demo.json");
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Stop by itself after this long (default: run until Ctrl-C).
-    #[arg(long, value_parser = duration_arg)]
+    #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
 
     /// The database to (re)create for the demo, on the server the connection settings name. An
@@ -57,7 +57,7 @@ pub struct DemoArgs {
     pub database: String,
 
     /// Number of in-process replicas.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub replicas: u8,
 
     /// Run on a throw-away PostgreSQL of its own: a cluster initialised in a temporary directory

@@ -46,6 +46,17 @@ pub enum CliError {
     /// stdout, the message is the one-line summary.
     #[error("{message}")]
     Findings { message: String, code: u8 },
+    /// `expire --owner` named an owner that holds no claim and never appears in the audit, the
+    /// runs' `run.created` events or the misfire records: most likely a typo (exit 4).
+    #[error(
+        "not found: owner \"{}\" holds no claim and was never seen (no audit row, admitted run or misfire record names it); check the name with `qlsched inspect claims`",
+        crate::core::text::clean(owner)
+    )]
+    OwnerNeverSeen { owner: String },
+    /// Configuration read from the environment that is invalid (`QLSCHED_SCHEMA`,
+    /// `QLSCHED_OWNER`): exit 78. The same value given as a flag is a usage error.
+    #[error("configuration invalid: {0}")]
+    Config(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -60,8 +71,62 @@ impl CliError {
             CliError::Bench(error) => error.exit_code(),
             CliError::Embedded(error) => error.exit_code(),
             CliError::Findings { code, .. } => *code,
+            CliError::Config(_) => exit::CONFIG,
+            CliError::OwnerNeverSeen { .. } => exit::NOT_FOUND,
             CliError::Io(_) => exit::UNEXPECTED,
         }
+    }
+
+    /// What kind of failure this is, for scripts: one word per exit status, and for 78 whether
+    /// the schema or the configuration is at fault.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CliError::Store(StoreError::SchemaNotReady(_)) => "schema_not_ready",
+            // `inspect` and `inspect trigger` report an unready schema as findings.
+            CliError::Findings { message, code }
+                if *code == exit::CONFIG && message.starts_with("schema not ready") =>
+            {
+                "schema_not_ready"
+            }
+            CliError::Store(StoreError::TimedOut(_)) => "timed_out",
+            CliError::Manifest(_) => "bad_manifest",
+            _ => match self.exit_code() {
+                exit::USAGE => "usage",
+                exit::FENCE_REJECTED => "fence_rejected",
+                exit::NOT_FOUND => "not_found",
+                exit::NOTHING_ELIGIBLE => "nothing_eligible",
+                exit::DATA => "bad_input",
+                exit::UNAVAILABLE => "unavailable",
+                exit::TEMPFAIL => "transient",
+                exit::NO_PERMISSION => "permission_denied",
+                exit::CONFIG => "config",
+                exit::INTERRUPTED => "interrupted",
+                _ => "unexpected",
+            },
+        }
+    }
+
+    /// The error as `-o json` writes it to stderr: one object with `error` (the message as the
+    /// table format prints it), `exit_status`, `kind`, and the fields a script needs: `path`
+    /// and `reason` of a refused manifest; `owner` and `seen` when an owner held nothing.
+    pub fn json(&self, message: &str) -> serde_json::Value {
+        let mut object = serde_json::json!({
+            "error": message,
+            "exit_status": self.exit_code(),
+            "kind": self.kind(),
+        });
+        match self {
+            CliError::Manifest(error) => {
+                object["path"] = error.path.clone().into();
+                object["reason"] = crate::core::text::clean_message(&error.message).into();
+            }
+            CliError::OwnerNeverSeen { owner } => {
+                object["owner"] = crate::core::text::clean(owner).into();
+                object["seen"] = false.into();
+            }
+            _ => {}
+        }
+        object
     }
 
     /// Standard output went away (`qlsched inspect | head`): not an error, exit quietly.

@@ -5,7 +5,9 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, ask, fence, interactive, trigger_name};
+use super::args::{
+    ConfirmArgs, TriggerName, ask, at_least, fence, interactive, owner_arg, trigger_name,
+};
 use super::claim::operator_name;
 use super::output::{emit, table};
 use super::{CliError, Global};
@@ -18,8 +20,7 @@ use crate::store::{Store, StoreError};
 #[command(disable_version_flag = true)]
 pub struct ExpireArgs {
     /// The trigger whose claim to expire.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name,
-          required_unless_present = "owner", conflicts_with = "owner")]
+    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name, conflicts_with = "owner")]
     pub trigger: Option<TriggerName>,
 
     /// Expire only the claim with this token (exit 3 if it changed in between).
@@ -28,11 +29,11 @@ pub struct ExpireArgs {
 
     /// The claim version that goes with --token.
     #[arg(long = "version", id = "claim_version", value_name = "N", requires = "token",
-          value_parser = clap::value_parser!(i64).range(0..))]
+          allow_negative_numbers = true, value_parser = at_least(0))]
     pub claim_version: Option<i64>,
 
     /// Expire every claim of this owner (a replica known to be dead), in one transaction.
-    #[arg(long, conflicts_with_all = ["token", "claim_version"])]
+    #[arg(long, conflicts_with_all = ["token", "claim_version"], value_parser = owner_arg)]
     pub owner: Option<String>,
 
     /// With --owner: only the claims already past their lease.
@@ -52,9 +53,22 @@ pub struct ExpireArgs {
 pub struct ExpireReport {
     pub dry_run: bool,
     pub expired: Vec<Expired>,
+    /// With `--owner` and nothing expired: the owner was seen before (it holds claims that are
+    /// not expired yet, or a record names it). A never-seen owner is an error (exit 4) instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_seen: Option<bool>,
+    #[serde(skip)]
+    owner: Option<String>,
 }
 
 pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
+    if args.trigger.is_none() && args.owner.is_none() {
+        return Err(CliError::Usage(
+            "name the claim to expire: a PROJECT/TRIGGER for one trigger's claim, or --owner \
+             OWNER for every claim of one owner"
+                .into(),
+        ));
+    }
     let given = match (&args.token, args.claim_version) {
         (Some(token), Some(version)) => Some(fence(token, version)?),
         _ => None,
@@ -116,21 +130,42 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
         }
         (None, Some(owner)) => {
             let question = format!(
-                "expire every {}claim of {owner}? [y/N]",
-                if args.expired_only { "expired " } else { "" }
+                "expire every {}claim of {}? [y/N]",
+                if args.expired_only { "expired " } else { "" },
+                crate::core::text::clean(owner)
             );
             if asking && ask(&question)? != "y" {
                 return Err(CliError::Usage("not confirmed; nothing changed".into()));
             }
-            operator::expire_owner(&store, owner, args.expired_only, &actor, dry_run).await?
+            let expired =
+                operator::expire_owner(&store, owner, args.expired_only, &actor, dry_run).await?;
+            // Nothing expired: a typo must not pass for success.
+            if expired.is_empty() {
+                if !operator::owner_seen(&store, owner).await? {
+                    return Err(CliError::OwnerNeverSeen {
+                        owner: owner.clone(),
+                    });
+                }
+                let report = ExpireReport {
+                    dry_run,
+                    expired,
+                    owner_seen: Some(true),
+                    owner: Some(owner.clone()),
+                };
+                return emit(global.format, &report, render);
+            }
+            expired
         }
-        (None, None) => {
-            return Err(CliError::Usage(
-                "name a PROJECT/TRIGGER or an --owner".into(),
-            ));
-        }
+        // Refused before connecting.
+        (None, None) => Vec::new(),
     };
-    emit(global.format, &ExpireReport { dry_run, expired }, render)
+    let report = ExpireReport {
+        dry_run,
+        expired,
+        owner_seen: None,
+        owner: None,
+    };
+    emit(global.format, &report, render)
 }
 
 /// Shows the claim about to be expired and asks; the fence of the claim shown when confirmed.
@@ -154,7 +189,7 @@ async fn confirm_trigger(
     };
     eprintln!(
         "{trigger} is claimed by {} (token {}, version {}), {} at {}",
-        claim.owner,
+        crate::core::text::clean(&claim.owner),
         claim.token,
         claim.version,
         if claim.expired { "expired" } else { "expiring" },
@@ -168,7 +203,15 @@ async fn confirm_trigger(
 
 fn render(report: &ExpireReport) -> String {
     if report.expired.is_empty() {
-        return "no claim to expire".to_owned();
+        return match &report.owner {
+            Some(owner) => format!(
+                "no claim to expire: owner {} holds none{} (it was seen before: a held claim, \
+                 an audit row, an admitted run or a misfire record names it)",
+                crate::core::text::clean(owner),
+                if report.dry_run { " (dry run)" } else { "" }
+            ),
+            None => "no claim to expire".to_owned(),
+        };
     }
     let rows = report.expired.iter().map(|e| {
         vec![

@@ -83,6 +83,9 @@ fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Re
     if let Some(json) = super::manual::json_section(short) {
         section(&mut out, "JSON OUTPUT", json)?;
     }
+    for (title, body) in super::manual::extra_sections(short) {
+        section(&mut out, title, &body)?;
+    }
     section(&mut out, "EXIT STATUS", super::manual::EXIT_STATUS)?;
     section(&mut out, "ENVIRONMENT", super::manual::ENVIRONMENT)?;
     section(

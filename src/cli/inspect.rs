@@ -8,7 +8,7 @@ use clap::builder::TypedValueParser;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::args::{TriggerName, duration_arg, trigger_name};
+use super::args::{TriggerName, at_least, duration_arg, trigger_name};
 use super::error::exit;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
@@ -45,7 +45,7 @@ pub enum InspectWhat {
         #[arg(long)]
         owner: Option<String>,
         /// At most this many rows.
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
         limit: i64,
     },
     /// Claims held, by owner, with the lease left in database time.
@@ -57,7 +57,7 @@ pub enum InspectWhat {
         #[arg(long)]
         expired: bool,
         /// At most this many claims.
-        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..))]
+        #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = at_least(1))]
         limit: i64,
     },
     /// Admitted runs, newest first.
@@ -66,10 +66,10 @@ pub enum InspectWhat {
         #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
         trigger: Option<TriggerName>,
         /// Only runs created within this long (e.g. 10m).
-        #[arg(long, value_parser = duration_arg)]
+        #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
         since: Option<Duration>,
         /// At most this many runs.
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
         limit: i64,
     },
     /// One run with its attempt and events.
@@ -87,7 +87,7 @@ pub enum InspectWhat {
     /// Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates).
     Recovery {
         /// At most this many candidates listed, oldest run first.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..))]
+        #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = at_least(1))]
         limit: i64,
     },
     /// Operator actions on schedule rows, newest first.
@@ -96,7 +96,7 @@ pub enum InspectWhat {
         #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
         trigger: Option<TriggerName>,
         /// At most this many audit rows.
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
         limit: i64,
     },
     /// Misfire records: occurrences passed over beyond their grace, newest first.
@@ -105,10 +105,10 @@ pub enum InspectWhat {
         #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
         trigger: Option<TriggerName>,
         /// Only records written within this long (e.g. 1h).
-        #[arg(long, value_parser = duration_arg)]
+        #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
         since: Option<Duration>,
         /// At most this many records.
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
         limit: i64,
     },
     /// Check what the scheduler promises (one run per occurrence, every occurrence a run or
@@ -117,7 +117,7 @@ pub enum InspectWhat {
     Invariants {
         /// How far back occurrences are accounted for (at most the 7-day retention of misfire
         /// records).
-        #[arg(long, default_value = "1h", value_parser = duration_arg)]
+        #[arg(long, default_value = "1h", value_parser = duration_arg, allow_hyphen_values = true)]
         since: Duration,
     },
 }
@@ -131,7 +131,10 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     let run_id = match &args.what {
         Some(InspectWhat::Run { run_id }) => {
             Some(uuid::Uuid::parse_str(run_id).map_err(|error| {
-                CliError::BadInput(format!("invalid run id {run_id:?}: {error}"))
+                CliError::BadInput(format!(
+                    "invalid run id \"{}\": {error}",
+                    crate::core::text::clean(run_id)
+                ))
             })?)
         }
         _ => None,
@@ -361,8 +364,26 @@ fn render_summary(report: &SummaryReport) -> String {
             utc(o.next_fire_at_ms),
             format_ms(o.lag_ms)
         ),
-        None => "oldest overdue: none\n".to_owned(),
+        None => "oldest overdue: none unclaimed\n".to_owned(),
     });
+    let held = &s.claimed_overdue;
+    if let Some(o) = &held.oldest {
+        out.push_str(&format!(
+            "claimed and overdue: {} row{}, oldest {}/{} due at {}, lag {}, held by {}{}\n",
+            held.count,
+            if held.count == 1 { "" } else { "s" },
+            o.project_id,
+            o.trigger_id,
+            utc(o.next_fire_at_ms),
+            format_ms(o.lag_ms),
+            crate::core::text::clean(&o.owner),
+            if o.claim_expired {
+                " (claim expired, not taken over)"
+            } else {
+                " (claim still valid)"
+            }
+        ));
+    }
     if !s.owners.is_empty() {
         out.push_str(&table(
             &[

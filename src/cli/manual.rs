@@ -6,18 +6,22 @@ The same for every subcommand:
 
   0   success
   1   unexpected error
-  2   usage error (bad flag or argument, such as a malformed PROJECT/TRIGGER, a negative or non-numeric --version, a bad duration or an unknown --state; a destructive action without --yes and without a terminal; `demo --database` naming a database no demo made)
+  2   usage error: a flag or argument that is malformed or out of range, whatever the flag (a malformed PROJECT/TRIGGER, a negative --version or --limit, --batch 0, --lease 0s or -1s, an empty --owner, a bad duration, an unknown --state, a bad --schema), refused before anything connects; a destructive action without --yes and without a terminal; `demo --database` naming a database no demo made
   3   fence rejected: the claim named no longer holds (other owner, newer version, expired)
-  4   not found
+  4   not found (a trigger or run; `expire --owner` naming an owner that holds no claim and that no audit row, admitted run or misfire record names)
   5   nothing eligible (no due, unclaimed row; a named row that is not eligible, or holds no claim to expire)
-  65  bad input data (manifest, cron expression, time zone, a malformed claim token or run id)
+  65  bad input data (a manifest, with the JSON path, including a NUL (\\u0000) anywhere in it, and invalid UTF-8, with its byte offset; a cron expression, time zone, a malformed claim token or run id)
   69  database unavailable (including no answer within connect_timeout, and no TLS where sslmode requires it; also: the throw-away server of `demo --embedded` failed to start)
   75  transient conflict, retries exhausted
   77  permission denied by the database role, a login refused (password, client certificate), or the server's TLS certificate refused
-  78  schema not ready or configuration invalid (also: `demo --embedded` finds no initdb and pg_ctl of PostgreSQL 15 or newer, or runs as root with no system user postgres to run the server as)
+  78  schema not ready, or configuration read from the environment or a file invalid (QLSCHED_SCHEMA or QLSCHED_OWNER, named in the message; a connection string; the PG* variables; also: `demo --embedded` finds no initdb and pg_ctl of PostgreSQL 15 or newer, or runs as root with no system user postgres to run the server as)
   130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease)
 
-A closed standard output (qlsched ... | head) ends the command quietly with status 0.";
+A closed standard output (qlsched ... | head) ends the command quietly with status 0.
+
+With -o json an error is one JSON object on one line of stderr, and nothing is written to stdout (a check that fails, such as migrate verify or inspect invariants, prints its report on stdout first): {\"error\": string (the message the table format prints after qlsched:), \"exit_status\": int, \"kind\": \"usage\"|\"fence_rejected\"|\"not_found\"|\"nothing_eligible\"|\"bad_input\"|\"bad_manifest\"|\"unavailable\"|\"transient\"|\"timed_out\"|\"permission_denied\"|\"schema_not_ready\"|\"config\"|\"interrupted\"|\"unexpected\"}, and for bad_manifest \"path\" (the JSON path) and \"reason\"; for an owner never seen (expire --owner, exit 4) \"owner\" and \"seen\": false. Fields are only ever added.
+
+Echoed values (ids, owners, reasons, paths) are written with control characters escaped (ESC as \\u{1b}) and, past 512 bytes, cut with their length said: …(10240 bytes).";
 
 pub const ENVIRONMENT: &str = "\
 QLSCHED_DATABASE_URL, DATABASE_URL
@@ -39,10 +43,10 @@ PGSERVICE
 Connection service files are not supported: set, it is refused with exit 78.
 
 QLSCHED_SCHEMA
-The schema that holds the qlsched tables (default qlsched), as --schema.
+The schema that holds the qlsched tables (default qlsched), as --schema: 1 to 63 lower-case letters a-z, digits and underscores, starting with a letter or underscore, and not starting with pg_. A bad --schema is a usage error (2); a bad QLSCHED_SCHEMA a configuration error (78); the message says which.
 
 QLSCHED_OWNER
-The claim owner of qlsched run, as --owner.
+The claim owner of qlsched run, as --owner: 1 to 200 characters without control characters. Out of bounds it is a configuration error (78) naming QLSCHED_OWNER; a bad --owner is a usage error (2).
 
 QLSCHED_POSTGRES_BIN
 The directory holding initdb and pg_ctl for the throw-away server of demo, as --postgres-bin.
@@ -194,8 +198,12 @@ migrate status: [migration], where migration is {\"version\": int, \"name\": str
 
 migrate verify: {\"schema\": string, \"ok\": bool, \"findings\": [{\"kind\": \"checksum\"|\"pending\"|\"unknown_migration\"|\"missing_grant\"|\"extra_grant\"|\"schema_usage\"|\"role\", \"message\": string}]}.",
         "publish" => "\
-{\"dry_run\": bool, \"items\": [{\"kind\": \"project\"|\"task\"|\"trigger\", \"name\": \"PROJECT\" or \"PROJECT/ID\", \"change\": \"created\"|\"changed\"|\"unchanged\", \"revision\": int|null}]}.",
+{\"dry_run\": bool, \"items\": [{\"kind\": \"project\"|\"task\"|\"trigger\", \"name\": \"PROJECT\" or \"PROJECT/ID\", \"change\": \"created\"|\"changed\"|\"unchanged\", \"revision\": int|null}]}. With --dry-run the revisions are those the publish would write.
+
+The manifest: {\"projects\": [{\"id\", \"status\": \"active\"|\"suspended\", \"tasks\": [{\"id\", \"execution\": {\"kind\": \"remote_worker\", ...}}], \"triggers\": [{\"id\", \"task\", \"cron\", \"time_zone\", \"misfire\": \"skip\"|\"fire_once\", \"misfire_grace\", \"enabled\"}]}]}. Unknown fields are refused with their JSON path (exit 65), except inside execution: it belongs to the dispatcher, so every key beside kind is accepted and stored as given (on purpose), and only a NUL (\\u0000) in it is refused, as PostgreSQL cannot store one. --dry-run reads only (a qlsched_observer login may run it) and writes nothing; the table says dry run: nothing written.",
         "claim" => "\
+claim --dry-run reads only (a qlsched_observer login may run it): it shows the row a claim would take and the decision, writes no claim and no audit row, and the table says dry run: nothing written.
+
 claim: {\"dry_run\": bool, \"project_id\": string, \"trigger_id\": string, \"fence\": fence, \"observed_at_ms\": int (database time of the claim, the decision's now), \"cursor_ms\": int|null, \"decision\": decision, \"step\": \"admitted\"|\"advanced\"|\"held\"|\"released\"|\"dry_run\", \"run\": run|null}.
 
 claim admit: {\"project_id\": string, \"trigger_id\": string, \"decision\": decision, \"step\": \"admitted\"|\"advanced\"|\"released\"|\"dry_run\", \"run\": run|null}. A manual admission: on a terminal it shows the decision and asks; without one it needs --yes; --dry-run shows the decision and admits nothing.
@@ -204,7 +212,7 @@ claim release: {\"project_id\": string, \"trigger_id\": string, \"fence\": fence
 
 fence is {\"owner\": string, \"token\": uuid, \"version\": int, \"expires_at_ms\": int}. decision is {\"kind\": \"initialize\"|\"fire\"|\"skip\"|\"not_due\", \"next_fire_at_ms\": int, \"scheduled_for_ms\": int|null, \"idempotency_key\": string|null, \"late_ms\": int|null, \"misfired\": bool|null, \"passed_over\": {\"first_ms\": int, \"last_ms\": int, \"count\": int, \"count_exact\": bool, \"reason\": \"beyond_grace\"}|null}. run is {\"run_id\": uuid, \"attempt_id\": uuid, \"idempotency_key\": string, \"scheduled_for_ms\": int}.",
         "inspect" => "\
-inspect: {\"schema_version\": int, \"now_ms\": int, \"schedules\": {\"total\", \"due\", \"claimed\", \"expired_claim\", \"not_due\", \"disabled\", \"uninitialized\": int}, \"owners\": [{\"owner\": string, \"claims\": int, \"expired\": int, \"last_claim_at_ms\": int, \"admissions_last_minute\": int}], \"oldest_overdue\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int}|null, \"admissions_last_minute\": int, \"schema_problem\": string|null (why `run` would refuse the schema; then the exit status is 78)}.
+inspect: {\"schema_version\": int, \"now_ms\": int, \"schedules\": {\"total\", \"due\", \"claimed\", \"expired_claim\", \"not_due\", \"disabled\", \"uninitialized\": int}, \"owners\": [{\"owner\": string, \"claims\": int, \"expired\": int, \"last_claim_at_ms\": int, \"admissions_last_minute\": int, \"manual_claims\": int (held claims an operator took by hand with qlsched claim)}], \"oldest_overdue\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int}|null, \"claimed_overdue\": {\"count\": int (claimed rows, valid or expired claims, whose cursor is past), \"oldest\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int, \"owner\": string (the holder), \"claim_expired\": bool}|null}, \"admissions_last_minute\": int, \"schema_problem\": string|null (why `run` would refuse the schema; then the exit status is 78)}.
 
 inspect schedules: [{\"project_id\", \"trigger_id\": string, \"state\": \"disabled\"|\"claimed\"|\"expired_claim\"|\"uninitialized\"|\"due\"|\"not_due\", \"trigger_revision\", \"state_version\", \"claim_version\": int, \"next_fire_at_ms\", \"due_in_ms\", \"last_scheduled_at_ms\": int|null, \"claim_owner\": string|null, \"claim_expires_at_ms\": int|null, \"updated_at_ms\": int}].
 
@@ -224,7 +232,7 @@ inspect misfires: [misfire], newest first, where misfire is {\"misfire_id\": int
 
 inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrences\", \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\", \"half_written_claims\", \"cursors_behind\", \"claims_held\": int}, \"accounting\": {\"since_ms\": int (the window's start), \"triggers\", \"occurrences\" (checked), \"gap_count\", \"duplicate_count\": int, \"gaps\", \"duplicates\": [{\"project_id\", \"trigger_id\": string, \"trigger_revision\", \"occurrence_ms\": int}] (at most 100 each), \"truncated\": [\"PROJECT/TRIGGER\"] (more than a million occurrences in the window: checked up to there)}, \"failures\": [string], \"grants\": [finding as in migrate verify]}. A gap is an occurrence between the later of the window's start and the revision's first cursor, and the cursor, with neither a run nor a misfire record.",
         "expire" => "\
-{\"dry_run\": bool, \"expired\": [{\"project_id\", \"trigger_id\": string, \"fence_before\": fence, \"claim_version\": int, \"state_version\": int}]}, the versions as they are after the expiry. An owner with no claims gives an empty list (exit 0); a named row without a claim exits 5.",
+{\"dry_run\": bool, \"expired\": [{\"project_id\", \"trigger_id\": string, \"fence_before\": fence, \"claim_version\": int, \"state_version\": int}]}, the versions as they are after the expiry. With --owner, an owner that holds nothing to expire gives an empty list and \"owner_seen\": true (exit 0) when it was seen before (a claim it holds that is not expired yet, an audit row, an admitted run's run.created event or a misfire record names it); an owner never seen is exit 4, a likely typo. A named row without a claim exits 5.",
         "bench" => "\
 One object. Configuration: \"triggers\" (published), \"due\" (of them, due at once), \"rows_total\" (schedule rows, padding included), \"replicas\", \"batch\".
 
@@ -241,4 +249,36 @@ Other: \"seed_s\" (creating, migrating, publishing and padding), \"database\" (t
 With --steady, one object of another shape: \"mode\": \"steady\", \"triggers\", \"replicas\", \"batch\", \"cadence_ms\", \"cron\"; \"occurrences\": [lag] (every occurrence of the window, oldest first), \"overall\": lag|null (over every run of the window), where lag is {\"scheduled_for_ms\", \"runs\", \"lag_p50_ms\", \"lag_p99_ms\", \"lag_max_ms\": int} and a run's lag is created_at_ms - scheduled_for_ms in database time; \"short_occurrences\" (occurrences with fewer runs than triggers), \"runs\", \"duplicates\", \"misfire_records\", \"unaccounted\" (occurrences with neither a run nor a misfire record), \"runs_without_one_attempt\", \"runs_without_two_events\", \"seed_s\", \"database\", \"kept\". Any of those counts above 0 exits 1 after the report.",
         _ => return None,
     })
+}
+
+/// Sections only some pages have: `top`'s keys, columns and panels, from the lists its `?`
+/// overlay shows.
+pub fn extra_sections(command: &str) -> Vec<(&'static str, String)> {
+    let listed = |rows: &[(&str, &str)]| {
+        rows.iter()
+            .map(|(name, what)| format!("  {name:<16}{what}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    match command {
+        "top" => vec![
+            (
+                "KEYS",
+                format!(
+                    "{}\n\n? in top lists these keys and the columns below.",
+                    listed(crate::tui::input::KEYS)
+                ),
+            ),
+            (
+                "COLUMNS",
+                format!(
+                    "The schedules table, most urgent first (expired claims nobody took over, overdue rows, live claims, uninitialized rows, then the rest):\n\n{}\n\n\
+The mis column is read per refresh for the rows loaded, one bounded probe of the misfires_trigger index each; qlsched inspect misfires --trigger PROJECT/TRIGGER lists the records.\n\n\
+The owners panel lists the claim owners that hold a claim (valid or expired) or admitted a run in the last minute, with claims, expired claims, the last claim and admissions in the last minute. It is not a list of live replicas: a replica that holds nothing and admitted nothing in the last minute is absent, and an owner shown may be dead (! ALL CLAIMS EXPIRED says so). An owner all of whose claims an operator took by hand (qlsched claim, audited with the claim's token) is marked operator, by hand.",
+                    listed(crate::tui::draw::COLUMNS)
+                ),
+            ),
+        ],
+        _ => Vec::new(),
+    }
 }

@@ -19,7 +19,7 @@ mod top;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use args::{ColorChoice, ConfirmArgs, ConnectionArgs, OutputArgs, OutputFormat};
 pub use demo::{DEMO_DATABASE, DEMO_MARK};
@@ -38,7 +38,7 @@ pub struct Cli {
     pub output: OutputArgs,
 
     /// When to use colour [NO_COLOR is honoured under auto].
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, help_heading = args::GLOBAL)]
     pub color: ColorChoice,
 
     #[command(subcommand)]
@@ -46,9 +46,10 @@ pub struct Cli {
 }
 
 const AFTER_HELP: &str = "\
-Exit status: 0 success, 1 unexpected error, 2 usage error, 3 fence rejected, 4 not found,
-5 nothing eligible, 65 bad input data, 69 database unavailable, 75 transient conflict
-(retries exhausted), 77 permission denied, 78 schema not ready or configuration invalid.
+Exit status: 0 success, 1 unexpected error, 2 usage error (any flag value malformed or out of
+range), 3 fence rejected, 4 not found, 5 nothing eligible, 65 bad input data, 69 database
+unavailable, 75 transient conflict (retries exhausted), 77 permission denied, 78 schema not ready
+or configuration from the environment invalid. With -o json, errors are JSON on stderr.
 
 Logs go to stderr; set QLSCHED_LOG (e.g. debug, or qlsched=trace) to change their level.";
 
@@ -80,21 +81,37 @@ pub enum Command {
 
 /// Parses the command line, runs the subcommand, and returns its exit status.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(error) => return usage_error(&error),
+    };
+    let mut cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),
     };
+    let format = cli.output.format;
+    // Where a value came from decides what a bad one is: a flag is a usage error (2), the
+    // environment a configuration error (78), and the message names which.
+    let from_env = |matches: &clap::ArgMatches, id: &str| {
+        matches.value_source(id) == Some(clap::parser::ValueSource::EnvVariable)
+    };
+    if let Err(error) = cli.connection.resolve_schema(from_env(&matches, "schema")) {
+        return report(&error, format);
+    }
+    if let (Command::Run(args), Some(("run", run))) = (&mut cli.command, matches.subcommand()) {
+        args.replica.owner_from_env = from_env(run, "owner");
+    }
     init_logging(&cli.command, cli.color);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
-        Err(error) => return report(&CliError::Io(error)),
+        Err(error) => return report(&CliError::Io(error), format),
     };
     match runtime.block_on(dispatch(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => report(&error),
+        Err(error) => report(&error, format),
     }
 }
 
@@ -132,12 +149,30 @@ pub struct Global {
     pub color: bool,
 }
 
-fn report(error: &CliError) -> ExitCode {
+/// An error on stderr: `qlsched: <message>` on one line, or with `-o json` one JSON object
+/// (`error`, `exit_status`, `kind` and the error's own fields, see [`CliError::json`]). Standard
+/// output stays as it was: empty, unless a check printed its report there first.
+fn report(error: &CliError, format: OutputFormat) -> ExitCode {
     if error.is_broken_pipe() {
         return ExitCode::SUCCESS;
     }
-    eprintln!("qlsched: {}", one_line(&error.to_string()));
+    let message = one_line(&error.to_string());
+    match format {
+        OutputFormat::Json => eprintln!("{}", error.json(&message)),
+        OutputFormat::Table => eprintln!("qlsched: {message}"),
+    }
     ExitCode::from(error.exit_code())
+}
+
+/// Whether the command line asks for JSON, read from the raw arguments: for the usage errors
+/// clap finds before anything is parsed.
+fn json_requested() -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    args.iter().enumerate().any(|(index, arg)| {
+        matches!(arg.as_str(), "-ojson" | "--output=json" | "-o=json")
+            || (matches!(arg.as_str(), "-o" | "--output")
+                && args.get(index + 1).map(String::as_str) == Some("json"))
+    })
 }
 
 /// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr
@@ -170,17 +205,20 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         .map(str::trim)
         .filter(|line| !line.is_empty())
         .collect();
-    let message = message.join(" ");
-    eprintln!(
-        "qlsched: {}",
-        message.strip_prefix("error: ").unwrap_or(&message)
-    );
+    let message = one_line(&message.join(" "));
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    if json_requested() {
+        eprintln!("{}", CliError::Usage(message.to_owned()).json(message));
+    } else {
+        eprintln!("qlsched: {message}");
+    }
     ExitCode::from(exit::USAGE)
 }
 
-/// Error messages stay on one line, whatever the database or a cause put in them.
+/// Error messages stay on one line, whatever the database or a cause put in them, and echo what
+/// a user typed escaped and shortened (`core::text`).
 fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::core::text::clean_message(message)
 }
 
 /// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless
@@ -197,7 +235,20 @@ fn init_logging(command: &Command, color: ColorChoice) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("QLSCHED_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Every field of every log line goes through core::text, as error messages do: an id, owner
+    // or database message can then neither write terminal sequences nor run on for kilobytes.
+    use tracing_subscriber::field::MakeExt;
+    let fields = tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let text = crate::core::text::clean_message(&format!("{value:?}"));
+        if field.name() == "message" {
+            write!(writer, "{text}")
+        } else {
+            write!(writer, "{}={text}", field.name())
+        }
+    })
+    .delimited(" ");
     let _ = tracing_subscriber::fmt()
+        .fmt_fields(fields)
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(color.enabled_for_stderr())

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::args::OutputFormat;
 use super::error::CliError;
+use crate::core::text::clean;
 
 /// Writes `text` to stdout; a broken pipe surfaces as an error `main` treats as a quiet exit.
 pub fn print(text: &str) -> Result<(), CliError> {
@@ -34,8 +35,9 @@ pub fn table(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> St
         .load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
     table.set_header(header.iter().copied());
+    // Cells repeat ids, owners and reasons as they were typed: escaped and shortened.
     for row in rows {
-        table.add_row(row);
+        table.add_row(row.iter().map(|cell| clean(cell)));
     }
     table.to_string()
 }

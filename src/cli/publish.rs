@@ -7,7 +7,8 @@ use clap::Args;
 
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
-use crate::core::manifest::parse_manifest;
+use crate::core::manifest::{ManifestError, parse_manifest};
+use crate::core::text::clean;
 use crate::store::migrate::check_ready;
 use crate::store::publish::{PublishReport, publish};
 
@@ -51,17 +52,31 @@ pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The manifest's text. A file that cannot be read is a usage error (2); one that is read but
+/// is not UTF-8 is bad input (65), with the byte offset of the first bad byte.
 fn read_manifest(file: &PathBuf) -> Result<String, CliError> {
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     let result = if file.as_os_str() == "-" {
-        std::io::stdin().read_to_string(&mut text).map(|_| ())
+        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
     } else {
-        std::fs::read_to_string(file).map(|read| text = read)
+        std::fs::read(file).map(|read| bytes = read)
     };
     result.map_err(|error| {
-        CliError::Usage(format!("cannot read manifest {}: {error}", file.display()))
+        CliError::Usage(format!(
+            "cannot read manifest {}: {error}",
+            clean(&file.display().to_string())
+        ))
     })?;
-    Ok(text)
+    String::from_utf8(bytes).map_err(|error| {
+        CliError::Manifest(ManifestError {
+            path: "$".to_owned(),
+            message: format!(
+                "invalid UTF-8 at byte offset {} of {}",
+                error.utf8_error().valid_up_to(),
+                clean(&file.display().to_string())
+            ),
+        })
+    })
 }
 
 /// Created and changed definitions; unchanged ones are only counted (on stderr).
@@ -79,8 +94,16 @@ fn render(report: &PublishReport) -> String {
             ]
         })
         .collect();
+    let dry_run = if report.dry_run {
+        "dry run: nothing written\n"
+    } else {
+        ""
+    };
     if rows.is_empty() {
-        return "nothing to publish: every definition is unchanged".to_owned();
+        return format!("{dry_run}nothing to publish: every definition is unchanged");
     }
-    table(&["kind", "name", "change", "revision"], rows)
+    format!(
+        "{dry_run}{}",
+        table(&["kind", "name", "change", "revision"], rows)
+    )
 }

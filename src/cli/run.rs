@@ -26,29 +26,36 @@ pub struct RunArgs {
 /// A replica's configuration, shared with the demo and the bench.
 #[derive(Debug, Clone, Args)]
 pub struct ReplicaArgs {
-    /// Claim owner written into every lease [default: HOSTNAME:PID].
+    /// Claim owner written into every lease, 1 to 200 characters [default: HOSTNAME:PID].
     #[arg(long, env = "QLSCHED_OWNER")]
     pub owner: Option<String>,
 
+    /// Whether `owner` came from `QLSCHED_OWNER` (set after parsing): a bad one is then a
+    /// configuration error (78), not a usage error.
+    #[arg(skip)]
+    pub owner_from_env: bool,
+
     /// Claims per round (1..=256).
-    #[arg(long, default_value_t = crate::core::config::DEFAULT_BATCH)]
+    #[arg(long, default_value_t = crate::core::config::DEFAULT_BATCH, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::core::MAX_BATCH)))]
     pub batch: u16,
 
-    /// Lease of each claim, in database time.
-    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    /// Lease of each claim, in database time (1s..=1h).
+    #[arg(long, default_value = "30s", value_parser = duration_arg, allow_hyphen_values = true)]
     pub lease: Duration,
 
-    /// Time from the start of one round to the start of the next.
-    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    /// Time from the start of one round to the start of the next (10ms..=1h).
+    #[arg(long, default_value = "1s", value_parser = duration_arg, allow_hyphen_values = true)]
     pub cadence: Duration,
 
-    /// How long a stop waits for the round in flight before releasing its claims.
-    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    /// How long a stop waits for the round in flight before releasing its claims (0s..=10m).
+    #[arg(long, default_value = "10s", value_parser = duration_arg, allow_hyphen_values = true)]
     pub drain_timeout: Duration,
 }
 
 impl ReplicaArgs {
-    /// The validated configuration (exit 78 when out of bounds), before any connection.
+    /// The validated configuration, before any connection: a flag out of bounds is a usage
+    /// error (2), an owner from `QLSCHED_OWNER` out of bounds a configuration error (78).
     pub fn config(&self) -> Result<CoordinatorConfig, CliError> {
         let config = CoordinatorConfig {
             owner: self.owner.clone().unwrap_or_else(default_owner),
@@ -57,9 +64,30 @@ impl ReplicaArgs {
             cadence: self.cadence,
             drain_timeout: self.drain_timeout,
         };
-        config.validate()?;
+        if let Err(error) = crate::core::config::check_owner(&config.owner) {
+            return Err(if self.owner_from_env {
+                CliError::Config(format!("QLSCHED_OWNER (from the environment): {error}"))
+            } else {
+                flag_value(&error)
+            });
+        }
+        config.validate().map_err(|error| flag_value(&error))?;
         Ok(config)
     }
+}
+
+/// A flag value the core's bounds refuse: a usage error (exit 2) naming the flag, since the
+/// rule is that whatever the command line gives is refused as usage before anything runs.
+pub fn flag_value(error: &impl std::fmt::Display) -> CliError {
+    let text = error.to_string();
+    // The core names fields as in the design (drain_timeout); people type the flag.
+    let text = match text.split_once(' ') {
+        Some((field, rest)) if !field.contains(':') => {
+            format!("--{} {rest}", field.replace('_', "-"))
+        }
+        _ => text,
+    };
+    CliError::Usage(text)
 }
 
 /// `hostname:pid`: unique per live process, and readable in `inspect claims`.

@@ -20,7 +20,7 @@ pub struct TopArgs {
     pub readonly: bool,
 
     /// Time between refreshes, 250ms to 10s (`+` and `-` change it live).
-    #[arg(long, default_value = "1s", value_parser = refresh_arg)]
+    #[arg(long, default_value = "1s", value_parser = refresh_arg, allow_hyphen_values = true)]
     pub refresh: Duration,
 }
 

@@ -1,5 +1,6 @@
 //! The coordinator's settings and their bounds (docs/DESIGN.md §4.9). `run` validates them
-//! before it opens a connection, so an out-of-range value exits 78 without touching the database.
+//! before it opens a connection, so an out-of-range value never touches the database: a flag's
+//! is a usage error there (exit 2), one from `QLSCHED_OWNER` a configuration error (78).
 
 use std::time::Duration;
 
@@ -73,16 +74,25 @@ impl CoordinatorConfig {
     /// The owner is stored, shown in tables and compared in fences; a control character would
     /// corrupt the first two and an unbounded length the index pages.
     fn validate_owner(&self) -> Result<(), CoreError> {
-        let chars = self.owner.chars().count();
-        if (1..=MAX_OWNER_CHARS).contains(&chars) && !self.owner.chars().any(char::is_control) {
-            return Ok(());
-        }
-        Err(CoreError::OutOfBounds {
-            field: "owner",
-            value: format!("{:?} ({chars} characters)", self.owner),
-            bounds: "1..=200 characters without control characters",
-        })
+        check_owner(&self.owner)
     }
+}
+
+/// A claim owner as replicas write it: 1 to 200 characters, no control characters.
+///
+/// # Errors
+///
+/// [`CoreError::OutOfBounds`] for the field `owner`, the value shown escaped and shortened.
+pub fn check_owner(owner: &str) -> Result<(), CoreError> {
+    let chars = owner.chars().count();
+    if (1..=MAX_OWNER_CHARS).contains(&chars) && !owner.chars().any(char::is_control) {
+        return Ok(());
+    }
+    Err(CoreError::OutOfBounds {
+        field: "owner",
+        value: format!("\"{}\" ({chars} characters)", super::text::clean(owner)),
+        bounds: "1..=200 characters without control characters",
+    })
 }
 
 fn ms(n: u64) -> Duration {

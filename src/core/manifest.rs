@@ -320,12 +320,41 @@ fn validate_task(path: &str, raw: &RawTask) -> Result<TaskDef, ManifestError> {
             format!("must be \"{EXECUTION_KIND}\", the only executor qlsched admits"),
         ));
     }
+    refuse_nul(&format!("{path}.execution"), &raw.execution)?;
     let digest_input = json!({ "id": raw.id, "execution": raw.execution });
     Ok(TaskDef {
         id: raw.id.clone(),
         execution: raw.execution.clone(),
         content_digest: sha256_hex(canonical_json(&digest_input).as_bytes()),
     })
+}
+
+/// PostgreSQL stores no NUL in text or jsonb (`\u0000` fails with SQLSTATE 22P05): refused here,
+/// with the path of the first string or key holding one, before anything reaches the database.
+/// Unknown keys inside `execution` are accepted on purpose (it is the dispatcher's, free-form
+/// beyond `kind`), so this walks every one of them.
+fn refuse_nul(path: &str, value: &Value) -> Result<(), ManifestError> {
+    let refused = |path: String| {
+        Err(ManifestError::new(
+            path,
+            "contains a NUL character (\\u0000), which PostgreSQL cannot store",
+        ))
+    };
+    match value {
+        Value::String(text) if text.contains('\0') => refused(path.to_owned()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(index, item)| refuse_nul(&format!("{path}[{index}]"), item)),
+        Value::Object(fields) => fields.iter().try_for_each(|(key, item)| {
+            let field = format!("{path}.{}", crate::core::text::clean(key));
+            if key.contains('\0') {
+                return refused(field);
+            }
+            refuse_nul(&field, item)
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn validate_trigger(path: &str, raw: &RawTrigger) -> Result<TriggerDef, ManifestError> {
@@ -385,7 +414,10 @@ fn check_id(path: &str, id: &str) -> Result<(), ManifestError> {
     if id.is_empty() || id.chars().count() > MAX_ID_CHARS || !id.chars().all(allowed) {
         return Err(ManifestError::new(
             path,
-            format!("invalid id \"{id}\": use 1 to {MAX_ID_CHARS} of A-Z a-z 0-9 _ . -"),
+            format!(
+                "invalid id \"{}\": use 1 to {MAX_ID_CHARS} of A-Z a-z 0-9 _ . -",
+                crate::core::text::clean(id)
+            ),
         ));
     }
     Ok(())
@@ -394,7 +426,10 @@ fn check_id(path: &str, id: &str) -> Result<(), ManifestError> {
 fn duplicate(path: &str, what: &str, id: &str, first_path: &str) -> ManifestError {
     ManifestError::new(
         format!("{path}.id"),
-        format!("duplicate {what} id \"{id}\", first defined at {first_path}"),
+        format!(
+            "duplicate {what} id \"{}\", first defined at {first_path}",
+            crate::core::text::clean(id)
+        ),
     )
 }
 
@@ -477,6 +512,32 @@ mod tests {
     }
 
     /// Messages name what belongs there in the manifest's words, never a Rust type.
+    #[test]
+    fn a_nul_anywhere_in_execution_is_refused_with_its_path() {
+        let with = |execution: &str| {
+            format!(
+                r#"{{"projects": [{{"id": "p", "tasks": [{{"id": "t", "execution": {execution}}}]}}]}}"#
+            )
+        };
+        let error = parse_manifest(&with(
+            r#"{"kind": "remote_worker", "env": {"A": ["ok", "x\u0000y"]}}"#,
+        ))
+        .unwrap_err();
+        assert_eq!(error.path, "$.projects[0].tasks[0].execution.env.A[1]");
+        assert!(error.message.contains("NUL"), "{error}");
+        assert_eq!(error.exit_code(), 65);
+        let error =
+            parse_manifest(&with(r#"{"kind": "remote_worker", "a\u0000b": 1}"#)).unwrap_err();
+        assert_eq!(error.path, "$.projects[0].tasks[0].execution.a\\u{0}b");
+        // Unknown keys inside execution are the dispatcher's, accepted on purpose.
+        assert!(
+            parse_manifest(&with(
+                r#"{"kind": "remote_worker", "anything": {"goes": [1]}}"#
+            ))
+            .is_ok()
+        );
+    }
+
     #[test]
     fn a_wrong_shape_is_named_in_the_manifests_words() {
         for (text, path, message) in [

@@ -13,6 +13,7 @@ pub mod fence;
 pub mod idempotency;
 pub mod manifest;
 pub mod run_id;
+pub mod text;
 
 pub use config::{CoordinatorConfig, DEFAULT_BATCH, MAX_BATCH, MISFIRE_RETENTION_MS};
 pub use cron::CronSchedule;

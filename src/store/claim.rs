@@ -221,6 +221,59 @@ const RELEASE: &str = "UPDATE trigger_schedules s
       AND s.claim_owner = r.owner AND s.claim_token = r.token AND s.claim_version = r.claim_version
     RETURNING s.project_id, s.trigger_id";
 
+/// The columns a claim by owner `$3` with a lease of `$4` ms would return for schedule row `s`,
+/// computed without writing it: what `--dry-run` shows (the token is one the claim would not
+/// reuse).
+macro_rules! would_claim_columns {
+    () => {
+        "s.ctid::text AS row_tid,
+         s.project_id, s.trigger_id, s.trigger_revision, s.state_version + 1 AS state_version,
+         s.next_fire_at_ms, $3::text AS claim_owner, gen_random_uuid() AS claim_token,
+         s.claim_version + 1 AS claim_version, now_ms() + $4::int8 AS claim_expires_at_ms,
+         now_ms() AS updated_at_ms,
+         t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
+         t.content_digest AS trigger_digest, k.revision AS task_revision,
+         k.content_digest AS task_digest, k.execution_revision_id"
+    };
+}
+
+// What a claim would take, by SELECT alone (no row lock: FOR UPDATE needs UPDATE privilege, and
+// a dry run must work for a login that may only read): the named row ($1, $2 not null) if it is
+// due and eligible, else the first due, eligible row in claim order.
+const WOULD_CLAIM: &str = concat!(
+    "WITH chosen AS (
+        SELECT s.project_id, s.trigger_id
+        FROM trigger_schedules s
+        WHERE ($1::text IS NULL OR (s.project_id = $1 AND s.trigger_id = $2))
+          AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms()) AND ",
+    eligible!(),
+    "
+        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
+        LIMIT 1
+    )
+    SELECT ",
+    would_claim_columns!(),
+    " FROM chosen c
+    JOIN trigger_schedules s ON s.project_id = c.project_id AND s.trigger_id = c.trigger_id
+    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id"
+);
+
+/// The row a claim would take now (the named one, or the next in claim order) as it would be
+/// claimed, read-only; `None` when there is none.
+pub async fn would_claim(
+    client: &impl GenericClient,
+    target: Option<(&str, &str)>,
+    owner: &str,
+    lease_ms: i64,
+) -> Result<Option<ClaimedRow>, StoreError> {
+    let (project_id, trigger_id) = target.unzip();
+    let rows = client
+        .query(WOULD_CLAIM, &[&project_id, &trigger_id, &owner, &lease_ms])
+        .await?;
+    rows.first().map(ClaimedRow::from_row).transpose()
+}
+
 // The claim's plan, whatever the statistics say: each scan walks the claim-order index, which
 // returns rows in claim order, so the walk stops after the budget; no bitmap scan or sort that
 // reads every due (or every uninitialized) row first, no hash or merge join that reads a whole
@@ -415,4 +468,93 @@ pub async fn release(
         )
         .await?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+/// What became of a claim this replica held, read after a stall (docs/DESIGN.md §4.3: only the
+/// token and version identify a claim).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimFate {
+    /// The row still carries this claim; `lapsed` when its lease has run out.
+    StillHeld { lapsed: bool },
+    /// An operator expired it (`qlsched expire` or `top`), by the audit row; `now_held_by` is
+    /// whoever holds the row now.
+    ExpiredBy {
+        actor: String,
+        now_held_by: Option<String>,
+    },
+    /// Another claim holds the row now: taken over after the lease ran out.
+    TakenOver { owner: String },
+    /// No claim holds the row now: taken over and settled, or voided by a publish.
+    Cleared,
+    /// The schedule row is gone.
+    Gone,
+}
+
+impl std::fmt::Display for ClaimFate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::core::text::clean;
+        match self {
+            ClaimFate::StillHeld { lapsed: true } => f.write_str("still ours, lease run out"),
+            ClaimFate::StillHeld { lapsed: false } => f.write_str("still ours"),
+            ClaimFate::ExpiredBy { actor, now_held_by } => {
+                write!(f, "expired by {}", clean(actor))?;
+                match now_held_by {
+                    Some(owner) => write!(f, ", now held by {}", clean(owner)),
+                    None => Ok(()),
+                }
+            }
+            ClaimFate::TakenOver { owner } => write!(f, "taken over by {}", clean(owner)),
+            ClaimFate::Cleared => f.write_str("cleared (settled by another owner, or voided)"),
+            ClaimFate::Gone => f.write_str("row gone"),
+        }
+    }
+}
+
+// For each claim given by key and token ($1, $2, $3): whether the row still carries it, who holds
+// the row now, and which operator expired it (the audit row whose fence_before has the token, by
+// the audit's trigger index). One statement, one round trip.
+const CLAIM_FATES: &str = "SELECT r.project_id, r.trigger_id, s.project_id IS NOT NULL,
+        s.claim_token IS NOT DISTINCT FROM r.token, coalesce(s.claim_expires_at_ms <= now_ms(), true),
+        s.claim_owner,
+        (SELECT a.actor FROM schedule_audit a
+         WHERE a.project_id = r.project_id AND a.trigger_id = r.trigger_id
+           AND a.action = 'expire' AND a.fence_before->>'token' = r.token::text
+         ORDER BY a.audit_id DESC LIMIT 1)
+    FROM unnest($1::text[], $2::text[], $3::uuid[]) WITH ORDINALITY AS r(project_id, trigger_id, token, n)
+    LEFT JOIN trigger_schedules s ON s.project_id = r.project_id AND s.trigger_id = r.trigger_id
+    ORDER BY r.n";
+
+/// What became of each of `held` (claims of a round that outlived its lease), in their order.
+pub async fn claim_fates(
+    client: &impl GenericClient,
+    held: &[ReleaseRequest],
+) -> Result<Vec<(String, String, ClaimFate)>, StoreError> {
+    if held.is_empty() {
+        return Ok(Vec::new());
+    }
+    let projects: Vec<&str> = held.iter().map(|r| r.project_id.as_str()).collect();
+    let triggers: Vec<&str> = held.iter().map(|r| r.trigger_id.as_str()).collect();
+    let tokens: Vec<Uuid> = held.iter().map(|r| r.token).collect();
+    let rows = client
+        .query(CLAIM_FATES, &[&projects, &triggers, &tokens])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let exists: bool = row.get(2);
+            let ours: bool = row.get(3);
+            let holder: Option<String> = row.get(5);
+            let expired_by: Option<String> = row.get(6);
+            let fate = match (exists, ours, expired_by, holder) {
+                (false, ..) => ClaimFate::Gone,
+                (true, true, ..) => ClaimFate::StillHeld { lapsed: row.get(4) },
+                (true, false, Some(actor), now_held_by) => {
+                    ClaimFate::ExpiredBy { actor, now_held_by }
+                }
+                (true, false, None, Some(owner)) => ClaimFate::TakenOver { owner },
+                (true, false, None, None) => ClaimFate::Cleared,
+            };
+            (row.get(0), row.get(1), fate)
+        })
+        .collect())
 }

@@ -67,6 +67,13 @@ impl StoreError {
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
             || *code == SqlState::INVALID_PASSWORD
         {
+            // A login without USAGE on the schema sees none of its tables: name that privilege.
+            if message.starts_with("permission denied for schema") {
+                return StoreError::PermissionDenied(format!(
+                    "{message}: the login lacks USAGE on the schema (grant it the qlsched role \
+                     its command needs, e.g. qlsched_observer to read)"
+                ));
+            }
             StoreError::PermissionDenied(message)
         } else if *code == SqlState::INVALID_SCHEMA_NAME
             || *code == SqlState::UNDEFINED_TABLE

@@ -14,7 +14,7 @@ use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
 use super::admit::admit;
-use super::claim::{claim_due, claim_one, claimed_by_fence, release};
+use super::claim::{claim_due, claim_one, claimed_by_fence, release, would_claim};
 use super::read::{Diagnosis, trigger_detail};
 use super::{
     Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
@@ -51,6 +51,7 @@ pub struct Actor<'a> {
 // Manual actions are short READ COMMITTED transactions: each statement sees the database's now,
 // and the row lock taken by the first statement keeps the row still until the audit row is in.
 const BEGIN: &str = "BEGIN";
+const BEGIN_READ_ONLY: &str = "BEGIN READ ONLY";
 const COMMIT: &str = "COMMIT";
 const ROLLBACK: &str = "ROLLBACK";
 
@@ -133,8 +134,15 @@ pub async fn claim(
     dry_run: bool,
 ) -> Result<ClaimedRow, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(BEGIN).await?;
-    let claimed = claim_and_audit(&client, target, owner, lease_ms).await;
+    // A dry run reads what the claim would take in a READ ONLY transaction, by SELECT alone, so
+    // that it works for a login that may only read; it writes no claim and no audit row.
+    let claimed = if dry_run {
+        client.batch_execute(BEGIN_READ_ONLY).await?;
+        would_claim(&**client, target, owner, lease_ms).await
+    } else {
+        client.batch_execute(BEGIN).await?;
+        claim_and_audit(&client, target, owner, lease_ms).await
+    };
     match finish(&client, claimed, dry_run).await? {
         Some(row) => Ok(row),
         None => Err(match target {
@@ -427,6 +435,26 @@ pub async fn expire_owner(
         .map_err(StoreError::from)
         .and_then(|rows| rows.iter().map(expired_row).collect());
     finish(&client, expired, dry_run).await
+}
+
+// Whether any record names $1 as a claim owner: a claim held now, an audited fence, an admitted
+// run's `run.created` event, a misfire record. Asked only when `expire --owner` found nothing to
+// expire, to tell a typo from an owner with nothing left; the events and misfires have no index
+// on the owner, so this scans them, once, in an operator's command.
+const OWNER_SEEN: &str = "SELECT EXISTS (SELECT 1 FROM trigger_schedules WHERE claim_owner = $1)
+    OR EXISTS (SELECT 1 FROM schedule_audit
+               WHERE fence_before->>'owner' = $1 OR fence_after->>'owner' = $1)
+    OR EXISTS (SELECT 1 FROM misfires WHERE owner = $1)
+    OR EXISTS (SELECT 1 FROM run_events WHERE seq = 1 AND payload->>'claim_owner' = $1)";
+
+/// True when `owner` was ever a claim owner, as far as the database remembers.
+pub async fn owner_seen(store: &Store, owner: &str) -> Result<bool, StoreError> {
+    Ok(store
+        .client()
+        .await?
+        .query_one(OWNER_SEEN, &[&owner])
+        .await?
+        .get(0))
 }
 
 /// Ends the transaction: COMMIT when `result` is a success and this is not a dry run, else

@@ -121,6 +121,9 @@ pub async fn publish(
     manifest: &Manifest,
     dry_run: bool,
 ) -> Result<PublishReport, StoreError> {
+    if dry_run {
+        return dry_run_report(client, manifest).await;
+    }
     let transaction = client.transaction().await?;
     transaction.execute(LOCK, &[]).await?;
     let project_ids: Vec<String> = manifest.projects.iter().map(|p| p.id.clone()).collect();
@@ -304,10 +307,6 @@ pub async fn publish(
         )
         .await?;
 
-    if dry_run {
-        transaction.rollback().await?;
-        return Ok(PublishReport { dry_run, items });
-    }
     transaction.commit().await?;
     if items.iter().any(|item| item.change != "unchanged") {
         // Statistics now, not at autovacuum's next pass: a planner without them misjudges every
@@ -318,6 +317,66 @@ pub async fn publish(
         }
     }
     Ok(PublishReport { dry_run, items })
+}
+
+/// `--dry-run`: the same diff from SELECTs alone, in a READ ONLY transaction, so that a login
+/// that may only read (`qlsched_observer`) can see what a publish would change. It takes no
+/// publish lock: it waits for no publisher and holds none up. The revisions are those the
+/// publish would write: 1 for a new definition, the stored revision plus one for a changed one.
+async fn dry_run_report(
+    client: &mut Client,
+    manifest: &Manifest,
+) -> Result<PublishReport, StoreError> {
+    let transaction = client.build_transaction().read_only(true).start().await?;
+    let project_ids: Vec<String> = manifest.projects.iter().map(|p| p.id.clone()).collect();
+    let stored = Stored::read(&transaction, &project_ids).await?;
+    transaction.rollback().await?;
+    let mut items: Vec<PublishedItem> = manifest
+        .projects
+        .iter()
+        .map(|p| PublishedItem {
+            kind: "project",
+            name: p.id.clone(),
+            change: match stored.projects.get(&p.id) {
+                None => "created",
+                Some(status) if status != p.status.as_str() => "changed",
+                Some(_) => "unchanged",
+            },
+            revision: None,
+        })
+        .collect();
+    let mut diff = |kind: &'static str,
+                    stored: &HashMap<(String, String), (i64, String)>,
+                    key: (String, String),
+                    digest: &str| {
+        let (change, revision) = match stored.get(&key) {
+            None => ("created", 1),
+            Some((revision, stored_digest)) if stored_digest != digest => ("changed", revision + 1),
+            Some((revision, _)) => ("unchanged", *revision),
+        };
+        items.push(PublishedItem {
+            kind,
+            name: join(&key),
+            change,
+            revision: Some(revision),
+        });
+    };
+    for project in &manifest.projects {
+        for task in &project.tasks {
+            let key = (project.id.clone(), task.id.clone());
+            diff("task", &stored.tasks, key, &task.content_digest);
+        }
+    }
+    for project in &manifest.projects {
+        for trigger in &project.triggers {
+            let key = (project.id.clone(), trigger.id.clone());
+            diff("trigger", &stored.triggers, key, &trigger.content_digest);
+        }
+    }
+    Ok(PublishReport {
+        dry_run: true,
+        items,
+    })
 }
 
 /// The stored state the manifest is diffed against.

@@ -158,6 +158,9 @@ pub struct OwnerClaims {
     pub expired: i64,
     pub last_claim_at_ms: i64,
     pub admissions_last_minute: i64,
+    /// Of its held claims, those an operator took by hand (`qlsched claim`, which audits the
+    /// claim's token): an owner whose claims are all manual is an operator, not a replica.
+    pub manual_claims: i64,
 }
 
 /// The schedule row that has waited longest for a replica.
@@ -169,6 +172,27 @@ pub struct Overdue {
     pub lag_ms: i64,
 }
 
+/// Claimed rows whose cursor is past: a live replica holds such a row for a moment; one held
+/// long (a hung or paused replica) is overdue though no replica can take it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimedOverdue {
+    /// How many claimed rows (valid or expired claims) have their cursor at or before now.
+    pub count: i64,
+    /// The one of them whose cursor is oldest, and who holds it.
+    pub oldest: Option<HeldOverdue>,
+}
+
+/// The claimed row that has waited longest, with its holder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldOverdue {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub next_fire_at_ms: i64,
+    pub lag_ms: i64,
+    pub owner: String,
+    pub claim_expired: bool,
+}
+
 /// `inspect` with no argument, and the header of `top`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Summary {
@@ -176,7 +200,10 @@ pub struct Summary {
     pub now_ms: i64,
     pub schedules: StateCounts,
     pub owners: Vec<OwnerClaims>,
+    /// The most overdue row a replica could take now (unclaimed, or its claim expired).
     pub oldest_overdue: Option<Overdue>,
+    /// Overdue rows that a claim holds, which `oldest_overdue` cannot show.
+    pub claimed_overdue: ClaimedOverdue,
     pub admissions_last_minute: i64,
 }
 
@@ -217,13 +244,20 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
 // Owners holding claims (the partial claim-owner index) or having admitted in the last minute
 // (the runs' creation-time index; the run.created event names the claim owner). The last claim is
 // the newest held claim or, for an owner holding none now, its newest admission, made under a
-// claim taken just before. Shared by `inspect` and `top`.
+// claim taken just before. A held claim whose token a `claim` audit row of its trigger names was
+// taken by hand (one probe of the audit's trigger index per held claim). Shared by `inspect` and
+// `top`.
 const OWNERS: &str = "WITH held AS (
         SELECT claim_owner AS owner,
                count(*) FILTER (WHERE claim_expires_at_ms > now_ms()) AS valid,
                count(*) FILTER (WHERE claim_expires_at_ms <= now_ms()) AS expired,
-               max(updated_at_ms) AS last_claim_at_ms
-        FROM trigger_schedules WHERE claim_owner IS NOT NULL
+               max(updated_at_ms) AS last_claim_at_ms,
+               count(*) FILTER (WHERE EXISTS (
+                   SELECT 1 FROM schedule_audit a
+                   WHERE a.project_id = s.project_id AND a.trigger_id = s.trigger_id
+                     AND a.action = 'claim' AND a.fence_after->>'token' = s.claim_token::text))
+                   AS manual
+        FROM trigger_schedules s WHERE claim_owner IS NOT NULL
         GROUP BY claim_owner
     ), admitted AS (
         SELECT e.payload->>'claim_owner' AS owner, count(*) AS n, max(r.created_at_ms) AS last_at_ms
@@ -232,7 +266,7 @@ const OWNERS: &str = "WITH held AS (
         GROUP BY 1
     )
     SELECT coalesce(h.owner, a.owner), coalesce(h.valid, 0), coalesce(h.expired, 0),
-           greatest(h.last_claim_at_ms, a.last_at_ms), coalesce(a.n, 0)
+           greatest(h.last_claim_at_ms, a.last_at_ms), coalesce(a.n, 0), coalesce(h.manual, 0)
     FROM held h FULL JOIN admitted a ON a.owner = h.owner
     WHERE coalesce(h.owner, a.owner) IS NOT NULL
     ORDER BY 1
@@ -250,6 +284,7 @@ pub async fn owners(client: &impl GenericClient) -> Result<Vec<OwnerClaims>, Sto
             expired: row.get(2),
             last_claim_at_ms: row.get(3),
             admissions_last_minute: row.get(4),
+            manual_claims: row.get(5),
         })
         .collect())
 }
@@ -265,6 +300,19 @@ const OLDEST_OVERDUE: &str = "SELECT s.project_id, s.trigger_id, s.next_fire_at_
       AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
     ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
     LIMIT 1";
+
+// Held claims (valid or expired, the claim-owner index) on rows whose cursor is past: how many,
+// and the oldest with its holder.
+const CLAIMED_OVERDUE: &str = "WITH held AS (
+        SELECT project_id, trigger_id, next_fire_at_ms, claim_owner, claim_expires_at_ms
+        FROM trigger_schedules
+        WHERE claim_owner IS NOT NULL AND next_fire_at_ms <= now_ms()
+    )
+    SELECT (SELECT count(*) FROM held), o.project_id, o.trigger_id, o.next_fire_at_ms,
+           now_ms() - o.next_fire_at_ms, o.claim_owner, o.claim_expires_at_ms <= now_ms()
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (SELECT * FROM held
+                       ORDER BY next_fire_at_ms, project_id, trigger_id LIMIT 1) o ON true";
 
 // Admissions (runs created) in the last minute, from the creation-time index.
 const ADMISSIONS_LAST_MINUTE: &str =
@@ -283,6 +331,20 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
             next_fire_at_ms: row.get(2),
             lag_ms: row.get(3),
         });
+    let held = client.query_one(CLAIMED_OVERDUE, &[]).await?;
+    let claimed_overdue = ClaimedOverdue {
+        count: held.get(0),
+        oldest: held
+            .get::<_, Option<String>>(1)
+            .map(|project_id| HeldOverdue {
+                project_id,
+                trigger_id: held.get(2),
+                next_fire_at_ms: held.get(3),
+                lag_ms: held.get(4),
+                owner: held.get(5),
+                claim_expired: held.get(6),
+            }),
+    };
     let admissions_last_minute = client.query_one(ADMISSIONS_LAST_MINUTE, &[]).await?.get(0);
     Ok(Summary {
         schema_version: counts.get(8),
@@ -298,6 +360,7 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
         },
         owners,
         oldest_overdue,
+        claimed_overdue,
         admissions_last_minute,
     })
 }
@@ -869,13 +932,20 @@ pub async fn trigger_detail(
         why_not_firing,
         state,
     };
-    if let Err(StoreError::SchemaNotReady(detail_text)) = check_ready(client, schema).await {
-        return Ok(detail(
-            Diagnosis::SchemaNotReady {
-                detail: detail_text,
-            },
-            None,
-        ));
+    // Only an unready schema is an answer; any other failure of the check (a login without
+    // USAGE on the schema, whose every table then looks missing) is the error itself, so that a
+    // healthy schema is never reported as one to migrate.
+    match check_ready(client, schema).await {
+        Ok(()) => {}
+        Err(StoreError::SchemaNotReady(detail_text)) => {
+            return Ok(detail(
+                Diagnosis::SchemaNotReady {
+                    detail: detail_text,
+                },
+                None,
+            ));
+        }
+        Err(error) => return Err(error),
     }
     let row = client
         .query_opt(TRIGGER, &[&project_id, &trigger_id])

@@ -13,8 +13,45 @@ use ratatui::widgets::{
 };
 
 use super::input::KEYS;
-use super::state::{App, ExpireRequest, Modal, SortOrder};
+use super::state::{App, ExpireRequest, Modal, SortOrder, key_of};
+use crate::core::text::clean;
 use crate::store::read::{ScheduleState, ScheduleView, TriggerDetail, utc};
+
+/// The schedules table's columns and what each shows: the `?` overlay and `man qlsched-top` list
+/// them from here.
+pub const COLUMNS: &[(&str, &str)] = &[
+    ("!", "a claim past its lease that no replica took over"),
+    ("trigger", "PROJECT/TRIGGER"),
+    (
+        "state",
+        "claimed, EXPIRED (past its lease), due, uninit (no cursor yet), waiting, disabled",
+    ),
+    (
+        "next",
+        "time until the cursor (the next occurrence); now when due",
+    ),
+    ("lag", "how long a due row has waited past its cursor"),
+    (
+        "owner",
+        "the claim owner (a replica, or an operator's manual claim)",
+    ),
+    (
+        "lease",
+        "the lease left, as a bar and a time; negative once expired",
+    ),
+    (
+        "c.v",
+        "claim version: +1 on every claim, expiry, and publish that voids a claim",
+    ),
+    (
+        "s.v",
+        "state version: +1 on every write of the schedule row",
+    ),
+    (
+        "mis",
+        "misfire records of the row's trigger revision kept (7 days); 99+ past 100",
+    ),
+];
 
 /// Styles, or none at all when colour is off.
 #[derive(Clone, Copy)]
@@ -149,7 +186,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     }
     if !app.filter.is_empty() {
         second.push(Span::styled(
-            format!("  filter /{}", app.filter),
+            format!("  filter /{}", clean(&app.filter)),
             theme.warn(),
         ));
     }
@@ -173,7 +210,8 @@ fn draw_banner(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     );
     let text = format!(
         " CONNECTION LOST ({} failed refreshes): {since}; reconnecting. {}",
-        stale.failures, stale.error
+        stale.failures,
+        clean(&stale.error)
     );
     frame.render_widget(
         Paragraph::new(text).style(theme.alarm().add_modifier(Modifier::REVERSED)),
@@ -213,10 +251,13 @@ fn draw_owners(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
         .iter()
         .map(|owner| {
             let all_expired = owner.expired > 0 && owner.claims == 0;
+            let operator = owner.manual_claims > 0 && owner.manual_claims >= owner.claims;
             let status = if all_expired {
                 Span::styled("! ALL CLAIMS EXPIRED", theme.alarm())
             } else if owner.expired > 0 {
                 Span::styled("some claims expired", theme.warn())
+            } else if operator {
+                Span::raw("operator, by hand")
             } else {
                 Span::raw("")
             };
@@ -226,7 +267,7 @@ fn draw_owners(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 Style::new()
             };
             Row::new(vec![
-                Cell::from(owner.owner.clone()),
+                Cell::from(clean(&owner.owner)),
                 Cell::from(owner.claims.to_string()),
                 Cell::from(owner.expired.to_string()),
                 Cell::from(format!("{} ago", span(now - owner.last_claim_at_ms))),
@@ -251,7 +292,15 @@ fn draw_owners(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     .header(
         Row::new(["owner", "claims", "expired", "last claim", "adm/1m", ""]).style(theme.title()),
     )
-    .block(block(&format!("Replicas ({})", owners.len()), theme));
+    // Not a list of live replicas: a replica that holds nothing and admitted nothing in the
+    // last minute is not in the data, and one that did is here whether it is alive or not.
+    .block(block(
+        &format!(
+            "Owners with claims or admissions in the last minute ({})",
+            owners.len()
+        ),
+        theme,
+    ));
     frame.render_widget(table, area);
     if empty {
         let inner = Rect {
@@ -260,7 +309,8 @@ fn draw_owners(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
             ..area.inner(ratatui::layout::Margin::new(1, 0))
         };
         frame.render_widget(
-            Paragraph::new("no claim owner holds a claim").style(theme.dim()),
+            Paragraph::new("no owner holds a claim or admitted in the last minute")
+                .style(theme.dim()),
             inner,
         );
     }
@@ -327,16 +377,31 @@ fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 }
                 _ => "-".to_owned(),
             };
+            let misfires = app
+                .snapshot
+                .as_ref()
+                .and_then(|s| s.misfires.get(&key_of(row)).copied())
+                .unwrap_or(0);
+            let misfires = if misfires >= crate::store::misfires::COUNT_CAP {
+                format!("{}+", crate::store::misfires::COUNT_CAP - 1)
+            } else {
+                misfires.to_string()
+            };
             Row::new(vec![
                 Cell::from(Span::styled(mark, theme.alarm())),
-                Cell::from(format!("{}/{}", row.project_id, row.trigger_id)),
+                Cell::from(clean(&format!("{}/{}", row.project_id, row.trigger_id))),
                 Cell::from(Span::styled(label, style)),
                 Cell::from(next),
                 Cell::from(lag),
-                Cell::from(row.claim_owner.clone().unwrap_or_else(|| "-".to_owned())),
+                Cell::from(
+                    row.claim_owner
+                        .as_deref()
+                        .map_or_else(|| "-".to_owned(), clean),
+                ),
                 Cell::from(lease_cell(app, row, bar)),
                 Cell::from(row.claim_version.to_string()),
                 Cell::from(row.state_version.to_string()),
+                Cell::from(misfires),
             ])
         })
         .collect();
@@ -347,7 +412,7 @@ fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     } else {
         format!(
             "Schedules matching /{} ({shown} of {total} loaded)",
-            app.filter
+            clean(&app.filter)
         )
     };
     let table = Table::new(
@@ -362,12 +427,15 @@ fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
             Constraint::Length(u16::try_from(bar + 8).unwrap_or(13)),
             Constraint::Length(4),
             Constraint::Length(4),
+            Constraint::Length(3),
         ],
     )
     .header(
-        Row::new([
-            "", "trigger", "state", "next", "lag", "owner", "lease", "c.v", "s.v",
-        ])
+        Row::new(
+            COLUMNS
+                .iter()
+                .map(|(name, _)| if *name == "!" { "" } else { *name }),
+        )
         .style(theme.title()),
     )
     .row_highlight_style(theme.selected())
@@ -387,10 +455,10 @@ fn draw_recent(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
         .map(|run| {
             Row::new(vec![
                 Cell::from(format!("{} ago", span(now - run.created_at_ms))),
-                Cell::from(format!("{}/{}", run.project_id, run.trigger_id)),
+                Cell::from(clean(&format!("{}/{}", run.project_id, run.trigger_id))),
                 Cell::from(clock(run.scheduled_for_ms)),
                 Cell::from(run.run_id.to_string()),
-                Cell::from(run.idempotency_key.clone()),
+                Cell::from(clean(&run.idempotency_key)),
             ])
         })
         .collect();
@@ -415,7 +483,7 @@ fn draw_recent(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
 fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let line = match &app.notice {
         Some(notice) => Line::from(Span::styled(
-            notice.text.clone(),
+            clean(&notice.text),
             if notice.is_error {
                 theme.alarm()
             } else {
@@ -468,16 +536,18 @@ fn draw_help(frame: &mut Frame, body: Rect, theme: Theme) {
         })
         .collect();
     lines.push(Line::raw(""));
-    lines.push(Line::styled(
-        "Times are database time; ! marks a claim that expired and was not taken over.",
-        theme.dim(),
-    ));
+    lines.extend(COLUMNS.iter().map(|(column, what)| {
+        Line::from(vec![
+            Span::styled(format!("{column:<16}"), theme.title()),
+            Span::raw(*what),
+        ])
+    }));
     let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
-    let area = centered(body, 78, height);
+    let area = centered(body, 104, height);
     draw_popup(
         frame,
         area,
-        "Keys (? or Esc closes)",
+        "Keys and columns; times are database time (? or Esc closes)",
         Text::from(lines),
         theme,
     );
@@ -490,7 +560,7 @@ fn draw_filter(frame: &mut Frame, body: Rect, input: &str, theme: Theme) {
         ..body
     };
     let line = Line::from(vec![
-        Span::raw(format!("/{input}")),
+        Span::raw(format!("/{}", clean(input))),
         Span::styled("█", theme.dim()),
         Span::styled(
             "   part of PROJECT/TRIGGER or owner; Enter applies, Esc cancels",
@@ -506,6 +576,9 @@ fn field(name: &str, value: String, theme: Theme) -> Line<'static> {
         Span::raw(value),
     ])
 }
+
+/// Runs the detail panel lists (its title counts these, not what was loaded).
+const DETAIL_RUNS: usize = 5;
 
 fn draw_detail(
     frame: &mut Frame,
@@ -582,16 +655,17 @@ fn draw_detail(
             )),
             None => lines.push(field("claim", "none".to_owned(), theme)),
         }
+        let runs = &state.recent_runs[..state.recent_runs.len().min(DETAIL_RUNS)];
         lines.push(Line::styled(
-            format!("latest runs ({})", state.recent_runs.len()),
+            format!("latest runs ({})", runs.len()),
             theme.title(),
         ));
-        for run in state.recent_runs.iter().take(5) {
+        for run in runs {
             lines.push(Line::raw(format!(
                 "  {}  {}  {}",
                 utc(run.scheduled_for_ms),
                 run.status,
-                run.idempotency_key
+                clean(&run.idempotency_key)
             )));
         }
         if !state.audit.is_empty() {
@@ -642,7 +716,7 @@ fn draw_confirm(frame: &mut Frame, body: Rect, app: &App, request: &ExpireReques
             theme.title(),
         ),
         Line::raw(""),
-        field("owner", fence.owner.clone(), theme),
+        field("owner", clean(&fence.owner), theme),
         field("token", fence.token.to_string(), theme),
         field("claim version", fence.version.to_string(), theme),
         field("expires", lease, theme),
@@ -651,9 +725,9 @@ fn draw_confirm(frame: &mut Frame, body: Rect, app: &App, request: &ExpireReques
         Line::raw("Its holder's admission will fail its fence. The expiry is audited."),
         Line::raw(""),
         Line::from(vec![
-            Span::styled("y/Enter", theme.alarm()),
-            Span::raw(" expire   "),
-            Span::styled("n/Esc", theme.title()),
+            Span::styled("[y]", theme.alarm()),
+            Span::raw(" expire  "),
+            Span::styled("[n/Esc]", theme.title()),
             Span::raw(" cancel"),
         ]),
     ];
@@ -755,6 +829,41 @@ mod tests {
         }
         assert!(matches!(app.modal, Modal::Detail { .. }));
         insta::assert_snapshot!(render(&app, 120, 40));
+    }
+
+    #[test]
+    fn the_detail_title_counts_the_runs_it_lists() {
+        let mut app = fixtures::stuck();
+        update(&mut app, Action::ToggleDetail);
+        let mut detail = fixtures::stuck_detail();
+        if let Some(state) = &mut detail.state {
+            let run = state.recent_runs[0].clone();
+            state.recent_runs = vec![run; 10];
+        }
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.detail = Some(detail);
+        }
+        let frame = render(&app, 120, 40);
+        assert!(frame.contains("latest runs (5)"), "{frame}");
+        assert_eq!(
+            frame.matches("  queued  ql3:cron:v1:report-5s").count(),
+            5,
+            "{frame}"
+        );
+    }
+
+    #[test]
+    fn echoed_text_is_escaped_and_shortened_on_screen() {
+        let mut app = fixtures::stuck();
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.schedules[0].claim_owner =
+                Some(format!("evil\u{1b}]0;title\u{7}{}", "o".repeat(10_000)));
+            snapshot.summary.owners[0].owner = "\u{1b}[31mred".to_owned();
+        }
+        let frame = render(&app, 200, 40);
+        assert!(!frame.contains('\u{1b}'), "{frame}");
+        assert!(frame.contains("\\u{1b}[31mred"), "{frame}");
+        assert!(frame.contains("evil\\u{1b}]0;title"), "{frame}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::store::read::{
     ClaimView, Diagnosis, OwnerClaims, RunView, ScheduleState, ScheduleView, StateCounts,
     TriggerDetail, TriggerState, TriggerView,
 };
-use crate::store::top::TopSummary;
+use crate::store::top::{TopSummary, TriggerKey};
 
 /// 2026-12-02T12:00:00.000Z.
 pub const NOW: i64 = 1_796_212_800_000;
@@ -100,6 +100,7 @@ pub fn empty() -> App {
         schedules: Vec::new(),
         claims: Vec::new(),
         recent: Vec::new(),
+        misfires: Default::default(),
         detail: None,
         took: Duration::from_millis(3),
     });
@@ -160,6 +161,7 @@ pub fn busy() -> App {
         expired: 0,
         last_claim_at_ms: NOW - 800,
         admissions_last_minute: admissions,
+        manual_claims: 0,
     };
     let mut app = app();
     app.apply_snapshot(Snapshot {
@@ -191,6 +193,7 @@ pub fn busy() -> App {
             run(3, "globex", "sync-b", 2_100),
             run(4, "acme", "report-5s", 5_020),
         ],
+        misfires: Default::default(),
         detail: None,
         took: Duration::from_millis(7),
     });
@@ -219,7 +222,24 @@ pub fn stuck() -> App {
             expired: 1,
             last_claim_at_ms: NOW - 12_400,
             admissions_last_minute: 0,
+            manual_claims: 0,
         });
+        // An operator holding a claim taken with `qlsched claim --hold`.
+        snapshot.summary.owners.push(OwnerClaims {
+            owner: "ops-alice".to_owned(),
+            claims: 1,
+            expired: 0,
+            last_claim_at_ms: NOW - 30_000,
+            admissions_last_minute: 0,
+            manual_claims: 1,
+        });
+        snapshot
+            .misfires
+            .insert(TriggerKey::new("acme", "report-5s"), 3);
+        snapshot.misfires.insert(
+            TriggerKey::new("globex", "sync-b"),
+            crate::store::misfires::COUNT_CAP,
+        );
     }
     app
 }

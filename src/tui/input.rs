@@ -43,9 +43,10 @@ pub enum Effect {
 
 /// Every key the dashboard knows, for the help overlay: (keys, what they do).
 pub const KEYS: &[(&str, &str)] = &[
+    ("q, Ctrl-C", "quit"),
     (
-        "q, Esc",
-        "quit (Esc first clears a filter or closes a dialog)",
+        "Esc",
+        "close a dialog or the detail, else clear the filter; never quits",
     ),
     ("↑ ↓, k j", "move the selection"),
     ("PgUp PgDn, g G", "move a page, to the top, to the bottom"),
@@ -61,8 +62,11 @@ pub const KEYS: &[(&str, &str)] = &[
         "e",
         "expire the selected claim (fenced, audited; asks first)",
     ),
-    ("?", "this help"),
-    ("Ctrl-C", "quit from anywhere"),
+    (
+        "y, n",
+        "in the expire dialog: y expires, n (or Esc) cancels",
+    ),
+    ("?", "this help: keys and columns"),
 ];
 
 /// Rows a page key moves.
@@ -85,7 +89,8 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             _ => None,
         },
         Modal::ConfirmExpire(_) => match key.code {
-            KeyCode::Char('y' | 'Y') | KeyCode::Enter => Some(Action::ConfirmExpire),
+            // Not Enter: elsewhere Enter opens the detail, and a second Enter must not expire.
+            KeyCode::Char('y' | 'Y') => Some(Action::ConfirmExpire),
             KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Close),
             _ => None,
         },
@@ -97,7 +102,8 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char('q') => Some(Action::Quit),
             KeyCode::Esc if app.modal != Modal::None => Some(Action::Close),
             KeyCode::Esc if !app.filter.is_empty() => Some(Action::ClearFilter),
-            KeyCode::Esc => Some(Action::Quit),
+            // Esc closes and clears; with nothing open it does nothing (q and Ctrl-C quit).
+            KeyCode::Esc => None,
             KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
             KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),
             KeyCode::PageUp => Some(Action::PageUp),
@@ -255,13 +261,15 @@ mod tests {
     }
 
     #[test]
-    fn q_and_esc_quit_and_ctrl_c_quits_from_a_dialog() {
+    fn q_quits_esc_never_does_and_ctrl_c_quits_from_a_dialog() {
         let mut app = fixtures::busy();
         press(&mut app, KeyCode::Char('q'));
         assert!(app.quit);
         let mut app = fixtures::busy();
         press(&mut app, KeyCode::Esc);
-        assert!(app.quit);
+        assert!(!app.quit, "Esc with nothing open does nothing");
+        press(&mut app, KeyCode::Esc);
+        assert!(!app.quit, "nor a second time");
         let mut app = fixtures::busy();
         press(&mut app, KeyCode::Char('/'));
         handle_key(
@@ -422,8 +430,18 @@ mod tests {
             None,
             "other keys do nothing"
         );
+        assert_eq!(
+            press(&mut app, KeyCode::Enter),
+            None,
+            "Enter (which opens the detail elsewhere) does not expire"
+        );
+        assert!(matches!(app.modal, Modal::ConfirmExpire(_)));
         assert_eq!(press(&mut app, KeyCode::Char('n')), None);
         assert_eq!(app.modal, Modal::None);
+        press(&mut app, KeyCode::Char('e'));
+        assert_eq!(press(&mut app, KeyCode::Esc), None);
+        assert_eq!(app.modal, Modal::None, "Esc cancels");
+        assert!(!app.quit);
 
         press(&mut app, KeyCode::Char('e'));
         assert_eq!(

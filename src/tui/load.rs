@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::IsolationLevel;
 
 use super::state::{ExpireRequest, LoadRequest, Snapshot};
+use crate::core::MISFIRE_RETENTION_MS;
 use crate::store::operator::{self, Actor, Expired, FenceRef};
 use crate::store::read;
 use crate::store::top::{TriggerKey, top_summary};
@@ -56,6 +57,22 @@ pub async fn read_snapshot(
         read::runs(reads, None, None, RECENT_ROWS),
     );
     let (summary, schedules, claims, recent) = (summary?, schedules?, claims?, recent?);
+    // Misfire records of the loaded rows' current revisions: one grouped read, index-bounded.
+    let keys: Vec<(&str, &str, i64)> = schedules
+        .iter()
+        .map(|row| {
+            (
+                row.project_id.as_str(),
+                row.trigger_id.as_str(),
+                row.trigger_revision,
+            )
+        })
+        .collect();
+    let misfires = crate::store::misfires::counts(reads, &keys, MISFIRE_RETENTION_MS)
+        .await?
+        .into_iter()
+        .map(|((project_id, trigger_id), n)| (TriggerKey::new(project_id, trigger_id), n))
+        .collect();
     transaction.commit().await?;
     let detail = match detail {
         Some(key) => Some(
@@ -68,6 +85,7 @@ pub async fn read_snapshot(
         schedules,
         claims,
         recent,
+        misfires,
         detail,
         took: started.elapsed(),
     })

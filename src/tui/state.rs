@@ -2,6 +2,7 @@
 //! chosen (selection, filter, sort, pause, refresh rate, the open dialog). Input changes it,
 //! the loader feeds it, drawing only reads it; nothing here does I/O or reads a clock.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::ClaimFence;
@@ -25,6 +26,9 @@ pub struct Snapshot {
     pub claims: Vec<ClaimView>,
     /// The newest admissions.
     pub recent: Vec<RunView>,
+    /// Misfire records still in retention of each loaded row's current trigger revision (rows
+    /// without one are absent), at most `store::misfires::COUNT_CAP` each.
+    pub misfires: BTreeMap<TriggerKey, i64>,
     /// What `inspect trigger` says about the trigger the detail pane shows.
     pub detail: Option<TriggerDetail>,
     /// How long the refresh took (shown in the header).

@@ -89,7 +89,7 @@ fn a_bench_with_padding_admits_only_what_is_due() {
     assert_eq!(report["duplicates"], 0);
 }
 
-/// A configuration that cannot measure anything is refused before anything is created: exit 78,
+/// A configuration that cannot measure anything is refused before anything is created: exit 2,
 /// one line naming the flag's value, nothing on stdout. An unreachable server (port 1) proves no
 /// connection was needed to refuse it.
 #[test]
@@ -112,12 +112,18 @@ fn a_bench_that_cannot_measure_is_refused_before_it_connects() {
             vec!["--ceiling-time", "0s"],
             "ceiling time must be 100ms..=10m",
         ),
-        (vec!["--batch", "999"], "batch must be 1..=256"),
+        (vec!["--batch", "999"], "999 is not in 1..=256"),
+        (
+            vec!["--due-fraction", "-0.5"],
+            "due fraction -0.5 is not within 0..=1",
+        ),
     ] {
         let mut full = vec!["-D", unreachable, "bench"];
         full.extend(args.iter().copied());
         let output = qlsched(None, &full, None);
-        crate::util::assert_refused(&output, 78, needle, &format!("{args:?}"));
+        // Every value here came from a flag: a usage error (docs/DECISIONS.md, the rule for 2
+        // and 78).
+        crate::util::assert_refused(&output, 2, needle, &format!("{args:?}"));
         let message = stderr(&output);
         assert_eq!(message.trim_end().lines().count(), 1, "{args:?}: {message}");
         assert!(stdout(&output).is_empty(), "{args:?}");

@@ -3,21 +3,66 @@
 
 use crate::util::{TestDb, code, qlsched, server, stderr, stdout};
 
+/// A flag value out of range is a usage error (2), whichever flag; the same value from the
+/// environment is a configuration error (78) naming the variable. Both before any connection.
 #[test]
 fn run_checks_its_configuration_before_opening_any_connection() {
     // Port 1 on loopback refuses connections: had run connected first, this would be exit 69.
     let unreachable = "postgres://nobody@127.0.0.1:1/none";
+    let from_env = |variable: &str, value: &str, args: &[&str]| {
+        std::process::Command::new(crate::util::bin())
+            .args(["-D", unreachable])
+            .args(args)
+            .env(variable, value)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run qlsched")
+    };
+    let output = from_env("QLSCHED_OWNER", "", &["run"]);
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    assert!(stderr(&output).contains("QLSCHED_OWNER (from the environment)"));
+    let output = from_env("QLSCHED_SCHEMA", "Bad", &["run"]);
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("QLSCHED_SCHEMA (from the environment): invalid schema name"),
+        "{}",
+        stderr(&output)
+    );
+    let output = from_env(
+        "QLSCHED_SCHEMA",
+        "Bad",
+        &["--schema", "good", "run", "--batch", "0"],
+    );
+    assert_eq!(
+        code(&output),
+        2,
+        "the flag wins over the variable: {}",
+        stderr(&output)
+    );
     for (args, needle) in [
-        (vec!["run", "--batch", "300"], "batch must be 1..=256"),
-        (vec!["run", "--batch", "0"], "batch must be 1..=256"),
-        (vec!["run", "--lease", "0s"], "lease"),
-        (vec!["run", "--cadence", "2h"], "cadence"),
-        (vec!["run", "--owner", ""], "owner"),
+        (vec!["run", "--batch", "300"], "300 is not in 1..=256"),
+        (vec!["run", "--batch", "0"], "0 is not in 1..=256"),
+        (vec!["run", "--lease", "0s"], "--lease must be 1s..=1h"),
+        (
+            vec!["run", "--cadence", "2h"],
+            "--cadence must be 10ms..=1h",
+        ),
+        (vec!["run", "--owner", ""], "--owner must be"),
+        (
+            vec!["--schema", "Bad", "run"],
+            "--schema: invalid schema name",
+        ),
+        (vec!["bench", "--batch", "0"], "0 is not in 1..=256"),
+        (
+            vec!["bench", "--ceiling-time", "1ms"],
+            "ceiling time must be",
+        ),
     ] {
         let mut full = vec!["-D", unreachable];
         full.extend(args.iter().copied());
         let output = qlsched(None, &full, None);
-        assert_eq!(code(&output), 78, "{args:?}: {}", stderr(&output));
+        assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
         assert!(
             stderr(&output).contains(needle),
             "{args:?}: {}",
@@ -294,4 +339,36 @@ async fn a_password_the_server_asks_for_and_nobody_gave_is_exit_77() {
         "{}",
         stderr(&output)
     );
+}
+
+/// Every subcommand's help lists its own options first and the global ones (`-D`, `--schema`,
+/// `-o`, `--color`) under a heading of their own, not in between.
+#[test]
+fn every_subcommand_groups_the_global_options_under_their_own_heading() {
+    fn check(command: &mut clap::Command, path: &str) {
+        let help = command.render_help().to_string();
+        let (own, global) = help
+            .split_once("Global options:")
+            .unwrap_or_else(|| panic!("{path}: no Global options heading:\n{help}"));
+        for flag in ["--schema", "--database-url", "--output", "--color"] {
+            assert!(
+                !own.contains(flag),
+                "{path}: {flag} among its own options:\n{help}"
+            );
+            assert!(global.contains(flag), "{path}: {flag} missing:\n{help}");
+        }
+        let names: Vec<String> = command
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+            .map(|s| s.get_name().to_owned())
+            .collect();
+        for name in names {
+            if let Some(sub) = command.find_subcommand_mut(&name) {
+                check(sub, &format!("{path} {name}"));
+            }
+        }
+    }
+    let mut root = qlsched::cli::command();
+    root.build();
+    check(&mut root, "qlsched");
 }

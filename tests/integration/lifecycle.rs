@@ -298,7 +298,103 @@ async fn a_round_that_outlives_its_lease_is_cancelled_and_the_timer_goes_on() {
         events.iter().any(|e| matches!(e, RoundEvent::Failed { error, .. } if error.contains("did not finish within the lease"))),
         "the hung round was cancelled and reported"
     );
+    // How long it ran and what became of its claims (nobody else was there to take them).
+    let said = events
+        .iter()
+        .find_map(|e| match e {
+            RoundEvent::Failed { error, .. } if error.contains("within the lease") => {
+                Some(error.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_default();
+    assert!(said.contains("it ran 1s"), "{said}");
+    assert!(said.contains("its 2 claims: p/t0 still ours"), "{said}");
     assert_invariants(&db).await;
+}
+
+/// After a stall, each claim the round held is accounted for from the fences: still ours,
+/// expired by an operator (the audit names who), taken over by another owner.
+#[tokio::test]
+async fn claim_fates_say_who_expired_or_took_over_each_claim() {
+    use qlsched::store::claim::{ClaimFate, ReleaseRequest, claim_fates};
+    let db = TestDb::new().await;
+    every_second(&db, 3).await;
+    let held = |trigger: &str, owner: &str| {
+        let output = crate::util::qlsched(
+            Some(&db),
+            &[
+                "claim",
+                &format!("p/{trigger}"),
+                "--hold",
+                "--owner",
+                owner,
+                "-o",
+                "json",
+            ],
+            None,
+        );
+        assert_eq!(
+            crate::util::code(&output),
+            0,
+            "{}",
+            crate::util::stderr(&output)
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&crate::util::stdout(&output)).expect("JSON");
+        ReleaseRequest {
+            project_id: "p".to_owned(),
+            trigger_id: trigger.to_owned(),
+            owner: owner.to_owned(),
+            token: report["fence"]["token"]
+                .as_str()
+                .and_then(|t| t.parse().ok())
+                .expect("token"),
+            version: report["fence"]["version"].as_i64().expect("version"),
+        }
+    };
+    let ours = held("t0", "stalled");
+    let expired = held("t1", "stalled");
+    let taken = held("t2", "stalled");
+    let expire = crate::util::qlsched(Some(&db), &["expire", "p/t1", "--yes"], None);
+    assert_eq!(
+        crate::util::code(&expire),
+        0,
+        "{}",
+        crate::util::stderr(&expire)
+    );
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET claim_owner = 'host-2', claim_token = gen_random_uuid(),
+                 claim_version = claim_version + 1
+             WHERE trigger_id = 't2'",
+        )
+        .await
+        .expect("take over");
+    let client = db.client().await;
+    let fates = claim_fates(&client, &[ours, expired, taken])
+        .await
+        .expect("fates");
+    assert_eq!(fates[0].2, ClaimFate::StillHeld { lapsed: false });
+    assert!(
+        matches!(
+            &fates[1].2,
+            ClaimFate::ExpiredBy {
+                now_held_by: None,
+                ..
+            }
+        ),
+        "{:?}",
+        fates[1]
+    );
+    assert_eq!(
+        fates[2].2,
+        ClaimFate::TakenOver {
+            owner: "host-2".to_owned()
+        }
+    );
+    assert!(fates[1].2.to_string().starts_with("expired by "));
 }
 
 /// A round dropped before it finished is followed by a cancel request, which names the backend,
@@ -317,7 +413,7 @@ async fn a_round_dropped_in_flight_never_lends_its_connection_again() {
         .await
         .expect_err("the round stalls");
     coordinator.cancel_in_flight().await;
-    coordinator.forget_held();
+    let _ = coordinator.forget_held();
     assert_eq!(
         coordinator.store().connections(),
         pooled - 1,

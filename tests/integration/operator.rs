@@ -371,6 +371,15 @@ async fn why_not_firing_schema_not_ready() {
     let db = TestDb::empty().await;
     let why = json_of(&db, &["inspect", "trigger", "p/tick"], 78)["why_not_firing"].clone();
     assert_eq!(why["cause"], "schema_not_ready");
+    // The report on stdout, and the error a script branches on as JSON on stderr.
+    let output = qlsched(
+        Some(&db),
+        &["inspect", "trigger", "p/tick", "-o", "json"],
+        None,
+    );
+    let error: Value = serde_json::from_str(&stderr(&output)).expect("one JSON object");
+    assert_eq!(error["kind"], "schema_not_ready", "{error}");
+    assert_eq!(error["exit_status"], 78);
 }
 
 #[tokio::test]
@@ -492,7 +501,158 @@ async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() 
         (vec!["claim", "p/tick"], 2),
         (vec!["claim"], 2),
     ];
-    for (args, expected) in cases {
+    let dir = std::env::temp_dir().join(format!("qlsched-bad-input-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let nul = dir.join("nul.json");
+    std::fs::write(
+        &nul,
+        r#"{"projects": [{"id": "p", "tasks": [{"id": "t", "execution": {"kind": "remote_worker", "args": ["a\u0000b"]}}]}]}"#,
+    )
+    .expect("write");
+    let latin1 = dir.join("latin1.json");
+    std::fs::write(&latin1, b"{\"projects\": [{\"id\": \"caf\xe9\"}]}").expect("write");
+    let coloured = dir.join("coloured.json");
+    std::fs::write(
+        &coloured,
+        r#"{"projects": [{"id": "\u001b[31mred\u001b]0;title\u0007"}]}"#,
+    )
+    .expect("write");
+    let (nul, latin1) = (nul.display().to_string(), latin1.display().to_string());
+    let coloured = coloured.display().to_string();
+    let long_trigger = format!("{}/x", "p".repeat(10_240));
+    let long = "o".repeat(10_240);
+    let owners_trigger = "p\u{1b}]0;pwned\u{7}/tick".to_owned();
+    // Each with a needle its one line must hold: the real reason, named where it came from.
+    let explained: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["publish", "-f", &nul],
+            65,
+            "$.projects[0].tasks[0].execution.args[0]: contains a NUL",
+        ),
+        (
+            vec!["publish", "-f", &latin1],
+            65,
+            "invalid UTF-8 at byte offset 25",
+        ),
+        (
+            vec!["expire", "--owner", "", "--yes"],
+            2,
+            "owner must be 1..=200 characters",
+        ),
+        (
+            vec!["expire", "--owner", "ghost", "--yes"],
+            4,
+            "owner \"ghost\" holds no claim and was never seen",
+        ),
+        (
+            vec!["expire", "--owner", "ghost", "--dry-run"],
+            4,
+            "never seen",
+        ),
+        (
+            vec!["expire", "--yes"],
+            2,
+            "a PROJECT/TRIGGER for one trigger's claim, or --owner OWNER",
+        ),
+        (vec!["run", "--batch", "-1"], 2, "-1 is not in 1..=256"),
+        (vec!["run", "--batch", "0"], 2, "0 is not in 1..=256"),
+        (vec!["run", "--lease", "-1s"], 2, "-1s is negative"),
+        (
+            vec!["run", "--lease", "0s"],
+            2,
+            "--lease must be 1s..=1h, got 0s",
+        ),
+        (
+            vec!["run", "--cadence", "0s"],
+            2,
+            "--cadence must be 10ms..=1h",
+        ),
+        (
+            vec!["run", "--drain-timeout", "11m"],
+            2,
+            "--drain-timeout must be 0s..=10m",
+        ),
+        (
+            vec!["run", "--owner", ""],
+            2,
+            "--owner must be 1..=200 characters",
+        ),
+        (
+            vec!["claim", "p/tick", "--hold", "--owner", ""],
+            2,
+            "--owner must be 1..=200 characters",
+        ),
+        (
+            vec!["claim", "p/tick", "--hold", "--lease", "0s"],
+            2,
+            "--lease must be 1s..=1h",
+        ),
+        (
+            vec![
+                "claim",
+                "admit",
+                "p/tick",
+                "--token",
+                &token,
+                "--version",
+                "-1",
+            ],
+            2,
+            "must be 0 or more, got -1",
+        ),
+        (
+            vec!["inspect", "runs", "--limit", "-1"],
+            2,
+            "must be 1 or more, got -1",
+        ),
+        (
+            vec!["inspect", "runs", "--limit", "0"],
+            2,
+            "must be 1 or more, got 0",
+        ),
+        (
+            vec!["inspect", "runs", "--since", "-5m"],
+            2,
+            "-5m is negative",
+        ),
+        (
+            vec!["inspect", "misfires", "--since", "-5m"],
+            2,
+            "-5m is negative",
+        ),
+        (vec!["top", "--refresh", "1ms"], 2, "between 250ms and 10s"),
+        (
+            vec!["--schema", "Bad", "inspect"],
+            2,
+            "--schema: invalid schema name \"Bad\"",
+        ),
+        (
+            vec!["claim", &owners_trigger, "--hold"],
+            2,
+            "p\\u{1b}]0;pwned\\u{7}/tick",
+        ),
+        (
+            vec!["expire", "--owner", &long, "--yes"],
+            2,
+            "…(10240 bytes)",
+        ),
+        (
+            vec!["inspect", "trigger", &long_trigger],
+            2,
+            "…(10242 bytes)",
+        ),
+        (
+            vec!["publish", "-f", &coloured],
+            65,
+            "invalid id \"\\u{1b}[31mred\\u{1b}]0;title\\u{7}\"",
+        ),
+    ];
+    let mut cases: Vec<(Vec<&str>, i32, &str)> = cases
+        .into_iter()
+        .map(|(args, code)| (args, code, ""))
+        .collect();
+    cases.extend(explained);
+    for (args, expected, needle) in cases {
         let output = qlsched(Some(&db), &args, None);
         let err = stderr(&output);
         assert_eq!(code(&output), expected, "qlsched {args:?}: {err}");
@@ -505,12 +665,18 @@ async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() 
             err.starts_with("qlsched: ") && err.trim_end().lines().count() == 1,
             "qlsched {args:?} must say one line on stderr, said {err:?}"
         );
+        assert!(err.contains(needle), "qlsched {args:?}: {err}");
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\u{7}') && err.len() < 2_000,
+            "qlsched {args:?} echoed raw or unbounded text: {err:?}"
+        );
         assert_eq!(
             written(&db).await,
             before,
             "qlsched {args:?} wrote something"
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -846,4 +1012,229 @@ fn a_second_interrupt_stops_a_stalled_step_at_once() {
             "the claim stays until its lease ends (or an expire)"
         );
     });
+}
+
+/// Runs the real binary as `login` on `db`, with `stdin` if given.
+fn as_login(
+    db: &TestDb,
+    login: &crate::util::LoginRole,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(bin())
+        .args(["-D", &login.url(db)])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn qlsched");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    }
+    child.wait_with_output().expect("wait for qlsched")
+}
+
+/// A dry run changes nothing, so a login that may only read can run one: `publish --dry-run`
+/// and `claim --dry-run` as `qlsched_observer`, saying in the table that nothing was written.
+#[tokio::test]
+async fn dry_runs_work_for_a_read_only_login_and_say_nothing_was_written() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let observer = crate::util::LoginRole::create(&db, "qlsched_observer").await;
+    let before = crate::util::fingerprint(&db).await;
+    let changed = manifest(json!([
+        { "id": "tick", "task": "t", "cron": "*/2 * * * * *" },
+        { "id": "tock", "task": "t", "cron": "* * * * * *" }
+    ]))
+    .to_string();
+    let output = as_login(
+        &db,
+        &observer,
+        &["publish", "-f", "-", "--dry-run"],
+        Some(&changed),
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.starts_with("dry run: nothing written"), "{table}");
+    assert!(
+        table.contains("p/tick") && table.contains("changed"),
+        "{table}"
+    );
+    let output = as_login(
+        &db,
+        &observer,
+        &["publish", "-f", "-", "--dry-run", "-o", "json"],
+        Some(&changed),
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    let revision_of = |name: &str| {
+        report["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|i| i["name"] == name))
+            .map(|i| (i["change"].clone(), i["revision"].clone()))
+    };
+    assert_eq!(revision_of("p/tick"), Some((json!("changed"), json!(2))));
+    assert_eq!(revision_of("p/tock"), Some((json!("created"), json!(1))));
+    assert_eq!(revision_of("p/t"), Some((json!("unchanged"), json!(1))));
+
+    let output = as_login(&db, &observer, &["claim", "--dry-run"], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("dry run: nothing written"),
+        "{}",
+        stdout(&output)
+    );
+    let output = as_login(
+        &db,
+        &observer,
+        &["claim", "p/tick", "--dry-run", "-o", "json"],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let claim: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert_eq!(claim["dry_run"], true);
+    assert_eq!(claim["decision"]["kind"], "initialize");
+    assert_eq!(
+        crate::util::fingerprint(&db).await,
+        before,
+        "nothing written"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM schedule_audit").await, 0);
+}
+
+/// With `-o json` an error is one JSON object on stderr that a script can branch on, and stdout
+/// stays empty; usage errors clap finds are no exception.
+#[tokio::test]
+async fn json_errors_are_one_object_on_stderr_and_stdout_stays_empty() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let bad_manifest = r#"{"projects": [{"id": "p", "tasks": [{"id": "t", "execution": {"kind": "remote_worker", "x": "\u0000"}}]}]}"#;
+    let cases: Vec<(Vec<&str>, Option<&str>, i32, &str)> = vec![
+        (
+            vec!["expire", "--owner", "ghost", "--yes"],
+            None,
+            4,
+            "not_found",
+        ),
+        (vec!["inspect", "trigger", "p/nope"], None, 4, "not_found"),
+        (vec!["inspect", "runs", "--limit", "-1"], None, 2, "usage"),
+        (vec!["--bogus", "inspect"], None, 2, "usage"),
+        (
+            vec!["expire", "p/tick", "--yes"],
+            None,
+            5,
+            "nothing_eligible",
+        ),
+        (
+            vec!["publish", "-f", "-"],
+            Some(bad_manifest),
+            65,
+            "bad_manifest",
+        ),
+        (vec!["inspect", "run", "nope"], None, 65, "bad_input"),
+    ];
+    for (args, stdin, expected, kind) in cases {
+        let mut all = args.clone();
+        all.extend(["-o", "json"]);
+        let output = qlsched(Some(&db), &all, stdin);
+        assert_eq!(code(&output), expected, "{args:?}: {}", stderr(&output));
+        assert!(stdout(&output).is_empty(), "{args:?}: {}", stdout(&output));
+        let text = stderr(&output);
+        assert_eq!(text.trim_end().lines().count(), 1, "{args:?}: {text}");
+        let error: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{args:?}: not one JSON object ({e}): {text}"));
+        assert_eq!(error["exit_status"], expected, "{error}");
+        assert_eq!(error["kind"], kind, "{error}");
+        assert!(
+            error["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{error}"
+        );
+        if kind == "bad_manifest" {
+            assert_eq!(
+                error["path"], "$.projects[0].tasks[0].execution.x",
+                "{error}"
+            );
+        }
+        if args.contains(&"ghost") {
+            assert_eq!(
+                (&error["owner"], &error["seen"]),
+                (&json!("ghost"), &json!(false))
+            );
+        }
+    }
+    // An owner seen before, holding nothing now: exit 0, and the report says it was seen.
+    json_of(
+        &db,
+        &["claim", "p/tick", "--hold", "--owner", "was-here"],
+        0,
+    );
+    json_of(&db, &["expire", "p/tick", "--yes"], 0);
+    let report = json_of(&db, &["expire", "--owner", "was-here", "--yes"], 0);
+    assert_eq!(report["expired"], json!([]));
+    assert_eq!(report["owner_seen"], true);
+}
+
+/// A login holding only `qlsched_worker_ingress` has no USAGE on the schema: `inspect trigger`
+/// says so (77), as `inspect` does, instead of sending the operator to migrate a healthy schema.
+#[tokio::test]
+async fn inspect_trigger_without_schema_usage_is_77_naming_the_privilege() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let ingress = crate::util::LoginRole::create(&db, "qlsched_worker_ingress").await;
+    for args in [vec!["inspect"], vec!["inspect", "trigger", "p/tick"]] {
+        let output = as_login(&db, &ingress, &args, None);
+        assert_eq!(code(&output), 77, "{args:?}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("lacks USAGE on the schema"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(!stderr(&output).contains("migrate"), "{}", stderr(&output));
+    }
+}
+
+/// The summary counts claimed rows whose cursor is past (a hung replica's) and names the holder:
+/// `oldest overdue` alone shows only rows a replica could take.
+#[tokio::test]
+async fn inspect_counts_claimed_overdue_rows_and_names_the_holder() {
+    let db = TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a", "b"])).await;
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules
+             SET next_fire_at_ms = now_ms() - 60000, claim_owner = 'hung-replica',
+                 claim_token = gen_random_uuid(), claim_version = claim_version + 1,
+                 claim_expires_at_ms = now_ms() + 30000",
+        )
+        .await
+        .expect("a hung replica's claims");
+    let summary = json_of(&db, &["inspect"], 0);
+    assert!(summary["oldest_overdue"].is_null(), "{summary}");
+    assert_eq!(summary["claimed_overdue"]["count"], 2, "{summary}");
+    assert_eq!(
+        summary["claimed_overdue"]["oldest"]["owner"],
+        "hung-replica"
+    );
+    assert_eq!(summary["claimed_overdue"]["oldest"]["claim_expired"], false);
+    let output = qlsched(Some(&db), &["inspect"], None);
+    assert!(
+        stdout(&output).contains("claimed and overdue: 2 rows, oldest p/a")
+            && stdout(&output).contains("held by hung-replica (claim still valid)"),
+        "{}",
+        stdout(&output)
+    );
 }

@@ -187,7 +187,7 @@ async fn top_in_a_real_terminal_shows_the_cluster_and_restores_the_terminal() {
     );
     tmux.send(&[&command, "Enter"]);
     let first = tmux.wait_for("owners and triggers", |s| {
-        s.contains("Replicas (")
+        s.contains("Owners with claims or admissions in the last minute (")
             && s.contains("stuck-replica")
             && (s.contains("replica-a") || s.contains("replica-b"))
             && s.contains("p/tick")
@@ -202,16 +202,75 @@ async fn top_in_a_real_terminal_shows_the_cluster_and_restores_the_terminal() {
     assert!(second.contains("stuck-replica"));
 
     tmux.send(&["?"]);
-    tmux.wait_for("the help overlay", |s| s.contains("Keys (? or Esc closes)"));
+    tmux.wait_for("the help overlay", |s| s.contains("Keys and columns"));
     tmux.send(&["Escape"]);
-    tmux.wait_for("the help to close", |s| {
-        !s.contains("Keys (? or Esc closes)")
-    });
+    tmux.wait_for("the help to close", |s| !s.contains("Keys and columns"));
+
+    // Esc with nothing open does not quit: only q and Ctrl-C do.
+    tmux.send(&["Escape"]);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let still = tmux.wait_for("the dashboard after Esc", |s| s.contains("p/tick"));
+    assert!(!still.contains("top exited"), "{still}");
 
     tmux.send(&["q"]);
     let after = tmux.wait_for("top to exit", |s| s.contains("top exited 0"));
     assert!(
-        !after.contains("Replicas (") && after.contains(PROMPT),
+        !after.contains("Owners with claims") && after.contains(PROMPT),
         "the alternate screen is left and the shell is back:\n{after}"
     );
+}
+
+/// The `mis` column counts the misfire records of each row's current trigger revision that are
+/// still in retention: an older revision's and an expired record do not count, and a count stops
+/// at its cap. The owners panel marks an owner holding only manual claims as an operator.
+#[tokio::test]
+async fn misfire_counts_follow_the_revision_and_the_retention_and_manual_claimants_show() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(serde_json::json!([
+        { "id": "late", "task": "t", "cron": "0 0 1 1 *" },
+        { "id": "many", "task": "t", "cron": "0 0 1 1 *" },
+        { "id": "calm", "task": "t", "cron": "0 0 1 1 *" }
+    ])))
+    .await;
+    let retention = qlsched::core::MISFIRE_RETENTION_MS;
+    db.client()
+        .await
+        .execute(
+            "INSERT INTO misfires (project_id, trigger_id, trigger_revision, first_occurrence_ms,
+                 last_occurrence_ms, occurrences, occurrences_exact, policy, reason, owner,
+                 decided_at_ms, recorded_at_ms)
+             SELECT 'p', t, r, 0, 0, 1, true, 'skip', 'beyond_grace', 'x', 0, at
+             FROM (VALUES ('late', 1, now_ms()), ('late', 1, now_ms() - 1000),
+                          ('late', 2, now_ms()), ('late', 1, now_ms() - $1 - 1000)) v(t, r, at)
+             UNION ALL
+             SELECT 'p', 'many', 1, 0, 0, 1, true, 'skip', 'beyond_grace', 'x', 0, now_ms()
+             FROM generate_series(1, 150)",
+            &[&retention],
+        )
+        .await
+        .expect("misfire records");
+    let held = qlsched(
+        Some(&db),
+        &["claim", "p/calm", "--hold", "--owner", "ops-bob"],
+        None,
+    );
+    assert_eq!(code(&held), 0, "{}", stderr(&held));
+    let store = db.store("qlsched top test").await;
+    let snapshot = read_snapshot(&store, None).await.expect("snapshot");
+    assert_eq!(
+        snapshot.misfires.get(&TriggerKey::new("p", "late")),
+        Some(&2)
+    );
+    assert_eq!(
+        snapshot.misfires.get(&TriggerKey::new("p", "many")),
+        Some(&qlsched::store::misfires::COUNT_CAP)
+    );
+    assert_eq!(snapshot.misfires.get(&TriggerKey::new("p", "calm")), None);
+    let bob = snapshot
+        .summary
+        .owners
+        .iter()
+        .find(|o| o.owner == "ops-bob")
+        .expect("the manual claimant is listed");
+    assert_eq!((bob.claims, bob.manual_claims), (1, 1));
 }
