@@ -180,12 +180,15 @@ pub async fn run_bench(
 ) -> Result<BenchReport, BenchError> {
     let due = config.check()?;
     let outcome = measure(server, schema, config, due).await;
-    if !config.keep
-        && let Err(error) = drop_database(server, &config.database).await
-    {
-        tracing::warn!(%error, database = %config.database, "could not drop the bench database");
-    }
+    drop_unless_kept(server, &config.database, config.keep).await;
     outcome
+}
+
+/// Drops a bench's scratch database, whatever the run's outcome, unless it is to be kept.
+pub(crate) async fn drop_unless_kept(server: &ConnectionSettings, database: &str, keep: bool) {
+    if !keep && let Err(error) = drop_database(server, database).await {
+        tracing::warn!(%error, %database, "could not drop the bench database");
+    }
 }
 
 impl BenchConfig {

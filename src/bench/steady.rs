@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::{BenchError, start_replicas};
+use super::{BenchError, drop_unless_kept, start_replicas};
 use crate::core::duration::format_duration;
 use crate::core::manifest::parse_manifest;
 use crate::core::{CoordinatorConfig, CronSchedule};
@@ -22,7 +22,7 @@ use crate::store::bench::{
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
-use crate::store::scratch::{drop_database, recreate_database};
+use crate::store::scratch::recreate_database;
 use crate::store::{ConnectionSettings, SchemaName};
 
 const PROJECT: &str = "steady";
@@ -125,11 +125,7 @@ pub async fn run_steady(
 ) -> Result<SteadyReport, BenchError> {
     let schedule = config.check()?;
     let outcome = measure(server, schema, config, &schedule).await;
-    if !config.keep
-        && let Err(error) = drop_database(server, &config.database).await
-    {
-        tracing::warn!(%error, database = %config.database, "could not drop the bench database");
-    }
+    drop_unless_kept(server, &config.database, config.keep).await;
     outcome
 }
 

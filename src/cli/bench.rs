@@ -267,21 +267,11 @@ fn render_steady(report: &SteadyReport) -> String {
             ("duplicates", report.duplicates.to_string()),
             ("misfire records", report.misfire_records.to_string()),
             ("unaccounted occurrences", report.unaccounted.to_string()),
-            (
-                "runs without 1 attempt / 2 events",
-                format!(
-                    "{} / {}",
-                    report.runs_without_one_attempt, report.runs_without_two_events
-                ),
+            writes_row(
+                report.runs_without_one_attempt,
+                report.runs_without_two_events,
             ),
-            (
-                "database",
-                format!(
-                    "{} ({})",
-                    report.database,
-                    if report.kept { "kept" } else { "dropped" }
-                ),
-            ),
+            database_row(&report.database, report.kept),
         ]
         .into_iter()
         .map(|(name, value)| vec![name.to_owned(), value]),
@@ -337,25 +327,31 @@ fn render(report: &BenchReport) -> String {
             format!("{} ({})", report.rounds, report.failed_rounds),
         ),
         ("duplicates", report.duplicates.to_string()),
-        (
-            "runs without 1 attempt / 2 events",
-            format!(
-                "{} / {}",
-                report.runs_without_one_attempt, report.runs_without_two_events
-            ),
+        writes_row(
+            report.runs_without_one_attempt,
+            report.runs_without_two_events,
         ),
-        (
-            "database",
-            format!(
-                "{} ({})",
-                report.database,
-                if report.kept { "kept" } else { "dropped" }
-            ),
-        ),
+        database_row(&report.database, report.kept),
     ];
     table(
         &["measure", "value"],
         rows.into_iter()
             .map(|(name, value)| vec![name.to_owned(), value]),
+    )
+}
+
+/// The report row of runs whose writes do not add up.
+fn writes_row(without_one_attempt: i64, without_two_events: i64) -> (&'static str, String) {
+    (
+        "runs without 1 attempt / 2 events",
+        format!("{without_one_attempt} / {without_two_events}"),
+    )
+}
+
+/// The report row naming the scratch database and what became of it.
+fn database_row(database: &str, kept: bool) -> (&'static str, String) {
+    (
+        "database",
+        format!("{database} ({})", if kept { "kept" } else { "dropped" }),
     )
 }
