@@ -80,6 +80,12 @@ impl StoreError {
             || *code == SqlState::UNDEFINED_FUNCTION
         {
             StoreError::SchemaNotReady(format!("{message} (run `qlsched migrate`)"))
+        } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+            // A standby (or a session made read-only) refuses every write: the writer needs the
+            // primary, which another host or a promotion may provide, so it is "unavailable".
+            StoreError::Unavailable(format!(
+                "server is read-only (a standby?): {message}; writes need the primary"
+            ))
         } else if code.code().starts_with("08")
             || *code == SqlState::ADMIN_SHUTDOWN
             || *code == SqlState::CRASH_SHUTDOWN

@@ -363,3 +363,29 @@ async fn run_refuses_a_login_without_the_runtime_privileges() {
     );
     assert!(!message.contains("replica started"), "{message}");
 }
+
+/// A server that refuses writes (a standby; here a login whose sessions are read-only, which
+/// PostgreSQL refuses with the same SQLSTATE) is "unavailable" to a writer: exit 69, naming it.
+#[tokio::test]
+async fn a_writer_on_a_read_only_server_exits_69_saying_so() {
+    let db = TestDb::new().await;
+    let admin = LoginRole::create(&db, "qlsched_admin").await;
+    db.client()
+        .await
+        .batch_execute(&format!(
+            "ALTER ROLE {} SET default_transaction_read_only = on",
+            admin.name
+        ))
+        .await
+        .expect("read-only sessions");
+    let manifest =
+        crate::util::manifest(serde_json::json!([{ "id": "a", "task": "t", "cron": "@daily" }]));
+    let output = crate::util::qlsched(
+        None,
+        &["-D", &admin.url(&db), "publish", "-f", "-"],
+        Some(&manifest.to_string()),
+    );
+    assert_eq!(code(&output), 69, "{}", stderr(&output));
+    assert!(stderr(&output).contains("read-only"), "{}", stderr(&output));
+    assert_eq!(db.count("SELECT count(*) FROM triggers").await, 0);
+}
