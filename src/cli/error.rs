@@ -22,6 +22,23 @@ pub mod exit {
     pub const CONFIG: u8 = 78;
     /// Stopped by a signal before finishing, as the shell reports a SIGINT death.
     pub const INTERRUPTED: u8 = 130;
+
+    /// Every status above: the one list the README's table, the man pages' EXIT STATUS and
+    /// `--help` are tested against.
+    pub const ALL: [u8; 12] = [
+        SUCCESS,
+        UNEXPECTED,
+        USAGE,
+        FENCE_REJECTED,
+        NOT_FOUND,
+        NOTHING_ELIGIBLE,
+        DATA,
+        UNAVAILABLE,
+        TEMPFAIL,
+        NO_PERMISSION,
+        CONFIG,
+        INTERRUPTED,
+    ];
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,5 +149,44 @@ impl CliError {
     /// Standard output went away (`qlsched inspect | head`): not an error, exit quietly.
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, CliError::Io(error) if error.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::exit;
+
+    fn documented(text: &str, row: impl Fn(&str) -> Option<&str>) -> BTreeSet<u8> {
+        text.lines()
+            .filter_map(|line| row(line)?.trim().parse().ok())
+            .collect()
+    }
+
+    /// The README's table, the man pages' EXIT STATUS and `--help` list exactly the statuses
+    /// of [`exit::ALL`]: a status added in one place and forgotten in another fails here.
+    #[test]
+    fn every_exit_table_lists_exactly_the_statuses_there_are() {
+        let all: BTreeSet<u8> = exit::ALL.into_iter().collect();
+        let readme = include_str!("../../README.md");
+        let table = readme
+            .split("## Exit status")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .unwrap();
+        let in_readme = documented(table, |line| line.strip_prefix("| ")?.split(" |").next());
+        assert_eq!(in_readme, all, "README's exit status table");
+        let in_man = documented(super::super::manual::EXIT_STATUS, |line| {
+            line.strip_prefix("  ")?.split_whitespace().next()
+        });
+        assert_eq!(in_man, all, "the man pages' EXIT STATUS");
+        let help = super::super::AFTER_HELP.replace('\n', " ");
+        let in_help: BTreeSet<u8> = help
+            .split([',', ':', '.'])
+            .filter_map(|part| part.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert_eq!(in_help, all, "--help's exit status line");
     }
 }

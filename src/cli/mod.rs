@@ -45,11 +45,12 @@ pub struct Cli {
     pub command: Command,
 }
 
-const AFTER_HELP: &str = "\
+pub(crate) const AFTER_HELP: &str = "\
 Exit status: 0 success, 1 unexpected error, 2 usage error (any flag value malformed or out of
 range), 3 fence rejected, 4 not found, 5 nothing eligible, 65 bad input data, 69 database
 unavailable, 75 transient conflict (retries exhausted), 77 permission denied, 78 schema not ready
-or configuration from the environment invalid. With -o json, errors are JSON on stderr.
+or configuration from the environment invalid, 130 interrupted. With -o json, errors are JSON on
+stderr.
 
 Logs go to stderr; set QLSCHED_LOG (e.g. debug, or qlsched=trace) to change their level.";
 
