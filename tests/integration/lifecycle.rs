@@ -12,7 +12,7 @@ use qlsched::coordinator::Coordinator;
 use qlsched::core::CoordinatorConfig;
 use qlsched::lifecycle::{Lifecycle, RoundEvent};
 
-use crate::util::{TestDb, assert_invariants, manifest, sleep_ms};
+use crate::util::{TestDb, assert_invariants, eventually, eventually_count, manifest, sleep_ms};
 
 fn config(owner: &str, cadence_ms: u64, drain_ms: u64) -> CoordinatorConfig {
     CoordinatorConfig {
@@ -439,15 +439,12 @@ async fn an_idle_replica_wakes_for_the_next_occurrence_not_for_its_cadence() {
     every_second(&db, 2).await;
     let coordinator = Coordinator::new(db.store("waker").await, config("waker", 5_000, 1_000));
     let lifecycle = Lifecycle::start(Arc::new(coordinator), None);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while db
-        .count("SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms IS NULL")
-        .await
-        > 0
-    {
-        assert!(Instant::now() < deadline, "never initialized");
-        sleep_ms(20).await;
-    }
+    eventually(Duration::from_secs(10), "every row initialized", || async {
+        db.count("SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms IS NULL")
+            .await
+            == 0
+    })
+    .await;
     sleep_ms(4_500).await;
     lifecycle.stop().await;
     let on_time = db
@@ -477,13 +474,9 @@ async fn a_round_whose_connection_dies_gives_its_claims_back_on_a_fresh_one() {
         let coordinator = coordinator.clone();
         async move { coordinator.run_round().await }
     });
-    let deadline = Instant::now() + Duration::from_secs(10);
     let stalled = "SELECT count(*) FROM pg_stat_activity
                    WHERE application_name = 'qlsched severed round' AND wait_event = 'PgSleep'";
-    while db.count(stalled).await == 0 {
-        assert!(Instant::now() < deadline, "the admission never stalled");
-        sleep_ms(20).await;
-    }
+    eventually_count(&db, Duration::from_secs(10), stalled, 1).await;
     db.count(
         "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                                WHERE application_name = 'qlsched severed round'

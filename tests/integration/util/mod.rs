@@ -377,6 +377,26 @@ pub async fn sleep_ms(ms: u64) {
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
 
+/// Waits for a fact, not for a time: polls `probe` every 20 ms until it is true, and fails the
+/// test naming `what` if it is still false after `limit`. On a loaded machine the fact arrives
+/// late and the test still passes; on a quiet one the test does not sleep longer than it must.
+pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut probe: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while !probe().await {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        sleep_ms(20).await;
+    }
+}
+
+/// [`eventually`] for a count: waits until `sql` (one bigint) reaches at least `at_least`.
+pub async fn eventually_count(db: &TestDb, limit: Duration, sql: &str, at_least: i64) {
+    eventually(limit, sql, || async { db.count(sql).await >= at_least }).await;
+}
+
 /// A manifest with one project `p` holding one task `t` and the given triggers.
 pub fn manifest(triggers: serde_json::Value) -> serde_json::Value {
     serde_json::json!({
