@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod pg_tls;
+pub mod wire;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
