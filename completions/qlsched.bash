@@ -121,6 +121,9 @@ _qlsched() {
             qlsched__subcmd__help__subcmd__inspect,recovery)
                 cmd="qlsched__subcmd__help__subcmd__inspect__subcmd__recovery"
                 ;;
+            qlsched__subcmd__help__subcmd__inspect,replicas)
+                cmd="qlsched__subcmd__help__subcmd__inspect__subcmd__replicas"
+                ;;
             qlsched__subcmd__help__subcmd__inspect,run)
                 cmd="qlsched__subcmd__help__subcmd__inspect__subcmd__run"
                 ;;
@@ -160,6 +163,9 @@ _qlsched() {
             qlsched__subcmd__inspect,recovery)
                 cmd="qlsched__subcmd__inspect__subcmd__recovery"
                 ;;
+            qlsched__subcmd__inspect,replicas)
+                cmd="qlsched__subcmd__inspect__subcmd__replicas"
+                ;;
             qlsched__subcmd__inspect,run)
                 cmd="qlsched__subcmd__inspect__subcmd__run"
                 ;;
@@ -189,6 +195,9 @@ _qlsched() {
                 ;;
             qlsched__subcmd__inspect__subcmd__help,recovery)
                 cmd="qlsched__subcmd__inspect__subcmd__help__subcmd__recovery"
+                ;;
+            qlsched__subcmd__inspect__subcmd__help,replicas)
+                cmd="qlsched__subcmd__inspect__subcmd__help__subcmd__replicas"
                 ;;
             qlsched__subcmd__inspect__subcmd__help,run)
                 cmd="qlsched__subcmd__inspect__subcmd__help__subcmd__run"
@@ -823,7 +832,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help__subcmd__inspect)
-            opts="schedules claims runs run trigger recovery audit misfires invariants"
+            opts="schedules claims runs run trigger recovery audit replicas misfires invariants"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -893,6 +902,20 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help__subcmd__inspect__subcmd__recovery)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__help__subcmd__inspect__subcmd__replicas)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1061,7 +1084,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version schedules claims runs run trigger recovery audit misfires invariants help"
+            opts="-D -o -h -V --database-url --schema --output --color --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1191,7 +1214,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__help)
-            opts="schedules claims runs run trigger recovery audit misfires invariants help"
+            opts="schedules claims runs run trigger recovery audit replicas misfires invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1275,6 +1298,20 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__help__subcmd__recovery)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__inspect__subcmd__help__subcmd__replicas)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1447,6 +1484,44 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__inspect__subcmd__replicas)
+            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --database-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -16,6 +16,7 @@ use crate::core::{
 };
 use crate::store::admit::admit;
 use crate::store::claim::{claim_for_round, release};
+use crate::store::replicas::Heartbeat;
 use crate::store::{
     Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
     StoreError,
@@ -110,6 +111,9 @@ pub struct Coordinator {
     /// Cancels the statement of the round in flight, for a stop that cannot wait for it: the
     /// server rolls the admission back, and the held claims can then be released.
     in_flight: Mutex<Option<CancelToken>>,
+    /// What the next registry heartbeat adds, and when the last one was sent: at most one a
+    /// cadence, carried in the claim's round trip.
+    heartbeat: Mutex<(Option<Instant>, Heartbeat)>,
 }
 
 impl Coordinator {
@@ -120,6 +124,7 @@ impl Coordinator {
             held: Mutex::new(Vec::new()),
             schedules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(None),
+            heartbeat: Mutex::new((None, Heartbeat::default())),
         }
     }
 
@@ -141,6 +146,7 @@ impl Coordinator {
         };
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.cancel_token());
         let result = self.round(client).await;
+        self.count_round(&result);
         self.in_flight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -156,14 +162,25 @@ impl Coordinator {
             ..RoundReport::default()
         };
         let started = Instant::now();
-        let claim = claim_for_round(
+        let heartbeat = self.due_heartbeat();
+        let claim = match claim_for_round(
             client,
             &self.config.owner,
             i64::from(self.config.batch),
             duration_ms(self.config.lease),
+            heartbeat.as_ref(),
             &mut report.round_trips,
         )
-        .await?;
+        .await
+        {
+            Ok(claim) => claim,
+            Err(error) => {
+                if let Some(unsent) = heartbeat {
+                    self.heartbeat_not_sent(unsent);
+                }
+                return Err(error);
+            }
+        };
         report.claim_time = started.elapsed();
         report.claimed = claim.rows.len();
         // A database instant as a local one: the claim's reply arrived at `received`, when the
@@ -425,6 +442,58 @@ impl Coordinator {
                 .entry(definition.cron_expr.clone())
                 .or_insert(parsed),
         )
+    }
+
+    fn lock_heartbeat(&self) -> std::sync::MutexGuard<'_, (Option<Instant>, Heartbeat)> {
+        self.heartbeat
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The heartbeat to send with this round's claim, if a cadence has passed since the last one.
+    fn due_heartbeat(&self) -> Option<Heartbeat> {
+        let mut heartbeat = self.lock_heartbeat();
+        let due = heartbeat
+            .0
+            .is_none_or(|sent| sent.elapsed() >= self.config.cadence);
+        if !due {
+            return None;
+        }
+        heartbeat.0 = Some(Instant::now());
+        Some(std::mem::take(&mut heartbeat.1))
+    }
+
+    /// A heartbeat whose claim failed: its counts go into the next one.
+    fn heartbeat_not_sent(&self, unsent: Heartbeat) {
+        let mut heartbeat = self.lock_heartbeat();
+        heartbeat.0 = None;
+        let pending = &mut heartbeat.1;
+        pending.rounds += unsent.rounds;
+        pending.failed_rounds += unsent.failed_rounds;
+        pending.admissions += unsent.admissions;
+        pending.misfires += unsent.misfires;
+        pending.fence_losses += unsent.fence_losses;
+        if pending.last_error.is_none() {
+            pending.last_error = unsent.last_error;
+        }
+    }
+
+    /// What a round did, for the next heartbeat.
+    fn count_round(&self, result: &Result<RoundReport, StoreError>) {
+        let mut heartbeat = self.lock_heartbeat();
+        let pending = &mut heartbeat.1;
+        pending.rounds += 1;
+        match result {
+            Ok(report) => {
+                pending.admissions += report.fired as i64;
+                pending.misfires += report.misfires as i64;
+                pending.fence_losses += report.fence_lost as i64;
+            }
+            Err(error) => {
+                pending.failed_rounds += 1;
+                pending.last_error = Some(crate::core::text::clean(&error.to_string()));
+            }
+        }
     }
 
     fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<ReleaseRequest>> {

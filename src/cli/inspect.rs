@@ -24,6 +24,7 @@ use crate::store::read::{
     ScheduleView, Summary, TriggerDetail, utc,
 };
 use crate::store::recovery::{RecoveryReport, recovery_report};
+use crate::store::replicas::{self, ReplicaView};
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
@@ -99,6 +100,8 @@ pub enum InspectWhat {
         #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
         limit: i64,
     },
+    /// Registered replicas: live, stale (no heartbeat for longer than lease + cadence), stopped.
+    Replicas,
     /// Misfire records: occurrences passed over beyond their grace, newest first.
     Misfires {
         /// Only records of this trigger.
@@ -169,8 +172,19 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
                 }
                 Err(error) => return Err(error.into()),
             };
+            // A schema without the registry yet (the problem above says so) has no replicas.
+            let replicas = match replicas::list(&client).await {
+                Ok(rows) => rows,
+                Err(StoreError::SchemaNotReady(_)) => Vec::new(),
+                Err(error) => return Err(error.into()),
+            };
+            let replicas = replicas
+                .into_iter()
+                .filter(|r| r.liveness != "stopped")
+                .collect();
             let report = SummaryReport {
                 summary,
+                replicas,
                 schema_problem,
             };
             emit(format, &report, render_summary)?;
@@ -255,6 +269,9 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             &read::audit(&client, trigger.as_ref().map(TriggerName::key), limit).await?,
             |rows| render_audit(rows),
         ),
+        Some(InspectWhat::Replicas) => emit(format, &replicas::list(&client).await?, |rows| {
+            render_replicas(rows)
+        }),
         Some(InspectWhat::Misfires {
             trigger,
             since,
@@ -323,6 +340,9 @@ impl InvariantReport {
 pub struct SummaryReport {
     #[serde(flatten)]
     pub summary: Summary,
+    /// Registered replicas that have not stopped: live ones (a heartbeat within their lease and
+    /// cadence), then stale ones.
+    pub replicas: Vec<ReplicaView>,
     /// Why `run` would refuse this schema (`migrate verify` has the details); null when ready.
     pub schema_problem: Option<String>,
 }
@@ -404,7 +424,59 @@ fn render_summary(report: &SummaryReport) -> String {
             }),
         ));
     }
+    let live = report
+        .replicas
+        .iter()
+        .filter(|r| r.liveness == "live")
+        .count();
+    out.push_str(&format!(
+        "replicas: {live} live{}\n",
+        match report.replicas.len() - live {
+            0 => String::new(),
+            stale => format!(", {stale} stale (no heartbeat for longer than lease + cadence)"),
+        }
+    ));
+    if !report.replicas.is_empty() {
+        out.push_str(&render_replicas(&report.replicas));
+    }
     out
+}
+
+fn render_replicas(rows: &[ReplicaView]) -> String {
+    table(
+        &[
+            "replica",
+            "liveness",
+            "host",
+            "pid",
+            "heartbeat",
+            "started",
+            "rounds (failed)",
+            "admissions",
+            "misfires",
+            "fence lost",
+            "last error",
+        ],
+        rows.iter().map(|r| {
+            vec![
+                crate::core::text::clean(&r.owner),
+                if r.state == "draining" {
+                    format!("{} (draining)", r.liveness)
+                } else {
+                    r.liveness.clone()
+                },
+                crate::core::text::clean(&r.host),
+                r.pid.to_string(),
+                format!("{} ago", format_ms(r.heartbeat_age_ms)),
+                utc(r.started_at_ms),
+                format!("{} ({})", r.rounds, r.failed_rounds),
+                r.admissions.to_string(),
+                r.misfires.to_string(),
+                r.fence_losses.to_string(),
+                opt(r.last_error.as_deref().map(crate::core::text::clean)),
+            ]
+        }),
+    )
 }
 
 fn render_schedules(rows: &[ScheduleView]) -> String {

@@ -10,12 +10,13 @@ use clap::Args;
 use super::args::duration_arg;
 use super::{CliError, Global};
 use crate::coordinator::Coordinator;
+use crate::coordinator::duration_ms;
 use crate::core::CoordinatorConfig;
 use crate::core::duration::format_duration;
 use crate::lifecycle::{Lifecycle, RoundEvent};
-use crate::store::Store;
 use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
 use crate::store::recovery::recovery_report;
+use crate::store::{Store, replicas};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -115,6 +116,19 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         check_ready(&**store.client().await?, schema).await?;
         check_capability(&**store.client().await?, schema, RUNTIME_ROLE).await?;
         log_recovery(&**store.client().await?).await?;
+        let host = gethostname::gethostname().to_string_lossy().into_owned();
+        replicas::register(
+            &**store.client().await?,
+            &replicas::Registration {
+                owner: &config.owner,
+                host: &host,
+                pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
+                version: env!("CARGO_PKG_VERSION"),
+                lease_ms: duration_ms(config.lease),
+                cadence_ms: duration_ms(config.cadence),
+            },
+        )
+        .await?;
         Ok::<_, CliError>(store)
     };
     let store = tokio::select! {
@@ -130,6 +144,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         "replica started"
     );
 
+    let owner = config.owner.clone();
     let coordinator = Arc::new(Coordinator::new(store, config));
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let store = coordinator.store().clone();
@@ -146,11 +161,13 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
             Some(event) = received.recv() => totals.add(&event),
             _ = summary.tick() => {
                 totals.log_and_reset();
-                prune_misfires(&store).await;
+                housekeeping(&store).await;
             }
         }
     }
+    mark(&store, &owner, "draining").await;
     let stop = lifecycle.stop().await;
+    mark(&store, &owner, "stopped").await;
     totals.log_and_reset();
     tracing::info!(
         drained = stop.drained,
@@ -214,19 +231,40 @@ impl Totals {
     }
 }
 
-/// Deletes misfire records past their retention, a bounded batch a minute from every replica:
-/// cheap when there is nothing to delete (an index probe), and the table cannot grow without end.
-async fn prune_misfires(store: &Store) {
-    let pruned = async {
+/// A replica's minute of housekeeping: misfire records past their retention deleted, a bounded
+/// batch from every replica (cheap when there is nothing to delete: an index probe), and stopped
+/// or long-dead replicas forgotten from the registry, so neither table grows without end.
+async fn housekeeping(store: &Store) {
+    let done = async {
         let client = store.client().await?;
-        crate::store::misfires::prune(&**client, crate::core::MISFIRE_RETENTION_MS, 10_000).await
+        let pruned =
+            crate::store::misfires::prune(&**client, crate::core::MISFIRE_RETENTION_MS, 10_000)
+                .await?;
+        let forgotten = replicas::forget(&**client).await?;
+        Ok::<_, crate::store::StoreError>((pruned, forgotten))
     };
-    match pruned.await {
-        Ok(0) => {}
-        Ok(deleted) => tracing::info!(deleted, "misfire records past their retention deleted"),
-        Err(error) => {
-            tracing::warn!(%error, "could not prune misfire records; trying again in a minute")
-        }
+    match done.await {
+        Ok((0, 0)) => {}
+        Ok((pruned, forgotten)) => tracing::info!(
+            misfire_records_deleted = pruned,
+            replicas_forgotten = forgotten,
+            "housekeeping"
+        ),
+        Err(error) => tracing::warn!(%error, "housekeeping failed; trying again in a minute"),
+    }
+}
+
+/// Moves this replica's registry row to `state`, within the time a stop may take; a stop never
+/// waits on it longer.
+async fn mark(store: &Store, owner: &str, state: &str) {
+    let marked = tokio::time::timeout(crate::coordinator::GIVE_BACK_TIMEOUT, async {
+        replicas::mark(&**store.client().await?, owner, state).await
+    })
+    .await;
+    match marked {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(%error, state, "could not update the replica registry"),
+        Err(_) => tracing::warn!(state, "could not update the replica registry: no answer"),
     }
 }
 

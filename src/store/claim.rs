@@ -10,6 +10,7 @@ use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
 use super::StoreError;
+use super::replicas::{HEARTBEAT, Heartbeat};
 use crate::core::{ClaimFence, MisfirePolicy};
 
 /// A schedule row as this replica claimed it: the full fence, and every definition the decision
@@ -332,6 +333,7 @@ pub async fn claim_for_round(
     owner: &str,
     budget: i64,
     lease_ms: i64,
+    heartbeat: Option<&Heartbeat>,
     round_trips: &mut u32,
 ) -> Result<RoundClaim, StoreError> {
     let prepared_before = client.statement_cache.size();
@@ -339,16 +341,41 @@ pub async fn claim_for_round(
     let pin = client.prepare_cached(PIN_CLAIM_PLAN).await?;
     let claim = client.prepare_cached(CLAIM_DUE).await?;
     let next_due = client.prepare_cached(NEXT_DUE).await?;
+    let beat = client.prepare_cached(HEARTBEAT).await?;
     let commit = client.prepare_cached("COMMIT").await?;
     *round_trips += prepares_since(client, prepared_before) + 1;
+    // The registry's heartbeat, when one is due, in the same transaction: no round trip of its own.
+    let beat = async {
+        match heartbeat {
+            Some(h) => client
+                .execute(
+                    &beat,
+                    &[
+                        &owner,
+                        &h.rounds,
+                        &h.failed_rounds,
+                        &h.admissions,
+                        &h.misfires,
+                        &h.fence_losses,
+                        &h.last_error,
+                    ],
+                )
+                .await
+                .map(|_| ()),
+            None => Ok(()),
+        }
+    };
     // One round trip: the requests leave in order on the one connection (join polls in order),
-    // and the claim commits at once, as docs/DESIGN.md §4 (Claim) requires. After a failure the
+    // and the claim commits at once, as docs/DESIGN.md §4.3 requires. After a failure the
     // pipelined COMMIT finds the transaction aborted and ends it as a rollback.
-    let (began, pinned, rows, clock, committed) = futures_util::future::join5(
-        client.execute(&begin, &[]),
-        client.query_one(&pin, &[]),
-        client.query(&claim, &[&owner, &budget, &lease_ms]),
-        client.query_one(&next_due, &[]),
+    let ((began, pinned, rows, clock, beaten), committed) = futures_util::future::join(
+        futures_util::future::join5(
+            client.execute(&begin, &[]),
+            client.query_one(&pin, &[]),
+            client.query(&claim, &[&owner, &budget, &lease_ms]),
+            client.query_one(&next_due, &[]),
+            beat,
+        ),
         client.execute(&commit, &[]),
     )
     .await;
@@ -357,6 +384,7 @@ pub async fn claim_for_round(
     pinned?;
     let rows = rows?;
     let clock = clock?;
+    beaten?;
     committed?;
     let rows = rows
         .iter()

@@ -56,6 +56,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "occurrence_accounting",
         sql: include_str!("../../migrations/0004_occurrence_accounting.sql"),
     },
+    Migration {
+        version: 6,
+        name: "replica_registry",
+        sql: include_str!("../../migrations/0006_replica_registry.sql"),
+    },
 ];
 
 /// The schema version a fully migrated database reports.
@@ -97,6 +102,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_admin", "schedule_audit", &["INSERT", "SELECT"]),
     ("qlsched_admin", "schedule_audit_audit_id_seq", &["USAGE"]),
     ("qlsched_admin", "misfires", &["SELECT"]),
+    ("qlsched_admin", "replicas", &["SELECT"]),
     ("qlsched_runtime", "projects", &["SELECT"]),
     ("qlsched_runtime", "tasks", &["SELECT"]),
     ("qlsched_runtime", "triggers", &["SELECT"]),
@@ -117,6 +123,11 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
         "misfires",
         &["DELETE", "INSERT", "SELECT"],
     ),
+    (
+        "qlsched_runtime",
+        "replicas",
+        &["DELETE", "INSERT", "SELECT", "UPDATE"],
+    ),
     ("qlsched_observer", "projects", &["SELECT"]),
     ("qlsched_observer", "tasks", &["SELECT"]),
     ("qlsched_observer", "triggers", &["SELECT"]),
@@ -128,6 +139,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_observer", "schedule_audit", &["SELECT"]),
     ("qlsched_observer", "schema_migrations", &["SELECT"]),
     ("qlsched_observer", "misfires", &["SELECT"]),
+    ("qlsched_observer", "replicas", &["SELECT"]),
 ];
 
 /// Roles that must have USAGE on the schema; `qlsched_worker_ingress` must not.

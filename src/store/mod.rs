@@ -17,6 +17,7 @@ pub mod passfile;
 pub mod publish;
 pub mod read;
 pub mod recovery;
+pub mod replicas;
 pub mod scratch;
 pub mod tls;
 pub mod top;

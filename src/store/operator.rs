@@ -438,13 +438,14 @@ pub async fn expire_owner(
 }
 
 // Whether any record names $1 as a claim owner: a claim held now, an audited fence, an admitted
-// run's `run.created` event, a misfire record. Asked only when `expire --owner` found nothing to
+// run's `run.created` event, a misfire record, the replica registry. Asked only when `expire --owner` found nothing to
 // expire, to tell a typo from an owner with nothing left; the events and misfires have no index
 // on the owner, so this scans them, once, in an operator's command.
 const OWNER_SEEN: &str = "SELECT EXISTS (SELECT 1 FROM trigger_schedules WHERE claim_owner = $1)
     OR EXISTS (SELECT 1 FROM schedule_audit
                WHERE fence_before->>'owner' = $1 OR fence_after->>'owner' = $1)
     OR EXISTS (SELECT 1 FROM misfires WHERE owner = $1)
+    OR EXISTS (SELECT 1 FROM replicas WHERE owner = $1)
     OR EXISTS (SELECT 1 FROM run_events WHERE seq = 1 AND payload->>'claim_owner' = $1)";
 
 /// True when `owner` was ever a claim owner, as far as the database remembers.

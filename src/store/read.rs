@@ -759,6 +759,8 @@ pub struct TriggerState {
     /// The claim, valid or expired, if one is recorded.
     pub claim: Option<ClaimView>,
     pub recent_runs: Vec<RunView>,
+    /// Replicas live in the registry at this instant.
+    pub live_replicas: i64,
     /// The newest misfire records of the trigger: occurrences passed over beyond the grace.
     pub recent_misfires: Vec<super::misfires::MisfireRecord>,
     pub audit: Vec<AuditView>,
@@ -801,6 +803,8 @@ pub enum Diagnosis {
     ClaimExpired {
         owner: String,
         expired_ms_ago: i64,
+        /// Replicas live in the registry now: none means nothing is running to take it.
+        live_replicas: i64,
     },
     NotInitialized,
     NotDue {
@@ -842,9 +846,15 @@ impl Diagnosis {
             Diagnosis::ClaimExpired {
                 owner,
                 expired_ms_ago,
+                live_replicas,
             } => format!(
-                "the claim of {owner} expired {} ago and nobody took it over",
-                format_ms(*expired_ms_ago)
+                "the claim of {owner} expired {} ago and nobody took it over; {}",
+                format_ms(*expired_ms_ago),
+                match live_replicas {
+                    0 => "no replica is live".to_owned(),
+                    1 => "1 replica is live".to_owned(),
+                    n => format!("{n} replicas are live"),
+                }
             ),
             Diagnosis::NotInitialized => "the schedule is not initialized yet".to_owned(),
             Diagnosis::NotDue {
@@ -970,6 +980,7 @@ pub async fn trigger_detail(
         claim: claim_of(&row),
         recent_runs: runs(client, trigger, None, TRIGGER_HISTORY).await?,
         recent_misfires: super::misfires::list(client, trigger, None, TRIGGER_HISTORY).await?,
+        live_replicas: super::replicas::live_count(client).await?,
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
     let digest_ok: bool = row.get("digest_ok");
@@ -1021,6 +1032,7 @@ pub fn diagnose(state: &TriggerState, digest_ok: bool) -> Diagnosis {
             Diagnosis::ClaimExpired {
                 owner: claim.owner.clone(),
                 expired_ms_ago: -claim.remaining_ms,
+                live_replicas: state.live_replicas,
             }
         } else {
             Diagnosis::ClaimHeld {

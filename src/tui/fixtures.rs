@@ -256,6 +256,7 @@ pub fn stuck_detail() -> TriggerDetail {
         why_not_firing: Diagnosis::ClaimExpired {
             owner: "gone-replica".to_owned(),
             expired_ms_ago: 7_400,
+            live_replicas: 2,
         },
         state: schedule.map(|schedule| TriggerState {
             now_ms: NOW,
@@ -274,6 +275,7 @@ pub fn stuck_detail() -> TriggerDetail {
             schedule,
             claim,
             recent_runs: vec![run(4, "acme", "report-5s", 17_400)],
+            live_replicas: 2,
             recent_misfires: Vec::new(),
             audit: Vec::new(),
         }),

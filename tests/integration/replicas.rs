@@ -14,7 +14,8 @@ use qlsched::coordinator::Coordinator;
 use qlsched::core::CoordinatorConfig;
 
 use crate::util::{
-    TestDb, assert_invariants, eventually_count, manifest, sleep_ms, spawn_run, terminate,
+    TestDb, assert_invariants, eventually, eventually_count, manifest, sleep_ms, spawn_run,
+    terminate,
 };
 
 const LEASE_MS: i64 = 3_000;
@@ -306,4 +307,76 @@ async fn backends_terminated_mid_round_never_duplicate_or_lose_an_occurrence() {
         "the replica kept admitting after its backends were terminated"
     );
     assert_eq!(counts.claims_held, 0);
+}
+
+/// The registry shows which replicas are alive, as the replicas themselves write it: two
+/// running ones are live with their work counted, one stopped (SIGSTOP) past its lease and
+/// cadence turns stale, and one given SIGTERM is stopped; the summary counts the live ones.
+#[tokio::test]
+async fn the_registry_shows_live_stale_and_stopped_replicas() {
+    let db = TestDb::new().await;
+    let triggers: Vec<_> = (0..5)
+        .map(|i| json!({ "id": format!("t{i}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    db.publish(&manifest(json!(triggers))).await;
+    let first = replica(&db, "first");
+    let second = replica(&db, "second");
+    let replicas = |db: &TestDb| {
+        let output = crate::util::qlsched(Some(db), &["-o", "json", "inspect", "replicas"], None);
+        assert_eq!(
+            crate::util::code(&output),
+            0,
+            "{}",
+            crate::util::stderr(&output)
+        );
+        serde_json::from_str::<Vec<serde_json::Value>>(&crate::util::stdout(&output)).expect("json")
+    };
+    let liveness = |rows: &[serde_json::Value], owner: &str| {
+        rows.iter()
+            .find(|r| r["owner"] == owner)
+            .map(|r| r["liveness"].as_str().unwrap_or_default().to_owned())
+    };
+    eventually(
+        Duration::from_secs(20),
+        "both live, both admitting",
+        || async {
+            let rows = replicas(&db);
+            rows.len() == 2
+                && rows
+                    .iter()
+                    .all(|r| r["liveness"] == "live" && r["admissions"].as_i64() > Some(0))
+        },
+    )
+    .await;
+
+    signal(&second, "-STOP");
+    // Stale once no heartbeat came for longer than its lease (3 s) and cadence (250 ms).
+    eventually(
+        Duration::from_secs(15),
+        "the stopped one turns stale",
+        || async { liveness(&replicas(&db), "second").as_deref() == Some("stale") },
+    )
+    .await;
+    assert_eq!(liveness(&replicas(&db), "first").as_deref(), Some("live"));
+    signal(&second, "-CONT");
+
+    let output = terminate(first);
+    assert_eq!(output.status.code(), Some(0));
+    let rows = replicas(&db);
+    assert_eq!(
+        liveness(&rows, "first").as_deref(),
+        Some("stopped"),
+        "{rows:?}"
+    );
+    eventually(
+        Duration::from_secs(10),
+        "the continued one is live again",
+        || async { liveness(&replicas(&db), "second").as_deref() == Some("live") },
+    )
+    .await;
+    let summary = crate::util::stdout(&crate::util::qlsched(Some(&db), &["inspect"], None));
+    assert!(summary.contains("replicas: 1 live"), "{summary}");
+    let output = terminate(second);
+    assert_eq!(output.status.code(), Some(0));
+    assert_invariants(&db).await;
 }

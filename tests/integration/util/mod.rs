@@ -465,7 +465,7 @@ pub async fn claim(
     lease_ms: i64,
 ) -> Vec<qlsched::store::ClaimedRow> {
     let client = store.client().await.expect("pooled connection");
-    qlsched::store::claim::claim_for_round(&client, owner, budget, lease_ms, &mut 0)
+    qlsched::store::claim::claim_for_round(&client, owner, budget, lease_ms, None, &mut 0)
         .await
         .expect("claim")
         .rows
