@@ -22,6 +22,9 @@ _qlsched() {
             qlsched,claim)
                 cmd="qlsched__subcmd__claim"
                 ;;
+            qlsched,cron)
+                cmd="qlsched__subcmd__cron"
+                ;;
             qlsched,demo)
                 cmd="qlsched__subcmd__demo"
                 ;;
@@ -72,6 +75,9 @@ _qlsched() {
                 ;;
             qlsched__subcmd__help,claim)
                 cmd="qlsched__subcmd__help__subcmd__claim"
+                ;;
+            qlsched__subcmd__help,cron)
+                cmd="qlsched__subcmd__help__subcmd__cron"
                 ;;
             qlsched__subcmd__help,demo)
                 cmd="qlsched__subcmd__help__subcmd__demo"
@@ -233,7 +239,7 @@ _qlsched() {
 
     case "${cmd}" in
         qlsched)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim inspect expire top demo bench generate help"
+            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim cron inspect expire top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -546,6 +552,64 @@ _qlsched() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        qlsched__subcmd__cron)
+            opts="-z -n -D -o -h -V --time-zone --count --from --database-url --schema --output --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --time-zone)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         qlsched__subcmd__demo)
             opts="-D -o -h -V --duration --database --replicas --embedded --postgres-bin --database-url --schema --output --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -697,7 +761,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help)
-            opts="migrate publish run claim inspect expire top demo bench generate help"
+            opts="migrate publish run claim cron inspect expire top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -755,6 +819,20 @@ _qlsched() {
         qlsched__subcmd__help__subcmd__claim__subcmd__release)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__help__subcmd__cron)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -233,7 +233,21 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             let detail =
                 read::trigger_detail(&client, schema, &trigger.project_id, &trigger.trigger_id)
                     .await?;
-            emit(format, &detail, render_trigger)?;
+            let occurrences = detail.state.as_ref().and_then(|state| {
+                let d = &state.definition;
+                super::cron::trigger_occurrences(&d.cron_expr, &d.time_zone, state.now_ms)
+            });
+            let shown = TriggerShown {
+                detail: &detail,
+                occurrences,
+            };
+            emit(format, &shown, |shown| {
+                let mut out = render_trigger(shown.detail);
+                if let Some(o) = &shown.occurrences {
+                    out = format!("{out}\n{}", super::cron::render_trigger_occurrences(o));
+                }
+                out
+            })?;
             match &detail.why_not_firing {
                 Diagnosis::SchemaNotReady { .. } => Err(CliError::Findings {
                     message: detail.why_not_firing.reason(),
@@ -490,6 +504,14 @@ fn render_run(detail: &RunDetail) -> String {
         }),
     ));
     out
+}
+
+/// `inspect trigger` with the trigger's previous and next occurrences.
+#[derive(serde::Serialize)]
+struct TriggerShown<'a> {
+    #[serde(flatten)]
+    detail: &'a TriggerDetail,
+    occurrences: Option<super::cron::TriggerOccurrences>,
 }
 
 fn render_trigger(detail: &TriggerDetail) -> String {

@@ -54,7 +54,7 @@ NO_COLOR
 When set and not empty, no colour under --color auto.";
 
 pub const SEE_ALSO: &str = "\
-qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-inspect(1), qlsched-expire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
+qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-cron(1), qlsched-inspect(1), qlsched-expire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
 
 pub fn examples(command: &str) -> &'static str {
     match command {
@@ -161,6 +161,17 @@ Every claim of a replica known to be dead, in one transaction:
   qlsched expire --owner sched-2:4711 --yes --reason 'host lost'
   qlsched expire --owner sched-2:4711 --expired-only --dry-run"
         }
+        "cron" => {
+            "\
+The next ten occurrences of a nightly trigger, in its zone and UTC (no database needed):
+  qlsched cron '30 2 * * *' --time-zone Europe/Berlin
+
+Around a spring-forward gap and an autumn fold (marked in the DST column):
+  qlsched cron '30 2 * * *' -z Europe/Berlin --from 2026-03-28T00:00:00Z -n 3
+  qlsched cron '*/30 1 * * *' -z America/New_York --from 2026-11-01T04:00:00Z -n 5 -o json
+
+An expression publish would refuse exits 65 with publish's message."
+        }
         "bench" => {
             "\
 The issue-5 figure: 10,000 due triggers, 4 replicas, as JSON:
@@ -194,7 +205,7 @@ migrate status: [migration], where migration is {\"version\": int, \"name\": str
 
 migrate verify: {\"schema\": string, \"ok\": bool, \"findings\": [{\"kind\": \"checksum\"|\"pending\"|\"unknown_migration\"|\"missing_grant\"|\"extra_grant\"|\"schema_usage\"|\"role\", \"message\": string}]}.",
         "publish" => "\
-{\"dry_run\": bool, \"items\": [{\"kind\": \"project\"|\"task\"|\"trigger\", \"name\": \"PROJECT\" or \"PROJECT/ID\", \"change\": \"created\"|\"changed\"|\"unchanged\", \"revision\": int|null}]}.",
+{\"dry_run\": bool, \"items\": [{\"kind\": \"project\"|\"task\"|\"trigger\", \"name\": \"PROJECT\" or \"PROJECT/ID\", \"change\": \"created\"|\"changed\"|\"unchanged\", \"revision\": int|null, \"changed_fields\": [\"task\"|\"cron\"|\"time_zone\"|\"misfire\"|\"misfire_grace\"|\"enabled\"] (a changed trigger only), \"next_occurrence_ms\": int (a created or changed trigger only: its first occurrence after the database's now)}]}.",
         "claim" => "\
 claim: {\"dry_run\": bool, \"project_id\": string, \"trigger_id\": string, \"fence\": fence, \"observed_at_ms\": int (database time of the claim, the decision's now), \"cursor_ms\": int|null, \"decision\": decision, \"step\": \"admitted\"|\"advanced\"|\"held\"|\"released\"|\"dry_run\", \"run\": run|null}.
 
@@ -214,7 +225,7 @@ inspect runs: [run], where run is {\"run_id\": uuid, \"project_id\", \"trigger_i
 
 inspect run: {\"run\": run, \"attempts\": [{\"attempt_id\": uuid, \"attempt_no\": int, \"executor\", \"state\": string, \"worker_id\", \"session_id\", \"lease_id\": string|null, \"started_at_ms\": int|null, \"created_at_ms\": int}], \"events\": [{\"seq\": int, \"type\": string, \"at_ms\": int, \"payload\": object}]}.
 
-inspect trigger: {\"project_id\", \"trigger_id\": string, \"why_not_firing\": {\"cause\": \"schema_not_ready\"|\"project_suspended\"|\"trigger_disabled\"|\"revision_behind\"|\"digest_corrupt\"|\"claim_held\"|\"claim_expired\"|\"not_initialized\"|\"not_due\"|\"eligible\", and the cause's fields: detail; schedule_revision, trigger_revision; execution_revision_id; owner, remaining_ms; owner, expired_ms_ago; next_fire_at_ms, due_in_ms}, and unless the schema is not ready: \"now_ms\": int, \"definition\": {\"project_status\", \"task_id\": string, \"revision\": int, \"enabled\": bool, \"cron_expr\", \"time_zone\", \"misfire_policy\": string, \"misfire_grace_ms\": int, \"content_digest\": string, \"execution_revision_id\": uuid}, \"schedule\": schedule (as in inspect schedules), \"claim\": claim|null, \"recent_runs\": [run], \"recent_misfires\": [misfire], \"audit\": [audit]}.
+inspect trigger: {\"project_id\", \"trigger_id\": string, \"why_not_firing\": {\"cause\": \"schema_not_ready\"|\"project_suspended\"|\"trigger_disabled\"|\"revision_behind\"|\"digest_corrupt\"|\"claim_held\"|\"claim_expired\"|\"not_initialized\"|\"not_due\"|\"eligible\", and the cause's fields: detail; schedule_revision, trigger_revision; execution_revision_id; owner, remaining_ms; owner, expired_ms_ago; next_fire_at_ms, due_in_ms}, and unless the schema is not ready: \"now_ms\": int, \"definition\": {\"project_status\", \"task_id\": string, \"revision\": int, \"enabled\": bool, \"cron_expr\", \"time_zone\", \"misfire_policy\": string, \"misfire_grace_ms\": int, \"content_digest\": string, \"execution_revision_id\": uuid}, \"schedule\": schedule (as in inspect schedules), \"claim\": claim|null, \"recent_runs\": [run], \"recent_misfires\": [misfire], \"audit\": [audit], \"occurrences\": {\"previous\": occurrence|null, \"next\": [occurrence] (five, after now_ms)}|null}, where occurrence is as in qlsched cron.
 
 inspect recovery: {\"pristine\": int, \"drifted\": int, \"candidates\" (oldest run first): [{\"run_id\": uuid, \"project_id\", \"trigger_id\", \"run_status\": string, \"attempt_id\": uuid|null, \"attempt_no\": int|null, \"attempt_state\": string|null, \"drift\": [string]}]}.
 
@@ -223,6 +234,8 @@ inspect audit: [audit], where audit is {\"audit_id\": int, \"project_id\", \"tri
 inspect misfires: [misfire], newest first, where misfire is {\"misfire_id\": int, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"first_occurrence_ms\", \"last_occurrence_ms\": int (the first and last occurrence passed over), \"occurrences\": int (how many, both included), \"occurrences_exact\": bool (false: counting stopped at 10000 and occurrences is a lower bound), \"policy\": \"skip\"|\"fire_once\", \"reason\": \"beyond_grace\", \"owner\": string (the replica or operator whose decision it was), \"decided_at_ms\", \"recorded_at_ms\": int}. Records are kept 7 days.
 
 inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrences\", \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\", \"half_written_claims\", \"cursors_behind\", \"claims_held\": int}, \"accounting\": {\"since_ms\": int (the window's start), \"triggers\", \"occurrences\" (checked), \"gap_count\", \"duplicate_count\": int, \"gaps\", \"duplicates\": [{\"project_id\", \"trigger_id\": string, \"trigger_revision\", \"occurrence_ms\": int}] (at most 100 each), \"truncated\": [\"PROJECT/TRIGGER\"] (more than a million occurrences in the window: checked up to there)}, \"failures\": [string], \"grants\": [finding as in migrate verify]}. A gap is an occurrence between the later of the window's start and the revision's first cursor, and the cursor, with neither a run nor a misfire record.",
+        "cron" => "\
+{\"expr\", \"time_zone\": string, \"from_ms\": int, \"occurrences\": [occurrence]}, where occurrence is {\"at_ms\": int, \"utc\": string, \"local\": string (wall time in the zone, with its abbreviation), \"dst\": null|\"gap_moved\" (the wall time the pattern names fell in a spring-forward gap: moved to the first instant after it)|\"fold_first\"|\"fold_second\" (an autumn fold repeats this wall time: which of its two instants)}.",
         "expire" => "\
 {\"dry_run\": bool, \"expired\": [{\"project_id\", \"trigger_id\": string, \"fence_before\": fence, \"claim_version\": int, \"state_version\": int}]}, the versions as they are after the expiry. An owner with no claims gives an empty list (exit 0); a named row without a claim exits 5.",
         "bench" => "\

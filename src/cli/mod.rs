@@ -5,6 +5,7 @@
 mod args;
 mod bench;
 mod claim;
+mod cron;
 mod demo;
 mod error;
 mod expire;
@@ -63,6 +64,9 @@ pub enum Command {
     /// Step through the scheduler by hand: claim a row, see its fence and decision, then admit,
     /// hold or release it.
     Claim(claim::ClaimArgs),
+    /// List when a cron expression fires, in its zone and UTC, offline: validated as publish does,
+    /// with the occurrences a daylight-saving gap moved or a fold repeats marked.
+    Cron(cron::CronArgs),
     /// Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing.
     Inspect(inspect::InspectArgs),
     /// Expire a stuck claim (fenced and audited), or every claim of a dead replica.
@@ -118,6 +122,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Demo(args) => demo::run(args, &global).await,
         Command::Claim(args) => claim::run(args, &global).await,
         Command::Inspect(args) => inspect::run(args, &global).await,
+        Command::Cron(args) => cron::run(&args, &global),
         Command::Expire(args) => expire::run(args, &global).await,
         Command::Bench(args) => bench::run(args, &global).await,
         Command::Generate(args) => generate::run(args),

@@ -76,11 +76,25 @@ fn render(report: &PublishReport) -> String {
                 item.name.clone(),
                 item.change.to_owned(),
                 opt(item.revision),
+                item.changed_fields
+                    .as_ref()
+                    .map_or_else(String::new, |fields| fields.join(", ")),
+                opt(item.next_occurrence_ms.map(crate::core::duration::utc)),
             ]
         })
         .collect();
     if rows.is_empty() {
         return "nothing to publish: every definition is unchanged".to_owned();
     }
-    table(&["kind", "name", "change", "revision"], rows)
+    table(
+        &[
+            "kind",
+            "name",
+            "change",
+            "revision",
+            "fields",
+            "next occurrence",
+        ],
+        rows,
+    )
 }

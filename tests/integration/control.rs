@@ -1,0 +1,197 @@
+//! Operator control: when a trigger fires (`cron`, `inspect trigger`, `publish --dry-run`),
+//! `claim --wait`, `fire`, `backfill`, pause and resume.
+
+use serde_json::{Value, json};
+
+use crate::util::{TestDb, code, manifest, qlsched, stderr, stdout};
+
+fn json_of(output: &std::process::Output) -> Value {
+    serde_json::from_str(&stdout(output))
+        .unwrap_or_else(|e| panic!("json: {e}: {}{}", stdout(output), stderr(output)))
+}
+
+fn dst_notes(expr: &str, zone: &str, from: &str, count: &str) -> Vec<(String, Value)> {
+    let output = qlsched(
+        None,
+        &[
+            "cron", expr, "-z", zone, "--from", from, "-n", count, "-o", "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    json_of(&output)["occurrences"]
+        .as_array()
+        .expect("occurrences")
+        .iter()
+        .map(|o| (o["utc"].as_str().expect("utc").to_owned(), o["dst"].clone()))
+        .collect()
+}
+
+/// A wall time skipped by the spring-forward gap moves to the gap's end and is marked so, in
+/// Europe/Berlin and America/New_York; the days around it are not marked.
+#[test]
+fn cron_marks_the_occurrence_a_gap_moved() {
+    for (zone, from, moved) in [
+        (
+            "Europe/Berlin",
+            "2026-03-28T00:00:00Z",
+            "2026-03-29T01:00:00.000Z",
+        ),
+        (
+            "America/New_York",
+            "2026-03-06T12:00:00Z",
+            "2026-03-08T07:00:00.000Z",
+        ),
+    ] {
+        let notes = dst_notes("30 2 * * *", zone, from, "3");
+        assert_eq!(notes.len(), 3, "{zone}: {notes:?}");
+        assert_eq!(notes[0].1, Value::Null, "{zone}");
+        assert_eq!(notes[1], (moved.to_owned(), json!("gap_moved")), "{zone}");
+        assert_eq!(notes[2].1, Value::Null, "{zone}");
+    }
+    let table = stdout(&qlsched(
+        None,
+        &[
+            "cron",
+            "30 2 * * *",
+            "-z",
+            "Europe/Berlin",
+            "--from",
+            "2026-03-28T00:00:00Z",
+            "-n",
+            "2",
+        ],
+        None,
+    ));
+    assert!(
+        table.contains("2026-03-29 03:00:00 CEST") && table.contains("DST gap"),
+        "{table}"
+    );
+}
+
+/// In the autumn fold a half-hourly job fires at both instants of each repeated wall time, marked
+/// first and second; a daily job fires at the first only.
+#[test]
+fn cron_marks_both_instants_of_a_fold() {
+    for (zone, from, expr) in [
+        ("Europe/Berlin", "2026-10-25T00:00:00Z", "*/30 2 * * *"),
+        ("America/New_York", "2026-11-01T05:00:00Z", "*/30 1 * * *"),
+    ] {
+        let notes = dst_notes(expr, zone, from, "5");
+        let marks: Vec<&Value> = notes.iter().map(|(_, d)| d).collect();
+        assert_eq!(
+            marks,
+            [
+                &json!("fold_first"),
+                &json!("fold_first"),
+                &json!("fold_second"),
+                &json!("fold_second"),
+                &Value::Null
+            ],
+            "{zone}: {notes:?}"
+        );
+        let daily = dst_notes(&expr.replace("*/30", "30"), zone, from, "2");
+        assert_eq!(daily[0].1, json!("fold_first"), "{zone}: {daily:?}");
+        assert_eq!(daily[1].1, Value::Null, "{zone}: the next day, {daily:?}");
+    }
+}
+
+/// `cron` refuses what publish refuses, with publish's message and exit 65, and needs no database.
+#[tokio::test]
+async fn cron_validates_as_publish_does() {
+    let db = TestDb::new().await;
+    for (expr, zone) in [
+        ("* * *", "UTC"),
+        ("0 0 30 2 *", "UTC"),
+        ("0 3 * * *", "Mars/Base"),
+    ] {
+        let cron = qlsched(None, &["cron", expr, "-z", zone], None);
+        assert_eq!(code(&cron), 65, "{expr}: {}", stderr(&cron));
+        let published = qlsched(
+            Some(&db),
+            &["publish", "-f", "-", "--dry-run"],
+            Some(
+                &manifest(json!([{ "id": "x", "task": "t", "cron": expr, "time_zone": zone }]))
+                    .to_string(),
+            ),
+        );
+        assert_eq!(code(&published), 65, "{expr}");
+        let message = stderr(&cron);
+        let message = message.trim().trim_start_matches("qlsched: ");
+        assert!(
+            stderr(&published).contains(message),
+            "{expr}: {message} / {}",
+            stderr(&published)
+        );
+    }
+}
+
+/// `inspect trigger` lists the previous and the next five occurrences in the zone and UTC;
+/// `publish --dry-run` names the fields a changed trigger changes and its next occurrence.
+#[tokio::test]
+async fn inspect_shows_occurrences_and_dry_run_names_changed_fields() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([
+        { "id": "n", "task": "t", "cron": "0 3 * * *", "time_zone": "Europe/Berlin" }
+    ])))
+    .await;
+    let output = qlsched(
+        Some(&db),
+        &["inspect", "trigger", "p/n", "-o", "json"],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let detail = json_of(&output);
+    let now = detail["now_ms"].as_i64().expect("now");
+    let next = detail["occurrences"]["next"].as_array().expect("next");
+    assert_eq!(next.len(), 5, "{detail}");
+    assert!(next[0]["at_ms"].as_i64().expect("at") > now);
+    assert!(
+        next[0]["local"]
+            .as_str()
+            .expect("local")
+            .contains("03:00:00"),
+        "{detail}"
+    );
+    assert!(
+        detail["occurrences"]["previous"]["at_ms"]
+            .as_i64()
+            .expect("previous")
+            <= now
+    );
+    let table = stdout(&qlsched(Some(&db), &["inspect", "trigger", "p/n"], None));
+    assert!(
+        table.contains("next 5") && table.contains("previous"),
+        "{table}"
+    );
+
+    let changed = manifest(json!([
+        { "id": "n", "task": "t", "cron": "0 4 * * *", "time_zone": "Europe/Berlin", "misfire": "fire_once" }
+    ]));
+    let output = qlsched(
+        Some(&db),
+        &["publish", "-f", "-", "--dry-run", "-o", "json"],
+        Some(&changed.to_string()),
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report = json_of(&output);
+    let item = report["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["kind"] == "trigger")
+        .expect("trigger item")
+        .clone();
+    assert_eq!(item["change"], "changed");
+    assert_eq!(item["changed_fields"], json!(["cron", "misfire"]), "{item}");
+    assert!(
+        item["next_occurrence_ms"].as_i64().expect("next") > now,
+        "{item}"
+    );
+    let table = stdout(&qlsched(
+        Some(&db),
+        &["publish", "-f", "-", "--dry-run"],
+        Some(&changed.to_string()),
+    ));
+    assert!(table.contains("cron, misfire"), "{table}");
+}
