@@ -359,7 +359,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim)
-            opts="-y -D -o -h -V --yes --dry-run --hold --release --owner --lease --database-url --schema --output --color --help --version admit release help"
+            opts="-y -D -o -h -V --yes --dry-run --hold --release --owner --lease --wait --database-url --schema --output --color --help --version admit release help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -370,6 +370,10 @@ _qlsched() {
                     return 0
                     ;;
                 --lease)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -132,7 +132,10 @@ Admit or give back that claim later, with the fence passed back (exit 3 if it no
   qlsched claim release acme/nightly --token 0190f3c2-5c1e-7d3a-9a41-2f7b3c8d9e10 --version 7
 
 See which row would be claimed and what would be decided, changing nothing:
-  qlsched claim --dry-run"
+  qlsched claim --dry-run
+
+Catch a row that replicas keep taking: try again until it is due and unclaimed, for up to 30 s (then exit 5):
+  qlsched claim acme/nightly --wait 30s --hold -o json"
         }
         "inspect" => {
             "\

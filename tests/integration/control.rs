@@ -195,3 +195,47 @@ async fn inspect_shows_occurrences_and_dry_run_names_changed_fields() {
     ));
     assert!(table.contains("cron, misfire"), "{table}");
 }
+
+/// `claim P/T --wait` tries again while another owner holds the row, and takes it once the lease
+/// ran out; a wait shorter than the lease ends with exit 5 and the reason.
+#[tokio::test]
+async fn claim_wait_takes_the_row_once_it_is_claimable() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]),
+    ))
+    .await;
+    let held = qlsched(
+        Some(&db),
+        &[
+            "claim", "p/x", "--hold", "--owner", "a", "--lease", "3s", "-o", "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&held), 0, "{}", stderr(&held));
+    let started = std::time::Instant::now();
+    let refused = qlsched(
+        Some(&db),
+        &["claim", "p/x", "--hold", "--wait", "500ms"],
+        None,
+    );
+    assert_eq!(code(&refused), 5, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("claim held by a")
+            && stderr(&refused).contains("after waiting 500ms"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(450));
+    let waited = qlsched(
+        Some(&db),
+        &[
+            "claim", "p/x", "--hold", "--owner", "b", "--wait", "20s", "-o", "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&waited), 0, "{}", stderr(&waited));
+    assert_eq!(json_of(&waited)["fence"]["owner"], "b");
+    let immediate = qlsched(Some(&db), &["claim", "p/x", "--hold"], None);
+    assert_eq!(code(&immediate), 5, "without --wait it fails at once");
+}
