@@ -31,6 +31,9 @@ _qlsched() {
             qlsched,expire)
                 cmd="qlsched__subcmd__expire"
                 ;;
+            qlsched,fire)
+                cmd="qlsched__subcmd__fire"
+                ;;
             qlsched,generate)
                 cmd="qlsched__subcmd__generate"
                 ;;
@@ -84,6 +87,9 @@ _qlsched() {
                 ;;
             qlsched__subcmd__help,expire)
                 cmd="qlsched__subcmd__help__subcmd__expire"
+                ;;
+            qlsched__subcmd__help,fire)
+                cmd="qlsched__subcmd__help__subcmd__fire"
                 ;;
             qlsched__subcmd__help,generate)
                 cmd="qlsched__subcmd__help__subcmd__generate"
@@ -239,7 +245,7 @@ _qlsched() {
 
     case "${cmd}" in
         qlsched)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim cron inspect expire top demo bench generate help"
+            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim cron inspect expire fire top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -722,6 +728,48 @@ _qlsched() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        qlsched__subcmd__fire)
+            opts="-y -D -o -h -V --request-id --yes --dry-run --database-url --schema --output --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --request-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         qlsched__subcmd__generate)
             opts="-D -o -h -V --out-dir --database-url --schema --output --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -765,7 +813,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help)
-            opts="migrate publish run claim cron inspect expire top demo bench generate help"
+            opts="migrate publish run claim cron inspect expire fire top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -863,6 +911,20 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help__subcmd__expire)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__help__subcmd__fire)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -210,14 +210,14 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             limit,
         }) => emit(
             format,
-            &read::runs(
+            &read::runs_with_origin(
                 &client,
                 trigger.as_ref().map(TriggerName::key),
                 since.map(duration_ms),
                 limit,
             )
             .await?,
-            |rows| render_runs(rows),
+            |rows| render_run_rows(rows),
         ),
         Some(InspectWhat::Run { .. }) => {
             let Some(run_id) = run_id else {
@@ -465,10 +465,34 @@ fn render_runs(rows: &[RunView]) -> String {
     )
 }
 
+/// `inspect runs`: as [`render_runs`], with each run's origin.
+fn render_run_rows(rows: &[read::RunRow]) -> String {
+    table(
+        &[
+            "run",
+            "trigger",
+            "origin",
+            "scheduled for",
+            "status",
+            "created",
+        ],
+        rows.iter().map(|r| {
+            vec![
+                r.run_id.to_string(),
+                format!("{}/{}", r.project_id, r.trigger_id),
+                r.origin.clone(),
+                utc(r.scheduled_for_ms),
+                r.status.clone(),
+                utc(r.created_at_ms),
+            ]
+        }),
+    )
+}
+
 fn render_run(detail: &RunDetail) -> String {
     let r = &detail.run;
     let mut out = format!(
-        "run {} of {}/{} (revision {}), task {} revision {}\n{} scheduled for {}, key {}\n",
+        "run {} of {}/{} (revision {}), task {} revision {}\n{} {} run scheduled for {}, key {}\n",
         r.run_id,
         r.project_id,
         r.trigger_id,
@@ -476,6 +500,7 @@ fn render_run(detail: &RunDetail) -> String {
         r.task_id,
         r.task_revision,
         r.status,
+        r.origin,
         utc(r.scheduled_for_ms),
         r.idempotency_key
     );

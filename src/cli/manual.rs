@@ -54,7 +54,7 @@ NO_COLOR
 When set and not empty, no colour under --color auto.";
 
 pub const SEE_ALSO: &str = "\
-qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-cron(1), qlsched-inspect(1), qlsched-expire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
+qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-cron(1), qlsched-inspect(1), qlsched-expire(1), qlsched-fire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
 
 pub fn examples(command: &str) -> &'static str {
     match command {
@@ -175,6 +175,14 @@ Around a spring-forward gap and an autumn fold (marked in the DST column):
 
 An expression publish would refuse exits 65 with publish's message."
         }
+        "fire" => {
+            "\
+Run a trigger now, once, whatever its schedule (asks on a terminal):
+  qlsched fire acme/nightly
+
+From a script that may retry: the same request id never admits a second run (the second call reports the first run, created false):
+  qlsched fire acme/nightly --request-id deploy-4711 --yes -o json"
+        }
         "bench" => {
             "\
 The issue-5 figure: 10,000 due triggers, 4 replicas, as JSON:
@@ -224,7 +232,7 @@ inspect schedules: [{\"project_id\", \"trigger_id\": string, \"state\": \"disabl
 
 inspect claims: [claim], where claim is {\"project_id\", \"trigger_id\", \"owner\": string, \"token\": uuid, \"version\", \"acquired_at_ms\", \"expires_at_ms\", \"remaining_ms\" (negative once expired): int, \"expired\": bool}.
 
-inspect runs: [run], where run is {\"run_id\": uuid, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"task_id\": string, \"task_revision\": int, \"execution_revision_id\": uuid, \"idempotency_key\", \"status\": string, \"scheduled_for_ms\", \"created_at_ms\": int, \"queued_at_ms\": int|null}.
+inspect runs: [run], where run is {\"run_id\": uuid, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"task_id\": string, \"task_revision\": int, \"execution_revision_id\": uuid, \"idempotency_key\", \"status\": string, \"scheduled_for_ms\", \"created_at_ms\": int, \"queued_at_ms\": int|null, \"origin\": \"cron\"|\"manual\"|\"backfill\"} (recent_runs of inspect trigger carry no origin).
 
 inspect run: {\"run\": run, \"attempts\": [{\"attempt_id\": uuid, \"attempt_no\": int, \"executor\", \"state\": string, \"worker_id\", \"session_id\", \"lease_id\": string|null, \"started_at_ms\": int|null, \"created_at_ms\": int}], \"events\": [{\"seq\": int, \"type\": string, \"at_ms\": int, \"payload\": object}]}.
 
@@ -239,6 +247,8 @@ inspect misfires: [misfire], newest first, where misfire is {\"misfire_id\": int
 inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrences\", \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\", \"half_written_claims\", \"cursors_behind\", \"claims_held\": int}, \"accounting\": {\"since_ms\": int (the window's start), \"triggers\", \"occurrences\" (checked), \"gap_count\", \"duplicate_count\": int, \"gaps\", \"duplicates\": [{\"project_id\", \"trigger_id\": string, \"trigger_revision\", \"occurrence_ms\": int}] (at most 100 each), \"truncated\": [\"PROJECT/TRIGGER\"] (more than a million occurrences in the window: checked up to there)}, \"failures\": [string], \"grants\": [finding as in migrate verify]}. A gap is an occurrence between the later of the window's start and the revision's first cursor, and the cursor, with neither a run nor a misfire record.",
         "cron" => "\
 {\"expr\", \"time_zone\": string, \"from_ms\": int, \"occurrences\": [occurrence]}, where occurrence is {\"at_ms\": int, \"utc\": string, \"local\": string (wall time in the zone, with its abbreviation), \"dst\": null|\"gap_moved\" (the wall time the pattern names fell in a spring-forward gap: moved to the first instant after it)|\"fold_first\"|\"fold_second\" (an autumn fold repeats this wall time: which of its two instants)}.",
+        "fire" => "\
+{\"dry_run\": bool, \"project_id\", \"trigger_id\", \"request_id\": string, \"run_id\": uuid, \"idempotency_key\": string (ql3:manual:v1:PROJECT/TRIGGER:REVISION:REQUEST_ID), \"scheduled_for_ms\": int (database time of the admission), \"created\": bool (false: the request id was used before; run_id is that run), \"trigger_revision\": int}. Refused with exit 5 and the reason for a suspended project, a corrupt execution revision or a schedule row behind its trigger; exit 3 when the trigger was published again between reading it and admitting.",
         "expire" => "\
 {\"dry_run\": bool, \"expired\": [{\"project_id\", \"trigger_id\": string, \"fence_before\": fence, \"claim_version\": int, \"state_version\": int}]}, the versions as they are after the expiry. An owner with no claims gives an empty list (exit 0); a named row without a claim exits 5.",
         "bench" => "\

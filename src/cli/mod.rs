@@ -9,6 +9,7 @@ mod cron;
 mod demo;
 mod error;
 mod expire;
+mod fire;
 mod generate;
 mod inspect;
 mod manual;
@@ -71,6 +72,8 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Expire a stuck claim (fenced and audited), or every claim of a dead replica.
     Expire(expire::ExpireArgs),
+    /// Admit one manual run of a trigger now (idempotent by --request-id); the cursor stays.
+    Fire(fire::FireArgs),
     /// Watch claims, leases and admissions live in the terminal; expire a stuck claim.
     Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
@@ -123,6 +126,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Claim(args) => claim::run(args, &global).await,
         Command::Inspect(args) => inspect::run(args, &global).await,
         Command::Cron(args) => cron::run(&args, &global),
+        Command::Fire(args) => fire::run(args, &global).await,
         Command::Expire(args) => expire::run(args, &global).await,
         Command::Bench(args) => bench::run(args, &global).await,
         Command::Generate(args) => generate::run(args),

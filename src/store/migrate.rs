@@ -56,6 +56,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "occurrence_accounting",
         sql: include_str!("../../migrations/0004_occurrence_accounting.sql"),
     },
+    Migration {
+        version: 5,
+        name: "operator_control",
+        sql: include_str!("../../migrations/0005_operator_control.sql"),
+    },
 ];
 
 /// The schema version a fully migrated database reports.
@@ -90,13 +95,13 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
         "trigger_schedules",
         &["DELETE", "INSERT", "SELECT", "UPDATE"],
     ),
-    ("qlsched_admin", "runs", &["SELECT"]),
-    ("qlsched_admin", "attempts", &["SELECT"]),
-    ("qlsched_admin", "run_events", &["SELECT"]),
+    ("qlsched_admin", "runs", &["INSERT", "SELECT"]),
+    ("qlsched_admin", "attempts", &["INSERT", "SELECT"]),
+    ("qlsched_admin", "run_events", &["INSERT", "SELECT"]),
     ("qlsched_admin", "schema_migrations", &["SELECT"]),
     ("qlsched_admin", "schedule_audit", &["INSERT", "SELECT"]),
     ("qlsched_admin", "schedule_audit_audit_id_seq", &["USAGE"]),
-    ("qlsched_admin", "misfires", &["SELECT"]),
+    ("qlsched_admin", "misfires", &["INSERT", "SELECT"]),
     ("qlsched_runtime", "projects", &["SELECT"]),
     ("qlsched_runtime", "tasks", &["SELECT"]),
     ("qlsched_runtime", "triggers", &["SELECT"]),

@@ -471,13 +471,36 @@ pub struct RunView {
     pub queued_at_ms: Option<i64>,
 }
 
-/// The columns of a [`RunView`], in its order.
+/// A run with where it came from: `cron` (the scheduler), `manual` (`qlsched fire`) or
+/// `backfill` (`qlsched backfill`). `inspect runs` and `inspect run` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunRow {
+    #[serde(flatten)]
+    pub run: RunView,
+    pub origin: String,
+}
+
+impl std::ops::Deref for RunRow {
+    type Target = RunView;
+    fn deref(&self) -> &RunView {
+        &self.run
+    }
+}
+
+/// The columns of a [`RunView`], in its order, then the run's origin (a [`RunRow`]).
 macro_rules! run_columns {
     () => {
         "run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
          execution_revision_id, idempotency_key, status, scheduled_for_ms, created_at_ms,
-         queued_at_ms"
+         queued_at_ms, origin"
     };
+}
+
+fn run_row(row: &Row) -> RunRow {
+    RunRow {
+        run: run_view(row),
+        origin: row.get(12),
+    }
 }
 
 fn run_view(row: &Row) -> RunView {
@@ -525,6 +548,20 @@ pub async fn runs(
     since_ms: Option<i64>,
     limit: i64,
 ) -> Result<Vec<RunView>, StoreError> {
+    Ok(runs_with_origin(client, trigger, since_ms, limit)
+        .await?
+        .into_iter()
+        .map(|r| r.run)
+        .collect())
+}
+
+/// [`runs`], each with its origin.
+pub async fn runs_with_origin(
+    client: &impl GenericClient,
+    trigger: Option<(&str, &str)>,
+    since_ms: Option<i64>,
+    limit: i64,
+) -> Result<Vec<RunRow>, StoreError> {
     let rows = match trigger {
         Some((project_id, trigger_id)) => {
             client
@@ -536,7 +573,7 @@ pub async fn runs(
         }
         None => client.query(RECENT_RUNS, &[&since_ms, &limit]).await?,
     };
-    Ok(rows.iter().map(run_view).collect())
+    Ok(rows.iter().map(run_row).collect())
 }
 
 /// One attempt of a run, with the dispatcher's fields as they stand.
@@ -565,7 +602,7 @@ pub struct EventView {
 /// `inspect run RUN_ID`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunDetail {
-    pub run: RunView,
+    pub run: RunRow,
     pub attempts: Vec<AttemptView>,
     pub events: Vec<EventView>,
 }
@@ -587,7 +624,7 @@ pub async fn run_detail(
     let run = client
         .query_opt(RUN, &[&run_id])
         .await?
-        .map(|row| run_view(&row))
+        .map(|row| run_row(&row))
         .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
     let attempts = client
         .query(ATTEMPTS_OF_RUN, &[&run_id])

@@ -239,3 +239,137 @@ async fn claim_wait_takes_the_row_once_it_is_claimable() {
     let immediate = qlsched(Some(&db), &["claim", "p/x", "--hold"], None);
     assert_eq!(code(&immediate), 5, "without --wait it fails at once");
 }
+
+/// The schedule row as the scheduler sees it: cursor, versions, claim.
+async fn schedule_row(db: &TestDb, trigger: &str) -> String {
+    db.client()
+        .await
+        .query_one(
+            "SELECT s::text FROM trigger_schedules s WHERE project_id = 'p' AND trigger_id = $1",
+            &[&trigger],
+        )
+        .await
+        .expect("schedule row")
+        .get(0)
+}
+
+/// `fire` twice with one request id admits one run (the second reports it, `created: false`),
+/// through the full admission (one attempt, two events), with origin `manual`; the cursor and the
+/// schedule row do not move; accounting ignores the manual run.
+#[tokio::test]
+async fn fire_twice_with_one_request_id_admits_one_run() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "n", "task": "t", "cron": "0 3 * * *" }]),
+    ))
+    .await;
+    let before = schedule_row(&db, "n").await;
+    let refused = qlsched(Some(&db), &["fire", "p/n", "--request-id", "r1"], None);
+    assert_eq!(
+        code(&refused),
+        2,
+        "no terminal, no --yes: {}",
+        stderr(&refused)
+    );
+    let dry = qlsched(
+        Some(&db),
+        &[
+            "fire",
+            "p/n",
+            "--request-id",
+            "r1",
+            "--dry-run",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    assert_eq!(json_of(&dry)["dry_run"], true);
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        0,
+        "a dry run admits nothing"
+    );
+
+    let fire = || {
+        qlsched(
+            Some(&db),
+            &["fire", "p/n", "--request-id", "r1", "--yes", "-o", "json"],
+            None,
+        )
+    };
+    let first = fire();
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let first = json_of(&first);
+    assert_eq!(first["created"], true, "{first}");
+    assert_eq!(first["idempotency_key"], "ql3:manual:v1:p/n:1:r1");
+    let second = fire();
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    let second = json_of(&second);
+    assert_eq!(second["created"], false, "{second}");
+    assert_eq!(second["run_id"], first["run_id"]);
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 1);
+    assert_eq!(
+        schedule_row(&db, "n").await,
+        before,
+        "the cursor and the fence stay"
+    );
+
+    let run_id = first["run_id"].as_str().expect("run id").to_owned();
+    let detail = qlsched(Some(&db), &["inspect", "run", &run_id, "-o", "json"], None);
+    let detail = json_of(&detail);
+    assert_eq!(detail["run"]["origin"], "manual", "{detail}");
+    assert_eq!(detail["attempts"].as_array().map(Vec::len), Some(1));
+    assert_eq!(detail["events"].as_array().map(Vec::len), Some(2));
+    let runs = json_of(&qlsched(
+        Some(&db),
+        &["inspect", "runs", "-o", "json"],
+        None,
+    ));
+    assert_eq!(runs[0]["origin"], "manual", "{runs}");
+    let table = stdout(&qlsched(Some(&db), &["inspect", "runs"], None));
+    assert!(table.contains("manual"), "{table}");
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action = 'fire'")
+            .await,
+        1
+    );
+    // Another request id is another run.
+    let other = qlsched(Some(&db), &["fire", "p/n", "--yes", "-o", "json"], None);
+    assert_eq!(json_of(&other)["created"], true);
+    crate::util::assert_invariants(&db).await;
+}
+
+/// `fire` is refused, with the why, for a suspended project and a corrupt execution revision;
+/// a malformed request id is bad input.
+#[tokio::test]
+async fn fire_refuses_a_suspended_project_and_a_corrupt_revision() {
+    let db = TestDb::new().await;
+    let mut suspended = manifest(json!([{ "id": "n", "task": "t", "cron": "0 3 * * *" }]));
+    suspended["projects"][0]["status"] = json!("suspended");
+    db.publish(&suspended).await;
+    let refused = qlsched(Some(&db), &["fire", "p/n", "--yes"], None);
+    crate::util::assert_refused(&refused, 5, "suspended", "suspended project");
+    suspended["projects"][0]["status"] = json!("active");
+    db.publish(&suspended).await;
+    db.client()
+        .await
+        .batch_execute(
+            "SET session_replication_role = replica;
+             UPDATE execution_revisions SET digest = repeat('0', 64);",
+        )
+        .await
+        .expect("tamper");
+    let refused = qlsched(Some(&db), &["fire", "p/n", "--yes"], None);
+    crate::util::assert_refused(&refused, 5, "corrupt", "corrupt execution revision");
+    let bad = qlsched(
+        Some(&db),
+        &["fire", "p/n", "--yes", "--request-id", "a b"],
+        None,
+    );
+    assert_eq!(code(&bad), 65, "{}", stderr(&bad));
+    let missing = qlsched(Some(&db), &["fire", "p/nope", "--yes"], None);
+    assert_eq!(code(&missing), 4, "{}", stderr(&missing));
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+}
