@@ -16,6 +16,9 @@ _qlsched() {
             ",$1")
                 cmd="qlsched"
                 ;;
+            qlsched,backfill)
+                cmd="qlsched__subcmd__backfill"
+                ;;
             qlsched,bench)
                 cmd="qlsched__subcmd__bench"
                 ;;
@@ -72,6 +75,9 @@ _qlsched() {
                 ;;
             qlsched__subcmd__claim__subcmd__help,release)
                 cmd="qlsched__subcmd__claim__subcmd__help__subcmd__release"
+                ;;
+            qlsched__subcmd__help,backfill)
+                cmd="qlsched__subcmd__help__subcmd__backfill"
                 ;;
             qlsched__subcmd__help,bench)
                 cmd="qlsched__subcmd__help__subcmd__bench"
@@ -245,12 +251,62 @@ _qlsched() {
 
     case "${cmd}" in
         qlsched)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim cron inspect expire fire top demo bench generate help"
+            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim cron inspect expire fire backfill top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__backfill)
+            opts="-y -D -o -h -V --from --to --max --yes --dry-run --database-url --schema --output --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --database-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -813,8 +869,22 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help)
-            opts="migrate publish run claim cron inspect expire fire top demo bench generate help"
+            opts="migrate publish run claim cron inspect expire fire backfill top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__help__subcmd__backfill)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

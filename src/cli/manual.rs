@@ -54,7 +54,7 @@ NO_COLOR
 When set and not empty, no colour under --color auto.";
 
 pub const SEE_ALSO: &str = "\
-qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-cron(1), qlsched-inspect(1), qlsched-expire(1), qlsched-fire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
+qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-cron(1), qlsched-inspect(1), qlsched-backfill(1), qlsched-expire(1), qlsched-fire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
 
 pub fn examples(command: &str) -> &'static str {
     match command {
@@ -183,6 +183,14 @@ Run a trigger now, once, whatever its schedule (asks on a terminal):
 From a script that may retry: the same request id never admits a second run (the second call reports the first run, created false):
   qlsched fire acme/nightly --request-id deploy-4711 --yes -o json"
         }
+        "backfill" => {
+            "\
+See what refilling last night's outage would admit, then do it:
+  qlsched backfill acme/nightly --from 2026-12-01T00:00:00Z --to 2026-12-02T06:00:00Z --dry-run
+  qlsched backfill acme/nightly --from 2026-12-01T00:00:00Z --to 2026-12-02T06:00:00Z --yes -o json
+
+Running it again admits nothing: every occurrence already has its run. Ctrl-C stops between transactions; the same command continues."
+        }
         "bench" => {
             "\
 The issue-5 figure: 10,000 due triggers, 4 replicas, as JSON:
@@ -249,6 +257,8 @@ inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrence
 {\"expr\", \"time_zone\": string, \"from_ms\": int, \"occurrences\": [occurrence]}, where occurrence is {\"at_ms\": int, \"utc\": string, \"local\": string (wall time in the zone, with its abbreviation), \"dst\": null|\"gap_moved\" (the wall time the pattern names fell in a spring-forward gap: moved to the first instant after it)|\"fold_first\"|\"fold_second\" (an autumn fold repeats this wall time: which of its two instants)}.",
         "fire" => "\
 {\"dry_run\": bool, \"project_id\", \"trigger_id\", \"request_id\": string, \"run_id\": uuid, \"idempotency_key\": string (ql3:manual:v1:PROJECT/TRIGGER:REVISION:REQUEST_ID), \"scheduled_for_ms\": int (database time of the admission), \"created\": bool (false: the request id was used before; run_id is that run), \"trigger_revision\": int}. Refused with exit 5 and the reason for a suspended project, a corrupt execution revision or a schedule row behind its trigger; exit 3 when the trigger was published again between reading it and admitting.",
+        "backfill" => "\
+{\"dry_run\": bool, \"project_id\", \"trigger_id\": string, \"trigger_revision\", \"from_ms\", \"to_ms\": int, \"occurrences\": int (of the pattern in the window), \"already_admitted\": int (had a run), \"admitted\": int (now; with --dry-run, would be), \"left_to_scheduler\": int (at or after the trigger's cursor), \"transactions\": int (of at most 500 occurrences each), \"interrupted\": bool (SIGINT or SIGTERM between transactions: then exit 130 after the summary)}. A window reaching the database's now, --from after --to, or more occurrences than --max exit 65 before anything is written; a disabled trigger, a suspended project or a corrupt execution revision exit 5.",
         "expire" => "\
 {\"dry_run\": bool, \"expired\": [{\"project_id\", \"trigger_id\": string, \"fence_before\": fence, \"claim_version\": int, \"state_version\": int}]}, the versions as they are after the expiry. An owner with no claims gives an empty list (exit 0); a named row without a claim exits 5.",
         "bench" => "\

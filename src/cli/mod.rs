@@ -3,6 +3,7 @@
 //! none writes SQL of its own (docs/DESIGN.md §2).
 
 mod args;
+mod backfill;
 mod bench;
 mod claim;
 mod cron;
@@ -74,6 +75,8 @@ pub enum Command {
     Expire(expire::ExpireArgs),
     /// Admit one manual run of a trigger now (idempotent by --request-id); the cursor stays.
     Fire(fire::FireArgs),
+    /// Admit a trigger's past cron occurrences in a window that have no run, exactly once.
+    Backfill(backfill::BackfillArgs),
     /// Watch claims, leases and admissions live in the terminal; expire a stuck claim.
     Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
@@ -127,6 +130,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Inspect(args) => inspect::run(args, &global).await,
         Command::Cron(args) => cron::run(&args, &global),
         Command::Fire(args) => fire::run(args, &global).await,
+        Command::Backfill(args) => backfill::run(args, &global).await,
         Command::Expire(args) => expire::run(args, &global).await,
         Command::Bench(args) => bench::run(args, &global).await,
         Command::Generate(args) => generate::run(args),

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::util::{TestDb, code, manifest, qlsched, stderr, stdout};
+use crate::util::{TestDb, code, manifest, qlsched, stderr, stdout, terminate};
 
 fn json_of(output: &std::process::Output) -> Value {
     serde_json::from_str(&stdout(output))
@@ -372,4 +372,182 @@ async fn fire_refuses_a_suspended_project_and_a_corrupt_revision() {
     let missing = qlsched(Some(&db), &["fire", "p/nope", "--yes"], None);
     assert_eq!(code(&missing), 4, "{}", stderr(&missing));
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+}
+
+async fn cursor(db: &TestDb, trigger: &str) -> i64 {
+    db.client()
+        .await
+        .query_one(
+            "SELECT next_fire_at_ms FROM trigger_schedules WHERE project_id = 'p' AND trigger_id = $1",
+            &[&trigger],
+        )
+        .await
+        .expect("cursor")
+        .get::<_, Option<i64>>(0)
+        .expect("initialized")
+}
+
+fn backfill(
+    db: &TestDb,
+    trigger: &str,
+    from: i64,
+    to: i64,
+    extra: &[&str],
+) -> std::process::Output {
+    let (from, to) = (from.to_string(), to.to_string());
+    let mut args = vec![
+        "backfill", trigger, "--from", &from, "--to", &to, "--yes", "-o", "json",
+    ];
+    args.extend_from_slice(extra);
+    qlsched(Some(db), &args, None)
+}
+
+/// A window holding admitted and misfired occurrences: the first backfill admits exactly the
+/// misfired ones, under their cron keys, and a rerun admits nothing; accounting holds.
+/// Ranges reaching the future or over --max are refused before anything is written.
+#[tokio::test]
+async fn backfill_twice_admits_each_occurrence_once() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([{
+        "id": "x", "task": "t", "cron": "* * * * * *", "misfire": "fire_once", "misfire_grace": "0s"
+    }])))
+    .await;
+    let admit = || {
+        let output = qlsched(Some(&db), &["claim", "p/x", "--yes", "-o", "json"], None);
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+    };
+    admit(); // initializes the cursor
+    let first = cursor(&db, "x").await;
+    for _ in 0..2 {
+        crate::util::sleep_ms(2_600).await;
+        admit(); // fires the latest misfired occurrence, records the others
+    }
+    let end = cursor(&db, "x").await;
+    crate::util::sleep_ms(1_200).await; // the cursor's occurrence is past: [first, end) is owed
+    let owed = (end - first) / 1_000;
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 2);
+    assert!(db.count("SELECT count(*) FROM misfires").await >= 2);
+
+    let before = crate::util::fingerprint(&db).await;
+    let future = backfill(&db, "p/x", first, end + 3_600_000, &[]);
+    crate::util::assert_refused(
+        &future,
+        65,
+        "not in the past",
+        "a window reaching the future",
+    );
+    let over = backfill(&db, "p/x", first, end - 1, &["--max", "2"]);
+    crate::util::assert_refused(&over, 65, "--max", "a window over --max");
+    let dry = backfill(&db, "p/x", first, end - 1, &["--dry-run"]);
+    assert_eq!(
+        json_of(&dry)["admitted"].as_i64(),
+        Some(owed - 2),
+        "{}",
+        stdout(&dry)
+    );
+    assert_eq!(
+        crate::util::fingerprint(&db).await,
+        before,
+        "refusals and a dry run write nothing"
+    );
+
+    let once = backfill(&db, "p/x", first, end - 1, &[]);
+    assert_eq!(code(&once), 0, "{}", stderr(&once));
+    let once = json_of(&once);
+    assert_eq!(once["occurrences"].as_i64(), Some(owed), "{once}");
+    assert_eq!(once["already_admitted"].as_i64(), Some(2), "{once}");
+    assert_eq!(once["admitted"].as_i64(), Some(owed - 2), "{once}");
+    let twice = json_of(&backfill(&db, "p/x", first, end - 1, &[]));
+    assert_eq!(twice["admitted"].as_i64(), Some(0), "{twice}");
+    assert_eq!(twice["already_admitted"].as_i64(), Some(owed), "{twice}");
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs WHERE origin = 'backfill'")
+            .await,
+        owed - 2
+    );
+    let keyed = db
+        .count(&format!(
+            "SELECT count(*) FROM runs WHERE idempotency_key = 'ql3:cron:v1:p/x:1:' || scheduled_for_ms \
+             AND scheduled_for_ms BETWEEN {first} AND {end}"
+        ))
+        .await;
+    assert_eq!(keyed, owed, "every run under its occurrence's cron key");
+
+    // The cursor's occurrence and later are the scheduler's, even once they are past.
+    crate::util::sleep_ms(2_200).await;
+    let later = json_of(&backfill(&db, "p/x", end, end + 1_000, &[]));
+    assert_eq!(later["admitted"].as_i64(), Some(0), "{later}");
+    assert_eq!(later["left_to_scheduler"].as_i64(), Some(2), "{later}");
+    crate::util::assert_invariants(&db).await;
+}
+
+/// Backfills racing real replicas (which catch up and record misfires over the same window)
+/// never admit an occurrence twice, and occurrence accounting holds.
+#[tokio::test]
+async fn backfill_while_replicas_run_admits_no_duplicate() {
+    let db = TestDb::new().await;
+    let ids = ["a", "b", "c"];
+    db.publish(&manifest(serde_json::Value::Array(
+        ids.iter()
+            .map(
+                |id| json!({ "id": id, "task": "t", "cron": "* * * * * *", "misfire_grace": "1s" }),
+            )
+            .collect(),
+    )))
+    .await;
+    let replica = |owner: &str| {
+        crate::util::spawn_run(
+            &db.url(),
+            &[
+                "--owner",
+                owner,
+                "--lease",
+                "3s",
+                "--cadence",
+                "100ms",
+                "--drain-timeout",
+                "5s",
+            ],
+        )
+    };
+    let first = replica("r1");
+    crate::util::sleep_ms(2_000).await;
+    terminate(first);
+    let start: i64 = db
+        .client()
+        .await
+        .query_one("SELECT min(accounted_from_ms) FROM trigger_schedules", &[])
+        .await
+        .expect("start")
+        .get(0);
+    crate::util::sleep_ms(3_000).await; // occurrences pass beyond the grace: misfires to come
+    let replicas = [replica("r2"), replica("r3")];
+    let mut admitted = 0;
+    for _ in 0..6 {
+        let now: i64 = db
+            .client()
+            .await
+            .query_one("SELECT now_ms()", &[])
+            .await
+            .expect("now")
+            .get(0);
+        for id in ids {
+            let output = backfill(&db, &format!("p/{id}"), start, now - 1, &[]);
+            assert_eq!(code(&output), 0, "{}", stderr(&output));
+            admitted += json_of(&output)["admitted"].as_i64().expect("admitted");
+        }
+        crate::util::sleep_ms(300).await;
+    }
+    for child in replicas {
+        let output = terminate(child);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    assert!(admitted > 0, "the misfired occurrences were backfilled");
+    let counts = crate::util::assert_invariants(&db).await;
+    assert_eq!(counts.duplicate_occurrences, 0);
+    assert_eq!(
+        db.count("SELECT count(*) FROM (SELECT 1 FROM runs GROUP BY idempotency_key HAVING count(*) > 1) d")
+            .await,
+        0
+    );
 }
