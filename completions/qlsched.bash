@@ -49,8 +49,14 @@ _qlsched() {
             qlsched,migrate)
                 cmd="qlsched__subcmd__migrate"
                 ;;
+            qlsched,pause)
+                cmd="qlsched__subcmd__pause"
+                ;;
             qlsched,publish)
                 cmd="qlsched__subcmd__publish"
+                ;;
+            qlsched,resume)
+                cmd="qlsched__subcmd__resume"
                 ;;
             qlsched,run)
                 cmd="qlsched__subcmd__run"
@@ -109,8 +115,14 @@ _qlsched() {
             qlsched__subcmd__help,migrate)
                 cmd="qlsched__subcmd__help__subcmd__migrate"
                 ;;
+            qlsched__subcmd__help,pause)
+                cmd="qlsched__subcmd__help__subcmd__pause"
+                ;;
             qlsched__subcmd__help,publish)
                 cmd="qlsched__subcmd__help__subcmd__publish"
+                ;;
+            qlsched__subcmd__help,resume)
+                cmd="qlsched__subcmd__help__subcmd__resume"
                 ;;
             qlsched__subcmd__help,run)
                 cmd="qlsched__subcmd__help__subcmd__run"
@@ -251,7 +263,7 @@ _qlsched() {
 
     case "${cmd}" in
         qlsched)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim cron inspect expire fire backfill top demo bench generate help"
+            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -869,7 +881,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help)
-            opts="migrate publish run claim cron inspect expire fire backfill top demo bench generate help"
+            opts="migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1232,7 +1244,35 @@ _qlsched() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        qlsched__subcmd__help__subcmd__pause)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         qlsched__subcmd__help__subcmd__publish)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__help__subcmd__resume)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1792,7 +1832,7 @@ _qlsched() {
                     return 0
                     ;;
                 --state)
-                    COMPREPLY=($(compgen -W "disabled claimed expired_claim uninitialized due not_due" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "disabled claimed expired_claim uninitialized due not_due paused" -- "${cur}"))
                     return 0
                     ;;
                 --owner)
@@ -2094,6 +2134,52 @@ _qlsched() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        qlsched__subcmd__pause)
+            opts="-y -D -o -h -V --project --reason --yes --dry-run --database-url --schema --output --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         qlsched__subcmd__publish)
             opts="-f -D -o -h -V --file --dry-run --database-url --schema --output --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -2106,6 +2192,48 @@ _qlsched() {
                     return 0
                     ;;
                 -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__resume)
+            opts="-y -D -o -h -V --project --yes --dry-run --database-url --schema --output --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --project)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

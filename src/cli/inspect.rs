@@ -38,9 +38,9 @@ pub enum InspectWhat {
         /// Only rows of this project.
         #[arg(long, value_name = "PROJECT")]
         project: Option<String>,
-        /// Only rows in this state.
+        /// Only rows in this state (`paused`: rows an operator paused, whatever else holds).
         #[arg(long, value_parser = state_arg())]
-        state: Option<ScheduleState>,
+        state: Option<StateFilter>,
         /// Only rows claimed by this owner.
         #[arg(long)]
         owner: Option<String>,
@@ -122,9 +122,19 @@ pub enum InspectWhat {
     },
 }
 
-fn state_arg() -> impl TypedValueParser<Value = ScheduleState> {
-    clap::builder::PossibleValuesParser::new(ScheduleState::NAMES)
-        .try_map(|name| name.parse::<ScheduleState>())
+/// `--state`: a schedule state, or `paused`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateFilter {
+    State(ScheduleState),
+    Paused,
+}
+
+fn state_arg() -> impl TypedValueParser<Value = StateFilter> {
+    clap::builder::PossibleValuesParser::new(ScheduleState::NAMES.into_iter().chain(["paused"]))
+        .try_map(|name| match name.as_str() {
+            "paused" => Ok(StateFilter::Paused),
+            other => other.parse::<ScheduleState>().map(StateFilter::State),
+        })
 }
 
 pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
@@ -187,12 +197,30 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
         }) => {
             let filter = ScheduleFilter {
                 project_id: project,
-                state,
+                state: match state {
+                    Some(StateFilter::State(state)) => Some(state),
+                    _ => None,
+                },
+                paused: state == Some(StateFilter::Paused),
                 owner,
                 limit,
             };
-            emit(format, &read::schedules(&client, &filter).await?, |rows| {
-                render_schedules(rows)
+            let rows = read::schedules_with_pause(&client, &filter).await?;
+            emit(format, &rows, |rows| {
+                let views: Vec<ScheduleView> = rows.iter().map(|r| r.schedule.clone()).collect();
+                let mut out = render_schedules(&views);
+                for row in rows.iter().filter_map(|r| Some((r, r.paused.as_ref()?))) {
+                    let (r, p) = row;
+                    out.push_str(&format!(
+                        "\n{}/{} paused by {} at {}: {}",
+                        r.project_id,
+                        r.trigger_id,
+                        p.paused_by,
+                        utc(p.paused_at_ms),
+                        p.reason.as_deref().unwrap_or("no reason given")
+                    ));
+                }
+                out
             })
         }
         Some(InspectWhat::Claims {

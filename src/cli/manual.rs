@@ -54,7 +54,7 @@ NO_COLOR
 When set and not empty, no colour under --color auto.";
 
 pub const SEE_ALSO: &str = "\
-qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-cron(1), qlsched-inspect(1), qlsched-backfill(1), qlsched-expire(1), qlsched-fire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
+qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-cron(1), qlsched-inspect(1), qlsched-pause(1), qlsched-resume(1), qlsched-backfill(1), qlsched-expire(1), qlsched-fire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
 
 pub fn examples(command: &str) -> &'static str {
     match command {
@@ -191,6 +191,23 @@ See what refilling last night's outage would admit, then do it:
 
 Running it again admits nothing: every occurrence already has its run. Ctrl-C stops between transactions; the same command continues."
         }
+        "pause" => {
+            "\
+Stop a trigger during an incident, at once (a claim in flight is voided):
+  qlsched pause acme/nightly --reason 'INC-4711: downstream down' --yes
+
+Every trigger of a project, and what is paused now:
+  qlsched pause --project acme --reason maintenance --yes
+  qlsched inspect schedules --state paused"
+        }
+        "resume" => {
+            "\
+Start it again; the occurrences passed while paused become one misfire record (reason paused):
+  qlsched resume acme/nightly --yes -o json
+
+Run what was missed after all:
+  qlsched backfill acme/nightly --from 2026-12-01T10:00:00Z --to 2026-12-01T12:00:00Z --yes"
+        }
         "bench" => {
             "\
 The issue-5 figure: 10,000 due triggers, 4 replicas, as JSON:
@@ -236,7 +253,7 @@ fence is {\"owner\": string, \"token\": uuid, \"version\": int, \"expires_at_ms\
         "inspect" => "\
 inspect: {\"schema_version\": int, \"now_ms\": int, \"schedules\": {\"total\", \"due\", \"claimed\", \"expired_claim\", \"not_due\", \"disabled\", \"uninitialized\": int}, \"owners\": [{\"owner\": string, \"claims\": int, \"expired\": int, \"last_claim_at_ms\": int, \"admissions_last_minute\": int}], \"oldest_overdue\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int}|null, \"admissions_last_minute\": int, \"schema_problem\": string|null (why `run` would refuse the schema; then the exit status is 78)}.
 
-inspect schedules: [{\"project_id\", \"trigger_id\": string, \"state\": \"disabled\"|\"claimed\"|\"expired_claim\"|\"uninitialized\"|\"due\"|\"not_due\", \"trigger_revision\", \"state_version\", \"claim_version\": int, \"next_fire_at_ms\", \"due_in_ms\", \"last_scheduled_at_ms\": int|null, \"claim_owner\": string|null, \"claim_expires_at_ms\": int|null, \"updated_at_ms\": int}].
+inspect schedules: [{\"project_id\", \"trigger_id\": string, \"state\": \"disabled\"|\"claimed\"|\"expired_claim\"|\"uninitialized\"|\"due\"|\"not_due\", \"trigger_revision\", \"state_version\", \"claim_version\": int, \"next_fire_at_ms\", \"due_in_ms\", \"last_scheduled_at_ms\": int|null, \"claim_owner\": string|null, \"claim_expires_at_ms\": int|null, \"updated_at_ms\": int, \"paused\": {\"paused_by\": string, \"paused_at_ms\": int, \"reason\": string|null}|null}]. A paused row's state is disabled (no replica claims it); --state paused lists only paused rows.
 
 inspect claims: [claim], where claim is {\"project_id\", \"trigger_id\", \"owner\": string, \"token\": uuid, \"version\", \"acquired_at_ms\", \"expires_at_ms\", \"remaining_ms\" (negative once expired): int, \"expired\": bool}.
 
@@ -244,13 +261,13 @@ inspect runs: [run], where run is {\"run_id\": uuid, \"project_id\", \"trigger_i
 
 inspect run: {\"run\": run, \"attempts\": [{\"attempt_id\": uuid, \"attempt_no\": int, \"executor\", \"state\": string, \"worker_id\", \"session_id\", \"lease_id\": string|null, \"started_at_ms\": int|null, \"created_at_ms\": int}], \"events\": [{\"seq\": int, \"type\": string, \"at_ms\": int, \"payload\": object}]}.
 
-inspect trigger: {\"project_id\", \"trigger_id\": string, \"why_not_firing\": {\"cause\": \"schema_not_ready\"|\"project_suspended\"|\"trigger_disabled\"|\"revision_behind\"|\"digest_corrupt\"|\"claim_held\"|\"claim_expired\"|\"not_initialized\"|\"not_due\"|\"eligible\", and the cause's fields: detail; schedule_revision, trigger_revision; execution_revision_id; owner, remaining_ms; owner, expired_ms_ago; next_fire_at_ms, due_in_ms}, and unless the schema is not ready: \"now_ms\": int, \"definition\": {\"project_status\", \"task_id\": string, \"revision\": int, \"enabled\": bool, \"cron_expr\", \"time_zone\", \"misfire_policy\": string, \"misfire_grace_ms\": int, \"content_digest\": string, \"execution_revision_id\": uuid}, \"schedule\": schedule (as in inspect schedules), \"claim\": claim|null, \"recent_runs\": [run], \"recent_misfires\": [misfire], \"audit\": [audit], \"occurrences\": {\"previous\": occurrence|null, \"next\": [occurrence] (five, after now_ms)}|null}, where occurrence is as in qlsched cron.
+inspect trigger: {\"project_id\", \"trigger_id\": string, \"why_not_firing\": {\"cause\": \"schema_not_ready\"|\"paused\"|\"project_suspended\"|\"trigger_disabled\"|\"revision_behind\"|\"digest_corrupt\"|\"claim_held\"|\"claim_expired\"|\"not_initialized\"|\"not_due\"|\"eligible\", and the cause's fields: detail; by, at_ms, reason (paused: named first, whatever else holds); schedule_revision, trigger_revision; execution_revision_id; owner, remaining_ms; owner, expired_ms_ago; next_fire_at_ms, due_in_ms}, and unless the schema is not ready: \"now_ms\": int, \"definition\": {\"project_status\", \"task_id\": string, \"revision\": int, \"enabled\": bool, \"cron_expr\", \"time_zone\", \"misfire_policy\": string, \"misfire_grace_ms\": int, \"content_digest\": string, \"execution_revision_id\": uuid}, \"schedule\": schedule (as in inspect schedules), \"claim\": claim|null, \"recent_runs\": [run], \"recent_misfires\": [misfire], \"audit\": [audit], \"occurrences\": {\"previous\": occurrence|null, \"next\": [occurrence] (five, after now_ms)}|null}, where occurrence is as in qlsched cron.
 
 inspect recovery: {\"pristine\": int, \"drifted\": int, \"candidates\" (oldest run first): [{\"run_id\": uuid, \"project_id\", \"trigger_id\", \"run_status\": string, \"attempt_id\": uuid|null, \"attempt_no\": int|null, \"attempt_state\": string|null, \"drift\": [string]}]}.
 
 inspect audit: [audit], where audit is {\"audit_id\": int, \"project_id\", \"trigger_id\": string, \"action\": \"claim\"|\"admit\"|\"release\"|\"expire\", \"actor\", \"db_user\": string, \"reason\": string|null, \"at_ms\": int, \"fence_before\", \"fence_after\": fence|null}; a cleared fence has null owner, token and expires_at_ms.
 
-inspect misfires: [misfire], newest first, where misfire is {\"misfire_id\": int, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"first_occurrence_ms\", \"last_occurrence_ms\": int (the first and last occurrence passed over), \"occurrences\": int (how many, both included), \"occurrences_exact\": bool (false: counting stopped at 10000 and occurrences is a lower bound), \"policy\": \"skip\"|\"fire_once\", \"reason\": \"beyond_grace\", \"owner\": string (the replica or operator whose decision it was), \"decided_at_ms\", \"recorded_at_ms\": int}. Records are kept 7 days.
+inspect misfires: [misfire], newest first, where misfire is {\"misfire_id\": int, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"first_occurrence_ms\", \"last_occurrence_ms\": int (the first and last occurrence passed over), \"occurrences\": int (how many, both included), \"occurrences_exact\": bool (false: counting stopped at 10000 and occurrences is a lower bound), \"policy\": \"skip\"|\"fire_once\", \"reason\": \"beyond_grace\"|\"paused\" (written by a resume), \"owner\": string (the replica or operator whose decision it was), \"decided_at_ms\", \"recorded_at_ms\": int}. Records are kept 7 days.
 
 inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrences\", \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\", \"half_written_claims\", \"cursors_behind\", \"claims_held\": int}, \"accounting\": {\"since_ms\": int (the window's start), \"triggers\", \"occurrences\" (checked), \"gap_count\", \"duplicate_count\": int, \"gaps\", \"duplicates\": [{\"project_id\", \"trigger_id\": string, \"trigger_revision\", \"occurrence_ms\": int}] (at most 100 each), \"truncated\": [\"PROJECT/TRIGGER\"] (more than a million occurrences in the window: checked up to there)}, \"failures\": [string], \"grants\": [finding as in migrate verify]}. A gap is an occurrence between the later of the window's start and the revision's first cursor, and the cursor, with neither a run nor a misfire record.",
         "cron" => "\
@@ -259,6 +276,10 @@ inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrence
 {\"dry_run\": bool, \"project_id\", \"trigger_id\", \"request_id\": string, \"run_id\": uuid, \"idempotency_key\": string (ql3:manual:v1:PROJECT/TRIGGER:REVISION:REQUEST_ID), \"scheduled_for_ms\": int (database time of the admission), \"created\": bool (false: the request id was used before; run_id is that run), \"trigger_revision\": int}. Refused with exit 5 and the reason for a suspended project, a corrupt execution revision or a schedule row behind its trigger; exit 3 when the trigger was published again between reading it and admitting.",
         "backfill" => "\
 {\"dry_run\": bool, \"project_id\", \"trigger_id\": string, \"trigger_revision\", \"from_ms\", \"to_ms\": int, \"occurrences\": int (of the pattern in the window), \"already_admitted\": int (had a run), \"admitted\": int (now; with --dry-run, would be), \"left_to_scheduler\": int (at or after the trigger's cursor), \"transactions\": int (of at most 500 occurrences each), \"interrupted\": bool (SIGINT or SIGTERM between transactions: then exit 130 after the summary)}. A window reaching the database's now, --from after --to, or more occurrences than --max exit 65 before anything is written; a disabled trigger, a suspended project or a corrupt execution revision exit 5.",
+        "pause" => "\
+{\"dry_run\": bool, \"action\": \"pause\", \"changed\": [{\"project_id\", \"trigger_id\": string, \"paused_at_ms\": int, \"paused_by\": string, \"reason\": string|null, \"voided_claim_of\": string (present when a claim in flight was voided: its owner)}], \"unchanged\": int (rows already paused)}. A trigger or project without schedule rows exits 4.",
+        "resume" => "\
+{\"dry_run\": bool, \"action\": \"resume\", \"changed\": [{\"project_id\", \"trigger_id\": string, \"paused_at_ms\": int, \"paused_by\": string, \"reason\": string|null, \"next_fire_at_ms\": int|null (the cursor now: the first occurrence at or after the resume; null for a row not initialized), \"passed_over\": {\"first_ms\", \"last_ms\", \"count\": int, \"count_exact\": bool}|null (recorded as one misfire record with reason paused)}], \"unchanged\": int (rows not paused)}. A trigger or project without schedule rows exits 4.",
         "expire" => "\
 {\"dry_run\": bool, \"expired\": [{\"project_id\", \"trigger_id\": string, \"fence_before\": fence, \"claim_version\": int, \"state_version\": int}]}, the versions as they are after the expiry. An owner with no claims gives an empty list (exit 0); a named row without a claim exits 5.",
         "bench" => "\

@@ -16,6 +16,7 @@ mod inspect;
 mod manual;
 mod migrate;
 mod output;
+mod pause;
 mod publish;
 mod run;
 mod top;
@@ -77,6 +78,12 @@ pub enum Command {
     Fire(fire::FireArgs),
     /// Admit a trigger's past cron occurrences in a window that have no run, exactly once.
     Backfill(backfill::BackfillArgs),
+    /// Pause a trigger (or every trigger of a project) at once, apart from the manifest's
+    /// enabled: a claim in flight is voided, replicas skip it, publish leaves it paused.
+    Pause(pause::PauseArgs),
+    /// Resume a paused trigger: what passed meanwhile is one misfire record, the cursor moves to
+    /// the first occurrence at or after now.
+    Resume(pause::ResumeArgs),
     /// Watch claims, leases and admissions live in the terminal; expire a stuck claim.
     Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
@@ -131,6 +138,8 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Cron(args) => cron::run(&args, &global),
         Command::Fire(args) => fire::run(args, &global).await,
         Command::Backfill(args) => backfill::run(args, &global).await,
+        Command::Pause(args) => pause::pause(args, &global).await,
+        Command::Resume(args) => pause::resume(args, &global).await,
         Command::Expire(args) => expire::run(args, &global).await,
         Command::Bench(args) => bench::run(args, &global).await,
         Command::Generate(args) => generate::run(args),

@@ -22,7 +22,7 @@ use super::{SchemaName, StoreError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScheduleState {
-    /// Its project is suspended or its trigger disabled: no replica will claim it.
+    /// Its project is suspended, its trigger disabled or its row paused: no replica will claim it.
     Disabled,
     /// A claim holds it and has not expired.
     Claimed,
@@ -94,7 +94,8 @@ impl FromStr for ScheduleState {
 /// order of precedence as [`ScheduleState`].
 macro_rules! state_case {
     () => {
-        "CASE WHEN p.status <> 'active' OR NOT t.enabled THEN 'disabled'
+        "CASE WHEN p.status <> 'active' OR NOT t.enabled OR s.paused_at_ms IS NOT NULL
+                  THEN 'disabled'
               WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
               WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
               WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
@@ -307,6 +308,8 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
 pub struct ScheduleFilter {
     pub project_id: Option<String>,
     pub state: Option<ScheduleState>,
+    /// Only paused rows (`--state paused`).
+    pub paused: bool,
     pub owner: Option<String>,
     pub limit: i64,
 }
@@ -320,12 +323,14 @@ const SCHEDULES: &str = concat!(
     " AS state,
                s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
                s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
-               s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms
+               s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+               s.paused_at_ms, s.paused_by, s.pause_reason
         FROM trigger_schedules s
         JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
         JOIN projects p ON p.project_id = s.project_id
         WHERE ($1::text IS NULL OR s.project_id = $1)
           AND ($2::text IS NULL OR s.claim_owner = $2)
+          AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
     ) rows
     WHERE $3::text IS NULL OR state = $3
@@ -336,15 +341,38 @@ pub async fn schedules(
     client: &impl GenericClient,
     filter: &ScheduleFilter,
 ) -> Result<Vec<ScheduleView>, StoreError> {
+    Ok(schedules_with_pause(client, filter)
+        .await?
+        .into_iter()
+        .map(|row| row.schedule)
+        .collect())
+}
+
+/// [`schedules`], each with its pause.
+pub async fn schedules_with_pause(
+    client: &impl GenericClient,
+    filter: &ScheduleFilter,
+) -> Result<Vec<ScheduleRow>, StoreError> {
     let state = filter.state.map(ScheduleState::as_str);
     client
         .query(
             SCHEDULES,
-            &[&filter.project_id, &filter.owner, &state, &filter.limit],
+            &[
+                &filter.project_id,
+                &filter.owner,
+                &state,
+                &filter.limit,
+                &filter.paused,
+            ],
         )
         .await?
         .iter()
-        .map(schedule_view)
+        .map(|row| {
+            Ok(ScheduleRow {
+                schedule: schedule_view(row)?,
+                paused: pause_of(row),
+            })
+        })
         .collect()
 }
 
@@ -756,6 +784,13 @@ pub enum Diagnosis {
     SchemaNotReady {
         detail: String,
     },
+    /// An operator paused the row (`qlsched pause`): named first, since it is the cause an
+    /// operator set on purpose, whatever else holds.
+    Paused {
+        by: String,
+        at_ms: i64,
+        reason: Option<String>,
+    },
     ProjectSuspended,
     TriggerDisabled,
     /// The schedule row is at an older revision than the trigger (publish resets it in the same
@@ -791,6 +826,11 @@ impl Diagnosis {
         use crate::core::format_ms;
         match self {
             Diagnosis::SchemaNotReady { detail } => format!("schema not ready: {detail}"),
+            Diagnosis::Paused { by, at_ms, reason } => format!(
+                "paused by {by} at {}: {}",
+                utc(*at_ms),
+                reason.as_deref().unwrap_or("no reason given")
+            ),
             Diagnosis::ProjectSuspended => "the project is suspended".to_owned(),
             Diagnosis::TriggerDisabled => "the trigger is disabled".to_owned(),
             Diagnosis::RevisionBehind {
@@ -837,6 +877,10 @@ impl Diagnosis {
     pub fn fix(&self) -> &'static str {
         match self {
             Diagnosis::SchemaNotReady { .. } => "run `qlsched migrate`",
+            Diagnosis::Paused { .. } => {
+                "`qlsched resume` it when it should run again (what passed meanwhile is recorded \
+                 as a misfire)"
+            }
             Diagnosis::ProjectSuspended => {
                 "publish the project with \"status\": \"active\" if it should run"
             }
@@ -880,7 +924,8 @@ const TRIGGER: &str = concat!(
     " AS state,
             s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
             s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
-            s.claim_owner, s.claim_token, s.claim_expires_at_ms, s.updated_at_ms
+            s.claim_owner, s.claim_token, s.claim_expires_at_ms, s.updated_at_ms,
+            s.paused_at_ms, s.paused_by, s.pause_reason
     FROM triggers t
     JOIN projects p ON p.project_id = t.project_id
     JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
@@ -940,7 +985,47 @@ pub async fn trigger_detail(
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
     let digest_ok: bool = row.get("digest_ok");
-    Ok(detail(diagnose(&state, digest_ok), Some(state)))
+    let why = match pause_of(&row) {
+        Some(pause) => Diagnosis::Paused {
+            by: pause.paused_by,
+            at_ms: pause.paused_at_ms,
+            reason: pause.reason,
+        },
+        None => diagnose(&state, digest_ok),
+    };
+    Ok(detail(why, Some(state)))
+}
+
+/// An operator's pause of a schedule row (`qlsched pause`, docs/DESIGN.md §4.10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseView {
+    pub paused_by: String,
+    pub paused_at_ms: i64,
+    pub reason: Option<String>,
+}
+
+/// The pause of a row read with `paused_at_ms`, `paused_by` and `pause_reason`.
+fn pause_of(row: &Row) -> Option<PauseView> {
+    Some(PauseView {
+        paused_at_ms: row.get::<_, Option<i64>>("paused_at_ms")?,
+        paused_by: row.get::<_, Option<String>>("paused_by")?,
+        reason: row.get("pause_reason"),
+    })
+}
+
+/// A schedule row with its pause, for `inspect schedules`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScheduleRow {
+    #[serde(flatten)]
+    pub schedule: ScheduleView,
+    pub paused: Option<PauseView>,
+}
+
+impl std::ops::Deref for ScheduleRow {
+    type Target = ScheduleView;
+    fn deref(&self) -> &ScheduleView {
+        &self.schedule
+    }
 }
 
 fn claim_of(row: &Row) -> Option<ClaimView> {

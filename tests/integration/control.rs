@@ -551,3 +551,201 @@ async fn backfill_while_replicas_run_admits_no_duplicate() {
         0
     );
 }
+
+/// Pausing with a claim in flight: the admission decided before the pause fails its fence and
+/// nothing is admitted; the claim statement skips the paused row; `inspect trigger` names the
+/// pause first, `inspect schedules --state paused` lists it, and publish leaves it paused.
+#[tokio::test]
+async fn pause_fences_out_a_claim_in_flight_and_stops_claims() {
+    use qlsched::store::AdmissionOutcome;
+    let db = TestDb::new().await;
+    let every_second = manifest(json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]));
+    db.publish(&every_second).await;
+    let store = db.store("control test").await;
+    let rows = crate::util::claim(&store, "r1", 1, 30_000).await;
+    let outcomes = crate::util::admit(&store, &[crate::util::admission(&rows[0])]).await;
+    assert_eq!(outcomes.expect("initialize"), [AdmissionOutcome::Advanced]);
+    crate::util::sleep_ms(1_200).await;
+    let rows = crate::util::claim(&store, "r1", 1, 30_000).await;
+    assert_eq!(rows.len(), 1, "due and claimed");
+
+    let paused = qlsched(
+        Some(&db),
+        &[
+            "pause",
+            "p/x",
+            "--reason",
+            "incident 7",
+            "--yes",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&paused), 0, "{}", stderr(&paused));
+    let paused = json_of(&paused);
+    assert_eq!(paused["changed"][0]["voided_claim_of"], "r1", "{paused}");
+    let outcomes = crate::util::admit(&store, &[crate::util::admission(&rows[0])]).await;
+    assert_eq!(outcomes.expect("admit"), [AdmissionOutcome::FenceLost]);
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        0,
+        "nothing admitted"
+    );
+
+    crate::util::sleep_ms(1_200).await;
+    assert!(
+        crate::util::claim(&store, "r2", 16, 30_000)
+            .await
+            .is_empty(),
+        "skipped while paused"
+    );
+    let again = json_of(&qlsched(
+        Some(&db),
+        &["pause", "p/x", "--yes", "-o", "json"],
+        None,
+    ));
+    assert_eq!(
+        again["changed"].as_array().map(Vec::len),
+        Some(0),
+        "{again}"
+    );
+    assert_eq!(again["unchanged"], 1);
+
+    let mut changed = every_second.clone();
+    changed["projects"][0]["triggers"][0]["misfire_grace"] = json!("5s");
+    db.publish(&changed).await;
+    let detail = json_of(&qlsched(
+        Some(&db),
+        &["inspect", "trigger", "p/x", "-o", "json"],
+        None,
+    ));
+    let why = &detail["why_not_firing"];
+    assert_eq!(why["cause"], "paused", "publish leaves the pause: {detail}");
+    assert_eq!(why["reason"], "incident 7");
+    assert!(why["by"].as_str().is_some_and(|by| !by.is_empty()));
+    let table = stdout(&qlsched(Some(&db), &["inspect", "trigger", "p/x"], None));
+    assert!(
+        table
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("paused by") && l.contains("incident 7")),
+        "{table}"
+    );
+    let listed = json_of(&qlsched(
+        Some(&db),
+        &["inspect", "schedules", "--state", "paused", "-o", "json"],
+        None,
+    ));
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["paused"]["reason"], "incident 7");
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action = 'pause'")
+            .await,
+        1
+    );
+    let missing = qlsched(Some(&db), &["pause", "p/nope", "--yes"], None);
+    assert_eq!(code(&missing), 4, "{}", stderr(&missing));
+    let unconfirmed = qlsched(Some(&db), &["resume", "p/x"], None);
+    assert_eq!(code(&unconfirmed), 2, "{}", stderr(&unconfirmed));
+}
+
+/// Resume records the occurrences passed while paused as one misfire record with reason
+/// `paused` and moves the cursor to the first occurrence at or after the resume; replicas then
+/// carry on and occurrence accounting holds. `--project` pauses and resumes every trigger.
+#[tokio::test]
+async fn resume_records_a_paused_misfire_and_accounting_holds() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([
+        { "id": "x", "task": "t", "cron": "* * * * * *" },
+        { "id": "y", "task": "t", "cron": "* * * * * *" }
+    ])))
+    .await;
+    let replica = || {
+        crate::util::spawn_run(
+            &db.url(),
+            &[
+                "--owner",
+                "r1",
+                "--lease",
+                "3s",
+                "--cadence",
+                "100ms",
+                "--drain-timeout",
+                "5s",
+            ],
+        )
+    };
+    let first = replica();
+    crate::util::sleep_ms(1_500).await;
+    let paused = json_of(&qlsched(
+        Some(&db),
+        &["pause", "--project", "p", "--yes", "-o", "json"],
+        None,
+    ));
+    assert_eq!(
+        paused["changed"].as_array().map(Vec::len),
+        Some(2),
+        "{paused}"
+    );
+    let runs_at_pause = db.count("SELECT count(*) FROM runs").await;
+    crate::util::sleep_ms(3_000).await;
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        runs_at_pause,
+        "nothing while paused"
+    );
+
+    let dry = json_of(&qlsched(
+        Some(&db),
+        &["resume", "p/x", "--dry-run", "-o", "json"],
+        None,
+    ));
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(
+        db.count("SELECT count(*) FROM misfires").await,
+        0,
+        "a dry run records nothing"
+    );
+    let resumed = qlsched(
+        Some(&db),
+        &["resume", "--project", "p", "--yes", "-o", "json"],
+        None,
+    );
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    let resumed = json_of(&resumed);
+    let now: i64 = db
+        .client()
+        .await
+        .query_one("SELECT now_ms()", &[])
+        .await
+        .expect("now")
+        .get(0);
+    for change in resumed["changed"].as_array().expect("changed") {
+        let passed = &change["passed_over"];
+        assert!(passed["count"].as_i64().expect("count") >= 2, "{resumed}");
+        let next = change["next_fire_at_ms"].as_i64().expect("next");
+        assert!(
+            next > passed["last_ms"].as_i64().expect("last") && next <= now + 1_000,
+            "{resumed}"
+        );
+    }
+    assert_eq!(
+        db.count("SELECT count(*) FROM misfires WHERE reason = 'paused'")
+            .await,
+        2
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action = 'resume'")
+            .await,
+        2
+    );
+    crate::util::sleep_ms(1_500).await;
+    let output = terminate(first);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        db.count("SELECT count(*) FROM runs").await > runs_at_pause,
+        "firing again"
+    );
+    crate::util::assert_invariants(&db).await;
+}
