@@ -32,3 +32,34 @@ ALTER TABLE schedule_audit ADD CONSTRAINT schedule_audit_action_check
 -- Pause, resume, fire and backfill are the admin's (docs/DESIGN.md §3.2): fire and backfill
 -- admit runs (run, attempt, events), resume writes the `paused` misfire record.
 GRANT INSERT ON runs, attempts, run_events, misfires TO qlsched_admin;
+
+-- The runtime holds every table privilege these actions use (it updates schedule rows and
+-- inserts runs), so the database itself keeps them the admin's: a pause set or cleared, and a
+-- run of another origin than the scheduler's, need membership in qlsched_admin. The WHEN
+-- clauses are evaluated without calling the function, so a replica's claims and admissions
+-- (which touch neither) pay nothing for them.
+CREATE FUNCTION operator_control_is_admins() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT pg_has_role(current_user, 'qlsched_admin', 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied: % on %.% is qlsched_admin''s (pause, resume, fire, backfill)',
+            TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE TRIGGER trigger_schedules_pause_is_admins
+    BEFORE UPDATE ON trigger_schedules
+    FOR EACH ROW
+    WHEN (OLD.paused_at_ms IS DISTINCT FROM NEW.paused_at_ms
+          OR OLD.paused_by IS DISTINCT FROM NEW.paused_by
+          OR OLD.pause_reason IS DISTINCT FROM NEW.pause_reason)
+    EXECUTE FUNCTION operator_control_is_admins();
+
+CREATE TRIGGER runs_operator_origin_is_admins
+    BEFORE INSERT ON runs
+    FOR EACH ROW
+    WHEN (NEW.origin <> 'cron')
+    EXECUTE FUNCTION operator_control_is_admins();
+-- Called by the triggers only, which need no EXECUTE privilege.
+REVOKE ALL ON FUNCTION operator_control_is_admins() FROM PUBLIC;

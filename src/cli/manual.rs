@@ -15,7 +15,7 @@ The same for every subcommand:
   75  transient conflict, retries exhausted
   77  permission denied by the database role, a login refused (password, client certificate), or the server's TLS certificate refused
   78  schema not ready or configuration invalid (also: `demo --embedded` finds no initdb and pg_ctl of PostgreSQL 15 or newer, or runs as root with no system user postgres to run the server as)
-  130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease)
+  130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease); `backfill` stopped by SIGINT or SIGTERM between transactions (after its summary; what committed stays, a rerun continues)
 
 A closed standard output (qlsched ... | head) ends the command quietly with status 0.";
 

@@ -749,3 +749,66 @@ async fn resume_records_a_paused_misfire_and_accounting_holds() {
     );
     crate::util::assert_invariants(&db).await;
 }
+
+fn as_login(url: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(crate::util::bin())
+        .args(["-D", url])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run qlsched")
+}
+
+/// Pause, resume, fire and backfill are the admin's (docs/DESIGN.md §3.2): an admin login does
+/// each, observer and runtime logins are refused with exit 77 and change nothing.
+#[tokio::test]
+async fn operator_control_is_the_admins() {
+    use crate::util::LoginRole;
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]),
+    ))
+    .await;
+    for group in ["qlsched_observer", "qlsched_runtime"] {
+        let login = LoginRole::create(&db, group).await;
+        let url = login.url(&db);
+        for args in [vec!["pause", "p/x", "--yes"], vec!["fire", "p/x", "--yes"]] {
+            let output = as_login(&url, &args);
+            assert_eq!(code(&output), 77, "{group} {args:?}: {}", stderr(&output));
+        }
+    }
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+    let admin = LoginRole::create(&db, "qlsched_admin").await;
+    let url = admin.url(&db);
+    let fired = as_login(&url, &["fire", "p/x", "--yes", "-o", "json"]);
+    assert_eq!(code(&fired), 0, "{}", stderr(&fired));
+    let paused = as_login(&url, &["pause", "p/x", "--yes"]);
+    assert_eq!(code(&paused), 0, "{}", stderr(&paused));
+    let fired_paused = as_login(&url, &["fire", "p/x", "--yes"]);
+    assert_eq!(
+        code(&fired_paused),
+        0,
+        "a paused trigger can be fired: {}",
+        stderr(&fired_paused)
+    );
+    let resumed = as_login(&url, &["resume", "p/x", "--yes"]);
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    let backfilled = as_login(
+        &url,
+        &["backfill", "p/x", "--from", "0", "--to", "1", "--yes"],
+    );
+    assert_eq!(code(&backfilled), 0, "{}", stderr(&backfilled));
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs WHERE origin = 'manual'")
+            .await,
+        2
+    );
+    let verify = qlsched(Some(&db), &["migrate", "verify", "-o", "json"], None);
+    assert_eq!(
+        code(&verify),
+        0,
+        "the live grants are the matrix: {}",
+        stdout(&verify)
+    );
+}
