@@ -812,3 +812,78 @@ async fn operator_control_is_the_admins() {
         stdout(&verify)
     );
 }
+
+/// SIGINT stops a backfill between transactions (exit 130 after its summary, what committed
+/// stays); the same command then admits exactly the rest.
+#[tokio::test]
+async fn an_interrupted_backfill_continues_where_it_stopped() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]),
+    ))
+    .await;
+    let init = qlsched(Some(&db), &["claim", "p/x", "--yes"], None);
+    assert_eq!(code(&init), 0, "{}", stderr(&init));
+    let end = cursor(&db, "x").await - 1_000;
+    let start = end - 40_000 * 1_000 + 1_000; // 40,000 occurrences: 80 transactions
+    let (from, to) = (start.to_string(), end.to_string());
+    let args = [
+        "-D",
+        &db.url(),
+        "backfill",
+        "p/x",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--max",
+        "50000",
+        "--yes",
+        "-o",
+        "json",
+    ];
+    let child = std::process::Command::new(crate::util::bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn backfill");
+    crate::util::sleep_ms(1_500).await;
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    let stopped = child.wait_with_output().expect("wait");
+    let first = json_of(&stopped);
+    let admitted_first = first["admitted"].as_i64().expect("admitted");
+    if first["interrupted"] == true {
+        assert_eq!(code(&stopped), 130, "{}", stderr(&stopped));
+        assert!(admitted_first < 40_000, "{first}");
+    } else {
+        assert_eq!(
+            code(&stopped),
+            0,
+            "finished before the signal: {}",
+            stderr(&stopped)
+        );
+    }
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        admitted_first,
+        "what committed stays"
+    );
+    let rest = json_of(&backfill(&db, "p/x", start, end, &["--max", "50000"]));
+    assert_eq!(
+        rest["admitted"].as_i64(),
+        Some(40_000 - admitted_first),
+        "{rest}"
+    );
+    assert_eq!(
+        rest["already_admitted"].as_i64(),
+        Some(admitted_first),
+        "{rest}"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 40_000);
+    crate::util::assert_invariants(&db).await;
+}
