@@ -194,7 +194,7 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
         FROM projects p JOIN triggers t ON t.project_id = p.project_id
         WHERE p.status <> 'active'
     ), classified AS (
-        SELECT CASE WHEN o.project_id IS NOT NULL THEN 'disabled'
+        SELECT CASE WHEN o.project_id IS NOT NULL OR s.paused_at_ms IS NOT NULL THEN 'disabled'
                     WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > c.now_ms THEN 'claimed'
                     WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
                     WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
