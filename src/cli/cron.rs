@@ -160,3 +160,21 @@ pub fn render_trigger_occurrences(o: &TriggerOccurrences) -> String {
         );
     table(&["occurrence", "local", "UTC", "DST"], rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::instant_arg;
+
+    #[test]
+    fn instants_are_rfc3339_or_epoch_milliseconds() {
+        assert_eq!(instant_arg("0"), Ok(0));
+        assert_eq!(instant_arg("1767229200000"), Ok(1_767_229_200_000));
+        assert_eq!(instant_arg("2026-01-01T01:00:00Z"), Ok(1_767_229_200_000));
+        assert_eq!(
+            instant_arg("2026-01-01T02:00:00+01:00"),
+            Ok(1_767_229_200_000)
+        );
+        assert!(instant_arg("yesterday").is_err());
+        assert!(instant_arg("2026-01-01").is_err());
+    }
+}

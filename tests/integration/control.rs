@@ -640,7 +640,10 @@ async fn pause_fences_out_a_claim_in_flight_and_stops_claims() {
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
     assert_eq!(listed[0]["paused"]["reason"], "incident 7");
     let summary = json_of(&qlsched(Some(&db), &["inspect", "-o", "json"], None));
-    assert_eq!(summary["schedules"]["disabled"], 1, "no replica claims it: {summary}");
+    assert_eq!(
+        summary["schedules"]["disabled"], 1,
+        "no replica claims it: {summary}"
+    );
     assert_eq!(
         db.count("SELECT count(*) FROM schedule_audit WHERE action = 'pause'")
             .await,
