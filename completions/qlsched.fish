@@ -37,8 +37,13 @@ complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "migrate" -d 'Create
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "run" -d 'Run a scheduler replica until SIGINT or SIGTERM'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "cron" -d 'List when a cron expression fires, in its zone and UTC, offline: validated as publish does, with the occurrences a daylight-saving gap moved or a fold repeats marked'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "fire" -d 'Admit one manual run of a trigger now (idempotent by --request-id); the cursor stays'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "backfill" -d 'Admit a trigger\'s past cron occurrences in a window that have no run, exactly once'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "pause" -d 'Pause a trigger (or every trigger of a project) at once, apart from the manifest\'s enabled: a claim in flight is voided, replicas skip it, publish leaves it paused'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "resume" -d 'Resume a paused trigger: what passed meanwhile is one misfire record, the cursor moves to the first occurrence at or after now'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "bench" -d 'Measure admission throughput against the database\'s commit ceiling, in a scratch database'
@@ -115,6 +120,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s h -l help -d 'Pr
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l owner -d 'Claim owner written into the lease [default: USER@HOST:manual]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l lease -d 'Lease of the claim, in database time (1s..=1h)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l wait -d 'While the row is not claimable (not due, or claimed), try again until it is or this much time has passed (then exit 5), instead of failing at once' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -156,6 +162,18 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_s
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s z -l time-zone -d 'The IANA time zone to evaluate it in, as a manifest\'s `time_zone`' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s n -l count -d 'How many occurrences to list (1 to 1000)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -l from -d 'List the occurrences at or after this instant (RFC 3339, such as 2026-03-29T00:00:00Z, or epoch milliseconds) [default: now, this machine\'s clock]' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -177,12 +195,13 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "invariants" -d 'Check what the scheduler promises (one run per occurrence, every occurrence a run or inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every failure'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l project -d 'Only rows of this project' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l state -d 'Only rows in this state' -r -f -a "disabled\t''
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l state -d 'Only rows in this state (`paused`: rows an operator paused, whatever else holds)' -r -f -a "disabled\t''
 claimed\t''
 expired_claim\t''
 uninitialized\t''
 due\t''
-not_due\t''"
+not_due\t''
+paused\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l owner -d 'Only rows claimed by this owner' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l limit -d 'At most this many rows' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -314,6 +333,57 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l expired-only 
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l dry-run -d 'Show what would change and change nothing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l request-id -d 'Makes the request idempotent: the same id again reports the run it admitted (1 to 128 of A-Z a-z 0-9 _ . : -) [default: a new UUID]' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l dry-run -d 'Show what would change and change nothing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l from -d 'The window\'s first instant, included (RFC 3339 or epoch milliseconds)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l to -d 'The window\'s last instant, included; must be before the database\'s now' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l max -d 'Refuse (exit 65, nothing written) a window with more occurrences than this' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l dry-run -d 'Show what would change and change nothing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l project -d 'Every trigger of this project instead' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l reason -d 'Why, for the audit trail and `inspect trigger`' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l dry-run -d 'Show what would change and change nothing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s V -l version -d 'Print version'
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l project -d 'Every trigger of this project instead' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
+json\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l dry-run -d 'Show what would change and change nothing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l refresh -d 'Time between refreshes, 250ms to 10s (`+` and `-` change it live)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
@@ -371,17 +441,22 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "run" -d 'Run a scheduler replica until SIGINT or SIGTERM'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "bench" -d 'Measure admission throughput against the database\'s commit ceiling, in a scratch database'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "run" -d 'Run a scheduler replica until SIGINT or SIGTERM'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "claim" -d 'Step through the scheduler by hand: claim a row, see its fence and decision, then admit, hold or release it'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "cron" -d 'List when a cron expression fires, in its zone and UTC, offline: validated as publish does, with the occurrences a daylight-saving gap moved or a fold repeats marked'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "inspect" -d 'Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "expire" -d 'Expire a stuck claim (fenced and audited), or every claim of a dead replica'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "fire" -d 'Admit one manual run of a trigger now (idempotent by --request-id); the cursor stays'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "backfill" -d 'Admit a trigger\'s past cron occurrences in a window that have no run, exactly once'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "pause" -d 'Pause a trigger (or every trigger of a project) at once, apart from the manifest\'s enabled: a claim in flight is voided, replicas skip it, publish leaves it paused'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "resume" -d 'Resume a paused trigger: what passed meanwhile is one misfire record, the cursor moves to the first occurrence at or after now'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "bench" -d 'Measure admission throughput against the database\'s commit ceiling, in a scratch database'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "verify" -d 'Compare checksums and each role\'s grants with what it must hold; exit 78 on any difference'

@@ -51,6 +51,11 @@ pub struct ClaimArgs {
     /// Lease of the claim, in database time (1s..=1h).
     #[arg(long, default_value = "30s", value_parser = duration_arg, allow_hyphen_values = true)]
     pub lease: Duration,
+
+    /// While the row is not claimable (not due, or claimed), try again until it is or this much
+    /// time has passed (then exit 5), instead of failing at once.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub wait: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -162,16 +167,14 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     let mut interrupts = asking.then(Interrupts::install).transpose()?;
     let store = guarded(&mut interrupts, open(global)).await?;
     let owner = config.owner.clone();
-    let row = guarded(&mut interrupts, async {
-        Ok(operator::claim(
-            &store,
-            args.trigger.as_ref().map(TriggerName::key),
-            &owner,
-            duration_ms(config.lease),
-            dry_run,
-        )
-        .await?)
-    })
+    let row = claim_waiting(
+        &mut interrupts,
+        &store,
+        args.trigger.as_ref().map(TriggerName::key),
+        (&owner, duration_ms(config.lease)),
+        dry_run,
+        args.wait,
+    )
     .await?;
     let actor = actor(&config.owner);
     let give_back = async |interrupts: &mut Option<Interrupts>| {
@@ -249,6 +252,52 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
         }
     }
     emit(global.format, &report, render_claim)
+}
+
+/// How often `--wait` tries again: often enough to take a row between two replica rounds.
+const WAIT_RETRY: Duration = Duration::from_millis(50);
+
+/// Claims as `operator::claim` does; with `wait`, a row that is not eligible (not due, claimed,
+/// locked by a replica at that moment) is tried again until it is claimed or the wait is over
+/// (then exit 5, with the last reason). The deadline is this machine's clock: it only paces the
+/// retries, no lease is compared with it (docs/DESIGN.md §4.1).
+async fn claim_waiting(
+    interrupts: &mut Option<Interrupts>,
+    store: &Store,
+    target: Option<(&str, &str)>,
+    (owner, lease_ms): (&str, i64),
+    dry_run: bool,
+    wait: Option<Duration>,
+) -> Result<ClaimedRow, CliError> {
+    let deadline = wait.map(|wait| tokio::time::Instant::now() + wait);
+    loop {
+        let attempt = guarded(interrupts, async {
+            Ok(operator::claim(store, target, owner, lease_ms, dry_run).await?)
+        })
+        .await;
+        let (Err(CliError::Store(StoreError::NothingEligible(reason))), Some(deadline)) =
+            (&attempt, deadline)
+        else {
+            return attempt;
+        };
+        if let Some(signal) = interrupts.as_ref().and_then(|i| i.pending) {
+            return Err(CliError::Usage(format!(
+                "interrupted by {signal} while waiting; nothing claimed"
+            )));
+        }
+        if tokio::time::Instant::now() + WAIT_RETRY > deadline {
+            return Err(StoreError::NothingEligible(format!(
+                "{reason} (still after waiting {})",
+                crate::core::format_duration(wait.unwrap_or_default())
+            ))
+            .into());
+        }
+        guarded(interrupts, async {
+            tokio::time::sleep(WAIT_RETRY).await;
+            Ok(())
+        })
+        .await?;
+    }
 }
 
 /// Signals while a person is being asked about a claim. At the prompt, the first one ends the

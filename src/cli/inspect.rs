@@ -39,9 +39,9 @@ pub enum InspectWhat {
         /// Only rows of this project.
         #[arg(long, value_name = "PROJECT")]
         project: Option<String>,
-        /// Only rows in this state.
+        /// Only rows in this state (`paused`: rows an operator paused, whatever else holds).
         #[arg(long, value_parser = state_arg())]
-        state: Option<ScheduleState>,
+        state: Option<StateFilter>,
         /// Only rows claimed by this owner.
         #[arg(long)]
         owner: Option<String>,
@@ -125,9 +125,19 @@ pub enum InspectWhat {
     },
 }
 
-fn state_arg() -> impl TypedValueParser<Value = ScheduleState> {
-    clap::builder::PossibleValuesParser::new(ScheduleState::NAMES)
-        .try_map(|name| name.parse::<ScheduleState>())
+/// `--state`: a schedule state, or `paused`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateFilter {
+    State(ScheduleState),
+    Paused,
+}
+
+fn state_arg() -> impl TypedValueParser<Value = StateFilter> {
+    clap::builder::PossibleValuesParser::new(ScheduleState::NAMES.into_iter().chain(["paused"]))
+        .try_map(|name| match name.as_str() {
+            "paused" => Ok(StateFilter::Paused),
+            other => other.parse::<ScheduleState>().map(StateFilter::State),
+        })
 }
 
 pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
@@ -204,12 +214,30 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
         }) => {
             let filter = ScheduleFilter {
                 project_id: project,
-                state,
+                state: match state {
+                    Some(StateFilter::State(state)) => Some(state),
+                    _ => None,
+                },
+                paused: state == Some(StateFilter::Paused),
                 owner,
                 limit,
             };
-            emit(format, &read::schedules(&client, &filter).await?, |rows| {
-                render_schedules(rows)
+            let rows = read::schedules_with_pause(&client, &filter).await?;
+            emit(format, &rows, |rows| {
+                let views: Vec<ScheduleView> = rows.iter().map(|r| r.schedule.clone()).collect();
+                let mut out = render_schedules(&views);
+                for row in rows.iter().filter_map(|r| Some((r, r.paused.as_ref()?))) {
+                    let (r, p) = row;
+                    out.push_str(&format!(
+                        "\n{}/{} paused by {} at {}: {}",
+                        r.project_id,
+                        r.trigger_id,
+                        p.paused_by,
+                        utc(p.paused_at_ms),
+                        p.reason.as_deref().unwrap_or("no reason given")
+                    ));
+                }
+                out
             })
         }
         Some(InspectWhat::Claims {
@@ -227,14 +255,14 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             limit,
         }) => emit(
             format,
-            &read::runs(
+            &read::runs_with_origin(
                 &client,
                 trigger.as_ref().map(TriggerName::key),
                 since.map(duration_ms),
                 limit,
             )
             .await?,
-            |rows| render_runs(rows),
+            |rows| render_run_rows(rows),
         ),
         Some(InspectWhat::Run { .. }) => {
             let Some(run_id) = run_id else {
@@ -250,7 +278,21 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             let detail =
                 read::trigger_detail(&client, schema, &trigger.project_id, &trigger.trigger_id)
                     .await?;
-            emit(format, &detail, render_trigger)?;
+            let occurrences = detail.state.as_ref().and_then(|state| {
+                let d = &state.definition;
+                super::cron::trigger_occurrences(&d.cron_expr, &d.time_zone, state.now_ms)
+            });
+            let shown = TriggerShown {
+                detail: &detail,
+                occurrences,
+            };
+            emit(format, &shown, |shown| {
+                let mut out = render_trigger(shown.detail);
+                if let Some(o) = &shown.occurrences {
+                    out = format!("{out}\n{}", super::cron::render_trigger_occurrences(o));
+                }
+                out
+            })?;
             match &detail.why_not_firing {
                 Diagnosis::SchemaNotReady { .. } => Err(CliError::Findings {
                     message: detail.why_not_firing.reason(),
@@ -544,10 +586,34 @@ fn render_runs(rows: &[RunView]) -> String {
     )
 }
 
+/// `inspect runs`: as [`render_runs`], with each run's origin.
+fn render_run_rows(rows: &[read::RunRow]) -> String {
+    table(
+        &[
+            "run",
+            "trigger",
+            "origin",
+            "scheduled for",
+            "status",
+            "created",
+        ],
+        rows.iter().map(|r| {
+            vec![
+                r.run_id.to_string(),
+                format!("{}/{}", r.project_id, r.trigger_id),
+                r.origin.clone(),
+                utc(r.scheduled_for_ms),
+                r.status.clone(),
+                utc(r.created_at_ms),
+            ]
+        }),
+    )
+}
+
 fn render_run(detail: &RunDetail) -> String {
     let r = &detail.run;
     let mut out = format!(
-        "run {} of {}/{} (revision {}), task {} revision {}\n{} scheduled for {}, key {}\n",
+        "run {} of {}/{} (revision {}), task {} revision {}\n{} {} run scheduled for {}, key {}\n",
         r.run_id,
         r.project_id,
         r.trigger_id,
@@ -555,6 +621,7 @@ fn render_run(detail: &RunDetail) -> String {
         r.task_id,
         r.task_revision,
         r.status,
+        r.origin,
         utc(r.scheduled_for_ms),
         r.idempotency_key
     );
@@ -583,6 +650,14 @@ fn render_run(detail: &RunDetail) -> String {
         }),
     ));
     out
+}
+
+/// `inspect trigger` with the trigger's previous and next occurrences.
+#[derive(serde::Serialize)]
+struct TriggerShown<'a> {
+    #[serde(flatten)]
+    detail: &'a TriggerDetail,
+    occurrences: Option<super::cron::TriggerOccurrences>,
 }
 
 fn render_trigger(detail: &TriggerDetail) -> String {

@@ -15,7 +15,7 @@ The same for every subcommand:
   75  transient conflict, retries exhausted
   77  permission denied by the database role, a login refused (password, client certificate), or the server's TLS certificate refused
   78  schema not ready, or configuration read from the environment or a file invalid (QLSCHED_SCHEMA or QLSCHED_OWNER, named in the message; a connection string; the PG* variables; also: `demo --embedded` finds no initdb and pg_ctl of PostgreSQL 15 or newer, or runs as root with no system user postgres to run the server as)
-  130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease)
+  130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease); `backfill` stopped by SIGINT or SIGTERM between transactions (after its summary; what committed stays, a rerun continues)
 
 A closed standard output (qlsched ... | head) ends the command quietly with status 0.
 
@@ -58,7 +58,7 @@ NO_COLOR
 When set and not empty, no colour under --color auto.";
 
 pub const SEE_ALSO: &str = "\
-qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-inspect(1), qlsched-expire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
+qlsched-migrate(1), qlsched-publish(1), qlsched-run(1), qlsched-claim(1), qlsched-cron(1), qlsched-inspect(1), qlsched-pause(1), qlsched-resume(1), qlsched-backfill(1), qlsched-expire(1), qlsched-fire(1), qlsched-top(1), qlsched-demo(1), qlsched-bench(1). The operator's guide: docs/OPERATIONS.md. The design: docs/DESIGN.md in the source repository.";
 
 pub fn examples(command: &str) -> &'static str {
     match command {
@@ -136,7 +136,10 @@ Admit or give back that claim later, with the fence passed back (exit 3 if it no
   qlsched claim release acme/nightly --token 0190f3c2-5c1e-7d3a-9a41-2f7b3c8d9e10 --version 7
 
 See which row would be claimed and what would be decided, changing nothing:
-  qlsched claim --dry-run"
+  qlsched claim --dry-run
+
+Catch a row that replicas keep taking: try again until it is due and unclaimed, for up to 30 s (then exit 5):
+  qlsched claim acme/nightly --wait 30s --hold -o json"
         }
         "inspect" => {
             "\
@@ -164,6 +167,50 @@ Expire whatever claim the row holds, after looking at it (asks on a terminal):
 Every claim of a replica known to be dead, in one transaction:
   qlsched expire --owner sched-2:4711 --yes --reason 'host lost'
   qlsched expire --owner sched-2:4711 --expired-only --dry-run"
+        }
+        "cron" => {
+            "\
+The next ten occurrences of a nightly trigger, in its zone and UTC (no database needed):
+  qlsched cron '30 2 * * *' --time-zone Europe/Berlin
+
+Around a spring-forward gap and an autumn fold (marked in the DST column):
+  qlsched cron '30 2 * * *' -z Europe/Berlin --from 2026-03-28T00:00:00Z -n 3
+  qlsched cron '*/30 1 * * *' -z America/New_York --from 2026-11-01T04:00:00Z -n 5 -o json
+
+An expression publish would refuse exits 65 with publish's message."
+        }
+        "fire" => {
+            "\
+Run a trigger now, once, whatever its schedule (asks on a terminal):
+  qlsched fire acme/nightly
+
+From a script that may retry: the same request id never admits a second run (the second call reports the first run, created false):
+  qlsched fire acme/nightly --request-id deploy-4711 --yes -o json"
+        }
+        "backfill" => {
+            "\
+See what refilling last night's outage would admit, then do it:
+  qlsched backfill acme/nightly --from 2026-12-01T00:00:00Z --to 2026-12-02T06:00:00Z --dry-run
+  qlsched backfill acme/nightly --from 2026-12-01T00:00:00Z --to 2026-12-02T06:00:00Z --yes -o json
+
+Running it again admits nothing: every occurrence already has its run. Ctrl-C stops between transactions; the same command continues."
+        }
+        "pause" => {
+            "\
+Stop a trigger during an incident, at once (a claim in flight is voided):
+  qlsched pause acme/nightly --reason 'INC-4711: downstream down' --yes
+
+Every trigger of a project, and what is paused now:
+  qlsched pause --project acme --reason maintenance --yes
+  qlsched inspect schedules --state paused"
+        }
+        "resume" => {
+            "\
+Start it again; the occurrences passed while paused become one misfire record (reason paused):
+  qlsched resume acme/nightly --yes -o json
+
+Run what was missed after all:
+  qlsched backfill acme/nightly --from 2026-12-01T10:00:00Z --to 2026-12-01T12:00:00Z --yes"
         }
         "bench" => {
             "\
@@ -198,7 +245,7 @@ migrate status: [migration], where migration is {\"version\": int, \"name\": str
 
 migrate verify: {\"schema\": string, \"ok\": bool, \"findings\": [{\"kind\": \"checksum\"|\"pending\"|\"unknown_migration\"|\"missing_grant\"|\"extra_grant\"|\"schema_usage\"|\"role\", \"message\": string}]}.",
         "publish" => "\
-{\"dry_run\": bool, \"items\": [{\"kind\": \"project\"|\"task\"|\"trigger\", \"name\": \"PROJECT\" or \"PROJECT/ID\", \"change\": \"created\"|\"changed\"|\"unchanged\", \"revision\": int|null}]}. With --dry-run the revisions are those the publish would write.
+{\"dry_run\": bool, \"items\": [{\"kind\": \"project\"|\"task\"|\"trigger\", \"name\": \"PROJECT\" or \"PROJECT/ID\", \"change\": \"created\"|\"changed\"|\"unchanged\", \"revision\": int|null, \"changed_fields\": [\"task\"|\"cron\"|\"time_zone\"|\"misfire\"|\"misfire_grace\"|\"enabled\"] (a changed trigger only), \"next_occurrence_ms\": int (a created or changed trigger only: its first occurrence after the database's now)}]}. With --dry-run the revisions are those the publish would write.
 
 The manifest: {\"projects\": [{\"id\", \"status\": \"active\"|\"suspended\", \"tasks\": [{\"id\", \"execution\": {\"kind\": \"remote_worker\", ...}}], \"triggers\": [{\"id\", \"task\", \"cron\", \"time_zone\", \"misfire\": \"skip\"|\"fire_once\", \"misfire_grace\", \"enabled\"}]}]}. Unknown fields are refused with their JSON path (exit 65), except inside execution: it belongs to the dispatcher, so every key beside kind is accepted and stored as given (on purpose), and only a NUL (\\u0000) in it is refused, as PostgreSQL cannot store one. --dry-run reads only (a qlsched_observer login may run it) and writes nothing; the table says dry run: nothing written.",
         "claim" => "\
@@ -216,23 +263,33 @@ inspect: {\"schema_version\": int, \"now_ms\": int, \"schedules\": {\"total\", \
 
 inspect replicas: [replica], live first, where replica is {\"owner\", \"host\": string, \"pid\": int, \"version\": string, \"liveness\": \"live\"|\"stale\"|\"stopped\" (live: running or draining with a heartbeat within its lease plus its cadence; stale: running or draining with none for longer), \"state\": \"running\"|\"draining\"|\"stopped\" (as the replica last wrote it), \"started_at_ms\", \"heartbeat_at_ms\", \"heartbeat_age_ms\": int, \"last_round_at_ms\": int|null, \"rounds\", \"failed_rounds\", \"admissions\", \"misfires\", \"fence_losses\": int (since it started), \"last_error\": string|null}. Stopped replicas are forgotten a day after they stopped, any replica a week after its last heartbeat.
 
-inspect schedules: [{\"project_id\", \"trigger_id\": string, \"state\": \"disabled\"|\"claimed\"|\"expired_claim\"|\"uninitialized\"|\"due\"|\"not_due\", \"trigger_revision\", \"state_version\", \"claim_version\": int, \"next_fire_at_ms\", \"due_in_ms\", \"last_scheduled_at_ms\": int|null, \"claim_owner\": string|null, \"claim_expires_at_ms\": int|null, \"updated_at_ms\": int}].
+inspect schedules: [{\"project_id\", \"trigger_id\": string, \"state\": \"disabled\"|\"claimed\"|\"expired_claim\"|\"uninitialized\"|\"due\"|\"not_due\", \"trigger_revision\", \"state_version\", \"claim_version\": int, \"next_fire_at_ms\", \"due_in_ms\", \"last_scheduled_at_ms\": int|null, \"claim_owner\": string|null, \"claim_expires_at_ms\": int|null, \"updated_at_ms\": int, \"paused\": {\"paused_by\": string, \"paused_at_ms\": int, \"reason\": string|null}|null}]. A paused row's state is disabled (no replica claims it); --state paused lists only paused rows.
 
 inspect claims: [claim], where claim is {\"project_id\", \"trigger_id\", \"owner\": string, \"token\": uuid, \"version\", \"acquired_at_ms\", \"expires_at_ms\", \"remaining_ms\" (negative once expired): int, \"expired\": bool}.
 
-inspect runs: [run], where run is {\"run_id\": uuid, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"task_id\": string, \"task_revision\": int, \"execution_revision_id\": uuid, \"idempotency_key\", \"status\": string, \"scheduled_for_ms\", \"created_at_ms\": int, \"queued_at_ms\": int|null}.
+inspect runs: [run], where run is {\"run_id\": uuid, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"task_id\": string, \"task_revision\": int, \"execution_revision_id\": uuid, \"idempotency_key\", \"status\": string, \"scheduled_for_ms\", \"created_at_ms\": int, \"queued_at_ms\": int|null, \"origin\": \"cron\"|\"manual\"|\"backfill\"} (recent_runs of inspect trigger carry no origin).
 
 inspect run: {\"run\": run, \"attempts\": [{\"attempt_id\": uuid, \"attempt_no\": int, \"executor\", \"state\": string, \"worker_id\", \"session_id\", \"lease_id\": string|null, \"started_at_ms\": int|null, \"created_at_ms\": int}], \"events\": [{\"seq\": int, \"type\": string, \"at_ms\": int, \"payload\": object}]}.
 
-inspect trigger: {\"project_id\", \"trigger_id\": string, \"why_not_firing\": {\"cause\": \"schema_not_ready\"|\"project_suspended\"|\"trigger_disabled\"|\"revision_behind\"|\"digest_corrupt\"|\"claim_held\"|\"claim_expired\"|\"not_initialized\"|\"not_due\"|\"eligible\", and the cause's fields: detail; schedule_revision, trigger_revision; execution_revision_id; owner, remaining_ms; owner, expired_ms_ago, live_replicas; next_fire_at_ms, due_in_ms}, and unless the schema is not ready: \"now_ms\": int, \"definition\": {\"project_status\", \"task_id\": string, \"revision\": int, \"enabled\": bool, \"cron_expr\", \"time_zone\", \"misfire_policy\": string, \"misfire_grace_ms\": int, \"content_digest\": string, \"execution_revision_id\": uuid}, \"schedule\": schedule (as in inspect schedules), \"claim\": claim|null, \"recent_runs\": [run], \"live_replicas\": int, \"recent_misfires\": [misfire], \"audit\": [audit]}.
+inspect trigger: {\"project_id\", \"trigger_id\": string, \"why_not_firing\": {\"cause\": \"schema_not_ready\"|\"paused\"|\"project_suspended\"|\"trigger_disabled\"|\"revision_behind\"|\"digest_corrupt\"|\"claim_held\"|\"claim_expired\"|\"not_initialized\"|\"not_due\"|\"eligible\", and the cause's fields: detail; by, at_ms, reason (paused: named first, whatever else holds); schedule_revision, trigger_revision; execution_revision_id; owner, remaining_ms; owner, expired_ms_ago, live_replicas; next_fire_at_ms, due_in_ms}, and unless the schema is not ready: \"now_ms\": int, \"definition\": {\"project_status\", \"task_id\": string, \"revision\": int, \"enabled\": bool, \"cron_expr\", \"time_zone\", \"misfire_policy\": string, \"misfire_grace_ms\": int, \"content_digest\": string, \"execution_revision_id\": uuid}, \"schedule\": schedule (as in inspect schedules), \"claim\": claim|null, \"recent_runs\": [run], \"live_replicas\": int, \"recent_misfires\": [misfire], \"audit\": [audit], \"occurrences\": {\"previous\": occurrence|null, \"next\": [occurrence] (five, after now_ms)}|null}, where occurrence is as in qlsched cron.
 
 inspect recovery: {\"pristine\": int, \"drifted\": int, \"candidates\" (oldest run first): [{\"run_id\": uuid, \"project_id\", \"trigger_id\", \"run_status\": string, \"attempt_id\": uuid|null, \"attempt_no\": int|null, \"attempt_state\": string|null, \"drift\": [string]}]}.
 
 inspect audit: [audit], where audit is {\"audit_id\": int, \"project_id\", \"trigger_id\": string, \"action\": \"claim\"|\"admit\"|\"release\"|\"expire\", \"actor\", \"db_user\": string, \"reason\": string|null, \"at_ms\": int, \"fence_before\", \"fence_after\": fence|null}; a cleared fence has null owner, token and expires_at_ms.
 
-inspect misfires: [misfire], newest first, where misfire is {\"misfire_id\": int, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"first_occurrence_ms\", \"last_occurrence_ms\": int (the first and last occurrence passed over), \"occurrences\": int (how many, both included), \"occurrences_exact\": bool (false: counting stopped at 10000 and occurrences is a lower bound), \"policy\": \"skip\"|\"fire_once\", \"reason\": \"beyond_grace\", \"owner\": string (the replica or operator whose decision it was), \"decided_at_ms\", \"recorded_at_ms\": int}. Records are kept 7 days.
+inspect misfires: [misfire], newest first, where misfire is {\"misfire_id\": int, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"first_occurrence_ms\", \"last_occurrence_ms\": int (the first and last occurrence passed over), \"occurrences\": int (how many, both included), \"occurrences_exact\": bool (false: counting stopped at 10000 and occurrences is a lower bound), \"policy\": \"skip\"|\"fire_once\", \"reason\": \"beyond_grace\"|\"paused\" (written by a resume), \"owner\": string (the replica or operator whose decision it was), \"decided_at_ms\", \"recorded_at_ms\": int}. Records are kept 7 days.
 
 inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrences\", \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\", \"half_written_claims\", \"cursors_behind\", \"claims_held\": int}, \"accounting\": {\"since_ms\": int (the window's start), \"triggers\", \"occurrences\" (checked), \"gap_count\", \"duplicate_count\": int, \"gaps\", \"duplicates\": [{\"project_id\", \"trigger_id\": string, \"trigger_revision\", \"occurrence_ms\": int}] (at most 100 each), \"truncated\": [\"PROJECT/TRIGGER\"] (more than a million occurrences in the window: checked up to there)}, \"failures\": [string], \"grants\": [finding as in migrate verify]}. A gap is an occurrence between the later of the window's start and the revision's first cursor, and the cursor, with neither a run nor a misfire record.",
+        "cron" => "\
+{\"expr\", \"time_zone\": string, \"from_ms\": int, \"occurrences\": [occurrence]}, where occurrence is {\"at_ms\": int, \"utc\": string, \"local\": string (wall time in the zone, with its abbreviation), \"dst\": null|\"gap_moved\" (the wall time the pattern names fell in a spring-forward gap: moved to the first instant after it)|\"fold_first\"|\"fold_second\" (an autumn fold repeats this wall time: which of its two instants)}.",
+        "fire" => "\
+{\"dry_run\": bool, \"project_id\", \"trigger_id\", \"request_id\": string, \"run_id\": uuid, \"idempotency_key\": string (ql3:manual:v1:PROJECT/TRIGGER:REVISION:REQUEST_ID), \"scheduled_for_ms\": int (database time of the admission), \"created\": bool (false: the request id was used before; run_id is that run), \"trigger_revision\": int}. With --dry-run everything is checked and nothing written; run_id is the id the run would have had. Refused with exit 5 and the reason for a suspended project, a corrupt execution revision or a schedule row behind its trigger; exit 3 when the trigger was published again between reading it and admitting.",
+        "backfill" => "\
+{\"dry_run\": bool, \"project_id\", \"trigger_id\": string, \"trigger_revision\", \"from_ms\", \"to_ms\": int, \"occurrences\": int (of the pattern in the window), \"already_admitted\": int (had a run), \"admitted\": int (now; with --dry-run, would be), \"left_to_scheduler\": int (at or after the trigger's cursor), \"transactions\": int (of at most 500 occurrences each), \"interrupted\": bool (SIGINT or SIGTERM between transactions: then exit 130 after the summary)}. A window reaching the database's now, --from after --to, or more occurrences than --max exit 65 before anything is written; a disabled trigger, a suspended project or a corrupt execution revision exit 5.",
+        "pause" => "\
+{\"dry_run\": bool, \"action\": \"pause\", \"changed\": [{\"project_id\", \"trigger_id\": string, \"paused_at_ms\": int, \"paused_by\": string, \"reason\": string|null, \"voided_claim_of\": string (present when a claim in flight was voided: its owner)}], \"unchanged\": int (rows already paused)}. A trigger or project without schedule rows exits 4.",
+        "resume" => "\
+{\"dry_run\": bool, \"action\": \"resume\", \"changed\": [{\"project_id\", \"trigger_id\": string, \"paused_at_ms\": int, \"paused_by\": string, \"reason\": string|null, \"next_fire_at_ms\": int|null (the cursor now: the first occurrence at or after the resume; null for a row not initialized), \"passed_over\": {\"first_ms\", \"last_ms\", \"count\": int, \"count_exact\": bool}|null (recorded as one misfire record with reason paused)}], \"unchanged\": int (rows not paused)}. A trigger or project without schedule rows exits 4.",
         "expire" => "\
 {\"dry_run\": bool, \"expired\": [{\"project_id\", \"trigger_id\": string, \"fence_before\": fence, \"claim_version\": int, \"state_version\": int}]}, the versions as they are after the expiry. With --owner, an owner that holds nothing to expire gives an empty list and \"owner_seen\": true (exit 0) when it was seen before (a claim it holds that is not expired yet, an audit row, an admitted run's run.created event or a misfire record names it); an owner never seen is exit 4, a likely typo. A named row without a claim exits 5.",
         "bench" => "\

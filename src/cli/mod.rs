@@ -3,16 +3,20 @@
 //! none writes SQL of its own (docs/DESIGN.md §2).
 
 mod args;
+mod backfill;
 mod bench;
 mod claim;
+mod cron;
 mod demo;
 mod error;
 mod expire;
+mod fire;
 mod generate;
 mod inspect;
 mod manual;
 mod migrate;
 mod output;
+mod pause;
 mod publish;
 mod run;
 mod top;
@@ -65,10 +69,23 @@ pub enum Command {
     /// Step through the scheduler by hand: claim a row, see its fence and decision, then admit,
     /// hold or release it.
     Claim(claim::ClaimArgs),
+    /// List when a cron expression fires, in its zone and UTC, offline: validated as publish does,
+    /// with the occurrences a daylight-saving gap moved or a fold repeats marked.
+    Cron(cron::CronArgs),
     /// Read-only views: summary, schedules, claims, runs, a trigger and why it is not firing.
     Inspect(inspect::InspectArgs),
     /// Expire a stuck claim (fenced and audited), or every claim of a dead replica.
     Expire(expire::ExpireArgs),
+    /// Admit one manual run of a trigger now (idempotent by --request-id); the cursor stays.
+    Fire(fire::FireArgs),
+    /// Admit a trigger's past cron occurrences in a window that have no run, exactly once.
+    Backfill(backfill::BackfillArgs),
+    /// Pause a trigger (or every trigger of a project) at once, apart from the manifest's
+    /// enabled: a claim in flight is voided, replicas skip it, publish leaves it paused.
+    Pause(pause::PauseArgs),
+    /// Resume a paused trigger: what passed meanwhile is one misfire record, the cursor moves to
+    /// the first occurrence at or after now.
+    Resume(pause::ResumeArgs),
     /// Watch claims, leases and admissions live in the terminal; expire a stuck claim.
     Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
@@ -136,6 +153,11 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Demo(args) => demo::run(args, &global).await,
         Command::Claim(args) => claim::run(args, &global).await,
         Command::Inspect(args) => inspect::run(args, &global).await,
+        Command::Cron(args) => cron::run(&args, &global),
+        Command::Fire(args) => fire::run(args, &global).await,
+        Command::Backfill(args) => backfill::run(args, &global).await,
+        Command::Pause(args) => pause::pause(args, &global).await,
+        Command::Resume(args) => pause::resume(args, &global).await,
         Command::Expire(args) => expire::run(args, &global).await,
         Command::Bench(args) => bench::run(args, &global).await,
         Command::Generate(args) => generate::run(args),

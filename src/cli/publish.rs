@@ -91,6 +91,10 @@ fn render(report: &PublishReport) -> String {
                 item.name.clone(),
                 item.change.to_owned(),
                 opt(item.revision),
+                item.changed_fields
+                    .as_ref()
+                    .map_or_else(String::new, |fields| fields.join(", ")),
+                opt(item.next_occurrence_ms.map(crate::core::duration::utc)),
             ]
         })
         .collect();
@@ -104,6 +108,16 @@ fn render(report: &PublishReport) -> String {
     }
     format!(
         "{dry_run}{}",
-        table(&["kind", "name", "change", "revision"], rows)
+        table(
+            &[
+                "kind",
+                "name",
+                "change",
+                "revision",
+                "fields",
+                "next occurrence",
+            ],
+            rows,
+        )
     )
 }

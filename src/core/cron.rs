@@ -193,6 +193,62 @@ impl CronSchedule {
     }
 }
 
+/// How daylight saving time bears on one occurrence in its zone (`qlsched cron` marks them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DstNote {
+    /// The wall time the pattern names was skipped by a spring-forward gap: the occurrence moved
+    /// to the first instant after the gap, and its wall time is not one the pattern names.
+    GapMoved,
+    /// The wall time repeats in an autumn fold, and this is its first instant.
+    FoldFirst,
+    /// The wall time repeats in an autumn fold, and this is its second instant.
+    FoldSecond,
+}
+
+impl DstNote {
+    /// A few words for a table.
+    pub fn describe(self) -> &'static str {
+        match self {
+            DstNote::GapMoved => "moved: its wall time falls in a DST gap",
+            DstNote::FoldFirst => "DST fold: wall time repeats, first instant",
+            DstNote::FoldSecond => "DST fold: wall time repeats, second instant",
+        }
+    }
+}
+
+impl CronSchedule {
+    /// The wall time of `at_ms` in the schedule's zone, as `2026-03-29 03:00:00 CEST`.
+    pub fn local_text(&self, at_ms: i64) -> String {
+        self.time_zone
+            .timestamp_millis_opt(at_ms)
+            .single()
+            .map_or_else(
+                || at_ms.to_string(),
+                |t| t.format("%Y-%m-%d %H:%M:%S %Z").to_string(),
+            )
+    }
+
+    /// Whether a DST gap moved the occurrence at `at_ms`, or a fold repeats its wall time.
+    pub fn dst_note(&self, at_ms: i64) -> Option<DstNote> {
+        use chrono::LocalResult;
+        let local = self.time_zone.timestamp_millis_opt(at_ms).single()?;
+        if let LocalResult::Ambiguous(first, _) =
+            self.time_zone.from_local_datetime(&local.naive_local())
+        {
+            return Some(if first.timestamp_millis() == at_ms {
+                DstNote::FoldFirst
+            } else {
+                DstNote::FoldSecond
+            });
+        }
+        match self.cron.is_time_matching(&local) {
+            Ok(false) => Some(DstNote::GapMoved),
+            _ => None,
+        }
+    }
+}
+
 /// Checks the shape croner would otherwise accept too loosely (a seventh, year field; unknown
 /// macros) and returns the pattern to hand to croner.
 fn expand(expr: &str) -> Result<&str, CoreError> {
@@ -457,6 +513,41 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// `qlsched cron` marks an occurrence a gap moved, and the two instants of a repeated wall time.
+    #[test]
+    fn dst_notes_mark_gaps_and_folds() {
+        for (zone, (y, mo, d)) in [
+            ("Europe/Berlin", (2026, 3, 29)),
+            ("America/New_York", (2026, 3, 8)),
+        ] {
+            let s = CronSchedule::parse("30 2 * * *", zone).unwrap();
+            let gap_end = local(zone, y, mo, d, 3, 0);
+            assert_eq!(s.dst_note(gap_end), Some(DstNote::GapMoved), "{zone}");
+            assert_eq!(s.dst_note(gap_end + 24 * HOUR + 30 * MINUTE - HOUR), None);
+            let hourly = CronSchedule::parse("0 * * * *", zone).unwrap();
+            assert_eq!(
+                hourly.dst_note(gap_end),
+                None,
+                "{zone}: 03:00 is hourly's own"
+            );
+        }
+        for (zone, (y, mo, d), first_utc) in [
+            ("Europe/Berlin", (2026, 10, 25), (0, 30)),
+            ("America/New_York", (2026, 11, 1), (5, 30)),
+        ] {
+            let s = CronSchedule::parse("*/30 * * * *", zone).unwrap();
+            let first = utc(y, mo, d, first_utc.0, first_utc.1, 0);
+            assert_eq!(s.dst_note(first), Some(DstNote::FoldFirst), "{zone}");
+            assert_eq!(
+                s.dst_note(first + HOUR),
+                Some(DstNote::FoldSecond),
+                "{zone}"
+            );
+            assert_eq!(s.dst_note(first + 2 * HOUR), None, "{zone}");
+            assert!(s.local_text(first).contains(":30:00"), "{zone}");
         }
     }
 }

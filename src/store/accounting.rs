@@ -63,7 +63,8 @@ impl AccountingReport {
 
 // Every trigger whose revision has a cursor past the window's start, with the runs and misfire
 // spans of that revision between the start (the later of the window's and the revision's first
-// cursor) and the cursor, at one snapshot. The window starts $1 ms before the database's now.
+// cursor) and the cursor, at one snapshot. A manual run (`qlsched fire`) is no cron occurrence
+// and is left out; a backfilled one is its occurrence's run. The window starts $1 ms before the database's now.
 const ACCOUNTING: &str = "WITH w AS (SELECT now_ms() - $1::int8 AS since_ms)
 SELECT s.project_id, s.trigger_id, s.trigger_revision, t.cron_expr, t.time_zone,
        greatest(s.accounted_from_ms, w.since_ms) AS from_ms, s.next_fire_at_ms AS cursor_ms,
@@ -71,6 +72,7 @@ SELECT s.project_id, s.trigger_id, s.trigger_revision, t.cron_expr, t.time_zone,
        coalesce((SELECT array_agg(r.scheduled_for_ms) FROM runs r
                  WHERE r.project_id = s.project_id AND r.trigger_id = s.trigger_id
                    AND r.trigger_revision = s.trigger_revision
+                   AND r.origin <> 'manual'
                    AND r.scheduled_for_ms >= greatest(s.accounted_from_ms, w.since_ms)
                    AND r.scheduled_for_ms < s.next_fire_at_ms), '{}') AS runs,
        coalesce((SELECT array_agg(m.first_occurrence_ms ORDER BY m.misfire_id) FROM misfires m

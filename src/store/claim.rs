@@ -102,7 +102,7 @@ macro_rules! claimed_columns {
     };
 }
 
-/// Eligibility of a schedule row `s` (docs/DESIGN.md §4.3): no valid claim, and an active
+/// Eligibility of a schedule row `s` (docs/DESIGN.md §4.3): no valid claim, not paused (§4.10), and an active
 /// project with an enabled builtin cron trigger at the schedule's revision. The definition check
 /// is a correlated subquery that `OFFSET 0` keeps from being flattened into a join: evaluated
 /// row by row as the claim walks the claim-order index (`PIN_CLAIM_PLAN`), it leaves the planner
@@ -111,6 +111,7 @@ macro_rules! claimed_columns {
 macro_rules! eligible {
     () => {
         "(s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
+         AND s.paused_at_ms IS NULL
          AND EXISTS (
             SELECT 1 FROM triggers t JOIN projects p ON p.project_id = t.project_id
             WHERE t.project_id = s.project_id AND t.trigger_id = s.trigger_id

@@ -62,10 +62,12 @@ impl InvariantCounts {
     }
 }
 
-// Every count in one statement, so they describe one snapshot.
+// Every count in one statement, so they describe one snapshot. A duplicate is a cron occurrence
+// (scheduler or backfill) with two runs; manual runs (`fire`) are not occurrences.
 const COUNTS: &str = "SELECT
     (SELECT count(*) FROM runs),
-    (SELECT count(*) FROM (SELECT 1 FROM runs GROUP BY project_id, trigger_id, scheduled_for_ms
+    (SELECT count(*) FROM (SELECT 1 FROM runs WHERE origin <> 'manual'
+                           GROUP BY project_id, trigger_id, scheduled_for_ms
                            HAVING count(*) > 1) d),
     (SELECT count(*) FROM runs r
       WHERE (SELECT count(*) FROM attempts a WHERE a.run_id = r.run_id) <> 1),

@@ -7,6 +7,7 @@ pub mod admit;
 pub mod bench;
 pub mod claim;
 pub mod connect;
+pub mod control;
 pub mod embedded;
 mod error;
 pub mod invariants;

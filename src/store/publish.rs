@@ -12,6 +12,7 @@ use tokio_postgres::Client;
 use uuid::Uuid;
 
 use super::StoreError;
+use crate::core::CronSchedule;
 use crate::core::manifest::{Manifest, ProjectDef, TaskDef, TriggerDef};
 
 /// What publishing did to one definition.
@@ -25,6 +26,13 @@ pub struct PublishedItem {
     pub change: &'static str,
     /// The revision after publishing (tasks and triggers).
     pub revision: Option<i64>,
+    /// A changed trigger: the manifest fields that differ from the stored revision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_fields: Option<Vec<&'static str>>,
+    /// A created or changed trigger: its first occurrence after the database's now, where its
+    /// new cursor will start (docs/DESIGN.md §4.4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_occurrence_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -49,6 +57,12 @@ const READ_PROJECTS: &str = "SELECT project_id, status FROM projects WHERE proje
 const READ_TASKS: &str =
     "SELECT project_id, task_id, revision, content_digest FROM tasks WHERE project_id = ANY($1)";
 const READ_TRIGGERS: &str = "SELECT project_id, trigger_id, revision, content_digest FROM triggers WHERE project_id = ANY($1)";
+// The stored fields of the triggers a manifest names, to say which fields a change touches.
+const READ_TRIGGER_FIELDS: &str = "SELECT project_id, trigger_id, task_id, cron_expr, time_zone,
+        misfire_policy, misfire_grace_ms, enabled
+    FROM triggers WHERE project_id = ANY($1)";
+// The database's now, for each changed trigger's next occurrence.
+const NOW: &str = "SELECT now_ms()";
 
 const UPSERT_PROJECTS: &str =
     "INSERT INTO projects (project_id, status, created_at_ms, updated_at_ms)
@@ -144,6 +158,8 @@ pub async fn publish(
                 name: p.id.clone(),
                 change,
                 revision: None,
+                changed_fields: None,
+                next_occurrence_ms: None,
             });
             change != "unchanged"
         })
@@ -184,6 +200,8 @@ pub async fn publish(
                 name: join(&key),
                 change,
                 revision: None,
+                changed_fields: None,
+                next_occurrence_ms: None,
             });
         }
     }
@@ -254,11 +272,20 @@ pub async fn publish(
                 continue;
             };
             triggers.push((project, trigger));
+            let changed_fields = stored
+                .trigger_fields
+                .get(&key)
+                .map(|before| before.differences(trigger));
+            let next_occurrence_ms = CronSchedule::parse(&trigger.cron_expr, &trigger.time_zone)
+                .and_then(|schedule| schedule.next_after(stored.now_ms))
+                .ok();
             items.push(PublishedItem {
                 kind: "trigger",
                 name: join(&key),
                 change,
                 revision: None,
+                changed_fields,
+                next_occurrence_ms,
             });
         }
     }
@@ -343,34 +370,50 @@ async fn dry_run_report(
                 Some(_) => "unchanged",
             },
             revision: None,
+            changed_fields: None,
+            next_occurrence_ms: None,
         })
         .collect();
-    let mut diff = |kind: &'static str,
-                    stored: &HashMap<(String, String), (i64, String)>,
-                    key: (String, String),
-                    digest: &str| {
-        let (change, revision) = match stored.get(&key) {
+    let diff = |kind: &'static str,
+                stored: &HashMap<(String, String), (i64, String)>,
+                key: &(String, String),
+                digest: &str| {
+        let (change, revision) = match stored.get(key) {
             None => ("created", 1),
             Some((revision, stored_digest)) if stored_digest != digest => ("changed", revision + 1),
             Some((revision, _)) => ("unchanged", *revision),
         };
-        items.push(PublishedItem {
+        PublishedItem {
             kind,
-            name: join(&key),
+            name: join(key),
             change,
             revision: Some(revision),
-        });
+            changed_fields: None,
+            next_occurrence_ms: None,
+        }
     };
     for project in &manifest.projects {
         for task in &project.tasks {
             let key = (project.id.clone(), task.id.clone());
-            diff("task", &stored.tasks, key, &task.content_digest);
+            items.push(diff("task", &stored.tasks, &key, &task.content_digest));
         }
     }
     for project in &manifest.projects {
         for trigger in &project.triggers {
             let key = (project.id.clone(), trigger.id.clone());
-            diff("trigger", &stored.triggers, key, &trigger.content_digest);
+            let mut item = diff("trigger", &stored.triggers, &key, &trigger.content_digest);
+            // As publish reports it: the fields that changed, and the next occurrence.
+            if item.change != "unchanged" {
+                item.changed_fields = stored
+                    .trigger_fields
+                    .get(&key)
+                    .map(|before| before.differences(trigger));
+                item.next_occurrence_ms =
+                    CronSchedule::parse(&trigger.cron_expr, &trigger.time_zone)
+                        .and_then(|schedule| schedule.next_after(stored.now_ms))
+                        .ok();
+            }
+            items.push(item);
         }
     }
     Ok(PublishReport {
@@ -384,6 +427,38 @@ struct Stored {
     projects: HashMap<String, String>,
     tasks: HashMap<(String, String), (i64, String)>,
     triggers: HashMap<(String, String), (i64, String)>,
+    trigger_fields: HashMap<(String, String), TriggerFields>,
+    now_ms: i64,
+}
+
+/// A stored trigger's fields, as the manifest names them.
+struct TriggerFields {
+    task: String,
+    cron: String,
+    time_zone: String,
+    misfire: String,
+    misfire_grace_ms: i64,
+    enabled: bool,
+}
+
+impl TriggerFields {
+    /// The manifest fields of `new` that differ from these, in the manifest's order.
+    fn differences(&self, new: &TriggerDef) -> Vec<&'static str> {
+        [
+            ("task", self.task != new.task),
+            ("cron", self.cron != new.cron_expr),
+            ("time_zone", self.time_zone != new.time_zone),
+            ("misfire", self.misfire != new.misfire.as_str()),
+            (
+                "misfire_grace",
+                self.misfire_grace_ms != new.misfire_grace_ms,
+            ),
+            ("enabled", self.enabled != new.enabled),
+        ]
+        .into_iter()
+        .filter_map(|(name, differs)| differs.then_some(name))
+        .collect()
+    }
 }
 
 impl Stored {
@@ -406,6 +481,25 @@ impl Stored {
             projects,
             tasks: keyed(transaction.query(READ_TASKS, &[&project_ids]).await?),
             triggers: keyed(transaction.query(READ_TRIGGERS, &[&project_ids]).await?),
+            trigger_fields: transaction
+                .query(READ_TRIGGER_FIELDS, &[&project_ids])
+                .await?
+                .iter()
+                .map(|row| {
+                    (
+                        (row.get(0), row.get(1)),
+                        TriggerFields {
+                            task: row.get(2),
+                            cron: row.get(3),
+                            time_zone: row.get(4),
+                            misfire: row.get(5),
+                            misfire_grace_ms: row.get(6),
+                            enabled: row.get(7),
+                        },
+                    )
+                })
+                .collect(),
+            now_ms: transaction.query_one(NOW, &[]).await?.get(0),
         })
     }
 }
@@ -439,6 +533,8 @@ fn unchanged(kind: &'static str, key: &(String, String), revision: i64) -> Publi
         name: join(key),
         change: "unchanged",
         revision: Some(revision),
+        changed_fields: None,
+        next_occurrence_ms: None,
     }
 }
 

@@ -22,7 +22,7 @@ use super::{SchemaName, StoreError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScheduleState {
-    /// Its project is suspended or its trigger disabled: no replica will claim it.
+    /// Its project is suspended, its trigger disabled or its row paused: no replica will claim it.
     Disabled,
     /// A claim holds it and has not expired.
     Claimed,
@@ -94,7 +94,8 @@ impl FromStr for ScheduleState {
 /// order of precedence as [`ScheduleState`].
 macro_rules! state_case {
     () => {
-        "CASE WHEN p.status <> 'active' OR NOT t.enabled THEN 'disabled'
+        "CASE WHEN p.status <> 'active' OR NOT t.enabled OR s.paused_at_ms IS NOT NULL
+                  THEN 'disabled'
               WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
               WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
               WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
@@ -220,7 +221,7 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
         FROM projects p JOIN triggers t ON t.project_id = p.project_id
         WHERE p.status <> 'active'
     ), classified AS (
-        SELECT CASE WHEN o.project_id IS NOT NULL THEN 'disabled'
+        SELECT CASE WHEN o.project_id IS NOT NULL OR s.paused_at_ms IS NOT NULL THEN 'disabled'
                     WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > c.now_ms THEN 'claimed'
                     WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
                     WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
@@ -370,6 +371,8 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
 pub struct ScheduleFilter {
     pub project_id: Option<String>,
     pub state: Option<ScheduleState>,
+    /// Only paused rows (`--state paused`).
+    pub paused: bool,
     pub owner: Option<String>,
     pub limit: i64,
 }
@@ -383,12 +386,14 @@ const SCHEDULES: &str = concat!(
     " AS state,
                s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
                s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
-               s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms
+               s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+               s.paused_at_ms, s.paused_by, s.pause_reason
         FROM trigger_schedules s
         JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
         JOIN projects p ON p.project_id = s.project_id
         WHERE ($1::text IS NULL OR s.project_id = $1)
           AND ($2::text IS NULL OR s.claim_owner = $2)
+          AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
     ) rows
     WHERE $3::text IS NULL OR state = $3
@@ -399,15 +404,38 @@ pub async fn schedules(
     client: &impl GenericClient,
     filter: &ScheduleFilter,
 ) -> Result<Vec<ScheduleView>, StoreError> {
+    Ok(schedules_with_pause(client, filter)
+        .await?
+        .into_iter()
+        .map(|row| row.schedule)
+        .collect())
+}
+
+/// [`schedules`], each with its pause.
+pub async fn schedules_with_pause(
+    client: &impl GenericClient,
+    filter: &ScheduleFilter,
+) -> Result<Vec<ScheduleRow>, StoreError> {
     let state = filter.state.map(ScheduleState::as_str);
     client
         .query(
             SCHEDULES,
-            &[&filter.project_id, &filter.owner, &state, &filter.limit],
+            &[
+                &filter.project_id,
+                &filter.owner,
+                &state,
+                &filter.limit,
+                &filter.paused,
+            ],
         )
         .await?
         .iter()
-        .map(schedule_view)
+        .map(|row| {
+            Ok(ScheduleRow {
+                schedule: schedule_view(row)?,
+                paused: pause_of(row),
+            })
+        })
         .collect()
 }
 
@@ -534,13 +562,36 @@ pub struct RunView {
     pub queued_at_ms: Option<i64>,
 }
 
-/// The columns of a [`RunView`], in its order.
+/// A run with where it came from: `cron` (the scheduler), `manual` (`qlsched fire`) or
+/// `backfill` (`qlsched backfill`). `inspect runs` and `inspect run` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunRow {
+    #[serde(flatten)]
+    pub run: RunView,
+    pub origin: String,
+}
+
+impl std::ops::Deref for RunRow {
+    type Target = RunView;
+    fn deref(&self) -> &RunView {
+        &self.run
+    }
+}
+
+/// The columns of a [`RunView`], in its order, then the run's origin (a [`RunRow`]).
 macro_rules! run_columns {
     () => {
         "run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
          execution_revision_id, idempotency_key, status, scheduled_for_ms, created_at_ms,
-         queued_at_ms"
+         queued_at_ms, origin"
     };
+}
+
+fn run_row(row: &Row) -> RunRow {
+    RunRow {
+        run: run_view(row),
+        origin: row.get(12),
+    }
 }
 
 fn run_view(row: &Row) -> RunView {
@@ -588,6 +639,20 @@ pub async fn runs(
     since_ms: Option<i64>,
     limit: i64,
 ) -> Result<Vec<RunView>, StoreError> {
+    Ok(runs_with_origin(client, trigger, since_ms, limit)
+        .await?
+        .into_iter()
+        .map(|r| r.run)
+        .collect())
+}
+
+/// [`runs`], each with its origin.
+pub async fn runs_with_origin(
+    client: &impl GenericClient,
+    trigger: Option<(&str, &str)>,
+    since_ms: Option<i64>,
+    limit: i64,
+) -> Result<Vec<RunRow>, StoreError> {
     let rows = match trigger {
         Some((project_id, trigger_id)) => {
             client
@@ -599,7 +664,7 @@ pub async fn runs(
         }
         None => client.query(RECENT_RUNS, &[&since_ms, &limit]).await?,
     };
-    Ok(rows.iter().map(run_view).collect())
+    Ok(rows.iter().map(run_row).collect())
 }
 
 /// One attempt of a run, with the dispatcher's fields as they stand.
@@ -628,7 +693,7 @@ pub struct EventView {
 /// `inspect run RUN_ID`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunDetail {
-    pub run: RunView,
+    pub run: RunRow,
     pub attempts: Vec<AttemptView>,
     pub events: Vec<EventView>,
 }
@@ -650,7 +715,7 @@ pub async fn run_detail(
     let run = client
         .query_opt(RUN, &[&run_id])
         .await?
-        .map(|row| run_view(&row))
+        .map(|row| run_row(&row))
         .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
     let attempts = client
         .query(ATTEMPTS_OF_RUN, &[&run_id])
@@ -784,6 +849,13 @@ pub enum Diagnosis {
     SchemaNotReady {
         detail: String,
     },
+    /// An operator paused the row (`qlsched pause`): named first, since it is the cause an
+    /// operator set on purpose, whatever else holds.
+    Paused {
+        by: String,
+        at_ms: i64,
+        reason: Option<String>,
+    },
     ProjectSuspended,
     TriggerDisabled,
     /// The schedule row is at an older revision than the trigger (publish resets it in the same
@@ -821,6 +893,11 @@ impl Diagnosis {
         use crate::core::format_ms;
         match self {
             Diagnosis::SchemaNotReady { detail } => format!("schema not ready: {detail}"),
+            Diagnosis::Paused { by, at_ms, reason } => format!(
+                "paused by {by} at {}: {}",
+                utc(*at_ms),
+                reason.as_deref().unwrap_or("no reason given")
+            ),
             Diagnosis::ProjectSuspended => "the project is suspended".to_owned(),
             Diagnosis::TriggerDisabled => "the trigger is disabled".to_owned(),
             Diagnosis::RevisionBehind {
@@ -873,6 +950,10 @@ impl Diagnosis {
     pub fn fix(&self) -> &'static str {
         match self {
             Diagnosis::SchemaNotReady { .. } => "run `qlsched migrate`",
+            Diagnosis::Paused { .. } => {
+                "`qlsched resume` it when it should run again (what passed meanwhile is recorded \
+                 as a misfire)"
+            }
             Diagnosis::ProjectSuspended => {
                 "publish the project with \"status\": \"active\" if it should run"
             }
@@ -916,7 +997,8 @@ const TRIGGER: &str = concat!(
     " AS state,
             s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
             s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
-            s.claim_owner, s.claim_token, s.claim_expires_at_ms, s.updated_at_ms
+            s.claim_owner, s.claim_token, s.claim_expires_at_ms, s.updated_at_ms,
+            s.paused_at_ms, s.paused_by, s.pause_reason
     FROM triggers t
     JOIN projects p ON p.project_id = t.project_id
     JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
@@ -984,7 +1066,47 @@ pub async fn trigger_detail(
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
     let digest_ok: bool = row.get("digest_ok");
-    Ok(detail(diagnose(&state, digest_ok), Some(state)))
+    let why = match pause_of(&row) {
+        Some(pause) => Diagnosis::Paused {
+            by: pause.paused_by,
+            at_ms: pause.paused_at_ms,
+            reason: pause.reason,
+        },
+        None => diagnose(&state, digest_ok),
+    };
+    Ok(detail(why, Some(state)))
+}
+
+/// An operator's pause of a schedule row (`qlsched pause`, docs/DESIGN.md §4.10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseView {
+    pub paused_by: String,
+    pub paused_at_ms: i64,
+    pub reason: Option<String>,
+}
+
+/// The pause of a row read with `paused_at_ms`, `paused_by` and `pause_reason`.
+fn pause_of(row: &Row) -> Option<PauseView> {
+    Some(PauseView {
+        paused_at_ms: row.get::<_, Option<i64>>("paused_at_ms")?,
+        paused_by: row.get::<_, Option<String>>("paused_by")?,
+        reason: row.get("pause_reason"),
+    })
+}
+
+/// A schedule row with its pause, for `inspect schedules`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScheduleRow {
+    #[serde(flatten)]
+    pub schedule: ScheduleView,
+    pub paused: Option<PauseView>,
+}
+
+impl std::ops::Deref for ScheduleRow {
+    type Target = ScheduleView;
+    fn deref(&self) -> &ScheduleView {
+        &self.schedule
+    }
 }
 
 fn claim_of(row: &Row) -> Option<ClaimView> {

@@ -36,7 +36,7 @@ pub struct TopSummary {
 }
 
 // Schedule rows by state, each count bounded by an index (see the module comment). Switched-off
-// rows are found from their side, as read::summary does (few: disabled triggers by their partial
+// rows (disabled, suspended, paused) are found from their side, as read::summary does (few: disabled triggers by their partial
 // index, suspended projects), read once, and subtracted from the other states' counts: excluding
 // them inside the big counts would turn each bounded index scan into a join over every row.
 const TOP_COUNTS: &str = "WITH off AS (
@@ -45,7 +45,11 @@ const TOP_COUNTS: &str = "WITH off AS (
               UNION
               SELECT t.project_id, t.trigger_id
               FROM projects p JOIN triggers t ON t.project_id = p.project_id
-              WHERE p.status <> 'active') o
+              WHERE p.status <> 'active'
+              UNION
+              -- Paused rows, by their partial index (migration 0005).
+              SELECT project_id, trigger_id FROM trigger_schedules
+              WHERE paused_at_ms IS NOT NULL) o
         -- One primary-key probe per switched-off row, never a pass over every schedule row: the
         -- LIMIT keeps the planner from flattening the lateral subquery into a hash join.
         CROSS JOIN LATERAL (

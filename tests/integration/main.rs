@@ -9,6 +9,7 @@ mod bench;
 mod claiming;
 mod cli;
 mod connection;
+mod control;
 mod drills;
 mod embedded;
 mod generated;

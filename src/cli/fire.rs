@@ -1,0 +1,121 @@
+//! `qlsched fire P/T`: one manual run now, through a SERIALIZABLE admission like the
+//! scheduler's (`store::control`, docs/DESIGN.md §4.10). Idempotent by request id; the cursor
+//! does not move.
+
+use clap::Args;
+use serde::Serialize;
+
+use super::args::{ConfirmArgs, TriggerName, ask, interactive, trigger_name};
+use super::claim::operator_name;
+use super::output::emit;
+use super::{CliError, Global};
+use crate::core::duration::utc;
+use crate::store::Store;
+use crate::store::control::{self, Fired};
+use crate::store::migrate::check_ready;
+
+#[derive(Debug, Args)]
+pub struct FireArgs {
+    /// The trigger to fire, as PROJECT/TRIGGER.
+    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    pub trigger: TriggerName,
+
+    /// Makes the request idempotent: the same id again reports the run it admitted (1 to 128 of
+    /// A-Z a-z 0-9 _ . : -) [default: a new UUID].
+    #[arg(long, value_name = "ID")]
+    pub request_id: Option<String>,
+
+    #[command(flatten)]
+    pub confirm: ConfirmArgs,
+}
+
+#[derive(Debug, Serialize)]
+struct FireReport {
+    dry_run: bool,
+    project_id: String,
+    trigger_id: String,
+    request_id: String,
+    #[serde(flatten)]
+    fired: Fired,
+}
+
+/// A request id becomes part of the idempotency key: characters that cannot confuse it.
+fn check_request_id(id: &str) -> Result<(), CliError> {
+    let valid = (1..=128).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(CliError::BadInput(format!(
+            "request id {id:?}: expected 1 to 128 of A-Z a-z 0-9 _ . : -"
+        )))
+    }
+}
+
+/// Opens a one-connection store for an operator action, after the schema check `run` makes.
+pub async fn open(global: &Global, application: &str) -> Result<Store, CliError> {
+    let settings = global.connection.settings()?;
+    let store = Store::open(&settings, &global.connection.schema, application, 1).await?;
+    check_ready(&**store.client().await?, &global.connection.schema).await?;
+    Ok(store)
+}
+
+pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
+    let request_id = args
+        .request_id
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    check_request_id(&request_id)?;
+    args.confirm.require_confirmable("firing a trigger")?;
+    let store = open(global, "qlsched fire").await?;
+    let client = store.client().await?;
+    let key = args.trigger.key();
+    // The revision the key names, read (and every definition checked) before asking.
+    let target = control::read_target(&client, key).await?;
+    let dry_run = args.confirm.dry_run;
+    if !args.confirm.yes && !dry_run && interactive() {
+        let paused = if target.paused { " (paused)" } else { "" };
+        let question = format!(
+            "fire {}{paused} now: one manual run of revision {}, request id {request_id}? [y/N]",
+            args.trigger, target.trigger_revision
+        );
+        if ask(&question)? != "y" {
+            return Err(CliError::Usage("not confirmed; nothing admitted".into()));
+        }
+    }
+    let actor = operator_name();
+    let fired = control::fire(
+        &client,
+        key,
+        target.trigger_revision,
+        &request_id,
+        &actor,
+        dry_run,
+    )
+    .await?;
+    let report = FireReport {
+        dry_run,
+        project_id: args.trigger.project_id.clone(),
+        trigger_id: args.trigger.trigger_id.clone(),
+        request_id,
+        fired,
+    };
+    emit(global.format, &report, |r| {
+        let what = match (r.dry_run, r.fired.created) {
+            (true, true) => "would admit",
+            (true, false) | (false, false) => "already admitted",
+            (false, true) => "admitted",
+        };
+        format!(
+            "{what} manual run {} of {}/{} (revision {}), scheduled for {}\nkey {}",
+            r.fired.run_id,
+            r.project_id,
+            r.trigger_id,
+            r.fired.trigger_revision,
+            utc(r.fired.scheduled_for_ms),
+            r.fired.idempotency_key
+        )
+    })
+}

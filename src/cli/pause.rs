@@ -1,0 +1,188 @@
+//! `qlsched pause` and `qlsched resume`: operational state apart from the manifest's `enabled`
+//! (`store::control`, docs/DESIGN.md §4.10). A pause takes effect at once, also for a claim in
+//! flight; a resume records what passed meanwhile as one misfire record.
+
+use clap::Args;
+use serde::Serialize;
+
+use super::args::{ConfirmArgs, TriggerName, ask, interactive, trigger_name};
+use super::claim::operator_name;
+use super::output::{emit, opt, table};
+use super::{CliError, Global};
+use crate::core::duration::utc;
+use crate::store::control::{self, PauseReport};
+
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// Why, for the audit trail and `inspect trigger`.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+
+    #[command(flatten)]
+    pub confirm: ConfirmArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    #[command(flatten)]
+    pub confirm: ConfirmArgs,
+}
+
+/// One trigger, or every trigger of a project.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct Target {
+    /// The trigger, as PROJECT/TRIGGER.
+    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    pub trigger: Option<TriggerName>,
+
+    /// Every trigger of this project instead.
+    #[arg(long, value_name = "PROJECT")]
+    pub project: Option<String>,
+}
+
+impl Target {
+    fn key(&self) -> (&str, Option<&str>) {
+        match (&self.trigger, &self.project) {
+            (Some(trigger), _) => (&trigger.project_id, Some(&trigger.trigger_id)),
+            (None, Some(project)) => (project, None),
+            // clap's group requires one of the two.
+            (None, None) => ("", None),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match (&self.trigger, &self.project) {
+            (Some(trigger), _) => trigger.to_string(),
+            (None, Some(project)) => format!("every trigger of project {project}"),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    dry_run: bool,
+    action: &'static str,
+    #[serde(flatten)]
+    report: PauseReport,
+}
+
+fn confirmed(confirm: &ConfirmArgs, question: &str) -> Result<(), CliError> {
+    if !confirm.yes && !confirm.dry_run && interactive() && ask(question)? != "y" {
+        return Err(CliError::Usage("not confirmed; nothing changed".into()));
+    }
+    Ok(())
+}
+
+pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
+    args.confirm.require_confirmable("pausing")?;
+    let store = super::fire::open(global, "qlsched pause").await?;
+    let client = store.client().await?;
+    confirmed(
+        &args.confirm,
+        &format!(
+            "pause {}? a claim in flight is voided [y/N]",
+            args.target.describe()
+        ),
+    )?;
+    let report = control::pause(
+        &client,
+        args.target.key(),
+        &operator_name(),
+        args.reason.as_deref(),
+        args.confirm.dry_run,
+    )
+    .await?;
+    let report = Report {
+        dry_run: args.confirm.dry_run,
+        action: "pause",
+        report,
+    };
+    emit(global.format, &report, render)
+}
+
+pub async fn resume(args: ResumeArgs, global: &Global) -> Result<(), CliError> {
+    args.confirm.require_confirmable("resuming")?;
+    let store = super::fire::open(global, "qlsched resume").await?;
+    let client = store.client().await?;
+    confirmed(
+        &args.confirm,
+        &format!(
+            "resume {}? occurrences passed while paused are recorded, not run [y/N]",
+            args.target.describe()
+        ),
+    )?;
+    let report = control::resume(
+        &client,
+        args.target.key(),
+        &operator_name(),
+        args.confirm.dry_run,
+    )
+    .await?;
+    let report = Report {
+        dry_run: args.confirm.dry_run,
+        action: "resume",
+        report,
+    };
+    emit(global.format, &report, render)
+}
+
+fn render(r: &Report) -> String {
+    let verb = match (r.action, r.dry_run) {
+        ("pause", false) => "paused",
+        ("pause", true) => "would pause",
+        (_, false) => "resumed",
+        (_, true) => "would resume",
+    };
+    let mut out = if r.report.changed.is_empty() {
+        format!("nothing {verb}")
+    } else {
+        table(
+            &["trigger", verb, "paused by", "reason", "detail"],
+            r.report.changed.iter().map(|c| {
+                let detail = match (&c.voided_claim_of, &c.next_fire_at_ms, &c.passed_over) {
+                    (Some(owner), _, _) => format!("claim of {owner} voided"),
+                    (_, Some(next), passed) => format!(
+                        "next {}{}",
+                        opt(next.map(utc)),
+                        match passed {
+                            Some(Some(p)) => format!(
+                                "; {}{} occurrences recorded as a misfire",
+                                p.count,
+                                if p.count_exact { "" } else { "+" }
+                            ),
+                            _ => String::new(),
+                        }
+                    ),
+                    _ => String::new(),
+                };
+                vec![
+                    format!("{}/{}", c.project_id, c.trigger_id),
+                    utc(c.paused_at_ms),
+                    c.paused_by.clone(),
+                    opt(c.reason.clone()),
+                    detail,
+                ]
+            }),
+        )
+    };
+    if r.report.unchanged > 0 {
+        out.push_str(&format!(
+            "\n{} {}",
+            r.report.unchanged,
+            if r.action == "pause" {
+                "already paused, left as they were"
+            } else {
+                "not paused, left as they were"
+            }
+        ));
+    }
+    out
+}

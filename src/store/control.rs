@@ -1,0 +1,819 @@
+//! Admissions outside a claim: `qlsched fire` (one manual run now) and `qlsched backfill` (past
+//! cron occurrences that have no run), docs/DESIGN.md §4.10.
+//!
+//! Each is one SERIALIZABLE transaction, as the scheduler's admission (§4.5): it locks the
+//! schedule row, re-reads every definition the runs rest on (project active, trigger at the
+//! schedule row's revision, task pinned to an execution revision that is `remote_worker` with a
+//! digest equal to the sha256 of its spec, recomputed here), writes each run with its claimed
+//! attempt and the `run.created` and `run.queued` events, and ends in `admission_complete()`,
+//! which raises when the writes do not add up. The schedule row is locked, never changed: the
+//! cursor does not move.
+//!
+//! Why a backfill can never duplicate what the scheduler admits: it admits only occurrences
+//! before the schedule row's bound, read under the row lock, and the scheduler admits only
+//! occurrences at or after its cursor. The bound is the cursor; for a row without a cursor it
+//! is the time of the claim in flight (whose decision initializes the cursor to the first
+//! occurrence after that time), else the database's now. Each run is written under its
+//! occurrence's regular cron key (`core::idempotency_key`) and only when no cron or backfill
+//! run of that trigger exists for the occurrence (any revision), so a rerun, or a backfill racing
+//! another, admits nothing twice.
+
+use deadpool_postgres::ClientWrapper;
+use serde::Serialize;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use super::StoreError;
+use super::error::is_serialization_failure;
+use crate::core::run_id::run_id;
+
+/// Where an admitted run came from (`runs.origin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// `qlsched fire`.
+    Manual,
+    /// `qlsched backfill`.
+    Backfill,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Manual => "manual",
+            Origin::Backfill => "backfill",
+        }
+    }
+}
+
+const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
+const COMMIT: &str = "COMMIT";
+const ROLLBACK: &str = "ROLLBACK";
+
+/// How often a transaction that hit a serialization failure is tried in all: more than a
+/// replica's four, since an operator's transaction competes with every replica round that
+/// touches the row, and a retry costs a person nothing.
+const MAX_ATTEMPTS: u32 = 8;
+
+// Lock one schedule row and read, in the same snapshot, every definition a run admitted outside
+// a claim rests on, the row's bound for backfills (its cursor; without one, the time of a claim
+// in flight or now) and the database's now.
+const LOCK_TARGET: &str = "SELECT s.trigger_revision, t.revision, p.status, t.enabled,
+        t.cron_expr, t.time_zone, t.task_id, k.revision, k.execution_revision_id,
+        e.kind = 'remote_worker'
+            AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex'),
+        coalesce(s.next_fire_at_ms,
+                 CASE WHEN s.claim_token IS NOT NULL THEN s.updated_at_ms END, now_ms()),
+        now_ms(), s.paused_at_ms IS NOT NULL
+    FROM trigger_schedules s
+    JOIN projects p ON p.project_id = s.project_id
+    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
+    JOIN execution_revisions e ON e.execution_revision_id = k.execution_revision_id
+    WHERE s.project_id = $1 AND s.trigger_id = $2
+    FOR UPDATE OF s";
+
+// Insert runs $1.. for trigger $5/$6 (revision $7, task $8 at $9, execution revision $10) with
+// origin $11, each with its claimed attempt and both events, skipping a key already taken and,
+// for a backfill, an occurrence that already has a cron or backfill run of any revision; then
+// check that the writes add up. Returns the occurrences written.
+const ADMIT_UNCLAIMED: &str = "WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int8[])
+        AS i(run_id, attempt_id, idempotency_key, scheduled_for_ms)
+), new_runs AS (
+    INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
+                      execution_revision_id, idempotency_key, status, scheduled_for_ms,
+                      created_at_ms, queued_at_ms, origin)
+    SELECT i.run_id, $5::text, $6::text, $7::int8, $8::text, $9::int8, $10::uuid,
+           i.idempotency_key, 'queued', i.scheduled_for_ms, now_ms(), now_ms(), $11::text
+    FROM input i
+    WHERE $11::text = 'manual' OR NOT EXISTS (
+        SELECT 1 FROM runs r
+        WHERE r.project_id = $5::text AND r.trigger_id = $6::text
+          AND r.scheduled_for_ms = i.scheduled_for_ms AND r.origin <> 'manual')
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING run_id, idempotency_key, scheduled_for_ms
+), new_attempts AS (
+    INSERT INTO attempts (attempt_id, run_id, attempt_no, executor, state, created_at_ms)
+    SELECT i.attempt_id, n.run_id, 1, 'remote_worker', 'claimed', now_ms()
+    FROM new_runs n JOIN input i ON i.run_id = n.run_id
+    RETURNING 1
+), new_events AS (
+    INSERT INTO run_events (run_id, seq, type, at_ms, payload)
+    SELECT n.run_id, e.seq, e.type, now_ms(),
+           CASE e.seq
+               WHEN 1 THEN jsonb_build_object(
+                   'idempotency_key', n.idempotency_key, 'scheduled_for_ms', n.scheduled_for_ms,
+                   'decision', $11::text, 'origin', $11::text, 'actor', $12::text)
+               ELSE jsonb_build_object('attempt_id', i.attempt_id, 'executor', 'remote_worker')
+           END
+    FROM new_runs n JOIN input i ON i.run_id = n.run_id
+    CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS e(seq, type)
+    RETURNING 1
+), counts AS (
+    SELECT (SELECT count(*) FROM new_runs) AS runs, (SELECT count(*) FROM new_attempts) AS attempts,
+           (SELECT count(*) FROM new_events) AS events
+)
+SELECT admission_complete(runs, runs, runs, runs, attempts, events),
+       (SELECT coalesce(array_agg(scheduled_for_ms), '{}') FROM new_runs)
+FROM counts";
+
+// The run that holds an idempotency key, for a `fire` repeated with its request id.
+const RUN_BY_KEY: &str =
+    "SELECT run_id, scheduled_for_ms, origin FROM runs WHERE idempotency_key = $1";
+
+// One audit row for a fire or a backfill transaction; `at_ms` is database time.
+const INSERT_AUDIT: &str = "INSERT INTO schedule_audit
+        (project_id, trigger_id, action, actor, reason, at_ms)
+    VALUES ($1, $2, $3, $4, $5, now_ms())";
+
+/// The definitions a run admitted outside a claim rests on, read under the row lock.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub trigger_revision: i64,
+    pub cron_expr: String,
+    pub time_zone: String,
+    pub task_id: String,
+    pub task_revision: i64,
+    pub execution_revision_id: Uuid,
+    pub enabled: bool,
+    pub paused: bool,
+    /// Backfills admit only occurrences before this (module docs).
+    pub bound_ms: i64,
+    pub now_ms: i64,
+}
+
+impl Target {
+    fn name(&self) -> String {
+        format!("{}/{}", self.project_id, self.trigger_id)
+    }
+}
+
+/// Reads the target without writing: for `fire` and `backfill` to name the revision and check
+/// the range before their transaction, and for `--dry-run`.
+pub async fn read_target(
+    client: &ClientWrapper,
+    (project_id, trigger_id): (&str, &str),
+) -> Result<Target, StoreError> {
+    // One statement on its own: its row lock waits for an admission in flight and is gone
+    // with the statement; no snapshot to serialize against.
+    lock_target(client, project_id, trigger_id).await
+}
+
+async fn lock_target(
+    client: &ClientWrapper,
+    project_id: &str,
+    trigger_id: &str,
+) -> Result<Target, StoreError> {
+    let row: Row = client
+        .query_opt(LOCK_TARGET, &[&project_id, &trigger_id])
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("trigger {project_id}/{trigger_id}")))?;
+    let name = format!("{project_id}/{trigger_id}");
+    let schedule_revision: i64 = row.get(0);
+    let trigger_revision: i64 = row.get(1);
+    let status: String = row.get(2);
+    if status != "active" {
+        return Err(StoreError::NothingEligible(format!(
+            "{name}: project {project_id} is {status}; nothing is admitted for a suspended \
+             project (publish it with status active first)"
+        )));
+    }
+    if schedule_revision != trigger_revision {
+        return Err(StoreError::NothingEligible(format!(
+            "{name}: its schedule row is at revision {schedule_revision}, the trigger at \
+             {trigger_revision} (edited by hand?); publish the trigger again"
+        )));
+    }
+    let execution_revision_id: Uuid = row.get(8);
+    if !row.get::<_, bool>(9) {
+        return Err(StoreError::NothingEligible(format!(
+            "{name}: execution revision {execution_revision_id} is corrupt (its digest does not \
+             match its spec); every admission is refused until the task is published again"
+        )));
+    }
+    Ok(Target {
+        project_id: project_id.to_owned(),
+        trigger_id: trigger_id.to_owned(),
+        trigger_revision,
+        enabled: row.get(3),
+        cron_expr: row.get(4),
+        time_zone: row.get(5),
+        task_id: row.get(6),
+        task_revision: row.get(7),
+        execution_revision_id,
+        bound_ms: row.get(10),
+        now_ms: row.get(11),
+        paused: row.get(12),
+    })
+}
+
+/// What `fire` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fired {
+    pub run_id: Uuid,
+    pub idempotency_key: String,
+    pub scheduled_for_ms: i64,
+    /// False when the request id had been used: the run reported is the one it admitted then.
+    pub created: bool,
+    pub trigger_revision: i64,
+}
+
+/// The key of a manual run: `ql3:manual:v1:<P/T>:<revision>:<request id>`.
+pub fn manual_key(trigger: &str, revision: i64, request_id: &str) -> String {
+    format!("ql3:manual:v1:{trigger}:{revision}:{request_id}")
+}
+
+/// Admits one manual run of the trigger now (database time), at the revision `revision` (the
+/// one the request id's key names; a trigger published since is refused, exit 3), or reports
+/// the run an earlier call with the same request id admitted. `dry_run` checks everything and
+/// rolls back.
+pub async fn fire(
+    client: &ClientWrapper,
+    (project_id, trigger_id): (&str, &str),
+    revision: i64,
+    request_id: &str,
+    actor: &str,
+    dry_run: bool,
+) -> Result<Fired, StoreError> {
+    retrying("fire", async || {
+        client.batch_execute(BEGIN_SERIALIZABLE).await?;
+        let fired = fire_in_transaction(
+            client,
+            (project_id, trigger_id),
+            revision,
+            request_id,
+            actor,
+        )
+        .await;
+        finish(client, fired, dry_run).await
+    })
+    .await
+}
+
+async fn fire_in_transaction(
+    client: &ClientWrapper,
+    (project_id, trigger_id): (&str, &str),
+    revision: i64,
+    request_id: &str,
+    actor: &str,
+) -> Result<Fired, StoreError> {
+    let target = lock_target(client, project_id, trigger_id).await?;
+    if target.trigger_revision != revision {
+        return Err(StoreError::FenceRejected(format!(
+            "{}: published again (revision {} → {}) since the request was made; fire again",
+            target.name(),
+            revision,
+            target.trigger_revision
+        )));
+    }
+    let key = manual_key(&target.name(), revision, request_id);
+    let written = admit_unclaimed(
+        client,
+        &target,
+        &[(key.clone(), target.now_ms)],
+        Origin::Manual,
+        actor,
+    )
+    .await?;
+    if written.is_empty() {
+        let row = client
+            .query_one(RUN_BY_KEY, &[&key])
+            .await
+            .map_err(StoreError::from_db)?;
+        return Ok(Fired {
+            run_id: row.get(0),
+            idempotency_key: key,
+            scheduled_for_ms: row.get(1),
+            created: false,
+            trigger_revision: revision,
+        });
+    }
+    audit(
+        client,
+        &target,
+        "fire",
+        actor,
+        &format!("request {request_id}"),
+    )
+    .await?;
+    let row = client
+        .query_one(RUN_BY_KEY, &[&key])
+        .await
+        .map_err(StoreError::from_db)?;
+    Ok(Fired {
+        run_id: row.get(0),
+        idempotency_key: key,
+        scheduled_for_ms: row.get(1),
+        created: true,
+        trigger_revision: revision,
+    })
+}
+
+/// What one backfill transaction did with its occurrences.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct BackfillBatch {
+    /// Admitted now (with `dry_run`: would be).
+    pub admitted: u64,
+    /// Had a run already (the scheduler's, an earlier backfill's).
+    pub existing: u64,
+    /// At or after the row's bound: the scheduler's to admit or record (module docs).
+    pub left_to_scheduler: u64,
+}
+
+/// Admits the cron occurrences `occurrences` (ascending) of the trigger at revision `revision`
+/// that have no run, in one transaction. A trigger published since the occurrences were
+/// computed is refused (exit 3): they may not be its occurrences any more.
+pub async fn backfill(
+    client: &ClientWrapper,
+    (project_id, trigger_id): (&str, &str),
+    revision: i64,
+    occurrences: &[i64],
+    actor: &str,
+    dry_run: bool,
+) -> Result<BackfillBatch, StoreError> {
+    retrying("backfill", async || {
+        client.batch_execute(BEGIN_SERIALIZABLE).await?;
+        let done = backfill_in_transaction(
+            client,
+            (project_id, trigger_id),
+            revision,
+            occurrences,
+            actor,
+        )
+        .await;
+        finish(client, done, dry_run).await
+    })
+    .await
+}
+
+async fn backfill_in_transaction(
+    client: &ClientWrapper,
+    (project_id, trigger_id): (&str, &str),
+    revision: i64,
+    occurrences: &[i64],
+    actor: &str,
+) -> Result<BackfillBatch, StoreError> {
+    let target = lock_target(client, project_id, trigger_id).await?;
+    if target.trigger_revision != revision {
+        return Err(StoreError::FenceRejected(format!(
+            "{}: published again (revision {} → {}) during the backfill; what was admitted \
+             stays, run it again for the rest",
+            target.name(),
+            revision,
+            target.trigger_revision
+        )));
+    }
+    if !target.enabled {
+        return Err(StoreError::NothingEligible(format!(
+            "{}: the trigger is disabled, so it has no occurrences to backfill (enable it by \
+             publishing enabled: true)",
+            target.name()
+        )));
+    }
+    let name = target.name();
+    let (owed, later): (Vec<i64>, Vec<i64>) =
+        occurrences.iter().partition(|&&at| at < target.bound_ms);
+    let keyed: Vec<(String, i64)> = owed
+        .iter()
+        .map(|&at| (crate::core::idempotency_key(&name, revision, at), at))
+        .collect();
+    let written = admit_unclaimed(client, &target, &keyed, Origin::Backfill, actor).await?;
+    let admitted = written.len() as u64;
+    if admitted > 0 {
+        let (first, last) = (written.iter().min(), written.iter().max());
+        audit(
+            client,
+            &target,
+            "backfill",
+            actor,
+            &format!(
+                "{admitted} occurrences from {} to {}",
+                first.map_or_else(String::new, |&t| crate::core::duration::utc(t)),
+                last.map_or_else(String::new, |&t| crate::core::duration::utc(t))
+            ),
+        )
+        .await?;
+    }
+    Ok(BackfillBatch {
+        admitted,
+        existing: owed.len() as u64 - admitted,
+        left_to_scheduler: later.len() as u64,
+    })
+}
+
+/// Writes the runs `keyed` (key, occurrence) with their attempts and events; returns the
+/// occurrences written.
+async fn admit_unclaimed(
+    client: &ClientWrapper,
+    target: &Target,
+    keyed: &[(String, i64)],
+    origin: Origin,
+    actor: &str,
+) -> Result<Vec<i64>, StoreError> {
+    if keyed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let owner_ms = u64::try_from(target.now_ms).unwrap_or(0);
+    let run_ids: Vec<Uuid> = keyed
+        .iter()
+        .map(|_| {
+            let mut entropy = [0u8; 8];
+            entropy.copy_from_slice(&Uuid::new_v4().as_bytes()[8..16]);
+            run_id(actor, owner_ms, entropy)
+        })
+        .collect();
+    let attempt_ids: Vec<Uuid> = keyed.iter().map(|_| Uuid::now_v7()).collect();
+    let keys: Vec<&str> = keyed.iter().map(|(key, _)| key.as_str()).collect();
+    let at: Vec<i64> = keyed.iter().map(|(_, at)| *at).collect();
+    let row = client
+        .query_one(
+            ADMIT_UNCLAIMED,
+            &[
+                &run_ids,
+                &attempt_ids,
+                &keys,
+                &at,
+                &target.project_id,
+                &target.trigger_id,
+                &target.trigger_revision,
+                &target.task_id,
+                &target.task_revision,
+                &target.execution_revision_id,
+                &origin.as_str(),
+                &actor,
+            ],
+        )
+        .await
+        .map_err(StoreError::from_db)?;
+    Ok(row.get(1))
+}
+
+async fn audit(
+    client: &ClientWrapper,
+    target: &Target,
+    action: &str,
+    actor: &str,
+    reason: &str,
+) -> Result<(), StoreError> {
+    client
+        .execute(
+            INSERT_AUDIT,
+            &[
+                &target.project_id,
+                &target.trigger_id,
+                &action,
+                &actor,
+                &reason,
+            ],
+        )
+        .await
+        .map_err(StoreError::from_db)?;
+    Ok(())
+}
+
+/// Commits `done` (rolls back on an error, or for a dry run).
+async fn finish<T>(
+    client: &ClientWrapper,
+    done: Result<T, StoreError>,
+    dry_run: bool,
+) -> Result<T, StoreError> {
+    match done {
+        Ok(value) if !dry_run => {
+            client.batch_execute(COMMIT).await?;
+            Ok(value)
+        }
+        Ok(value) => {
+            client.batch_execute(ROLLBACK).await?;
+            Ok(value)
+        }
+        Err(error) => {
+            // The transaction is aborted or will be dropped; the first error is the cause.
+            let _ = client.batch_execute(ROLLBACK).await;
+            Err(error)
+        }
+    }
+}
+
+/// Runs `attempt` up to [`MAX_ATTEMPTS`] times while it fails on a serialization failure (a
+/// replica admitting or claiming the same row at that moment).
+async fn retrying<T>(
+    what: &'static str,
+    mut attempt: impl AsyncFnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    for tries in 1..=MAX_ATTEMPTS {
+        match attempt().await {
+            Err(StoreError::Database(error))
+                if is_serialization_failure(&error) && tries < MAX_ATTEMPTS =>
+            {
+                let jitter = u64::from(Uuid::new_v4().as_bytes()[0] % 16);
+                tokio::time::sleep(std::time::Duration::from_millis(
+                    u64::from(tries) * 10 + jitter,
+                ))
+                .await;
+            }
+            Err(StoreError::Database(error)) if is_serialization_failure(&error) => break,
+            other => return other,
+        }
+    }
+    Err(StoreError::RetriesExhausted {
+        what,
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// A row a pause or a resume changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseChange {
+    pub project_id: String,
+    pub trigger_id: String,
+    /// When the row was paused (database time), by whom and why.
+    pub paused_at_ms: i64,
+    pub paused_by: String,
+    pub reason: Option<String>,
+    /// Pause: the owner of the claim in flight that the pause voided (its admission fails its
+    /// fence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub voided_claim_of: Option<String>,
+    /// Resume: the cursor after it (the first occurrence at or after the resume; null for a row
+    /// not initialized yet, which the next claim initializes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_fire_at_ms: Option<Option<i64>>,
+    /// Resume: the occurrences passed while paused, recorded as one misfire record (reason
+    /// `paused`); null when none passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passed_over: Option<Option<PassedOver>>,
+}
+
+/// The span a resume recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PassedOver {
+    pub first_ms: i64,
+    pub last_ms: i64,
+    pub count: u64,
+    pub count_exact: bool,
+}
+
+/// What a pause or a resume did: the rows it changed, and how many it left as they were
+/// (already paused, or not paused).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseReport {
+    pub changed: Vec<PauseChange>,
+    pub unchanged: i64,
+}
+
+// How many schedule rows project $1 (trigger $2, or all when NULL) has: none is "not found".
+const COUNT_ROWS: &str = "SELECT count(*) FROM trigger_schedules
+    WHERE project_id = $1 AND ($2::text IS NULL OR trigger_id = $2)";
+
+// Pause the unpaused rows of project $1 (trigger $2, or every row when NULL): who ($3), when
+// (database time), why ($4). A claim in flight is cleared and both versions move on, so an
+// admission decided before the pause fails its fence (as an expiry does); each row is audited
+// with its fence before and after, in the same statement.
+const PAUSE: &str = "WITH target AS (
+    SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
+    FROM trigger_schedules
+    WHERE project_id = $1 AND ($2::text IS NULL OR trigger_id = $2) AND paused_at_ms IS NULL
+    FOR UPDATE
+), paused AS (
+    UPDATE trigger_schedules s
+    SET paused_at_ms = now_ms(), paused_by = $3, pause_reason = $4,
+        claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+        claim_version = s.claim_version + 1, state_version = s.state_version + 1,
+        updated_at_ms = now_ms()
+    FROM target t
+    WHERE s.project_id = t.project_id AND s.trigger_id = t.trigger_id
+    RETURNING t.project_id, t.trigger_id, s.paused_at_ms, t.claim_owner, t.claim_token,
+              t.claim_version AS version_before, t.claim_expires_at_ms, s.claim_version
+), audited AS (
+    INSERT INTO schedule_audit
+        (project_id, trigger_id, action, actor, reason, at_ms, fence_before, fence_after)
+    SELECT project_id, trigger_id, 'pause', $3, $4, now_ms(),
+           CASE WHEN claim_token IS NOT NULL THEN
+               jsonb_build_object('owner', claim_owner, 'token', claim_token,
+                                  'version', version_before, 'expires_at_ms', claim_expires_at_ms)
+           END,
+           jsonb_build_object('owner', NULL, 'token', NULL, 'version', claim_version,
+                              'expires_at_ms', NULL)
+    FROM paused
+    RETURNING 1
+)
+SELECT project_id, trigger_id, paused_at_ms, claim_owner FROM paused
+ORDER BY project_id, trigger_id";
+
+// Lock the paused rows of project $1 (trigger $2, or all) with what a resume computes from:
+// the revision, the cursor, the pattern and the policy; and the database's now, the resume's time.
+const LOCK_PAUSED: &str =
+    "SELECT s.project_id, s.trigger_id, s.trigger_revision, s.next_fire_at_ms,
+        s.paused_at_ms, s.paused_by, s.pause_reason, t.cron_expr, t.time_zone, t.misfire_policy,
+        now_ms()
+    FROM trigger_schedules s
+    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+    WHERE s.project_id = $1 AND ($2::text IS NULL OR s.trigger_id = $2)
+      AND s.paused_at_ms IS NOT NULL
+    ORDER BY s.project_id, s.trigger_id
+    FOR UPDATE OF s";
+
+// Resume one locked row: the pause cleared, the cursor moved to $3 (the first occurrence at or
+// after the resume, or as it was), state_version moved on.
+const RESUME_ONE: &str = "UPDATE trigger_schedules
+    SET paused_at_ms = NULL, paused_by = NULL, pause_reason = NULL, next_fire_at_ms = $3,
+        state_version = state_version + 1, updated_at_ms = now_ms()
+    WHERE project_id = $1 AND trigger_id = $2";
+
+// The occurrences a pause passed over, as one misfire record with reason `paused`, so that
+// occurrence accounting stays whole.
+const INSERT_PAUSED_MISFIRE: &str = "INSERT INTO misfires
+        (project_id, trigger_id, trigger_revision, first_occurrence_ms, last_occurrence_ms,
+         occurrences, occurrences_exact, policy, reason, owner, decided_at_ms, recorded_at_ms)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'paused', $9, $10, now_ms())";
+
+// Manual actions on schedule rows are short READ COMMITTED transactions: the row locks keep the
+// rows still until the audit rows are in.
+const BEGIN: &str = "BEGIN";
+
+/// Pauses the trigger `target.1` of project `target.0`, or every trigger of the project.
+pub async fn pause(
+    client: &ClientWrapper,
+    (project_id, trigger_id): (&str, Option<&str>),
+    actor: &str,
+    reason: Option<&str>,
+    dry_run: bool,
+) -> Result<PauseReport, StoreError> {
+    client.batch_execute(BEGIN).await?;
+    let done = async {
+        let total: i64 = client
+            .query_one(COUNT_ROWS, &[&project_id, &trigger_id])
+            .await?
+            .get(0);
+        not_found_if_none(total, project_id, trigger_id)?;
+        let rows = client
+            .query(PAUSE, &[&project_id, &trigger_id, &actor, &reason])
+            .await?;
+        let changed: Vec<PauseChange> = rows
+            .iter()
+            .map(|row| PauseChange {
+                project_id: row.get(0),
+                trigger_id: row.get(1),
+                paused_at_ms: row.get(2),
+                paused_by: actor.to_owned(),
+                reason: reason.map(str::to_owned),
+                voided_claim_of: row.get(3),
+                next_fire_at_ms: None,
+                passed_over: None,
+            })
+            .collect();
+        Ok(PauseReport {
+            unchanged: total - changed.len() as i64,
+            changed,
+        })
+    }
+    .await;
+    finish(client, done, dry_run).await
+}
+
+fn not_found_if_none(
+    total: i64,
+    project_id: &str,
+    trigger_id: Option<&str>,
+) -> Result<(), StoreError> {
+    if total > 0 {
+        return Ok(());
+    }
+    Err(StoreError::NotFound(match trigger_id {
+        Some(trigger_id) => format!("trigger {project_id}/{trigger_id}"),
+        None => format!("project {project_id} (no schedule rows)"),
+    }))
+}
+
+/// Resumes the paused trigger (or every paused trigger of the project): the occurrences that
+/// passed while it was paused are recorded as one misfire record (reason `paused`, the trigger's
+/// policy), none is admitted, and the cursor moves to the first occurrence at or after the
+/// resume (database time). A row not initialized stays so.
+pub async fn resume(
+    client: &ClientWrapper,
+    (project_id, trigger_id): (&str, Option<&str>),
+    actor: &str,
+    dry_run: bool,
+) -> Result<PauseReport, StoreError> {
+    client.batch_execute(BEGIN).await?;
+    let done = async {
+        let total: i64 = client
+            .query_one(COUNT_ROWS, &[&project_id, &trigger_id])
+            .await?
+            .get(0);
+        not_found_if_none(total, project_id, trigger_id)?;
+        let rows = client
+            .query(LOCK_PAUSED, &[&project_id, &trigger_id])
+            .await?;
+        let mut changed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            changed.push(resume_row(client, row, actor).await?);
+        }
+        Ok(PauseReport {
+            unchanged: total - changed.len() as i64,
+            changed,
+        })
+    }
+    .await;
+    finish(client, done, dry_run).await
+}
+
+async fn resume_row(
+    client: &ClientWrapper,
+    row: &Row,
+    actor: &str,
+) -> Result<PauseChange, StoreError> {
+    let project_id: String = row.get(0);
+    let trigger_id: String = row.get(1);
+    let revision: i64 = row.get(2);
+    let cursor: Option<i64> = row.get(3);
+    let (cron_expr, time_zone): (String, String) = (row.get(7), row.get(8));
+    let policy: String = row.get(9);
+    let now_ms: i64 = row.get(10);
+    let schedule = crate::core::CronSchedule::parse(&cron_expr, &time_zone).map_err(|error| {
+        StoreError::BadInput(format!(
+            "{project_id}/{trigger_id}: its stored cron cannot be evaluated ({error}); \
+             publish it again"
+        ))
+    })?;
+    let evaluate = |error: crate::core::CoreError| {
+        StoreError::BadInput(format!("{project_id}/{trigger_id}: {error}"))
+    };
+    let (next, passed) = match cursor {
+        None => (None, None),
+        Some(cursor) if cursor >= now_ms => (Some(cursor), None),
+        Some(cursor) => {
+            let next = schedule.next_at_or_after(now_ms).map_err(evaluate)?;
+            let first = schedule.next_at_or_after(cursor).map_err(evaluate)?;
+            let passed = if first < next {
+                let last = schedule
+                    .latest_before(next)
+                    .map_err(evaluate)?
+                    .unwrap_or(first);
+                let (count, count_exact) = schedule
+                    .count_between(first, last, crate::core::decide::MAX_COUNTED_MISFIRES)
+                    .map_err(evaluate)?;
+                Some(PassedOver {
+                    first_ms: first,
+                    last_ms: last,
+                    count,
+                    count_exact,
+                })
+            } else {
+                None
+            };
+            (Some(next), passed)
+        }
+    };
+    client
+        .execute(RESUME_ONE, &[&project_id, &trigger_id, &next])
+        .await?;
+    if let Some(p) = passed {
+        let count = i64::try_from(p.count).unwrap_or(i64::MAX);
+        client
+            .execute(
+                INSERT_PAUSED_MISFIRE,
+                &[
+                    &project_id,
+                    &trigger_id,
+                    &revision,
+                    &p.first_ms,
+                    &p.last_ms,
+                    &count,
+                    &p.count_exact,
+                    &policy,
+                    &actor,
+                    &now_ms,
+                ],
+            )
+            .await?;
+    }
+    let paused_by: String = row.get(5);
+    let reason = match passed {
+        Some(p) => format!(
+            "paused by {paused_by}; {}{} occurrences passed over, recorded as a misfire",
+            p.count,
+            if p.count_exact { "" } else { "+" }
+        ),
+        None => format!("paused by {paused_by}; no occurrence passed"),
+    };
+    client
+        .execute(
+            INSERT_AUDIT,
+            &[&project_id, &trigger_id, &"resume", &actor, &reason],
+        )
+        .await?;
+    Ok(PauseChange {
+        project_id,
+        trigger_id,
+        paused_at_ms: row.get(4),
+        paused_by,
+        reason: row.get(6),
+        voided_claim_of: None,
+        next_fire_at_ms: Some(next),
+        passed_over: Some(passed),
+    })
+}

@@ -1,0 +1,894 @@
+//! Operator control: when a trigger fires (`cron`, `inspect trigger`, `publish --dry-run`),
+//! `claim --wait`, `fire`, `backfill`, pause and resume.
+
+use serde_json::{Value, json};
+
+use crate::util::{TestDb, code, manifest, qlsched, stderr, stdout, terminate};
+
+fn json_of(output: &std::process::Output) -> Value {
+    serde_json::from_str(&stdout(output))
+        .unwrap_or_else(|e| panic!("json: {e}: {}{}", stdout(output), stderr(output)))
+}
+
+fn dst_notes(expr: &str, zone: &str, from: &str, count: &str) -> Vec<(String, Value)> {
+    let output = qlsched(
+        None,
+        &[
+            "cron", expr, "-z", zone, "--from", from, "-n", count, "-o", "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    json_of(&output)["occurrences"]
+        .as_array()
+        .expect("occurrences")
+        .iter()
+        .map(|o| (o["utc"].as_str().expect("utc").to_owned(), o["dst"].clone()))
+        .collect()
+}
+
+/// A wall time skipped by the spring-forward gap moves to the gap's end and is marked so, in
+/// Europe/Berlin and America/New_York; the days around it are not marked.
+#[test]
+fn cron_marks_the_occurrence_a_gap_moved() {
+    for (zone, from, moved) in [
+        (
+            "Europe/Berlin",
+            "2026-03-28T00:00:00Z",
+            "2026-03-29T01:00:00.000Z",
+        ),
+        (
+            "America/New_York",
+            "2026-03-06T12:00:00Z",
+            "2026-03-08T07:00:00.000Z",
+        ),
+    ] {
+        let notes = dst_notes("30 2 * * *", zone, from, "3");
+        assert_eq!(notes.len(), 3, "{zone}: {notes:?}");
+        assert_eq!(notes[0].1, Value::Null, "{zone}");
+        assert_eq!(notes[1], (moved.to_owned(), json!("gap_moved")), "{zone}");
+        assert_eq!(notes[2].1, Value::Null, "{zone}");
+    }
+    let table = stdout(&qlsched(
+        None,
+        &[
+            "cron",
+            "30 2 * * *",
+            "-z",
+            "Europe/Berlin",
+            "--from",
+            "2026-03-28T00:00:00Z",
+            "-n",
+            "2",
+        ],
+        None,
+    ));
+    assert!(
+        table.contains("2026-03-29 03:00:00 CEST") && table.contains("DST gap"),
+        "{table}"
+    );
+}
+
+/// In the autumn fold a half-hourly job fires at both instants of each repeated wall time, marked
+/// first and second; a daily job fires at the first only.
+#[test]
+fn cron_marks_both_instants_of_a_fold() {
+    for (zone, from, expr) in [
+        ("Europe/Berlin", "2026-10-25T00:00:00Z", "*/30 2 * * *"),
+        ("America/New_York", "2026-11-01T05:00:00Z", "*/30 1 * * *"),
+    ] {
+        let notes = dst_notes(expr, zone, from, "5");
+        let marks: Vec<&Value> = notes.iter().map(|(_, d)| d).collect();
+        assert_eq!(
+            marks,
+            [
+                &json!("fold_first"),
+                &json!("fold_first"),
+                &json!("fold_second"),
+                &json!("fold_second"),
+                &Value::Null
+            ],
+            "{zone}: {notes:?}"
+        );
+        let daily = dst_notes(&expr.replace("*/30", "30"), zone, from, "2");
+        assert_eq!(daily[0].1, json!("fold_first"), "{zone}: {daily:?}");
+        assert_eq!(daily[1].1, Value::Null, "{zone}: the next day, {daily:?}");
+    }
+}
+
+/// `cron` refuses what publish refuses, with publish's message and exit 65, and needs no database.
+#[tokio::test]
+async fn cron_validates_as_publish_does() {
+    let db = TestDb::new().await;
+    for (expr, zone) in [
+        ("* * *", "UTC"),
+        ("0 0 30 2 *", "UTC"),
+        ("0 3 * * *", "Mars/Base"),
+    ] {
+        let cron = qlsched(None, &["cron", expr, "-z", zone], None);
+        assert_eq!(code(&cron), 65, "{expr}: {}", stderr(&cron));
+        let published = qlsched(
+            Some(&db),
+            &["publish", "-f", "-", "--dry-run"],
+            Some(
+                &manifest(json!([{ "id": "x", "task": "t", "cron": expr, "time_zone": zone }]))
+                    .to_string(),
+            ),
+        );
+        assert_eq!(code(&published), 65, "{expr}");
+        let message = stderr(&cron);
+        let message = message.trim().trim_start_matches("qlsched: ");
+        assert!(
+            stderr(&published).contains(message),
+            "{expr}: {message} / {}",
+            stderr(&published)
+        );
+    }
+}
+
+/// `inspect trigger` lists the previous and the next five occurrences in the zone and UTC;
+/// `publish --dry-run` names the fields a changed trigger changes and its next occurrence.
+#[tokio::test]
+async fn inspect_shows_occurrences_and_dry_run_names_changed_fields() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([
+        { "id": "n", "task": "t", "cron": "0 3 * * *", "time_zone": "Europe/Berlin" }
+    ])))
+    .await;
+    let output = qlsched(
+        Some(&db),
+        &["inspect", "trigger", "p/n", "-o", "json"],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let detail = json_of(&output);
+    let now = detail["now_ms"].as_i64().expect("now");
+    let next = detail["occurrences"]["next"].as_array().expect("next");
+    assert_eq!(next.len(), 5, "{detail}");
+    assert!(next[0]["at_ms"].as_i64().expect("at") > now);
+    assert!(
+        next[0]["local"]
+            .as_str()
+            .expect("local")
+            .contains("03:00:00"),
+        "{detail}"
+    );
+    assert!(
+        detail["occurrences"]["previous"]["at_ms"]
+            .as_i64()
+            .expect("previous")
+            <= now
+    );
+    let table = stdout(&qlsched(Some(&db), &["inspect", "trigger", "p/n"], None));
+    assert!(
+        table.contains("next 5") && table.contains("previous"),
+        "{table}"
+    );
+
+    let changed = manifest(json!([
+        { "id": "n", "task": "t", "cron": "0 4 * * *", "time_zone": "Europe/Berlin", "misfire": "fire_once" }
+    ]));
+    let output = qlsched(
+        Some(&db),
+        &["publish", "-f", "-", "--dry-run", "-o", "json"],
+        Some(&changed.to_string()),
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report = json_of(&output);
+    let item = report["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["kind"] == "trigger")
+        .expect("trigger item")
+        .clone();
+    assert_eq!(item["change"], "changed");
+    assert_eq!(item["changed_fields"], json!(["cron", "misfire"]), "{item}");
+    assert!(
+        item["next_occurrence_ms"].as_i64().expect("next") > now,
+        "{item}"
+    );
+    let table = stdout(&qlsched(
+        Some(&db),
+        &["publish", "-f", "-", "--dry-run"],
+        Some(&changed.to_string()),
+    ));
+    assert!(table.contains("cron, misfire"), "{table}");
+}
+
+/// `claim P/T --wait` tries again while another owner holds the row, and takes it once the lease
+/// ran out; a wait shorter than the lease ends with exit 5 and the reason.
+#[tokio::test]
+async fn claim_wait_takes_the_row_once_it_is_claimable() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]),
+    ))
+    .await;
+    let held = qlsched(
+        Some(&db),
+        &[
+            "claim", "p/x", "--hold", "--owner", "a", "--lease", "3s", "-o", "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&held), 0, "{}", stderr(&held));
+    let started = std::time::Instant::now();
+    let refused = qlsched(
+        Some(&db),
+        &["claim", "p/x", "--hold", "--wait", "500ms"],
+        None,
+    );
+    assert_eq!(code(&refused), 5, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("claim held by a")
+            && stderr(&refused).contains("after waiting 500ms"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(450));
+    let waited = qlsched(
+        Some(&db),
+        &[
+            "claim", "p/x", "--hold", "--owner", "b", "--wait", "20s", "-o", "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&waited), 0, "{}", stderr(&waited));
+    assert_eq!(json_of(&waited)["fence"]["owner"], "b");
+    let immediate = qlsched(Some(&db), &["claim", "p/x", "--hold"], None);
+    assert_eq!(code(&immediate), 5, "without --wait it fails at once");
+}
+
+/// The schedule row as the scheduler sees it: cursor, versions, claim.
+async fn schedule_row(db: &TestDb, trigger: &str) -> String {
+    db.client()
+        .await
+        .query_one(
+            "SELECT s::text FROM trigger_schedules s WHERE project_id = 'p' AND trigger_id = $1",
+            &[&trigger],
+        )
+        .await
+        .expect("schedule row")
+        .get(0)
+}
+
+/// `fire` twice with one request id admits one run (the second reports it, `created: false`),
+/// through the full admission (one attempt, two events), with origin `manual`; the cursor and the
+/// schedule row do not move; accounting ignores the manual run.
+#[tokio::test]
+async fn fire_twice_with_one_request_id_admits_one_run() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "n", "task": "t", "cron": "0 3 * * *" }]),
+    ))
+    .await;
+    let before = schedule_row(&db, "n").await;
+    let refused = qlsched(Some(&db), &["fire", "p/n", "--request-id", "r1"], None);
+    assert_eq!(
+        code(&refused),
+        2,
+        "no terminal, no --yes: {}",
+        stderr(&refused)
+    );
+    let dry = qlsched(
+        Some(&db),
+        &[
+            "fire",
+            "p/n",
+            "--request-id",
+            "r1",
+            "--dry-run",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    assert_eq!(json_of(&dry)["dry_run"], true);
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        0,
+        "a dry run admits nothing"
+    );
+
+    let fire = || {
+        qlsched(
+            Some(&db),
+            &["fire", "p/n", "--request-id", "r1", "--yes", "-o", "json"],
+            None,
+        )
+    };
+    let first = fire();
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let first = json_of(&first);
+    assert_eq!(first["created"], true, "{first}");
+    assert_eq!(first["idempotency_key"], "ql3:manual:v1:p/n:1:r1");
+    let second = fire();
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    let second = json_of(&second);
+    assert_eq!(second["created"], false, "{second}");
+    assert_eq!(second["run_id"], first["run_id"]);
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 1);
+    assert_eq!(
+        schedule_row(&db, "n").await,
+        before,
+        "the cursor and the fence stay"
+    );
+
+    let run_id = first["run_id"].as_str().expect("run id").to_owned();
+    let detail = qlsched(Some(&db), &["inspect", "run", &run_id, "-o", "json"], None);
+    let detail = json_of(&detail);
+    assert_eq!(detail["run"]["origin"], "manual", "{detail}");
+    assert_eq!(detail["attempts"].as_array().map(Vec::len), Some(1));
+    assert_eq!(detail["events"].as_array().map(Vec::len), Some(2));
+    let runs = json_of(&qlsched(
+        Some(&db),
+        &["inspect", "runs", "-o", "json"],
+        None,
+    ));
+    assert_eq!(runs[0]["origin"], "manual", "{runs}");
+    let table = stdout(&qlsched(Some(&db), &["inspect", "runs"], None));
+    assert!(table.contains("manual"), "{table}");
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action = 'fire'")
+            .await,
+        1
+    );
+    // Another request id is another run.
+    let other = qlsched(Some(&db), &["fire", "p/n", "--yes", "-o", "json"], None);
+    assert_eq!(json_of(&other)["created"], true);
+    crate::util::assert_invariants(&db).await;
+}
+
+/// `fire` is refused, with the why, for a suspended project and a corrupt execution revision;
+/// a malformed request id is bad input.
+#[tokio::test]
+async fn fire_refuses_a_suspended_project_and_a_corrupt_revision() {
+    let db = TestDb::new().await;
+    let mut suspended = manifest(json!([{ "id": "n", "task": "t", "cron": "0 3 * * *" }]));
+    suspended["projects"][0]["status"] = json!("suspended");
+    db.publish(&suspended).await;
+    let refused = qlsched(Some(&db), &["fire", "p/n", "--yes"], None);
+    crate::util::assert_refused(&refused, 5, "suspended", "suspended project");
+    suspended["projects"][0]["status"] = json!("active");
+    db.publish(&suspended).await;
+    db.client()
+        .await
+        .batch_execute(
+            "SET session_replication_role = replica;
+             UPDATE execution_revisions SET digest = repeat('0', 64);",
+        )
+        .await
+        .expect("tamper");
+    let refused = qlsched(Some(&db), &["fire", "p/n", "--yes"], None);
+    crate::util::assert_refused(&refused, 5, "corrupt", "corrupt execution revision");
+    let bad = qlsched(
+        Some(&db),
+        &["fire", "p/n", "--yes", "--request-id", "a b"],
+        None,
+    );
+    assert_eq!(code(&bad), 65, "{}", stderr(&bad));
+    let missing = qlsched(Some(&db), &["fire", "p/nope", "--yes"], None);
+    assert_eq!(code(&missing), 4, "{}", stderr(&missing));
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+}
+
+async fn cursor(db: &TestDb, trigger: &str) -> i64 {
+    db.client()
+        .await
+        .query_one(
+            "SELECT next_fire_at_ms FROM trigger_schedules WHERE project_id = 'p' AND trigger_id = $1",
+            &[&trigger],
+        )
+        .await
+        .expect("cursor")
+        .get::<_, Option<i64>>(0)
+        .expect("initialized")
+}
+
+fn backfill(
+    db: &TestDb,
+    trigger: &str,
+    from: i64,
+    to: i64,
+    extra: &[&str],
+) -> std::process::Output {
+    let (from, to) = (from.to_string(), to.to_string());
+    let mut args = vec![
+        "backfill", trigger, "--from", &from, "--to", &to, "--yes", "-o", "json",
+    ];
+    args.extend_from_slice(extra);
+    qlsched(Some(db), &args, None)
+}
+
+/// A window holding admitted and misfired occurrences: the first backfill admits exactly the
+/// misfired ones, under their cron keys, and a rerun admits nothing; accounting holds.
+/// Ranges reaching the future or over --max are refused before anything is written.
+#[tokio::test]
+async fn backfill_twice_admits_each_occurrence_once() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([{
+        "id": "x", "task": "t", "cron": "* * * * * *", "misfire": "fire_once", "misfire_grace": "0s"
+    }])))
+    .await;
+    let admit = || {
+        let output = qlsched(Some(&db), &["claim", "p/x", "--yes", "-o", "json"], None);
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+    };
+    admit(); // initializes the cursor
+    let first = cursor(&db, "x").await;
+    for _ in 0..2 {
+        crate::util::sleep_ms(2_600).await;
+        admit(); // fires the latest misfired occurrence, records the others
+    }
+    let end = cursor(&db, "x").await;
+    crate::util::sleep_ms(1_200).await; // the cursor's occurrence is past: [first, end) is owed
+    let owed = (end - first) / 1_000;
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 2);
+    assert!(db.count("SELECT count(*) FROM misfires").await >= 2);
+
+    let before = crate::util::fingerprint(&db).await;
+    let future = backfill(&db, "p/x", first, end + 3_600_000, &[]);
+    crate::util::assert_refused(
+        &future,
+        65,
+        "not in the past",
+        "a window reaching the future",
+    );
+    let over = backfill(&db, "p/x", first, end - 1, &["--max", "2"]);
+    crate::util::assert_refused(&over, 65, "--max", "a window over --max");
+    let dry = backfill(&db, "p/x", first, end - 1, &["--dry-run"]);
+    assert_eq!(
+        json_of(&dry)["admitted"].as_i64(),
+        Some(owed - 2),
+        "{}",
+        stdout(&dry)
+    );
+    assert_eq!(
+        crate::util::fingerprint(&db).await,
+        before,
+        "refusals and a dry run write nothing"
+    );
+
+    let once = backfill(&db, "p/x", first, end - 1, &[]);
+    assert_eq!(code(&once), 0, "{}", stderr(&once));
+    let once = json_of(&once);
+    assert_eq!(once["occurrences"].as_i64(), Some(owed), "{once}");
+    assert_eq!(once["already_admitted"].as_i64(), Some(2), "{once}");
+    assert_eq!(once["admitted"].as_i64(), Some(owed - 2), "{once}");
+    let twice = json_of(&backfill(&db, "p/x", first, end - 1, &[]));
+    assert_eq!(twice["admitted"].as_i64(), Some(0), "{twice}");
+    assert_eq!(twice["already_admitted"].as_i64(), Some(owed), "{twice}");
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs WHERE origin = 'backfill'")
+            .await,
+        owed - 2
+    );
+    let keyed = db
+        .count(&format!(
+            "SELECT count(*) FROM runs WHERE idempotency_key = 'ql3:cron:v1:p/x:1:' || scheduled_for_ms \
+             AND scheduled_for_ms BETWEEN {first} AND {end}"
+        ))
+        .await;
+    assert_eq!(keyed, owed, "every run under its occurrence's cron key");
+
+    // The cursor's occurrence and later are the scheduler's, even once they are past.
+    crate::util::sleep_ms(2_200).await;
+    let later = json_of(&backfill(&db, "p/x", end, end + 1_000, &[]));
+    assert_eq!(later["admitted"].as_i64(), Some(0), "{later}");
+    assert_eq!(later["left_to_scheduler"].as_i64(), Some(2), "{later}");
+    crate::util::assert_invariants(&db).await;
+}
+
+/// Backfills racing real replicas (which catch up and record misfires over the same window)
+/// never admit an occurrence twice, and occurrence accounting holds.
+#[tokio::test]
+async fn backfill_while_replicas_run_admits_no_duplicate() {
+    let db = TestDb::new().await;
+    let ids = ["a", "b", "c"];
+    db.publish(&manifest(serde_json::Value::Array(
+        ids.iter()
+            .map(
+                |id| json!({ "id": id, "task": "t", "cron": "* * * * * *", "misfire_grace": "1s" }),
+            )
+            .collect(),
+    )))
+    .await;
+    let replica = |owner: &str| {
+        crate::util::spawn_run(
+            &db.url(),
+            &[
+                "--owner",
+                owner,
+                "--lease",
+                "3s",
+                "--cadence",
+                "100ms",
+                "--drain-timeout",
+                "5s",
+            ],
+        )
+    };
+    let first = replica("r1");
+    crate::util::sleep_ms(2_000).await;
+    terminate(first);
+    let start: i64 = db
+        .client()
+        .await
+        .query_one("SELECT min(accounted_from_ms) FROM trigger_schedules", &[])
+        .await
+        .expect("start")
+        .get(0);
+    crate::util::sleep_ms(3_000).await; // occurrences pass beyond the grace: misfires to come
+    let replicas = [replica("r2"), replica("r3")];
+    let mut admitted = 0;
+    for _ in 0..6 {
+        let now: i64 = db
+            .client()
+            .await
+            .query_one("SELECT now_ms()", &[])
+            .await
+            .expect("now")
+            .get(0);
+        for id in ids {
+            let output = backfill(&db, &format!("p/{id}"), start, now - 1, &[]);
+            assert_eq!(code(&output), 0, "{}", stderr(&output));
+            admitted += json_of(&output)["admitted"].as_i64().expect("admitted");
+        }
+        crate::util::sleep_ms(300).await;
+    }
+    for child in replicas {
+        let output = terminate(child);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    assert!(admitted > 0, "the misfired occurrences were backfilled");
+    let counts = crate::util::assert_invariants(&db).await;
+    assert_eq!(counts.duplicate_occurrences, 0);
+    assert_eq!(
+        db.count("SELECT count(*) FROM (SELECT 1 FROM runs GROUP BY idempotency_key HAVING count(*) > 1) d")
+            .await,
+        0
+    );
+}
+
+/// Pausing with a claim in flight: the admission decided before the pause fails its fence and
+/// nothing is admitted; the claim statement skips the paused row; `inspect trigger` names the
+/// pause first, `inspect schedules --state paused` lists it, and publish leaves it paused.
+#[tokio::test]
+async fn pause_fences_out_a_claim_in_flight_and_stops_claims() {
+    use qlsched::store::AdmissionOutcome;
+    let db = TestDb::new().await;
+    let every_second = manifest(json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]));
+    db.publish(&every_second).await;
+    let store = db.store("control test").await;
+    let rows = crate::util::claim(&store, "r1", 1, 30_000).await;
+    let outcomes = crate::util::admit(&store, &[crate::util::admission(&rows[0])]).await;
+    assert_eq!(outcomes.expect("initialize"), [AdmissionOutcome::Advanced]);
+    crate::util::sleep_ms(1_200).await;
+    let rows = crate::util::claim(&store, "r1", 1, 30_000).await;
+    assert_eq!(rows.len(), 1, "due and claimed");
+
+    let paused = qlsched(
+        Some(&db),
+        &[
+            "pause",
+            "p/x",
+            "--reason",
+            "incident 7",
+            "--yes",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&paused), 0, "{}", stderr(&paused));
+    let paused = json_of(&paused);
+    assert_eq!(paused["changed"][0]["voided_claim_of"], "r1", "{paused}");
+    let outcomes = crate::util::admit(&store, &[crate::util::admission(&rows[0])]).await;
+    assert_eq!(outcomes.expect("admit"), [AdmissionOutcome::FenceLost]);
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        0,
+        "nothing admitted"
+    );
+
+    crate::util::sleep_ms(1_200).await;
+    assert!(
+        crate::util::claim(&store, "r2", 16, 30_000)
+            .await
+            .is_empty(),
+        "skipped while paused"
+    );
+    let again = json_of(&qlsched(
+        Some(&db),
+        &["pause", "p/x", "--yes", "-o", "json"],
+        None,
+    ));
+    assert_eq!(
+        again["changed"].as_array().map(Vec::len),
+        Some(0),
+        "{again}"
+    );
+    assert_eq!(again["unchanged"], 1);
+
+    let mut changed = every_second.clone();
+    changed["projects"][0]["triggers"][0]["misfire_grace"] = json!("5s");
+    db.publish(&changed).await;
+    let detail = json_of(&qlsched(
+        Some(&db),
+        &["inspect", "trigger", "p/x", "-o", "json"],
+        None,
+    ));
+    let why = &detail["why_not_firing"];
+    assert_eq!(why["cause"], "paused", "publish leaves the pause: {detail}");
+    assert_eq!(why["reason"], "incident 7");
+    assert!(why["by"].as_str().is_some_and(|by| !by.is_empty()));
+    let table = stdout(&qlsched(Some(&db), &["inspect", "trigger", "p/x"], None));
+    assert!(
+        table
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("paused by") && l.contains("incident 7")),
+        "{table}"
+    );
+    let listed = json_of(&qlsched(
+        Some(&db),
+        &["inspect", "schedules", "--state", "paused", "-o", "json"],
+        None,
+    ));
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["paused"]["reason"], "incident 7");
+    let summary = json_of(&qlsched(Some(&db), &["inspect", "-o", "json"], None));
+    assert_eq!(
+        summary["schedules"]["disabled"], 1,
+        "no replica claims it: {summary}"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action = 'pause'")
+            .await,
+        1
+    );
+    let missing = qlsched(Some(&db), &["pause", "p/nope", "--yes"], None);
+    assert_eq!(code(&missing), 4, "{}", stderr(&missing));
+    let unconfirmed = qlsched(Some(&db), &["resume", "p/x"], None);
+    assert_eq!(code(&unconfirmed), 2, "{}", stderr(&unconfirmed));
+}
+
+/// Resume records the occurrences passed while paused as one misfire record with reason
+/// `paused` and moves the cursor to the first occurrence at or after the resume; replicas then
+/// carry on and occurrence accounting holds. `--project` pauses and resumes every trigger.
+#[tokio::test]
+async fn resume_records_a_paused_misfire_and_accounting_holds() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([
+        { "id": "x", "task": "t", "cron": "* * * * * *" },
+        { "id": "y", "task": "t", "cron": "* * * * * *" }
+    ])))
+    .await;
+    let replica = || {
+        crate::util::spawn_run(
+            &db.url(),
+            &[
+                "--owner",
+                "r1",
+                "--lease",
+                "3s",
+                "--cadence",
+                "100ms",
+                "--drain-timeout",
+                "5s",
+            ],
+        )
+    };
+    let first = replica();
+    crate::util::sleep_ms(1_500).await;
+    let paused = json_of(&qlsched(
+        Some(&db),
+        &["pause", "--project", "p", "--yes", "-o", "json"],
+        None,
+    ));
+    assert_eq!(
+        paused["changed"].as_array().map(Vec::len),
+        Some(2),
+        "{paused}"
+    );
+    let runs_at_pause = db.count("SELECT count(*) FROM runs").await;
+    crate::util::sleep_ms(3_000).await;
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        runs_at_pause,
+        "nothing while paused"
+    );
+
+    let dry = json_of(&qlsched(
+        Some(&db),
+        &["resume", "p/x", "--dry-run", "-o", "json"],
+        None,
+    ));
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(
+        db.count("SELECT count(*) FROM misfires").await,
+        0,
+        "a dry run records nothing"
+    );
+    let resumed = qlsched(
+        Some(&db),
+        &["resume", "--project", "p", "--yes", "-o", "json"],
+        None,
+    );
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    let resumed = json_of(&resumed);
+    let now: i64 = db
+        .client()
+        .await
+        .query_one("SELECT now_ms()", &[])
+        .await
+        .expect("now")
+        .get(0);
+    for change in resumed["changed"].as_array().expect("changed") {
+        let passed = &change["passed_over"];
+        assert!(passed["count"].as_i64().expect("count") >= 2, "{resumed}");
+        let next = change["next_fire_at_ms"].as_i64().expect("next");
+        assert!(
+            next > passed["last_ms"].as_i64().expect("last") && next <= now + 1_000,
+            "{resumed}"
+        );
+    }
+    assert_eq!(
+        db.count("SELECT count(*) FROM misfires WHERE reason = 'paused'")
+            .await,
+        2
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action = 'resume'")
+            .await,
+        2
+    );
+    crate::util::sleep_ms(1_500).await;
+    let output = terminate(first);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        db.count("SELECT count(*) FROM runs").await > runs_at_pause,
+        "firing again"
+    );
+    crate::util::assert_invariants(&db).await;
+}
+
+fn as_login(url: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(crate::util::bin())
+        .args(["-D", url])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run qlsched")
+}
+
+/// Pause, resume, fire and backfill are the admin's (docs/DESIGN.md §3.2): an admin login does
+/// each, observer and runtime logins are refused with exit 77 and change nothing.
+#[tokio::test]
+async fn operator_control_is_the_admins() {
+    use crate::util::LoginRole;
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]),
+    ))
+    .await;
+    for group in ["qlsched_observer", "qlsched_runtime"] {
+        let login = LoginRole::create(&db, group).await;
+        let url = login.url(&db);
+        for args in [vec!["pause", "p/x", "--yes"], vec!["fire", "p/x", "--yes"]] {
+            let output = as_login(&url, &args);
+            assert_eq!(code(&output), 77, "{group} {args:?}: {}", stderr(&output));
+        }
+    }
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+    let admin = LoginRole::create(&db, "qlsched_admin").await;
+    let url = admin.url(&db);
+    let fired = as_login(&url, &["fire", "p/x", "--yes", "-o", "json"]);
+    assert_eq!(code(&fired), 0, "{}", stderr(&fired));
+    let paused = as_login(&url, &["pause", "p/x", "--yes"]);
+    assert_eq!(code(&paused), 0, "{}", stderr(&paused));
+    let fired_paused = as_login(&url, &["fire", "p/x", "--yes"]);
+    assert_eq!(
+        code(&fired_paused),
+        0,
+        "a paused trigger can be fired: {}",
+        stderr(&fired_paused)
+    );
+    let resumed = as_login(&url, &["resume", "p/x", "--yes"]);
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    let backfilled = as_login(
+        &url,
+        &["backfill", "p/x", "--from", "0", "--to", "1", "--yes"],
+    );
+    assert_eq!(code(&backfilled), 0, "{}", stderr(&backfilled));
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs WHERE origin = 'manual'")
+            .await,
+        2
+    );
+    let verify = qlsched(Some(&db), &["migrate", "verify", "-o", "json"], None);
+    assert_eq!(
+        code(&verify),
+        0,
+        "the live grants are the matrix: {}",
+        stdout(&verify)
+    );
+}
+
+/// SIGINT stops a backfill between transactions (exit 130 after its summary, what committed
+/// stays); the same command then admits exactly the rest.
+#[tokio::test]
+async fn an_interrupted_backfill_continues_where_it_stopped() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]),
+    ))
+    .await;
+    let init = qlsched(Some(&db), &["claim", "p/x", "--yes"], None);
+    assert_eq!(code(&init), 0, "{}", stderr(&init));
+    let end = cursor(&db, "x").await - 1_000;
+    let start = end - 40_000 * 1_000 + 1_000; // 40,000 occurrences: 80 transactions
+    let (from, to) = (start.to_string(), end.to_string());
+    let args = [
+        "-D",
+        &db.url(),
+        "backfill",
+        "p/x",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--max",
+        "50000",
+        "--yes",
+        "-o",
+        "json",
+    ];
+    let child = std::process::Command::new(crate::util::bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn backfill");
+    crate::util::sleep_ms(1_500).await;
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    let stopped = child.wait_with_output().expect("wait");
+    let first = json_of(&stopped);
+    let admitted_first = first["admitted"].as_i64().expect("admitted");
+    if first["interrupted"] == true {
+        assert_eq!(code(&stopped), 130, "{}", stderr(&stopped));
+        assert!(admitted_first < 40_000, "{first}");
+    } else {
+        assert_eq!(
+            code(&stopped),
+            0,
+            "finished before the signal: {}",
+            stderr(&stopped)
+        );
+    }
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        admitted_first,
+        "what committed stays"
+    );
+    let rest = json_of(&backfill(&db, "p/x", start, end, &["--max", "50000"]));
+    assert_eq!(
+        rest["admitted"].as_i64(),
+        Some(40_000 - admitted_first),
+        "{rest}"
+    );
+    assert_eq!(
+        rest["already_admitted"].as_i64(),
+        Some(admitted_first),
+        "{rest}"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 40_000);
+    crate::util::assert_invariants(&db).await;
+}
