@@ -28,7 +28,7 @@ pub use error::{CliError, exit};
 /// PostgreSQL row-lease cluster scheduler: exactly-once cron admission across leaderless
 /// replicas, and the operator's instrument for it.
 #[derive(Debug, Parser)]
-#[command(name = "qlsched", version, about, long_about = None, propagate_version = true)]
+#[command(name = "qlsched", version, long_version = LONG_VERSION, about, long_about = None, propagate_version = true)]
 #[command(after_long_help = AFTER_HELP)]
 pub struct Cli {
     #[command(flatten)]
@@ -41,8 +41,30 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 
+    /// Log format on stderr: text for people, json for a log pipeline (one object per line).
+    #[arg(long, global = true, value_enum, env = "QLSCHED_LOG_FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `qlsched --version`: the version and the commit the binary was built from (build.rs).
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("QLSCHED_COMMIT"),
+    ")"
+);
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line: timestamp, level, message, target and the event's fields.
+    Json,
 }
 
 const AFTER_HELP: &str = "\
@@ -50,7 +72,8 @@ Exit status: 0 success, 1 unexpected error, 2 usage error, 3 fence rejected, 4 n
 5 nothing eligible, 65 bad input data, 69 database unavailable, 75 transient conflict
 (retries exhausted), 77 permission denied, 78 schema not ready or configuration invalid.
 
-Logs go to stderr; set QLSCHED_LOG (e.g. debug, or qlsched=trace) to change their level.";
+Logs go to stderr; set QLSCHED_LOG (e.g. debug, or qlsched=trace) to change their level, and
+--log-format json (QLSCHED_LOG_FORMAT) for one JSON object per line.";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -84,7 +107,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),
     };
-    init_logging(&cli.command, cli.color);
+    init_logging(&cli.command, cli.color, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -104,6 +127,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         output,
         color,
         command,
+        log_format: _,
     } = cli;
     let global = Global {
         connection,
@@ -185,7 +209,7 @@ fn one_line(message: &str) -> String {
 
 /// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless
 /// QLSCHED_LOG says otherwise.
-fn init_logging(command: &Command, color: ColorChoice) {
+fn init_logging(command: &Command, color: ColorChoice, format: LogFormat) {
     use std::io::IsTerminal;
     // The dashboard owns the terminal: a log line on stderr would tear its frame.
     let dashboard = matches!(command, Command::Top(_))
@@ -197,15 +221,28 @@ fn init_logging(command: &Command, color: ColorChoice) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("QLSCHED_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(color.enabled_for_stderr())
-        .with_target(false)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(color.enabled_for_stderr())
+            .with_target(false)
+            .try_init(),
+        // Fields at the top level, next to timestamp, level, message and target; no span lists
+        // (qlsched opens no spans of its own).
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_target(true)
+            .try_init(),
+    };
 }
 
-/// The clap command tree, for completions and man pages.
+/// The clap command tree, for completions and man pages: without the commit, so that the
+/// generated files change with the interface, not with every commit.
 pub fn command() -> clap::Command {
-    Cli::command()
+    Cli::command().long_version(None::<&str>)
 }
