@@ -160,9 +160,26 @@ fn report(error: &CliError) -> ExitCode {
     if error.is_broken_pipe() {
         return ExitCode::SUCCESS;
     }
-    eprintln!("qlsched: {}", one_line(&error.to_string()));
-    ExitCode::from(error.exit_code())
+    let message = one_line(&error.to_string());
+    let code = error.exit_code();
+    if LOG_FORMAT.get() == Some(&LogFormat::Json) {
+        // A log pipeline reads every line of stderr as an object, the last one too.
+        let line = serde_json::json!({
+            "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            "level": "ERROR",
+            "message": message,
+            "exit_code": code,
+            "target": "qlsched",
+        });
+        eprintln!("{line}");
+    } else {
+        eprintln!("qlsched: {message}");
+    }
+    ExitCode::from(code)
 }
+
+/// The log format chosen on the command line, for the error that ends a command.
+static LOG_FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
 
 /// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr
 /// like every other error, so that scripts can read it, and exits 2.
@@ -210,6 +227,7 @@ fn one_line(message: &str) -> String {
 /// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless
 /// QLSCHED_LOG says otherwise.
 fn init_logging(command: &Command, color: ColorChoice, format: LogFormat) {
+    let _ = LOG_FORMAT.set(format);
     use std::io::IsTerminal;
     // The dashboard owns the terminal: a log line on stderr would tear its frame.
     let dashboard = matches!(command, Command::Top(_))

@@ -13,6 +13,7 @@ mod embedded;
 mod generated;
 mod lifecycle;
 mod migrate;
+mod observe;
 mod operator;
 mod plan;
 mod publish;
