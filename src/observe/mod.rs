@@ -679,6 +679,32 @@ mod tests {
         }
     }
 
+    /// docs/alerts.yml names only metrics this binary exposes.
+    #[test]
+    fn the_example_alerts_name_metrics_that_exist() {
+        let text = render(
+            &Counts::default(),
+            Some(Gauges::default()),
+            &Readiness::Ready,
+            true,
+        );
+        let alerts = include_str!("../../docs/alerts.yml");
+        let mut named = 0;
+        for (at, _) in alerts.match_indices("qlsched_") {
+            let name: String = alerts[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                text.contains(&format!("# TYPE {name} "))
+                    || text.lines().any(|l| l.starts_with(&format!("{name}{{"))),
+                "docs/alerts.yml names {name}, which /metrics does not expose"
+            );
+            named += 1;
+        }
+        assert!(named >= 5);
+    }
+
     #[test]
     fn label_values_are_escaped() {
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");

@@ -9,6 +9,7 @@ mod bench;
 mod claiming;
 mod cli;
 mod connection;
+mod deploy;
 mod embedded;
 mod generated;
 mod lifecycle;
