@@ -233,7 +233,7 @@ _qlsched() {
 
     case "${cmd}" in
         qlsched)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim inspect expire top demo bench generate help"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version migrate publish run claim inspect expire top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -263,6 +263,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -271,7 +275,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__bench)
-            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --keep --steady --cron --window --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --keep --steady --cron --window --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -345,6 +349,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -353,7 +361,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim)
-            opts="-y -D -o -h -V --yes --dry-run --hold --release --owner --lease --database-url --schema --output --color --help --version admit release help"
+            opts="-y -D -o -h -V --yes --dry-run --hold --release --owner --lease --database-url --schema --output --color --log-format --help --version admit release help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -391,6 +399,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -399,7 +411,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim__subcmd__admit)
-            opts="-y -D -o -h --token --version --yes --dry-run --database-url --schema --output --color --help"
+            opts="-y -D -o -h --token --version --yes --dry-run --database-url --schema --output --color --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -435,6 +447,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -501,7 +517,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim__subcmd__release)
-            opts="-D -o -h --token --version --database-url --schema --output --color --help"
+            opts="-D -o -h --token --version --database-url --schema --output --color --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -539,6 +555,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -547,7 +567,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__demo)
-            opts="-D -o -h -V --duration --database --replicas --embedded --postgres-bin --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --duration --database --replicas --embedded --postgres-bin --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -593,6 +613,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -601,7 +625,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__expire)
-            opts="-y -D -o -h --token --version --owner --expired-only --reason --yes --dry-run --database-url --schema --output --color --help"
+            opts="-y -D -o -h --token --version --owner --expired-only --reason --yes --dry-run --database-url --schema --output --color --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -647,6 +671,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -655,7 +683,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__generate)
-            opts="-D -o -h -V --out-dir --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --out-dir --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -687,6 +715,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1061,7 +1093,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version schedules claims runs run trigger recovery audit misfires invariants help"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version schedules claims runs run trigger recovery audit misfires invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1091,6 +1123,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1099,7 +1135,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__audit)
-            opts="-D -o -h -V --trigger --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --trigger --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1137,6 +1173,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1145,7 +1185,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__claims)
-            opts="-D -o -h -V --owner --expired --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --owner --expired --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1181,6 +1221,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1345,7 +1389,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__invariants)
-            opts="-D -o -h -V --since --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --since --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1377,6 +1421,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1387,7 +1435,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__misfires)
-            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1427,6 +1475,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1437,7 +1489,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__recovery)
-            opts="-D -o -h -V --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1471,6 +1523,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1479,7 +1535,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__run)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1509,6 +1565,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1517,7 +1577,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__runs)
-            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1559,6 +1619,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1567,7 +1631,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__schedules)
-            opts="-D -o -h -V --project --state --owner --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --project --state --owner --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1613,6 +1677,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1621,7 +1689,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__trigger)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1651,6 +1719,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1659,7 +1731,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version up status verify help"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version up status verify help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1687,6 +1759,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1767,7 +1843,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate__subcmd__status)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1795,6 +1871,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1805,7 +1885,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate__subcmd__up)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1833,6 +1913,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1843,7 +1927,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate__subcmd__verify)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1873,6 +1957,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1881,7 +1969,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__publish)
-            opts="-f -D -o -h -V --file --dry-run --database-url --schema --output --color --help --version"
+            opts="-f -D -o -h -V --file --dry-run --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1919,6 +2007,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1927,7 +2019,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__run)
-            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1950,6 +2042,10 @@ _qlsched() {
                     return 0
                     ;;
                 --drain-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-addr)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1977,6 +2073,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1985,7 +2085,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__top)
-            opts="-D -o -h -V --readonly --refresh --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --readonly --refresh --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2017,6 +2117,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

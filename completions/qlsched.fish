@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_qlsched_global_optspecs
-    string join \n D/database-url= schema= o/output= color= h/help V/version
+    string join \n D/database-url= schema= o/output= color= log-format= h/help V/version
 end
 
 function __fish_qlsched_needs_command
@@ -31,6 +31,8 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_needs_command" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_needs_command" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_needs_command" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
@@ -51,7 +53,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
@@ -64,7 +68,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l schema -d 'Schema that holds the qlsched tables' -r
@@ -73,7 +79,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l schema -d 'Schema that holds the qlsched tables' -r
@@ -82,7 +90,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
@@ -96,14 +106,17 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l dry-run -d 'Validate and diff against the database, report, and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l owner -d 'Claim owner written into every lease [default: HOSTNAME:PID]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l batch -d 'Claims per round (1..=256)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l lease -d 'Lease of each claim, in database time' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l cadence -d 'Time from the start of one round to the start of the next' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l drain-timeout -d 'How long a stop waits for the round in flight before releasing its claims' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l metrics-addr -d 'Serve /metrics (Prometheus text format), /healthz and /readyz on HOST:PORT over plain HTTP [default: off]. Bound before the database is opened (exit 78 if it cannot be)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l schema -d 'Schema that holds the qlsched tables' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -111,7 +124,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l owner -d 'Claim owner written into the lease [default: USER@HOST:manual]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l lease -d 'Lease of the claim, in database time' -r
@@ -122,11 +137,13 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l dry-run -d 'Show what would change and change nothing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l hold -d 'Keep the claim and exit: the row stays claimed until it expires or is expired'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l release -d 'Give the claim back at once'
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
@@ -140,9 +157,11 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l dry-run -d 'Show what would change and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l token -d 'The claim token `qlsched claim` printed (a UUID)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l version -d 'The claim version `qlsched claim` printed with the token' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -152,7 +171,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -163,7 +184,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit misfires invariants help" -f -a "claims" -d 'Claims held, by owner, with the lease left in database time'
@@ -191,7 +214,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l owner -d 'Only claims of this owner' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l limit -d 'At most this many claims' -r
@@ -202,8 +227,10 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l expired -d 'Only claims past their lease that nobody took over'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l trigger -d 'Only runs of this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l since -d 'Only runs created within this long (e.g. 10m)' -r
@@ -215,7 +242,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l schema -d 'Schema that holds the qlsched tables' -r
@@ -224,7 +253,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l schema -d 'Schema that holds the qlsched tables' -r
@@ -233,7 +264,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l limit -d 'At most this many candidates listed, oldest run first' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -243,7 +276,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l trigger -d 'Only actions on this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l limit -d 'At most this many audit rows' -r
@@ -254,7 +289,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l trigger -d 'Only records of this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l since -d 'Only records written within this long (e.g. 1h)' -r
@@ -266,7 +303,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l since -d 'How far back occurrences are accounted for (at most the 7-day retention of misfire records)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -276,7 +315,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "claims" -d 'Claims held, by owner, with the lease left in database time'
@@ -299,10 +340,12 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l expired-only -d 'With --owner: only the claims already past their lease'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l dry-run -d 'Show what would change and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l refresh -d 'Time between refreshes, 250ms to 10s (`+` and `-` change it live)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l schema -d 'Schema that holds the qlsched tables' -r
@@ -311,8 +354,10 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Disable `e` (expire): look, never touch'
-complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l database -d 'The database to (re)create for the demo, on the server the connection settings name. An existing database is dropped only if an earlier demo made it (or it is `qlsched_demo`)' -r
@@ -325,8 +370,10 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l embedded -d 'Run on a throw-away PostgreSQL of its own: a cluster initialised in a temporary directory (trust authentication, listening only on a unix socket there), stopped and deleted when the demo ends, by Ctrl-C, SIGTERM or a panic too. As root the server runs as the system user `postgres`. Without any connection setting, the demo does the same unasked when nothing answers at libpq\'s default'
-complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l triggers -d 'Triggers to publish (through the real publish path)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l replicas -d 'In-process replicas, each with a pool of its own, as `qlsched run` starts one' -r
@@ -346,9 +393,11 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l keep -d 'Keep the scratch database afterwards (its name is in the report)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l steady -d 'Measure the steady state instead of a burst: from a plain publish, replicas at `qlsched run`\'s defaults, the lag of every occurrence in --window'
-complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l out-dir -d 'Folder to write `completions/` and `man/` into' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -358,7 +407,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim inspect expire top demo bench generate help" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'
