@@ -547,7 +547,7 @@ fn render(counts: &Counts, gauges: Option<Gauges>, readiness: &Readiness, health
         gauge(
             &mut out,
             "qlsched_due_unclaimed_rows",
-            "Eligible rows due (or uninitialized) and not validly claimed (database).",
+            "Eligible rows due (or uninitialized) and not validly claimed, counted up to 1000.",
             g.due_unclaimed as f64,
         );
         gauge(
