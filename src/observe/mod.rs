@@ -249,11 +249,6 @@ impl Observer {
         self.counts().add(event);
     }
 
-    /// Claims given back outside a round (a stop that could not wait).
-    pub fn record_released(&self, released: usize) {
-        self.counts().released += released as u64;
-    }
-
     fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
         self.inner.counts.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -492,7 +487,7 @@ fn render(counts: &Counts, gauges: Option<Gauges>, readiness: &Readiness, health
     counter(
         &mut out,
         "qlsched_claims_released_total",
-        "Claims given back: rows not due after all, admissions that did not commit, a stop.",
+        "Claims given back by rounds: rows not due after all, admissions that did not commit.",
         c.released,
     );
     counter(
