@@ -196,6 +196,14 @@ struct Cached {
     readiness: Option<(Instant, Readiness)>,
 }
 
+/// The replica's rounds, once they start.
+struct Running {
+    coordinator: Arc<Coordinator>,
+    store: Store,
+    /// When the lifecycle started: the last round's start until the first round starts.
+    since: Instant,
+}
+
 /// One replica's metrics and probes. Cloning shares them.
 #[derive(Clone)]
 pub struct Observer {
@@ -206,12 +214,11 @@ struct Inner {
     owner: String,
     lease: Duration,
     cadence: Duration,
-    started: Instant,
     counts: Mutex<Counts>,
     /// Set when the rounds start: the coordinator whose timer `/healthz` watches, and a pool of
     /// its own (one connection) for `/readyz` and the gauges, so that a scrape never waits for,
     /// nor delays, a round.
-    running: Mutex<Option<(Arc<Coordinator>, Store)>>,
+    running: Mutex<Option<Running>>,
     cached: tokio::sync::Mutex<Cached>,
 }
 
@@ -222,7 +229,6 @@ impl Observer {
                 owner: owner.to_owned(),
                 lease,
                 cadence,
-                started: Instant::now(),
                 counts: Mutex::new(Counts::default()),
                 running: Mutex::new(None),
                 cached: tokio::sync::Mutex::new(Cached::default()),
@@ -233,15 +239,19 @@ impl Observer {
     /// The lifecycle starts: from now on `/healthz` watches its rounds, and `/readyz` and the
     /// gauges read the database through `store`.
     pub fn watch(&self, coordinator: Arc<Coordinator>, store: Store) {
-        *self.running() = Some((coordinator, store));
+        *self.running() = Some(Running {
+            coordinator,
+            store,
+            since: Instant::now(),
+        });
     }
 
-    fn running(&self) -> std::sync::MutexGuard<'_, Option<(Arc<Coordinator>, Store)>> {
+    fn running(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
         self.inner.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn store(&self) -> Option<Store> {
-        self.running().as_ref().map(|(_, store)| store.clone())
+        self.running().as_ref().map(|r| r.store.clone())
     }
 
     /// Counts one round.
@@ -263,24 +273,14 @@ impl Observer {
 
     /// `/healthz`: `Ok(detail)` while the timer is alive, `Err(reason)` when it is not.
     pub fn health(&self) -> Result<String, String> {
-        let coordinator = self.running().as_ref().map(|(c, _)| c.clone());
-        let bound = self.health_bound();
-        let Some(coordinator) = coordinator else {
-            return Ok("starting: connecting and checking the schema".to_owned());
-        };
         // Before the first round, the timer's start counts as its last round.
-        let last = coordinator
-            .last_round_started()
-            .unwrap_or(self.inner.started);
-        let ago = last.elapsed();
-        if ago <= bound {
-            Ok(format!("last round started {:.3}s ago", ago.as_secs_f64()))
-        } else {
-            Err(format!(
-                "no round started for {:.3}s (bound {}s: lease + cadence, back-off and give-back)",
-                ago.as_secs_f64(),
-                bound.as_secs_f64()
-            ))
+        let last = self
+            .running()
+            .as_ref()
+            .map(|r| r.coordinator.last_round_started().unwrap_or(r.since));
+        match last {
+            None => Ok("starting: connecting and checking the schema".to_owned()),
+            Some(last) => judge_health(last.elapsed(), self.health_bound()),
         }
     }
 
@@ -349,6 +349,19 @@ impl Observer {
         let counts = self.counts().clone();
         let healthy = self.health().is_ok();
         render(&counts, gauges.ok(), &readiness, healthy)
+    }
+}
+
+/// Alive while the last round started within `bound`.
+fn judge_health(ago: Duration, bound: Duration) -> Result<String, String> {
+    if ago <= bound {
+        Ok(format!("last round started {:.3}s ago", ago.as_secs_f64()))
+    } else {
+        Err(format!(
+            "no round started for {:.3}s (bound {}s: lease + cadence, back-off and give-back)",
+            ago.as_secs_f64(),
+            bound.as_secs_f64()
+        ))
     }
 }
 
@@ -698,6 +711,18 @@ mod tests {
             named += 1;
         }
         assert!(named >= 5);
+    }
+
+    #[test]
+    fn health_fails_past_lease_plus_cadence_and_the_lifecycle_bounds() {
+        let observer = Observer::new("o", Duration::from_secs(30), Duration::from_secs(1));
+        // 30 s lease + max(1 s cadence, 5 s back-off cap) + 2 × 2 s give-back.
+        assert_eq!(observer.health_bound(), Duration::from_secs(39));
+        assert!(observer.health().is_ok(), "starting is alive");
+        let bound = observer.health_bound();
+        assert!(judge_health(Duration::from_secs(2), bound).is_ok());
+        let dead = judge_health(Duration::from_secs(40), bound).expect_err("a stopped timer");
+        assert!(dead.contains("no round started for 40.000s"), "{dead}");
     }
 
     #[test]
