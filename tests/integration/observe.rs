@@ -96,7 +96,19 @@ fn promtool_check(exposition: &str) {
 #[tokio::test]
 async fn metrics_counters_move_as_a_running_replica_admits_and_promtool_accepts_them() {
     let db = TestDb::new().await;
-    db.publish(&every_second(&["a", "b"])).await;
+    db.publish(&every_second(&["a", "b", "late"])).await;
+    // `late` is five minutes behind, far past its 60 s grace: one misfire record (policy skip)
+    // passes over the first four minutes of occurrences, and the last minute is admitted.
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules
+             SET next_fire_at_ms = (now_ms() / 1000 - 300) * 1000,
+                 accounted_from_ms = (now_ms() / 1000 - 300) * 1000
+             WHERE trigger_id = 'late'",
+        )
+        .await
+        .expect("put late behind");
     let addr = free_addr();
     let child = spawn_run(
         &db.url(),
@@ -153,6 +165,24 @@ async fn metrics_counters_move_as_a_running_replica_admits_and_promtool_accepts_
         0.0
     );
     assert_eq!(sample(&later, "qlsched_fence_losses_total"), 0.0);
+    let skip = "{policy=\"skip\",reason=\"beyond_grace\"}";
+    assert_eq!(
+        sample(&later, &format!("qlsched_misfire_records_total{skip}")),
+        1.0
+    );
+    let passed_over = sample(
+        &later,
+        &format!("qlsched_occurrences_passed_over_total{skip}"),
+    );
+    assert!(
+        (230.0..=241.0).contains(&passed_over),
+        "{passed_over} passed over"
+    );
+    assert_eq!(
+        passed_over as i64,
+        db.count("SELECT sum(occurrences)::bigint FROM misfires")
+            .await
+    );
     // Every admitted run is in the lag histogram, in the database and no more.
     let lag_count = sample(&later, "qlsched_schedule_lag_seconds_count");
     let runs_admitted = sample(&later, "qlsched_runs_admitted_total");
@@ -162,8 +192,20 @@ async fn metrics_counters_move_as_a_running_replica_admits_and_promtool_accepts_
     assert!(sample(&later, "qlsched_round_duration_seconds_count") >= 2.0);
     assert_eq!(sample(&later, "qlsched_ready"), 1.0);
     assert_eq!(sample(&later, "qlsched_healthy"), 1.0);
-    // Every-second triggers, admitted at once: nothing waits more than a round.
-    assert!(sample(&later, "qlsched_oldest_due_age_seconds") < 5.0);
+    // Once `late` has caught up, nothing due waits: the oldest due age falls to a round's time
+    // (the gauge is read at most once a second).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = get(&addr, "/metrics").await.expect("scrape");
+        if sample(&body, "qlsched_oldest_due_age_seconds") < 2.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the oldest due row stays old:\n{body}"
+        );
+        sleep_ms(300).await;
+    }
     let version = env!("CARGO_PKG_VERSION");
     assert!(
         later.contains(&format!(
