@@ -203,3 +203,38 @@ fn the_systemd_unit_stops_by_sigterm_after_the_drain_and_runs_hardened() {
     assert_accepted(&exec[1..], &[("QLSCHED_METRICS_ADDR", "127.0.0.1:0")]);
     assert_eq!(one("Install.WantedBy"), "multi-user.target");
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let version = std::process::Command::new(bin())
+        .arg("--version")
+        .output()
+        .expect("qlsched --version");
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+    let expected = std::env::var("QLSCHED_BUILD_COMMIT")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| {
+            let head = std::process::Command::new("git")
+                .args(["rev-parse", "--short=12", "HEAD"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .ok()
+                .filter(|o| o.status.success())?;
+            Some(String::from_utf8_lossy(&head.stdout).trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    assert_eq!(
+        version,
+        format!("qlsched {} (commit {expected})", env!("CARGO_PKG_VERSION"))
+    );
+    // -V, and so the generated man pages, keep the bare version.
+    let short = std::process::Command::new(bin())
+        .arg("-V")
+        .output()
+        .expect("-V");
+    assert_eq!(
+        String::from_utf8_lossy(&short.stdout).trim(),
+        format!("qlsched {}", env!("CARGO_PKG_VERSION"))
+    );
+}
