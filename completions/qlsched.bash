@@ -272,7 +272,7 @@ _qlsched() {
 
     case "${cmd}" in
         qlsched)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -302,6 +302,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -310,7 +314,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__backfill)
-            opts="-y -D -o -h -V --from --to --max --yes --dry-run --database-url --schema --output --color --help --version"
+            opts="-y -D -o -h -V --from --to --max --yes --dry-run --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -352,6 +356,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -360,7 +368,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__bench)
-            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --keep --steady --cron --window --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --keep --steady --cron --window --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -434,6 +442,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -442,7 +454,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim)
-            opts="-y -D -o -h -V --yes --dry-run --hold --release --owner --lease --wait --database-url --schema --output --color --help --version admit release help"
+            opts="-y -D -o -h -V --yes --dry-run --hold --release --owner --lease --wait --database-url --schema --output --color --log-format --help --version admit release help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -484,6 +496,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -492,7 +508,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim__subcmd__admit)
-            opts="-y -D -o -h --token --version --yes --dry-run --database-url --schema --output --color --help"
+            opts="-y -D -o -h --token --version --yes --dry-run --database-url --schema --output --color --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -528,6 +544,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -594,7 +614,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim__subcmd__release)
-            opts="-D -o -h --token --version --database-url --schema --output --color --help"
+            opts="-D -o -h --token --version --database-url --schema --output --color --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -632,6 +652,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -640,7 +664,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__cron)
-            opts="-z -n -D -o -h -V --time-zone --count --from --database-url --schema --output --color --help --version"
+            opts="-z -n -D -o -h -V --time-zone --count --from --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -690,6 +714,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -698,7 +726,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__demo)
-            opts="-D -o -h -V --duration --database --replicas --embedded --postgres-bin --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --duration --database --replicas --embedded --postgres-bin --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -744,6 +772,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -752,7 +784,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__expire)
-            opts="-y -D -o -h --token --version --owner --expired-only --reason --yes --dry-run --database-url --schema --output --color --help"
+            opts="-y -D -o -h --token --version --owner --expired-only --reason --yes --dry-run --database-url --schema --output --color --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -798,6 +830,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -806,7 +842,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__fire)
-            opts="-y -D -o -h -V --request-id --yes --dry-run --database-url --schema --output --color --help --version"
+            opts="-y -D -o -h -V --request-id --yes --dry-run --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -840,6 +876,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -848,7 +888,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__generate)
-            opts="-D -o -h -V --out-dir --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --out-dir --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -880,6 +920,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1338,7 +1382,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1368,6 +1412,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1376,7 +1424,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__audit)
-            opts="-D -o -h -V --trigger --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --trigger --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1414,6 +1462,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1422,7 +1474,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__claims)
-            opts="-D -o -h -V --owner --expired --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --owner --expired --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1458,6 +1510,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1636,7 +1692,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__invariants)
-            opts="-D -o -h -V --since --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --since --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1668,6 +1724,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1678,7 +1738,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__misfires)
-            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1718,6 +1778,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1728,7 +1792,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__recovery)
-            opts="-D -o -h -V --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1762,6 +1826,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1770,7 +1838,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__replicas)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1798,6 +1866,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1808,7 +1880,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__run)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1838,6 +1910,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1846,7 +1922,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__runs)
-            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1888,6 +1964,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1896,7 +1976,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__schedules)
-            opts="-D -o -h -V --project --state --owner --limit --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --project --state --owner --limit --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1942,6 +2022,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1950,7 +2034,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__trigger)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1980,6 +2064,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1988,7 +2076,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version up status verify help"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version up status verify help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2016,6 +2104,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -2096,7 +2188,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate__subcmd__status)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2124,6 +2216,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -2134,7 +2230,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate__subcmd__up)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2162,6 +2258,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -2172,7 +2272,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate__subcmd__verify)
-            opts="-D -o -h -V --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2202,6 +2302,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2210,7 +2314,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__pause)
-            opts="-y -D -o -h -V --project --reason --yes --dry-run --database-url --schema --output --color --help --version"
+            opts="-y -D -o -h -V --project --reason --yes --dry-run --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2248,6 +2352,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2256,7 +2364,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__publish)
-            opts="-f -D -o -h -V --file --dry-run --database-url --schema --output --color --help --version"
+            opts="-f -D -o -h -V --file --dry-run --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2294,6 +2402,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2302,7 +2414,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__resume)
-            opts="-y -D -o -h -V --project --yes --dry-run --database-url --schema --output --color --help --version"
+            opts="-y -D -o -h -V --project --yes --dry-run --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2336,6 +2448,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2344,7 +2460,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__run)
-            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2367,6 +2483,10 @@ _qlsched() {
                     return 0
                     ;;
                 --drain-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-addr)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2394,6 +2514,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2402,7 +2526,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__top)
-            opts="-D -o -h -V --readonly --refresh --database-url --schema --output --color --help --version"
+            opts="-D -o -h -V --readonly --refresh --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2434,6 +2558,10 @@ _qlsched() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_qlsched_global_optspecs
-    string join \n D/database-url= schema= o/output= color= h/help V/version
+    string join \n D/database-url= schema= o/output= color= log-format= h/help V/version
 end
 
 function __fish_qlsched_needs_command
@@ -31,6 +31,8 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_needs_command" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_needs_command" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_needs_command" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
@@ -56,7 +58,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
@@ -69,7 +73,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
@@ -78,7 +84,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
@@ -87,7 +95,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "up" -d 'Apply every pending migration (the default). Safe to run from several places at once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "status" -d 'List the migrations this binary carries and what the database has applied'
@@ -101,14 +111,17 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l dry-run -d 'Validate and diff against the database, report, and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l owner -d 'Claim owner written into every lease, 1 to 200 characters [default: HOSTNAME:PID]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l batch -d 'Claims per round (1..=256)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l lease -d 'Lease of each claim, in database time (1s..=1h)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l cadence -d 'Time from the start of one round to the start of the next (10ms..=1h)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l drain-timeout -d 'How long a stop waits for the round in flight before releasing its claims (0s..=10m)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l metrics-addr -d 'Serve /metrics (Prometheus text format), /healthz and /readyz on HOST:PORT over plain HTTP [default: off]. Bound before the database is opened (exit 78 if it cannot be)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
@@ -116,7 +129,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l owner -d 'Claim owner written into the lease [default: USER@HOST:manual]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l lease -d 'Lease of the claim, in database time (1s..=1h)' -r
@@ -128,11 +143,13 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l dry-run -d 'Show what would change and change nothing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l hold -d 'Keep the claim and exit: the row stays claimed until it expires or is expired'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l release -d 'Give the claim back at once'
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
@@ -146,9 +163,11 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l dry-run -d 'Show what would change and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l token -d 'The claim token `qlsched claim` printed (a UUID)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l version -d 'The claim version `qlsched claim` printed with the token' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -158,7 +177,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a claimed row\'s occurrence under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "release" -d 'Give a claimed row back under its fence; exit 3 when the fence no longer holds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -172,7 +193,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
@@ -181,7 +204,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "claims" -d 'Claims held, by owner, with the lease left in database time'
@@ -211,7 +236,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l owner -d 'Only claims of this owner' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l limit -d 'At most this many claims' -r
@@ -222,8 +249,10 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l expired -d 'Only claims past their lease that nobody took over'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l trigger -d 'Only runs of this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l since -d 'Only runs created within this long (e.g. 10m)' -r
@@ -235,7 +264,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
@@ -244,7 +275,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
@@ -253,7 +286,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l limit -d 'At most this many candidates listed, oldest run first' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -263,7 +298,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l trigger -d 'Only actions on this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l limit -d 'At most this many audit rows' -r
@@ -274,7 +311,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
@@ -283,7 +322,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l trigger -d 'Only records of this trigger' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l since -d 'Only records written within this long (e.g. 1h)' -r
@@ -295,7 +336,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l since -d 'How far back occurrences are accounted for (at most the 7-day retention of misfire records)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -305,7 +348,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "schedules" -d 'Schedule rows, most urgent first (claim order)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "claims" -d 'Claims held, by owner, with the lease left in database time'
@@ -329,10 +374,12 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l expired-only -d 'With --owner: only the claims already past their lease'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l dry-run -d 'Show what would change and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l request-id -d 'Makes the request idempotent: the same id again reports the run it admitted (1 to 128 of A-Z a-z 0-9 _ . : -) [default: a new UUID]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
@@ -341,9 +388,11 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l dry-run -d 'Show what would change and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l from -d 'The window\'s first instant, included (RFC 3339 or epoch milliseconds)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l to -d 'The window\'s last instant, included; must be before the database\'s now' -r
@@ -355,9 +404,11 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l dry-run -d 'Show what would change and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l project -d 'Every trigger of this project instead' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l reason -d 'Why, for the audit trail and `inspect trigger`' -r
@@ -368,9 +419,11 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l dry-run -d 'Show what would change and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l project -d 'Every trigger of this project instead' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -380,9 +433,11 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l dry-run -d 'Show what would change and change nothing'
-complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l refresh -d 'Time between refreshes, 250ms to 10s (`+` and `-` change it live)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -392,8 +447,10 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Disable `e` (expire): look, never touch'
-complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l database -d 'The database to (re)create for the demo, on the server the connection settings name. An existing database is dropped only if an earlier demo made it (or it is `qlsched_demo`)' -r
@@ -406,8 +463,10 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l embedded -d 'Run on a throw-away PostgreSQL of its own: a cluster initialised in a temporary directory (trust authentication, listening only on a unix socket there), stopped and deleted when the demo ends, by Ctrl-C, SIGTERM or a panic too. As root the server runs as the system user `postgres`. Without any connection setting, the demo does the same unasked when nothing answers at libpq\'s default'
-complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l triggers -d 'Triggers to publish (through the real publish path)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l replicas -d 'In-process replicas, each with a pool of its own, as `qlsched run` starts one' -r
@@ -427,9 +486,11 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l keep -d 'Keep the scratch database afterwards (its name is in the report)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l steady -d 'Measure the steady state instead of a burst: from a plain publish, replicas at `qlsched run`\'s defaults, the lag of every occurrence in --window'
-complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l out-dir -d 'Folder to write `completions/` and `man/` into' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -439,7 +500,9 @@ json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "migrate" -d 'Create or upgrade the schema, show its migrations, or verify checksums and grants'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "publish" -d 'Publish projects, tasks and triggers from a JSON manifest'

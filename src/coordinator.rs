@@ -34,6 +34,9 @@ pub struct RoundReport {
     pub misfires: usize,
     /// Occurrences inside those records (a lower bound where a record's count is).
     pub occurrences_passed_over: u64,
+    /// Each of those records' policy, reason and occurrences, for metrics labelled by them.
+    #[serde(skip)]
+    pub passed_over: Vec<PassedOver>,
     /// Claims given back: rows not due after all, and admissions that did not commit.
     pub released: usize,
     pub fence_lost: usize,
@@ -74,6 +77,18 @@ pub struct AdmittedRun {
     #[serde(flatten)]
     pub run: RunIdentity,
     pub misfired: bool,
+    /// Database time of the claim the run was admitted under (the schedule lag's start point is
+    /// `run.scheduled_for_ms`, both on the database clock).
+    #[serde(skip)]
+    pub claimed_at_ms: i64,
+}
+
+/// One misfire record a round wrote: its policy, reason and occurrences passed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassedOver {
+    pub policy: crate::core::MisfirePolicy,
+    pub reason: crate::core::MisfireReason,
+    pub occurrences: u64,
 }
 
 fn as_ms<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -114,6 +129,8 @@ pub struct Coordinator {
     /// What the next registry heartbeat adds, and when the last one was sent: at most one a
     /// cadence, carried in the claim's round trip.
     heartbeat: Mutex<(Option<Instant>, Heartbeat)>,
+    /// When the last round started, on this replica's clock: what `/healthz` reads.
+    last_started: Mutex<Option<Instant>>,
 }
 
 impl Coordinator {
@@ -125,6 +142,7 @@ impl Coordinator {
             schedules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(None),
             heartbeat: Mutex::new((None, Heartbeat::default())),
+            last_started: Mutex::new(None),
         }
     }
 
@@ -136,8 +154,15 @@ impl Coordinator {
         &self.store
     }
 
+    /// When the last round started (`None` before the first): the timer is alive while this
+    /// keeps moving.
+    pub fn last_round_started(&self) -> Option<Instant> {
+        *self.last_started.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Runs one round: claim, decide, admit, release.
     pub async fn run_round(&self) -> Result<RoundReport, StoreError> {
+        *self.last_started.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         let mut connection = RoundConnection(Some(self.store.client().await?));
         let Some(client) = connection.0.as_ref() else {
             return Err(StoreError::Unavailable(
@@ -261,6 +286,11 @@ impl Coordinator {
                 if let Some(span) = admission.decision.passed_over() {
                     report.misfires += 1;
                     report.occurrences_passed_over += span.count;
+                    report.passed_over.push(PassedOver {
+                        policy: admission.row.definition.misfire_policy,
+                        reason: span.reason,
+                        occurrences: span.count,
+                    });
                     tracing::warn!(
                         trigger = %admission.row.name(),
                         revision = admission.row.trigger_revision,
@@ -284,6 +314,7 @@ impl Coordinator {
                             admission.decision,
                             Decision::Fire { misfired: true, .. }
                         ),
+                        claimed_at_ms: admission.row.claimed_at_ms,
                     });
                 }
                 AdmissionOutcome::Advanced => match admission.decision {

@@ -11,5 +11,6 @@ pub mod cli;
 pub mod coordinator;
 pub mod core;
 pub mod lifecycle;
+pub mod observe;
 pub mod store;
 pub mod tui;

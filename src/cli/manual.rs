@@ -52,7 +52,13 @@ QLSCHED_POSTGRES_BIN
 The directory holding initdb and pg_ctl for the throw-away server of demo, as --postgres-bin.
 
 QLSCHED_LOG
-Log filter for stderr, e.g. debug or qlsched=trace (default: info for run and demo, warn otherwise).
+Log filter for stderr, e.g. debug or qlsched=trace (default: info for run and demo, warn otherwise). Levels: error (a round or admission the database refused), warn (a failed round, a misfire record, a lost fence, drifted runs at start), info (start, stop, a summary a minute), debug (each admitted run), trace.
+
+QLSCHED_LOG_FORMAT
+text (default) or json, as --log-format: json writes one object per line with timestamp, level, message, target and the event's fields, the error that ends a command included.
+
+QLSCHED_METRICS_ADDR
+HOST:PORT where qlsched run serves /metrics, /healthz and /readyz, as --metrics-addr (default: off).
 
 NO_COLOR
 When set and not empty, no colour under --color auto.";
@@ -94,7 +100,16 @@ A replica with the defaults (16 claims a round, 30 s leases, 1 s cadence):
   QLSCHED_DATABASE_URL=postgres://runtime@db/prod qlsched run
 
 A replica with a fixed owner name and short leases, e.g. under a supervisor:
-  qlsched run --owner sched-1 --lease 10s --drain-timeout 5s"
+  qlsched run --owner sched-1 --lease 10s --drain-timeout 5s
+
+Watched by Prometheus, logging JSON for a log pipeline (deploy/ has a systemd unit and Kubernetes
+manifests; docs/alerts.yml example alerts):
+  qlsched --log-format json run --metrics-addr 0.0.0.0:9726
+  curl -s localhost:9726/metrics     # Prometheus text format, qlsched_* metrics
+  curl -s localhost:9726/healthz     # 200 while a round started within lease + cadence
+  curl -s localhost:9726/readyz      # 200 when schema, privileges, connection and a writable server are good
+
+Both probes answer {\"status\": \"ok\"|\"failing\", \"reason\": string}, 503 when failing."
         }
         "top" => {
             "\

@@ -32,7 +32,7 @@ pub use error::{CliError, exit};
 /// PostgreSQL row-lease cluster scheduler: exactly-once cron admission across leaderless
 /// replicas, and the operator's instrument for it.
 #[derive(Debug, Parser)]
-#[command(name = "qlsched", version, about, long_about = None, propagate_version = true)]
+#[command(name = "qlsched", version, long_version = LONG_VERSION, about, long_about = None, propagate_version = true)]
 #[command(after_long_help = AFTER_HELP)]
 pub struct Cli {
     #[command(flatten)]
@@ -45,8 +45,30 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, help_heading = args::GLOBAL)]
     pub color: ColorChoice,
 
+    /// Log format on stderr: text for people, json for a log pipeline (one object per line).
+    #[arg(long, global = true, value_enum, env = "QLSCHED_LOG_FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `qlsched --version`: the version and the commit the binary was built from (build.rs).
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("QLSCHED_COMMIT"),
+    ")"
+);
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line: timestamp, level, message, target and the event's fields.
+    Json,
 }
 
 pub(crate) const AFTER_HELP: &str = "\
@@ -56,7 +78,8 @@ unavailable, 75 transient conflict (retries exhausted), 77 permission denied, 78
 or configuration from the environment invalid, 130 interrupted. With -o json, errors are JSON on
 stderr.
 
-Logs go to stderr; set QLSCHED_LOG (e.g. debug, or qlsched=trace) to change their level.";
+Logs go to stderr; set QLSCHED_LOG (e.g. debug, or qlsched=trace) to change their level, and
+--log-format json (QLSCHED_LOG_FORMAT) for one JSON object per line.";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -119,7 +142,7 @@ pub fn main() -> ExitCode {
     if let (Command::Run(args), Some(("run", run))) = (&mut cli.command, matches.subcommand()) {
         args.replica.owner_from_env = from_env(run, "owner");
     }
-    init_logging(&cli.command, cli.color);
+    init_logging(&cli.command, cli.color, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -139,6 +162,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         output,
         color,
         command,
+        log_format: _,
     } = cli;
     let global = Global {
         connection,
@@ -180,12 +204,27 @@ fn report(error: &CliError, format: OutputFormat) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let message = one_line(&error.to_string());
+    let code = error.exit_code();
     match format {
         OutputFormat::Json => eprintln!("{}", error.json(&message)),
+        // A log pipeline reads every line of stderr as an object, the last one too.
+        OutputFormat::Table if LOG_FORMAT.get() == Some(&LogFormat::Json) => {
+            let line = serde_json::json!({
+                "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+                "level": "ERROR",
+                "message": message,
+                "exit_code": code,
+                "target": "qlsched",
+            });
+            eprintln!("{line}");
+        }
         OutputFormat::Table => eprintln!("qlsched: {message}"),
     }
-    ExitCode::from(error.exit_code())
+    ExitCode::from(code)
 }
+
+/// The log format chosen on the command line, for the error that ends a command.
+static LOG_FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
 
 /// Whether the command line asks for JSON, read from the raw arguments: for the usage errors
 /// clap finds before anything is parsed.
@@ -246,7 +285,8 @@ fn one_line(message: &str) -> String {
 
 /// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless
 /// QLSCHED_LOG says otherwise.
-fn init_logging(command: &Command, color: ColorChoice) {
+fn init_logging(command: &Command, color: ColorChoice, format: LogFormat) {
+    let _ = LOG_FORMAT.set(format);
     use std::io::IsTerminal;
     // The dashboard owns the terminal: a log line on stderr would tear its frame.
     let dashboard = matches!(command, Command::Top(_))
@@ -270,16 +310,29 @@ fn init_logging(command: &Command, color: ColorChoice) {
         }
     })
     .delimited(" ");
-    let _ = tracing_subscriber::fmt()
-        .fmt_fields(fields)
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(color.enabled_for_stderr())
-        .with_target(false)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .fmt_fields(fields)
+            .with_ansi(color.enabled_for_stderr())
+            .with_target(false)
+            .try_init(),
+        // Fields at the top level, next to timestamp, level, message and target; no span lists
+        // (qlsched opens no spans of its own).
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_target(true)
+            .try_init(),
+    };
 }
 
-/// The clap command tree, for completions and man pages.
+/// The clap command tree, for completions and man pages: without the commit, so that the
+/// generated files change with the interface, not with every commit.
 pub fn command() -> clap::Command {
-    Cli::command()
+    Cli::command().long_version(None::<&str>)
 }

@@ -14,14 +14,20 @@ use crate::coordinator::duration_ms;
 use crate::core::CoordinatorConfig;
 use crate::core::duration::format_duration;
 use crate::lifecycle::{Lifecycle, RoundEvent};
+use crate::observe::Observer;
 use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
 use crate::store::recovery::recovery_report;
-use crate::store::{Store, replicas};
+use crate::store::{Store, StoreError, replicas};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
     pub replica: ReplicaArgs,
+
+    /// Serve /metrics (Prometheus text format), /healthz and /readyz on HOST:PORT over plain
+    /// HTTP [default: off]. Bound before the database is opened (exit 78 if it cannot be).
+    #[arg(long, env = "QLSCHED_METRICS_ADDR", value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 /// A replica's configuration, shared with the demo and the bench.
@@ -105,6 +111,22 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     // the start cleanly (nothing is claimed before the lifecycle starts) instead of killing the
     // process by the signal's default action.
     let mut shutdown = Shutdown::install()?;
+    // Bound first, so that probes answer ("starting") while the replica connects, and a busy or
+    // invalid address fails the start before anything is opened.
+    let listener = match &args.metrics_addr {
+        Some(addr) => Some(crate::observe::http::bind(addr).await.map_err(|error| {
+            StoreError::Config(format!("--metrics-addr {addr}: cannot listen: {error}"))
+        })?),
+        None => None,
+    };
+    let mut observer = None;
+    let mut server = None;
+    if let Some(listener) = listener {
+        let watcher = Observer::new(&config.owner, config.lease, config.cadence);
+        tracing::info!(address = %listener.local_addr()?, "serving /metrics, /healthz and /readyz");
+        server = Some(crate::observe::http::serve(listener, watcher.clone()));
+        observer = Some(watcher);
+    }
     let start = async {
         let store = Store::open(
             &settings,
@@ -129,9 +151,23 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
             },
         )
         .await?;
-        Ok::<_, CliError>(store)
+        // The probes' and gauges' pool of one connection, so that a scrape never competes with
+        // a round for a connection.
+        let probes = match observer {
+            Some(_) => Some(
+                Store::open(
+                    &settings,
+                    schema,
+                    &format!("qlsched run {} metrics", config.owner),
+                    1,
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        Ok::<_, CliError>((store, probes))
     };
-    let store = tokio::select! {
+    let (store, probes) = tokio::select! {
         store = start => store?,
         signal = shutdown.recv() => {
             tracing::info!(signal, "stopped while starting: nothing was claimed");
@@ -148,6 +184,9 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     let coordinator = Arc::new(Coordinator::new(store, config));
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let store = coordinator.store().clone();
+    if let (Some(observer), Some(probes)) = (&observer, probes) {
+        observer.watch(coordinator.clone(), probes);
+    }
     let lifecycle = Lifecycle::start(coordinator, Some(events));
     let mut totals = Totals::default();
     let mut summary = tokio::time::interval(Duration::from_secs(60));
@@ -158,7 +197,12 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
                 tracing::info!(signal, "stopping: draining the round in flight");
                 break;
             }
-            Some(event) = received.recv() => totals.add(&event),
+            Some(event) = received.recv() => {
+                if let Some(observer) = &observer {
+                    observer.record(&event);
+                }
+                totals.add(&event);
+            }
             _ = summary.tick() => {
                 totals.log_and_reset();
                 housekeeping(&store).await;
@@ -168,6 +212,9 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     mark(&store, &owner, "draining").await;
     let stop = lifecycle.stop().await;
     mark(&store, &owner, "stopped").await;
+    if let Some(server) = server {
+        server.abort();
+    }
     totals.log_and_reset();
     tracing::info!(
         drained = stop.drained,

@@ -13,6 +13,7 @@ mod error;
 pub mod invariants;
 pub mod migrate;
 pub mod misfires;
+pub mod observe;
 pub mod operator;
 pub mod passfile;
 pub mod publish;

@@ -1,0 +1,240 @@
+//! The deployment examples in deploy/ say what the binary does: the flags they pass exist, the
+//! probes name the endpoints and the port `--metrics-addr` listens on, and every stop bound
+//! leaves room above the drain timeout plus the 4 s of docs/DESIGN.md §4.9. `.ci/run` also
+//! runs `systemd-analyze verify` on the unit.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::util::bin;
+
+fn read(path: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn yaml(path: &str) -> serde_yaml::Value {
+    serde_yaml::from_str(&read(path)).unwrap_or_else(|e| panic!("{path} is not YAML: {e}"))
+}
+
+/// `--drain-timeout` in an argument list, as `run` reads it (10 s when absent).
+fn drain_timeout(args: &[String]) -> Duration {
+    args.iter()
+        .position(|a| a == "--drain-timeout")
+        .and_then(|i| args.get(i + 1))
+        .map_or(Duration::from_secs(10), |d| {
+            qlsched::core::duration::parse_duration(d).expect("a drain timeout")
+        })
+}
+
+/// The arguments are ones `qlsched` accepts: with no database reachable it gets as far as
+/// connecting (exit 69), not a usage error (exit 2) or a configuration error (exit 78).
+fn assert_accepted(args: &[String], env: &[(&str, &str)]) {
+    let output = std::process::Command::new(bin())
+        .args(["-D", "postgres://nobody@127.0.0.1:1/none"])
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("qlsched");
+    assert_eq!(output.status.code(), Some(69), "{args:?}: {output:?}");
+}
+
+/// The port of a `HOST:PORT` address.
+fn port_of(addr: &str) -> u16 {
+    addr.rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+        .unwrap_or_else(|| panic!("{addr} has no port"))
+}
+
+#[test]
+fn the_kubernetes_manifests_probe_the_right_paths_and_port_and_outlast_a_stop() {
+    let deployment = yaml("deploy/kubernetes/deployment.yaml");
+    let pdb = yaml("deploy/kubernetes/poddisruptionbudget.yaml");
+    let secret = yaml("deploy/kubernetes/secret.yaml");
+    assert_eq!(deployment["kind"], "Deployment");
+    assert_eq!(pdb["kind"], "PodDisruptionBudget");
+    assert_eq!(secret["kind"], "Secret");
+    assert!(deployment["spec"]["replicas"].as_u64().unwrap_or(0) >= 2);
+
+    let pod = &deployment["spec"]["template"];
+    let container = &pod["spec"]["containers"][0];
+    let env: BTreeMap<String, String> = container["env"]
+        .as_sequence()
+        .expect("env")
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e["name"].as_str()?.to_owned(),
+                e["value"].as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    let addr = &env["QLSCHED_METRICS_ADDR"];
+    let port = port_of(addr);
+    assert_eq!(env["QLSCHED_LOG_FORMAT"], "json");
+    let ports = container["ports"].as_sequence().expect("ports");
+    let named = ports
+        .iter()
+        .find(|p| p["name"] == "metrics")
+        .expect("a port named metrics");
+    assert_eq!(named["containerPort"].as_u64(), Some(u64::from(port)));
+    for (probe, path) in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")] {
+        let get = &container[probe]["httpGet"];
+        assert_eq!(get["path"], path, "{probe}");
+        assert!(get["port"] == "metrics" || get["port"].as_u64() == Some(u64::from(port)));
+        // /readyz may wait 2 s on the database: the probe must wait longer.
+        assert!(
+            container[probe]["timeoutSeconds"].as_u64().unwrap_or(1) > 2,
+            "{probe}"
+        );
+    }
+    let annotations = &pod["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/scrape"], "true");
+    assert_eq!(annotations["prometheus.io/port"], port.to_string().as_str());
+    assert_eq!(annotations["prometheus.io/path"], "/metrics");
+
+    let args: Vec<String> = container["args"]
+        .as_sequence()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("a string").to_owned())
+        .collect();
+    assert_eq!(args.first().map(String::as_str), Some("run"));
+    let grace = pod["spec"]["terminationGracePeriodSeconds"]
+        .as_u64()
+        .expect("grace");
+    assert!(
+        Duration::from_secs(grace) > drain_timeout(&args) + Duration::from_secs(4),
+        "terminationGracePeriodSeconds {grace} does not outlast a stop"
+    );
+    // Bind on a free loopback port rather than the manifest's, which may be taken here.
+    assert_accepted(
+        &args,
+        &[
+            ("QLSCHED_METRICS_ADDR", "127.0.0.1:0"),
+            ("QLSCHED_LOG_FORMAT", "json"),
+        ],
+    );
+
+    // The Secret holds the URL under the name the binary reads, and the pods take it from there.
+    let key = "QLSCHED_DATABASE_URL";
+    assert!(
+        secret["stringData"][key]
+            .as_str()
+            .is_some_and(|u| u.starts_with("postgres"))
+    );
+    let from = container["envFrom"][0]["secretRef"]["name"].as_str();
+    assert_eq!(from, secret["metadata"]["name"].as_str());
+    // The budget covers these pods.
+    let labels = &pod["metadata"]["labels"];
+    let selector = pdb["spec"]["selector"]["matchLabels"]
+        .as_mapping()
+        .expect("selector");
+    for (key, value) in selector {
+        assert_eq!(&labels[key], value);
+    }
+    assert_eq!(
+        &deployment["spec"]["selector"]["matchLabels"],
+        &pdb["spec"]["selector"]["matchLabels"]
+    );
+}
+
+#[test]
+fn the_systemd_unit_stops_by_sigterm_after_the_drain_and_runs_hardened() {
+    let unit = read("deploy/systemd/qlsched.service");
+    let mut keys: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut section = String::new();
+    for line in unit.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_owned();
+            continue;
+        }
+        let (key, value) = line
+            .split_once('=')
+            .unwrap_or_else(|| panic!("not key=value: {line}"));
+        keys.entry(format!("{section}.{key}"))
+            .or_default()
+            .push(value.to_owned());
+    }
+    let one = |key: &str| -> &str {
+        keys.get(key)
+            .and_then(|v| v.last())
+            .unwrap_or_else(|| panic!("no {key}"))
+    };
+    assert_eq!(one("Service.Type"), "exec");
+    assert_eq!(one("Service.KillSignal"), "SIGTERM");
+    let exec: Vec<String> = one("Service.ExecStart")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        exec[0].ends_with("/qlsched") && exec[1] == "run",
+        "{exec:?}"
+    );
+    let stop = qlsched::core::duration::parse_duration(one("Service.TimeoutStopSec"))
+        .expect("TimeoutStopSec");
+    assert!(
+        stop > drain_timeout(&exec) + Duration::from_secs(4),
+        "TimeoutStopSec {stop:?}"
+    );
+    for hardening in [
+        "NoNewPrivileges",
+        "ProtectSystem",
+        "ProtectHome",
+        "PrivateTmp",
+        "DynamicUser",
+    ] {
+        assert!(
+            keys.contains_key(&format!("Service.{hardening}")),
+            "no {hardening}"
+        );
+    }
+    let environment = &keys["Service.Environment"];
+    let addr = environment
+        .iter()
+        .find_map(|e| e.strip_prefix("QLSCHED_METRICS_ADDR="))
+        .expect("a metrics address");
+    port_of(addr);
+    assert!(environment.iter().any(|e| e == "QLSCHED_LOG_FORMAT=json"));
+    assert_accepted(&exec[1..], &[("QLSCHED_METRICS_ADDR", "127.0.0.1:0")]);
+    assert_eq!(one("Install.WantedBy"), "multi-user.target");
+}
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let version = std::process::Command::new(bin())
+        .arg("--version")
+        .output()
+        .expect("qlsched --version");
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+    let expected = std::env::var("QLSCHED_BUILD_COMMIT")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| {
+            let head = std::process::Command::new("git")
+                .args(["rev-parse", "--short=12", "HEAD"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .ok()
+                .filter(|o| o.status.success())?;
+            Some(String::from_utf8_lossy(&head.stdout).trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    assert_eq!(
+        version,
+        format!("qlsched {} (commit {expected})", env!("CARGO_PKG_VERSION"))
+    );
+    // -V, and so the generated man pages, keep the bare version.
+    let short = std::process::Command::new(bin())
+        .arg("-V")
+        .output()
+        .expect("-V");
+    assert_eq!(
+        String::from_utf8_lossy(&short.stdout).trim(),
+        format!("qlsched {}", env!("CARGO_PKG_VERSION"))
+    );
+}
