@@ -265,7 +265,27 @@ impl Coordinator {
                 connection_failed = true;
                 let known = failed.as_ref().ok();
                 match self.settle_unknown(&admissions, known).await {
-                    Ok(outcomes) => outcomes,
+                    Ok(outcomes) => {
+                        let committed = outcomes
+                            .iter()
+                            .filter(|o| {
+                                matches!(
+                                    o,
+                                    AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced
+                                )
+                            })
+                            .count();
+                        tracing::warn!(
+                            committed,
+                            not_committed = outcomes.len() - committed,
+                            error = %failed.as_ref().err().map_or_else(
+                                || "rows left unsettled".to_owned(),
+                                ToString::to_string
+                            ),
+                            "admission outcome unknown; learnt on a fresh connection"
+                        );
+                        outcomes
+                    }
                     Err(settle_error) => {
                         let error = failed.err().unwrap_or(settle_error);
                         tracing::warn!(%error, "admission outcome unknown and the database unreachable; the claims expire with their lease");

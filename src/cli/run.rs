@@ -211,6 +211,14 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     }
     mark(&store, &owner, "draining").await;
     let stop = lifecycle.stop().await;
+    // The round the stop drained reported after the loop above stopped listening: count it, or
+    // the last summary leaves out what that round admitted.
+    while let Ok(event) = received.try_recv() {
+        if let Some(observer) = &observer {
+            observer.record(&event);
+        }
+        totals.add(&event);
+    }
     mark(&store, &owner, "stopped").await;
     if let Some(server) = server {
         server.abort();

@@ -3,38 +3,14 @@
 //! is (the admissions it counts are the runs in the database), gives nothing twice, and goes on.
 //! Ends on the suite's invariants, occurrence accounting included.
 
-use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::util::wire::WireProxy;
+use crate::util::wire::{Upstream, WireProxy};
 use crate::util::{
-    TestDb, assert_invariants, eventually, manifest, server_url, sleep_ms, spawn_run, terminate,
+    TestDb, assert_invariants, eventually, manifest, sleep_ms, spawn_run, terminate,
 };
-
-/// host:port of the test server, from its URL.
-fn upstream() -> std::net::SocketAddr {
-    let url = server_url();
-    let after_scheme = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-    let authority = after_scheme
-        .rsplit_once('@')
-        .map_or(after_scheme, |(_, host)| host);
-    let host_port = authority
-        .split(['/', '?'])
-        .next()
-        .unwrap_or("127.0.0.1:5432");
-    let host_port = if host_port.contains(':') {
-        host_port.to_owned()
-    } else {
-        format!("{host_port}:5432")
-    };
-    host_port
-        .to_socket_addrs()
-        .expect("the test server's address")
-        .next()
-        .expect("one address")
-}
 
 /// The `admitted=` counts of a replica's summary lines, added up.
 fn reported_admissions(log: &str) -> i64 {
@@ -55,7 +31,7 @@ async fn a_commit_whose_reply_is_lost_is_reported_as_admitted_and_never_duplicat
         .map(|i| json!({ "id": format!("t{i:02}"), "task": "t", "cron": "* * * * * *" }))
         .collect();
     db.publish(&manifest(json!(triggers))).await;
-    let proxy = WireProxy::start(upstream(), 3).await;
+    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 3).await;
     let url = format!(
         "postgres://postgres@{}/{}?sslmode=disable",
         proxy.addr, db.name
@@ -112,6 +88,10 @@ async fn a_commit_whose_reply_is_lost_is_reported_as_admitted_and_never_duplicat
         reported_admissions(&log),
         in_database,
         "what the replica reports is what it committed, lost replies included:\n{log}"
+    );
+    assert!(
+        log.contains("learnt on a fresh connection"),
+        "the lost replies were settled, not guessed:\n{log}"
     );
     let counts = assert_invariants(&db).await;
     assert_eq!(counts.claims_held, 0, "{log}");

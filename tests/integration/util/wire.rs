@@ -6,13 +6,57 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UnixStream};
 use tokio::sync::watch;
+
+/// Where the proxy forwards to: the server's TCP address or its Unix socket.
+#[derive(Debug, Clone)]
+pub enum Upstream {
+    Tcp(String, u16),
+    Unix(PathBuf),
+}
+
+impl Upstream {
+    /// The server the test settings name: its first host, TCP or a socket directory.
+    pub fn of(settings: &qlsched::store::ConnectionSettings) -> Upstream {
+        let config = settings.driver_config(&qlsched::store::SchemaName::default(), "proxy");
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        match config.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Unix(dir)) => {
+                Upstream::Unix(dir.join(format!(".s.PGSQL.{port}")))
+            }
+            Some(tokio_postgres::config::Host::Tcp(host)) => Upstream::Tcp(host.clone(), port),
+            None => Upstream::Tcp("127.0.0.1".to_owned(), port),
+        }
+    }
+
+    async fn connect(
+        &self,
+    ) -> Option<(
+        Box<dyn AsyncRead + Unpin + Send>,
+        Box<dyn AsyncWrite + Unpin + Send>,
+    )> {
+        match self {
+            Upstream::Tcp(host, port) => {
+                let (read, write) = TcpStream::connect((host.as_str(), *port))
+                    .await
+                    .ok()?
+                    .into_split();
+                Some((Box::new(read), Box::new(write)))
+            }
+            Upstream::Unix(path) => {
+                let (read, write) = UnixStream::connect(path).await.ok()?.into_split();
+                Some((Box::new(read), Box::new(write)))
+            }
+        }
+    }
+}
 
 /// A proxy listening on 127.0.0.1, forwarding to `upstream`, until dropped.
 pub struct WireProxy {
@@ -25,24 +69,36 @@ pub struct WireProxy {
 impl WireProxy {
     /// Starts the proxy; it cuts the first `cuts` admission COMMITs it sees, after the server has
     /// received them, and passes everything else.
-    pub async fn start(upstream: SocketAddr, cuts: u32) -> WireProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    /// It runs on a thread and runtime of its own: a test that blocks its own runtime (waiting
+    /// for a child process, say) must not stall the connections of the replica it watches.
+    pub async fn start(upstream: Upstream, cuts: u32) -> WireProxy {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("non-blocking");
         let addr = listener.local_addr().expect("address");
         let cuts_left = Arc::new(AtomicU32::new(cuts));
         let cuts_done = Arc::new(AtomicU32::new(0));
         let (stop, stopped) = watch::channel(false);
         let (left, done) = (cuts_left.clone(), cuts_done.clone());
-        tokio::spawn(async move {
-            loop {
-                let mut stopped = stopped.clone();
-                tokio::select! {
-                    accepted = listener.accept() => {
-                        let Ok((client, _)) = accepted else { return };
-                        tokio::spawn(relay(client, upstream, left.clone(), done.clone(), stopped));
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("the proxy's runtime");
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener).expect("listener");
+                loop {
+                    let mut stopped = stopped.clone();
+                    tokio::select! {
+                        accepted = listener.accept() => {
+                            let Ok((client, _)) = accepted else { return };
+                            tokio::spawn(relay(
+                                client, upstream.clone(), left.clone(), done.clone(), stopped,
+                            ));
+                        }
+                        _ = stopped.changed() => return,
                     }
-                    _ = stopped.changed() => return,
                 }
-            }
+            });
         });
         WireProxy {
             addr,
@@ -67,15 +123,14 @@ impl WireProxy {
 /// copied until a cut, after which nothing more reaches the client and both sockets close.
 async fn relay(
     mut client: TcpStream,
-    upstream: SocketAddr,
+    upstream: Upstream,
     cuts_left: Arc<AtomicU32>,
     cuts_done: Arc<AtomicU32>,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let Ok(server) = TcpStream::connect(upstream).await else {
+    let Some((mut server_read, mut server_write)) = upstream.connect().await else {
         return;
     };
-    let (mut server_read, mut server_write) = server.into_split();
     let (mut client_read, mut client_write) = client.split();
     let (cut, cut_seen) = watch::channel(false);
     // After a cut, the server's replies are read and dropped (not left unread: closing a socket
