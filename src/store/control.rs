@@ -238,17 +238,15 @@ pub async fn fire(
     actor: &str,
     dry_run: bool,
 ) -> Result<Fired, StoreError> {
-    retrying("fire", async || {
-        client.batch_execute(BEGIN_SERIALIZABLE).await?;
-        let fired = fire_in_transaction(
+    serializable(client, "fire", dry_run, async || {
+        fire_in_transaction(
             client,
             (project_id, trigger_id),
             revision,
             request_id,
             actor,
         )
-        .await;
-        finish(client, fired, dry_run).await
+        .await
     })
     .await
 }
@@ -334,17 +332,15 @@ pub async fn backfill(
     actor: &str,
     dry_run: bool,
 ) -> Result<BackfillBatch, StoreError> {
-    retrying("backfill", async || {
-        client.batch_execute(BEGIN_SERIALIZABLE).await?;
-        let done = backfill_in_transaction(
+    serializable(client, "backfill", dry_run, async || {
+        backfill_in_transaction(
             client,
             (project_id, trigger_id),
             revision,
             occurrences,
             actor,
         )
-        .await;
-        finish(client, done, dry_run).await
+        .await
     })
     .await
 }
@@ -497,14 +493,22 @@ async fn finish<T>(
     }
 }
 
-/// Runs `attempt` up to [`MAX_ATTEMPTS`] times while it fails on a serialization failure (a
+/// Runs `work` in a SERIALIZABLE transaction, committed (rolled back for a dry run or an error)
+/// by [`finish`], up to [`MAX_ATTEMPTS`] times while it fails on a serialization failure (a
 /// replica admitting or claiming the same row at that moment).
-async fn retrying<T>(
+async fn serializable<T>(
+    client: &ClientWrapper,
     what: &'static str,
-    mut attempt: impl AsyncFnMut() -> Result<T, StoreError>,
+    dry_run: bool,
+    mut work: impl AsyncFnMut() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     for tries in 1..=MAX_ATTEMPTS {
-        match attempt().await {
+        let attempt = async {
+            client.batch_execute(BEGIN_SERIALIZABLE).await?;
+            let done = work().await;
+            finish(client, done, dry_run).await
+        };
+        match attempt.await {
             Err(StoreError::Database(error))
                 if is_serialization_failure(&error) && tries < MAX_ATTEMPTS =>
             {

@@ -153,11 +153,11 @@ pub async fn list(client: &impl GenericClient) -> Result<Vec<ReplicaView>, Store
         .collect())
 }
 
-/// How many replicas are live now.
+// Replicas live now: running or draining, with a heartbeat within their lease plus cadence.
+const LIVE: &str = "SELECT count(*) FROM replicas
+    WHERE state <> 'stopped' AND heartbeat_at_ms >= now_ms() - lease_ms - cadence_ms";
+
+/// How many replicas are live now (the rule of [`list`]'s `live`).
 pub async fn live_count(client: &impl GenericClient) -> Result<i64, StoreError> {
-    Ok(list(client)
-        .await?
-        .iter()
-        .filter(|r| r.liveness == "live")
-        .count() as i64)
+    Ok(client.query_one(LIVE, &[]).await?.get(0))
 }

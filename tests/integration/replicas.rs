@@ -15,7 +15,7 @@ use qlsched::core::CoordinatorConfig;
 
 use crate::util::{
     TestDb, assert_invariants, eventually, eventually_count, manifest, sleep_ms, spawn_run,
-    terminate,
+    stop_cleanly,
 };
 
 const LEASE_MS: i64 = 3_000;
@@ -90,13 +90,7 @@ async fn three_replica_processes_one_killed_holding_claims_admit_every_occurrenc
     );
     eventually_count(&db, Duration::from_secs(30), &resumed_query, 50).await;
     for child in survivors {
-        let output = terminate(child);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        stop_cleanly(child);
     }
 
     let counts = assert_invariants(&db).await;
@@ -161,13 +155,7 @@ async fn a_replica_paused_for_less_than_the_grace_loses_no_occurrence() {
     signal(&paused, "-CONT");
     sleep_ms(3_000).await;
     for child in [paused, other] {
-        let output = terminate(child);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        stop_cleanly(child);
     }
 
     let counts = assert_invariants(&db).await;
@@ -360,8 +348,7 @@ async fn the_registry_shows_live_stale_and_stopped_replicas() {
     assert_eq!(liveness(&replicas(&db), "first").as_deref(), Some("live"));
     signal(&second, "-CONT");
 
-    let output = terminate(first);
-    assert_eq!(output.status.code(), Some(0));
+    stop_cleanly(first);
     let rows = replicas(&db);
     assert_eq!(
         liveness(&rows, "first").as_deref(),
@@ -376,7 +363,6 @@ async fn the_registry_shows_live_stale_and_stopped_replicas() {
     .await;
     let summary = crate::util::stdout(&crate::util::qlsched(Some(&db), &["inspect"], None));
     assert!(summary.contains("replicas: 1 live"), "{summary}");
-    let output = terminate(second);
-    assert_eq!(output.status.code(), Some(0));
+    stop_cleanly(second);
     assert_invariants(&db).await;
 }

@@ -443,6 +443,19 @@ pub fn terminate(child: std::process::Child) -> Output {
     child.wait_with_output().expect("wait for qlsched")
 }
 
+/// Sends SIGTERM, waits, and asserts the replica stopped cleanly (exit 0), showing its log if
+/// not; returns what it wrote.
+pub fn stop_cleanly(child: std::process::Child) -> Output {
+    let output = terminate(child);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
 /// A digest of every scheduler table's rows: equal before and after means nothing was written.
 pub async fn fingerprint(db: &TestDb) -> String {
     let client = db.client().await;
