@@ -234,69 +234,11 @@ pub fn fence(
     Ok(crate::store::operator::FenceRef { token, version })
 }
 
-/// True when a person can answer a prompt: stdin and stderr are both terminals.
-pub fn interactive() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
-}
-
-/// Asks `question` on stderr and returns the answer, trimmed and lower-cased.
-pub fn ask(question: &str) -> Result<String, super::CliError> {
-    put_question(question)?;
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer)?;
-    Ok(answer.trim().to_lowercase())
-}
-
-/// The question on stderr, the cursor after it.
-fn put_question(question: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut stderr = std::io::stderr().lock();
-    write!(stderr, "{question} ")?;
-    stderr.flush()
-}
-
-/// What a prompt that can be cut short got.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// A line, trimmed and lower-cased.
-    Line(String),
-    /// End of input (Ctrl-D) before any line.
-    EndOfInput,
-    /// SIGINT or SIGTERM, named.
-    Interrupted(&'static str),
-}
-
-/// Asks like [`ask`], but a signal `shutdown` catches (Ctrl-C) or the end of input ends the wait
-/// instead of the process, so that the caller can give back what it holds. The line is read on a
-/// thread of its own: one blocked in `read_line` cannot be cancelled, and is simply left behind
-/// when the process exits.
-pub async fn ask_or_interrupted(
-    question: &str,
-    shutdown: &mut super::run::Shutdown,
-) -> Result<Answer, super::CliError> {
-    put_question(question)?;
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let read = std::io::stdin().read_line(&mut line).map(|n| (n, line));
-        let _ = sender.send(read);
-    });
-    tokio::select! {
-        read = receiver => Ok(match read {
-            Ok(Ok((0, _))) | Err(_) => Answer::EndOfInput,
-            Ok(Ok((_, line))) => Answer::Line(line.trim().to_lowercase()),
-            Ok(Err(error)) => return Err(error.into()),
-        }),
-        signal = shutdown.recv() => Ok(Answer::Interrupted(signal)),
-    }
-}
-
 impl ConfirmArgs {
     /// Refuses, before anything is touched, a destructive action that nobody confirmed: without
     /// `--yes` or `--dry-run` it needs a terminal to ask on (docs/DESIGN.md §5.2, exit 2).
     pub fn require_confirmable(&self, what: &str) -> Result<(), super::CliError> {
-        if self.yes || self.dry_run || interactive() {
+        if self.yes || self.dry_run || super::prompt::interactive() {
             Ok(())
         } else {
             Err(super::CliError::Usage(format!(

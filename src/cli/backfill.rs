@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, ask, interactive, trigger_name};
-use super::claim::operator_name;
+use super::args::{ConfirmArgs, TriggerName, trigger_name};
 use super::cron::instant_arg;
+use super::identity::operator_name;
 use super::output::{emit, table};
-use super::run::Shutdown;
+use super::prompt::{ask, interactive};
+use super::signals::Shutdown;
 use super::{CliError, Global, exit};
 use crate::core::CronSchedule;
 use crate::core::duration::utc;
@@ -112,7 +113,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
             utc(args.from),
             utc(args.to)
         );
-        if ask(&question)? != "y" {
+        if ask(&question).await? != "y" {
             return Err(CliError::Usage("not confirmed; nothing admitted".into()));
         }
     }

@@ -9,7 +9,7 @@ use clap::Args;
 use super::args::duration_arg;
 use super::error::exit;
 use super::output::{emit, table};
-use super::run::Shutdown;
+use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::bench::steady::{SteadyConfig, SteadyReport, run_steady};
 use crate::bench::{BenchConfig, BenchReport, run_bench};

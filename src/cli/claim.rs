@@ -9,12 +9,11 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::args::{
-    Answer, ConfirmArgs, FenceArgs, TriggerName, ask, ask_or_interrupted, duration_arg,
-    trigger_name,
-};
+use super::args::{ConfirmArgs, FenceArgs, TriggerName, duration_arg, trigger_name};
+use super::identity::manual_owner;
 use super::output::{emit, opt, table};
-use super::run::Shutdown;
+use super::prompt::{Answer, ask, ask_or_interrupted};
+use super::signals::Shutdown;
 use super::{CliError, Global, OutputFormat};
 use crate::coordinator::{decide_claimed, duration_ms, run_identity};
 use crate::core::{CoordinatorConfig, CronSchedule, Decision, MisfireSpan, format_ms};
@@ -439,7 +438,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             let view = DecisionView::of(&decision, run.as_ref());
             if !confirm.yes && !confirm.dry_run {
                 eprintln!("{trigger}: {}", render_decision(&view));
-                if ask("admit it? [y/N]")? != "y" {
+                if ask("admit it? [y/N]").await? != "y" {
                     return Err(CliError::Usage("not confirmed; nothing changed".into()));
                 }
             }
@@ -565,17 +564,6 @@ async fn open(global: &Global) -> Result<Store, CliError> {
     // The claim and the admission are the replica's: they demand the schema `run` demands.
     check_ready(&**store.client().await?, &global.connection.schema).await?;
     Ok(store)
-}
-
-/// `USER@HOST:manual`: who claimed by hand, readable in `inspect claims` and the audit.
-pub fn manual_owner() -> String {
-    format!("{}:manual", operator_name())
-}
-
-/// `USER@HOST`, the actor of operator actions.
-pub fn operator_name() -> String {
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
-    format!("{}@{host}", whoami::username())
 }
 
 /// One line: what admitting would do.

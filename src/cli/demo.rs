@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -21,19 +20,19 @@ use tokio::sync::mpsc;
 
 use super::args::duration_arg;
 use super::output::print;
-use super::run::Shutdown;
+use super::signals::Shutdown;
 use super::{CliError, Global};
-use crate::coordinator::{AdmittedRun, Coordinator};
+use crate::coordinator::AdmittedRun;
 use crate::core::CoordinatorConfig;
 use crate::core::manifest::parse_manifest;
-use crate::lifecycle::{Lifecycle, RoundEvent};
+use crate::lifecycle::{InProcessReplicas, RoundEvent, stop_all};
 use crate::store::connect::SettingsSource;
 use crate::store::embedded::{BIN_ENV, EmbeddedError, EmbeddedServer};
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
 use crate::store::scratch::{Recreated, check_database_name, recreate_marked_database};
-use crate::store::{ConnectionSettings, SchemaName, Store, StoreError};
+use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
 /// The demo's database; recreated on every start.
 pub const DEMO_DATABASE: &str = "qlsched_demo";
@@ -211,23 +210,15 @@ async fn show(
             return Ok(());
         }
     };
-    let Prepared { admin, stores } = prepared;
+    let Prepared { admin, replicas } = prepared;
     // On a terminal the demo shows itself in `top`; piped, it prints lines.
     let dashboard = std::io::stdout().is_terminal();
     let (events, mut received) = mpsc::unbounded_channel();
-    let mut lifecycles = Vec::new();
-    for (owner, store) in stores {
-        let config = CoordinatorConfig {
-            owner,
-            lease: Duration::from_secs(5),
-            ..CoordinatorConfig::default()
-        };
-        config.validate()?;
-        lifecycles.push(Lifecycle::start(
-            Arc::new(Coordinator::new(store, config)),
-            (!dashboard).then(|| events.clone()),
-        ));
-    }
+    let config = CoordinatorConfig {
+        lease: Duration::from_secs(5),
+        ..CoordinatorConfig::default()
+    };
+    let lifecycles = replicas.start(&config, (!dashboard).then_some(&events))?;
     drop(events);
     let started = Instant::now();
     if dashboard {
@@ -250,9 +241,7 @@ async fn show(
             },
         )
         .await;
-        for lifecycle in lifecycles {
-            lifecycle.stop().await;
-        }
+        stop_all(lifecycles).await;
         report_invariants(&admin, started, "").await?;
         return watched;
     }
@@ -279,9 +268,7 @@ async fn show(
             },
         }
     }
-    for lifecycle in lifecycles {
-        lifecycle.stop().await;
-    }
+    stop_all(lifecycles).await;
     // Rounds drained by the stop may have admitted more; show them too.
     while let Ok(event) = received.try_recv() {
         if let RoundEvent::Finished { report, .. } = event {
@@ -298,10 +285,10 @@ async fn show(
     report_invariants(&admin, started, &format!(" ({})", owners.join(", "))).await
 }
 
-/// What the demo runs on: its admin connection, and a pool for each replica, by owner.
+/// What the demo runs on: its admin connection, and its replicas' pools, opened.
 struct Prepared {
     admin: tokio_postgres::Client,
-    stores: Vec<(String, Store)>,
+    replicas: InProcessReplicas,
 }
 
 /// Recreates the demo's database on `server`, migrates it, publishes the sample manifest and
@@ -331,13 +318,9 @@ async fn prepare(
         "qlsched demo: watch with `qlsched -D '{}' inspect` in another terminal; Ctrl-C to stop",
         settings.conninfo()
     );
-    let mut stores = Vec::new();
-    for index in 0..replicas {
-        let owner = format!("demo-{}", char::from(b'a' + index));
-        let store = Store::open(settings, schema, &format!("qlsched demo {owner}"), 2).await?;
-        stores.push((owner, store));
-    }
-    Ok(Prepared { admin, stores })
+    let owners = (0..replicas).map(|index| format!("demo-{}", char::from(b'a' + index)));
+    let replicas = InProcessReplicas::open(settings, schema, "qlsched demo", owners).await?;
+    Ok(Prepared { admin, replicas })
 }
 
 /// The closing line: what was admitted, and whether every promise held.

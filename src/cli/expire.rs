@@ -5,11 +5,10 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{
-    ConfirmArgs, TriggerName, ask, at_least, fence, interactive, owner_arg, trigger_name,
-};
-use super::claim::operator_name;
+use super::args::{ConfirmArgs, TriggerName, at_least, fence, owner_arg, trigger_name};
+use super::identity::operator_name;
 use super::output::{emit, table};
+use super::prompt::{ask, interactive};
 use super::{CliError, Global};
 use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor, Expired, FenceRef};
@@ -109,7 +108,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
                         "expire the claim {} at version {} on {trigger}? [y/N]",
                         given.token, given.version
                     );
-                    if ask(&question)? != "y" {
+                    if ask(&question).await? != "y" {
                         return Err(CliError::Usage("not confirmed; nothing changed".into()));
                     }
                     Some(given)
@@ -134,7 +133,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
                 if args.expired_only { "expired " } else { "" },
                 crate::core::text::clean(owner)
             );
-            if asking && ask(&question)? != "y" {
+            if asking && ask(&question).await? != "y" {
                 return Err(CliError::Usage("not confirmed; nothing changed".into()));
             }
             let expired =
@@ -195,7 +194,7 @@ async fn confirm_trigger(
         if claim.expired { "expired" } else { "expiring" },
         utc(claim.expires_at_ms)
     );
-    Ok((ask("expire it? [y/N]")? == "y").then_some(FenceRef {
+    Ok((ask("expire it? [y/N]").await? == "y").then_some(FenceRef {
         token: claim.token,
         version: claim.version,
     }))

@@ -5,9 +5,10 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, ask, interactive, trigger_name};
-use super::claim::operator_name;
+use super::args::{ConfirmArgs, TriggerName, trigger_name};
+use super::identity::operator_name;
 use super::output::emit;
+use super::prompt::{ask, interactive};
 use super::{CliError, Global};
 use crate::core::duration::utc;
 use crate::store::Store;
@@ -81,7 +82,7 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
             "fire {}{paused} now: one manual run of revision {}, request id {request_id}? [y/N]",
             args.trigger, target.trigger_revision
         );
-        if ask(&question)? != "y" {
+        if ask(&question).await? != "y" {
             return Err(CliError::Usage("not confirmed; nothing admitted".into()));
         }
     }

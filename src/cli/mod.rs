@@ -12,13 +12,16 @@ mod error;
 mod expire;
 mod fire;
 mod generate;
+mod identity;
 mod inspect;
 mod manual;
 mod migrate;
 mod output;
 mod pause;
+mod prompt;
 mod publish;
 mod run;
+mod signals;
 mod top;
 
 use std::process::ExitCode;

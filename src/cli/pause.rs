@@ -5,9 +5,10 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, ask, interactive, trigger_name};
-use super::claim::operator_name;
+use super::args::{ConfirmArgs, TriggerName, trigger_name};
+use super::identity::operator_name;
 use super::output::{emit, opt, table};
+use super::prompt::{ask, interactive};
 use super::{CliError, Global};
 use crate::core::duration::utc;
 use crate::store::control::{self, PauseReport};
@@ -74,8 +75,8 @@ struct Report {
     report: PauseReport,
 }
 
-fn confirmed(confirm: &ConfirmArgs, question: &str) -> Result<(), CliError> {
-    if !confirm.yes && !confirm.dry_run && interactive() && ask(question)? != "y" {
+async fn confirmed(confirm: &ConfirmArgs, question: &str) -> Result<(), CliError> {
+    if !confirm.yes && !confirm.dry_run && interactive() && ask(question).await? != "y" {
         return Err(CliError::Usage("not confirmed; nothing changed".into()));
     }
     Ok(())
@@ -91,7 +92,8 @@ pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
             "pause {}? a claim in flight is voided [y/N]",
             args.target.describe()
         ),
-    )?;
+    )
+    .await?;
     let report = control::pause(
         &client,
         args.target.key(),
@@ -118,7 +120,8 @@ pub async fn resume(args: ResumeArgs, global: &Global) -> Result<(), CliError> {
             "resume {}? occurrences passed while paused are recorded, not run [y/N]",
             args.target.describe()
         ),
-    )?;
+    )
+    .await?;
     let report = control::resume(
         &client,
         args.target.key(),

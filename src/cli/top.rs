@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::duration_arg;
-use super::run::Shutdown;
+use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::store::{ConnectionSettings, Store};
 use crate::tui::{self, TopOptions};
@@ -71,7 +71,7 @@ pub async fn open(
         readonly,
         refresh,
         color: global.color,
-        actor: super::claim::operator_name(),
+        actor: super::identity::operator_name(),
     };
     tui::run(store, options, shutdown).await?;
     Ok(())
