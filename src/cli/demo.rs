@@ -25,7 +25,7 @@ use super::{CliError, Global};
 use crate::coordinator::AdmittedRun;
 use crate::core::CoordinatorConfig;
 use crate::core::manifest::parse_manifest;
-use crate::lifecycle::{InProcessReplicas, RoundEvent, stop_all};
+use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
 use crate::store::connect::SettingsSource;
 use crate::store::embedded::{BIN_ENV, EmbeddedError, EmbeddedServer};
 use crate::store::invariants::invariant_counts;
@@ -201,8 +201,7 @@ async fn show(
     shutdown: &mut Shutdown,
 ) -> Result<(), CliError> {
     let schema = &global.connection.schema;
-    let database = args.database.as_str();
-    let settings = server.with_dbname(database);
+    let settings = server.with_dbname(args.database.as_str());
     let prepared = tokio::select! {
         prepared = prepare(server, &settings, schema, args.replicas) => prepared?,
         signal = shutdown.recv() => {
@@ -211,78 +210,95 @@ async fn show(
         }
     };
     let Prepared { admin, replicas } = prepared;
-    // On a terminal the demo shows itself in `top`; piped, it prints lines.
-    let dashboard = std::io::stdout().is_terminal();
-    let (events, mut received) = mpsc::unbounded_channel();
     let config = CoordinatorConfig {
         lease: Duration::from_secs(5),
         ..CoordinatorConfig::default()
     };
-    let lifecycles = replicas.start(&config, (!dashboard).then_some(&events))?;
-    drop(events);
-    let started = Instant::now();
-    if dashboard {
-        let duration = args.duration;
-        let watched = super::top::open(
-            &settings,
-            global,
-            false,
-            crate::tui::state::REFRESH_DEFAULT,
-            async move {
-                match duration {
-                    Some(duration) => tokio::select! {
-                        () = tokio::time::sleep(duration) => {}
-                        _ = shutdown.recv() => {}
-                    },
-                    None => {
-                        shutdown.recv().await;
-                    }
-                }
-            },
-        )
-        .await;
+    // On a terminal the demo shows itself in `top`; piped, it prints lines.
+    if std::io::stdout().is_terminal() {
+        let lifecycles = replicas.start(&config, None)?;
+        let started = Instant::now();
+        let watched = watch_in_top(&settings, global, args.duration, shutdown).await;
         stop_all(lifecycles).await;
         report_invariants(&admin, started, "").await?;
         return watched;
     }
+    let (events, received) = mpsc::unbounded_channel();
+    let lifecycles = replicas.start(&config, Some(&events))?;
+    drop(events);
+    let started = Instant::now();
+    let per_owner = print_admissions(lifecycles, received, args.duration, shutdown).await?;
+    report_invariants(&admin, started, &per_owner).await
+}
 
+/// `top` on the demo's database until `q`, a signal or the duration.
+async fn watch_in_top(
+    settings: &ConnectionSettings,
+    global: &Global,
+    duration: Option<Duration>,
+    shutdown: &mut Shutdown,
+) -> Result<(), CliError> {
+    super::top::open(
+        settings,
+        global,
+        false,
+        crate::tui::state::REFRESH_DEFAULT,
+        async move {
+            match duration {
+                Some(duration) => tokio::select! {
+                    () = tokio::time::sleep(duration) => {}
+                    _ = shutdown.recv() => {}
+                },
+                None => {
+                    shutdown.recv().await;
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// One line per admission until a signal or the duration; then stops the replicas and prints
+/// what their drained rounds admitted too. Returns the count per owner, as ` (owner n, ...)`.
+async fn print_admissions(
+    lifecycles: Vec<Lifecycle>,
+    mut received: mpsc::UnboundedReceiver<RoundEvent>,
+    duration: Option<Duration>,
+    shutdown: &mut Shutdown,
+) -> Result<String, CliError> {
     print("time (UTC)    trigger                  scheduled for (UTC)  by      run")?;
     let mut per_owner: BTreeMap<String, u64> = BTreeMap::new();
-    let deadline = tokio::time::sleep(
-        args.duration
-            .unwrap_or(Duration::from_secs(u64::from(u32::MAX))),
-    );
+    let mut show = |event: RoundEvent| -> Result<(), CliError> {
+        match event {
+            RoundEvent::Finished { report, .. } => {
+                for admitted in &report.admitted {
+                    *per_owner.entry(report.owner.clone()).or_default() += 1;
+                    print(&admission_line(&report.owner, admitted))?;
+                }
+            }
+            RoundEvent::Failed { error, .. } => eprintln!("qlsched demo: a round failed: {error}"),
+        }
+        Ok(())
+    };
+    let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::from(u32::MAX))));
     tokio::pin!(deadline);
     loop {
         tokio::select! {
             _ = &mut deadline => break,
             _ = shutdown.recv() => break,
-            Some(event) = received.recv() => match event {
-                RoundEvent::Finished { report, .. } => {
-                    for admitted in &report.admitted {
-                        *per_owner.entry(report.owner.clone()).or_default() += 1;
-                        print(&admission_line(&report.owner, admitted))?;
-                    }
-                }
-                RoundEvent::Failed { error, .. } => eprintln!("qlsched demo: a round failed: {error}"),
-            },
+            Some(event) = received.recv() => show(event)?,
         }
     }
     stop_all(lifecycles).await;
     // Rounds drained by the stop may have admitted more; show them too.
     while let Ok(event) = received.try_recv() {
-        if let RoundEvent::Finished { report, .. } = event {
-            for admitted in &report.admitted {
-                *per_owner.entry(report.owner.clone()).or_default() += 1;
-                print(&admission_line(&report.owner, admitted))?;
-            }
-        }
+        show(event)?;
     }
     let owners: Vec<String> = per_owner
         .iter()
         .map(|(owner, n)| format!("{owner} {n}"))
         .collect();
-    report_invariants(&admin, started, &format!(" ({})", owners.join(", "))).await
+    Ok(format!(" ({})", owners.join(", ")))
 }
 
 /// What the demo runs on: its admin connection, and its replicas' pools, opened.
