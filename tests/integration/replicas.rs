@@ -14,13 +14,13 @@ use qlsched::coordinator::Coordinator;
 use qlsched::core::CoordinatorConfig;
 
 use crate::util::{
-    TestDb, assert_invariants, eventually, eventually_count, manifest, sleep_ms, spawn_run,
-    stop_cleanly,
+    ReplicaProcess, TestDb, assert_invariants, eventually, eventually_count, manifest, sleep_ms,
+    spawn_run, stop_cleanly,
 };
 
 const LEASE_MS: i64 = 3_000;
 
-fn replica(db: &TestDb, owner: &str) -> Child {
+fn replica(db: &TestDb, owner: &str) -> ReplicaProcess {
     spawn_run(
         &db.url(),
         &[

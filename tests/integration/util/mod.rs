@@ -422,20 +422,67 @@ pub const SCHEDULER_TABLES: [&str; 9] = [
     "schedule_audit",
 ];
 
+/// A `qlsched run` child process, killed and reaped when dropped, also when an assertion fails
+/// before the test stops it: no replica outlives its test (and keeps claiming in a database about
+/// to be dropped). Derefs to its [`std::process::Child`].
+pub struct ReplicaProcess(Option<std::process::Child>);
+
+impl ReplicaProcess {
+    /// Gives the child up: from here on its owner stops it.
+    pub fn into_child(mut self) -> std::process::Child {
+        self.0.take().expect("a replica process is given up once")
+    }
+}
+
+impl std::ops::Deref for ReplicaProcess {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        self.0
+            .as_ref()
+            .expect("a replica process given up is not used")
+    }
+}
+
+impl std::ops::DerefMut for ReplicaProcess {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.0
+            .as_mut()
+            .expect("a replica process given up is not used")
+    }
+}
+
+impl From<ReplicaProcess> for std::process::Child {
+    fn from(replica: ReplicaProcess) -> Self {
+        replica.into_child()
+    }
+}
+
+impl Drop for ReplicaProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Starts `qlsched -D URL run ARGS` as a child process, logs piped.
-pub fn spawn_run(url: &str, args: &[&str]) -> std::process::Child {
-    Command::new(bin())
+pub fn spawn_run(url: &str, args: &[&str]) -> ReplicaProcess {
+    let child = Command::new(bin())
         .args(["-D", url, "run"])
         .args(args)
         .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn qlsched run")
+        .expect("spawn qlsched run");
+    ReplicaProcess(Some(child))
 }
 
 /// Sends SIGTERM and waits for the child to exit.
-pub fn terminate(child: std::process::Child) -> Output {
+pub fn terminate(child: impl Into<std::process::Child>) -> Output {
+    let child = child.into();
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -445,7 +492,7 @@ pub fn terminate(child: std::process::Child) -> Output {
 
 /// Sends SIGTERM, waits, and asserts the replica stopped cleanly (exit 0), showing its log if
 /// not; returns what it wrote.
-pub fn stop_cleanly(child: std::process::Child) -> Output {
+pub fn stop_cleanly(child: impl Into<std::process::Child>) -> Output {
     let output = terminate(child);
     assert_eq!(
         output.status.code(),
