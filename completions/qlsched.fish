@@ -46,7 +46,7 @@ complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "fire" -d 'Admit one
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "backfill" -d 'Admit a trigger\'s past cron occurrences in a window that have no run, exactly once'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "pause" -d 'Pause a trigger (or every trigger of a project) at once, apart from the manifest\'s enabled: a claim in flight is voided, replicas skip it, publish leaves it paused'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "resume" -d 'Resume a paused trigger: what passed meanwhile is one misfire record, the cursor moves to the first occurrence at or after now'
-complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
+complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "top" -d 'Watch replicas, claims, leases and admissions live in the terminal; expire a stuck claim, pause or resume a trigger'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "bench" -d 'Measure admission throughput against the database\'s commit ceiling, in a scratch database'
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'
@@ -449,7 +449,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
-complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Disable `e` (expire): look, never touch'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Disable `e` (expire) and `p` (pause, resume): look, never touch'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
@@ -515,7 +515,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_see
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "backfill" -d 'Admit a trigger\'s past cron occurrences in a window that have no run, exactly once'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "pause" -d 'Pause a trigger (or every trigger of a project) at once, apart from the manifest\'s enabled: a claim in flight is voided, replicas skip it, publish leaves it paused'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "resume" -d 'Resume a paused trigger: what passed meanwhile is one misfire record, the cursor moves to the first occurrence at or after now'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "top" -d 'Watch claims, leases and admissions live in the terminal; expire a stuck claim'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "top" -d 'Watch replicas, claims, leases and admissions live in the terminal; expire a stuck claim, pause or resume a trigger'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "demo" -d 'Show qlsched at work: a fresh demo database, three replicas, live admissions'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "bench" -d 'Measure admission throughput against the database\'s commit ceiling, in a scratch database'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and not __fish_seen_subcommand_from migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help" -f -a "generate" -d 'Write shell completions and man pages generated from these definitions'

@@ -19,6 +19,7 @@ use crate::store::accounting::{AccountingReport, occurrence_accounting};
 use crate::store::invariants::{InvariantCounts, invariant_counts};
 use crate::store::migrate::{VerifyFinding, check_ready, require_ledger, verify};
 use crate::store::misfires::{self, MisfireRecord};
+use crate::store::observe::{ServerRole, server_role};
 use crate::store::read::{
     self, AuditView, ClaimView, Diagnosis, RunDetail, RunView, ScheduleFilter, ScheduleState,
     ScheduleView, Summary, TriggerDetail, utc,
@@ -193,6 +194,7 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
                 .filter(|r| r.liveness != "stopped")
                 .collect();
             let report = SummaryReport {
+                server: server_role(&client).await?,
                 summary,
                 replicas,
                 schema_problem,
@@ -380,6 +382,8 @@ impl InvariantReport {
 /// `inspect` without a view: the summary, and what keeps the schema from being ready.
 #[derive(Debug, Clone, Serialize)]
 pub struct SummaryReport {
+    /// Primary, or a standby with its replay lag: a standby's answers may be behind.
+    pub server: ServerRole,
     #[serde(flatten)]
     pub summary: Summary,
     /// Registered replicas that have not stopped: live ones (a heartbeat within their lease and
@@ -398,6 +402,11 @@ fn render_summary(report: &SummaryReport) -> String {
         ),
         None => String::new(),
     };
+    if let Some(standby) = report.server.header() {
+        out.push_str(&format!(
+            "server: {standby} (what follows may be behind the primary)\n"
+        ));
+    }
     out += &table(
         &["schedules", "rows"],
         [
@@ -405,6 +414,7 @@ fn render_summary(report: &SummaryReport) -> String {
             ("claimed", c.claimed),
             ("expired claim", c.expired_claim),
             ("not due", c.not_due),
+            ("paused", c.paused),
             ("disabled", c.disabled),
             ("uninitialized", c.uninitialized),
             ("total", c.total),

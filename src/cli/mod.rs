@@ -112,7 +112,9 @@ pub enum Command {
     /// Resume a paused trigger: what passed meanwhile is one misfire record, the cursor moves to
     /// the first occurrence at or after now.
     Resume(pause::ResumeArgs),
-    /// Watch claims, leases and admissions live in the terminal; expire a stuck claim.
+    /// Watch replicas, claims, leases and admissions live in the terminal; expire a stuck
+    /// claim, pause or resume a trigger.
+    #[command(after_long_help = top::keys_help())]
     Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
     Demo(demo::DemoArgs),

@@ -15,13 +15,22 @@ use crate::tui::{self, TopOptions};
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// Disable `e` (expire): look, never touch.
+    /// Disable `e` (expire) and `p` (pause, resume): look, never touch.
     #[arg(long)]
     pub readonly: bool,
 
     /// Time between refreshes, 250ms to 10s (`+` and `-` change it live).
     #[arg(long, default_value = "1s", value_parser = refresh_arg, allow_hyphen_values = true)]
     pub refresh: Duration,
+}
+
+/// The keys, for `top --help` (the `?` overlay and the man page list the same).
+pub fn keys_help() -> String {
+    let keys: Vec<String> = tui::input::KEYS
+        .iter()
+        .map(|(keys, what)| format!("  {keys:<16}{what}"))
+        .collect();
+    format!("Keys:\n{}", keys.join("\n"))
 }
 
 fn refresh_arg(text: &str) -> Result<Duration, String> {

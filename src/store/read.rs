@@ -137,7 +137,9 @@ pub struct ScheduleView {
     pub updated_at_ms: i64,
 }
 
-/// Schedule rows per state.
+/// Schedule rows per state. A switched-off row is counted once: as `paused` when an operator
+/// paused it (whatever else holds, as `inspect trigger` names the pause first), else as
+/// `disabled` (its trigger disabled or its project suspended, declaratively).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct StateCounts {
     pub total: i64,
@@ -146,6 +148,7 @@ pub struct StateCounts {
     pub expired_claim: i64,
     pub not_due: i64,
     pub disabled: i64,
+    pub paused: i64,
     pub uninitialized: i64,
 }
 
@@ -221,7 +224,8 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
         FROM projects p JOIN triggers t ON t.project_id = p.project_id
         WHERE p.status <> 'active'
     ), classified AS (
-        SELECT CASE WHEN o.project_id IS NOT NULL OR s.paused_at_ms IS NOT NULL THEN 'disabled'
+        SELECT CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                    WHEN o.project_id IS NOT NULL THEN 'disabled'
                     WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > c.now_ms THEN 'claimed'
                     WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
                     WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
@@ -239,7 +243,8 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
            count(*) FILTER (WHERE state = 'disabled'),
            count(*) FILTER (WHERE state = 'uninitialized'),
            (SELECT now_ms FROM clock),
-           (SELECT coalesce(max(version), 0) FROM schema_migrations)
+           (SELECT coalesce(max(version), 0) FROM schema_migrations),
+           count(*) FILTER (WHERE state = 'paused')
     FROM classified";
 
 // Owners holding claims (the partial claim-owner index) or having admitted in the last minute
@@ -357,6 +362,7 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
             expired_claim: counts.get(3),
             not_due: counts.get(4),
             disabled: counts.get(5),
+            paused: counts.get(9),
             uninitialized: counts.get(6),
         },
         owners,
@@ -439,10 +445,10 @@ pub async fn schedules_with_pause(
         .collect()
 }
 
-// The dashboard's rows: the head of the claim order and every row holding a claim (valid or
-// expired, from the claim-owner index), so a held or abandoned claim is on screen even when
-// thousands of uninitialized or overdue rows come first in claim order. Both halves are bounded
-// by an index; the union is at most twice the limit.
+// The dashboard's rows, each with its pause: the head of the claim order and every row holding a
+// claim (valid or expired, from the claim-owner index), so a held or abandoned claim is on screen
+// even when thousands of uninitialized or overdue rows come first in claim order. Both halves are
+// bounded by an index; the union is at most twice the limit.
 const URGENT_SCHEDULES: &str = concat!(
     "WITH keys AS (
         (SELECT project_id, trigger_id FROM trigger_schedules
@@ -456,7 +462,8 @@ const URGENT_SCHEDULES: &str = concat!(
     " AS state,
            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
            s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
-           s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms
+           s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+           s.paused_at_ms, s.paused_by, s.pause_reason
     FROM keys
     JOIN trigger_schedules s ON s.project_id = keys.project_id AND s.trigger_id = keys.trigger_id
     JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
@@ -464,16 +471,22 @@ const URGENT_SCHEDULES: &str = concat!(
     ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id"
 );
 
-/// The most urgent schedule rows for `top`: the claim-order head and every held claim.
+/// The most urgent schedule rows for `top`, with their pauses: the claim-order head and every
+/// held claim.
 pub async fn urgent_schedules(
     client: &impl GenericClient,
     limit: i64,
-) -> Result<Vec<ScheduleView>, StoreError> {
+) -> Result<Vec<ScheduleRow>, StoreError> {
     client
         .query(URGENT_SCHEDULES, &[&limit])
         .await?
         .iter()
-        .map(schedule_view)
+        .map(|row| {
+            Ok(ScheduleRow {
+                schedule: schedule_view(row)?,
+                paused: pause_of(row),
+            })
+        })
         .collect()
 }
 
@@ -1094,7 +1107,7 @@ fn pause_of(row: &Row) -> Option<PauseView> {
     })
 }
 
-/// A schedule row with its pause, for `inspect schedules`.
+/// A schedule row with its pause, for `inspect schedules` and `top`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ScheduleRow {
     #[serde(flatten)]
