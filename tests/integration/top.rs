@@ -5,8 +5,6 @@
 //! restores the terminal. Its frames and keys are tested in `src/tui` (snapshots, one test per
 //! key).
 
-use std::process::{Child, Command, Stdio};
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use qlsched::store::StoreError;
 use qlsched::store::observe::ServerRole;
@@ -353,30 +351,12 @@ async fn the_replicas_panel_reads_the_registry_and_a_primary_is_no_standby() {
     assert!(!text.contains("standby"), "{text}");
 }
 
-/// A replica as a child process, killed when dropped.
-struct Replica(Child);
-
-impl Replica {
-    fn start(db: &TestDb, owner: &str) -> Replica {
-        Replica(
-            Command::new(bin())
-                .args(["-D", &db.url(), "run", "--owner", owner])
-                .args(["--lease", "5s", "--cadence", "200ms"])
-                .env_remove("QLSCHED_LOG")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn qlsched run"),
-        )
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// A replica with a short lease and cadence, killed when the test ends.
+fn replica(db: &TestDb, owner: &str) -> crate::util::ReplicaProcess {
+    crate::util::spawn_run(
+        &db.url(),
+        &["--owner", owner, "--lease", "5s", "--cadence", "200ms"],
+    )
 }
 
 /// The selected `p/tock` row of the schedules table (the header names the filter `/p/tock`).
@@ -420,10 +400,7 @@ async fn top_in_a_real_terminal_shows_the_cluster_and_restores_the_terminal() {
     .await;
     // A claim of a replica that is not running: its countdown runs for a minute.
     hold(&db, "stuck", "stuck-replica", 60_000).await;
-    let _replicas = [
-        Replica::start(&db, "replica-a"),
-        Replica::start(&db, "replica-b"),
-    ];
+    let _replicas = [replica(&db, "replica-a"), replica(&db, "replica-b")];
 
     let tmux = Tmux::start("top", 120, 40);
     tmux.wait_for("the shell prompt", |s| s.contains(PROMPT));
