@@ -147,8 +147,16 @@ fn render(r: &Report) -> String {
     let mut out = if r.report.changed.is_empty() {
         format!("nothing {verb}")
     } else {
-        table(
-            &["trigger", verb, "paused by", "reason", "detail"],
+        // The time shown is the pause's, for a resume too: the time a trigger stopped firing is
+        // what an operator reconciles afterwards (the resume's own time is the misfire record's).
+        let header = if r.action == "pause" {
+            [verb, "paused by", "reason"]
+        } else {
+            ["was paused", "paused by", "reason"]
+        };
+        let mut lines = format!("{verb} {}:\n", r.report.changed.len());
+        lines.push_str(&table(
+            &["trigger", header[0], header[1], header[2], "detail"],
             r.report.changed.iter().map(|c| {
                 let detail = match (&c.voided_claim_of, &c.next_fire_at_ms, &c.passed_over) {
                     (Some(owner), _, _) => format!("claim of {owner} voided"),
@@ -174,7 +182,8 @@ fn render(r: &Report) -> String {
                     detail,
                 ]
             }),
-        )
+        ));
+        lines
     };
     if r.report.unchanged > 0 {
         out.push_str(&format!(
