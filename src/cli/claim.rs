@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use super::args::{
-    Answer, ConfirmArgs, FenceArgs, TriggerName, ask, ask_or_interrupted, duration_arg,
+    Access, Answer, ConfirmArgs, FenceArgs, TriggerName, ask, ask_or_interrupted, duration_arg,
     trigger_name,
 };
 use super::output::{emit, opt, table};
@@ -165,7 +165,11 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     // Ctrl-D, a closed terminal) gives the claim back instead of leaving the row blocked.
     let asking = !dry_run && !args.hold && !args.release && !args.confirm.yes;
     let mut interrupts = asking.then(Interrupts::install).transpose()?;
-    let store = guarded(&mut interrupts, open(global)).await?;
+    let store = guarded(
+        &mut interrupts,
+        open(global, Access::writing_unless(dry_run)),
+    )
+    .await?;
     let owner = config.owner.clone();
     let row = claim_waiting(
         &mut interrupts,
@@ -432,7 +436,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
         }) => {
             let fence = fence.fence()?;
             confirm.require_confirmable("a manual admission")?;
-            let store = open(global).await?;
+            let store = open(global, Access::writing_unless(confirm.dry_run)).await?;
             let row =
                 operator::claimed(&store, &trigger.project_id, &trigger.trigger_id, fence).await?;
             let (decision, run) = decision_of(&row)?;
@@ -473,7 +477,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
         }
         ClaimAction::Release(FencedTrigger { trigger, fence }) => {
             let fence = fence.fence()?;
-            let store = open(global).await?;
+            let store = open(global, Access::Write).await?;
             let before = operator::release_claim(
                 &store,
                 &trigger.project_id,
@@ -559,8 +563,9 @@ fn actor(name: &str) -> Actor<'_> {
     Actor { name, reason: None }
 }
 
-async fn open(global: &Global) -> Result<Store, CliError> {
-    let settings = global.connection.settings()?;
+/// `access` is the command's: a dry run only reads.
+async fn open(global: &Global, access: Access) -> Result<Store, CliError> {
+    let settings = global.connection.settings(access)?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched claim", 1).await?;
     // The claim and the admission are the replica's: they demand the schema `run` demands.
     check_ready(&**store.client().await?, &global.connection.schema).await?;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use tokio::sync::mpsc;
 
-use super::args::duration_arg;
+use super::args::{Access, duration_arg};
 use super::output::print;
 use super::run::Shutdown;
 use super::{CliError, Global};
@@ -99,7 +99,7 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
             None => return Ok(()),
         }
     } else {
-        let server = global.connection.settings()?;
+        let server = global.connection.settings(Access::Write)?;
         match unanswered_default(&server).await {
             None => (server, None),
             Some(reason) => {

@@ -6,7 +6,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::args::{
-    ConfirmArgs, TriggerName, ask, at_least, fence, interactive, owner_arg, trigger_name,
+    Access, ConfirmArgs, TriggerName, ask, at_least, fence, interactive, owner_arg, trigger_name,
 };
 use super::claim::operator_name;
 use super::output::{emit, table};
@@ -84,7 +84,9 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
     }
     // Destructive: with no terminal to ask on, it needs --yes, fence or not (docs/DESIGN.md §5.2).
     args.confirm.require_confirmable("expiring a claim")?;
-    let settings = global.connection.settings()?;
+    let settings = global
+        .connection
+        .settings(Access::writing_unless(args.confirm.dry_run))?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched expire", 1).await?;
     check_ready(&**store.client().await?, &global.connection.schema).await?;
     let name = operator_name();

@@ -5,7 +5,7 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, ask, interactive, trigger_name};
+use super::args::{Access, ConfirmArgs, TriggerName, ask, interactive, trigger_name};
 use super::claim::operator_name;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
@@ -83,7 +83,12 @@ fn confirmed(confirm: &ConfirmArgs, question: &str) -> Result<(), CliError> {
 
 pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
     args.confirm.require_confirmable("pausing")?;
-    let store = super::fire::open(global, "qlsched pause").await?;
+    let store = super::fire::open(
+        global,
+        "qlsched pause",
+        Access::writing_unless(args.confirm.dry_run),
+    )
+    .await?;
     let client = store.client().await?;
     confirmed(
         &args.confirm,
@@ -110,7 +115,12 @@ pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
 
 pub async fn resume(args: ResumeArgs, global: &Global) -> Result<(), CliError> {
     args.confirm.require_confirmable("resuming")?;
-    let store = super::fire::open(global, "qlsched resume").await?;
+    let store = super::fire::open(
+        global,
+        "qlsched resume",
+        Access::writing_unless(args.confirm.dry_run),
+    )
+    .await?;
     let client = store.client().await?;
     confirmed(
         &args.confirm,

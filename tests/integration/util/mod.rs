@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod pg_tls;
 pub mod wire;
 
@@ -520,8 +521,14 @@ pub async fn admit(
 /// one attempt and two events per run, no claim half-written, and every occurrence of the last
 /// hour accounted for (a run, or inside a misfire record).
 pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::InvariantCounts {
-    let client = db.client().await;
-    let counts = qlsched::store::invariants::invariant_counts(&client)
+    assert_invariants_on(&db.client().await).await
+}
+
+/// [`assert_invariants`] on any connection to a qlsched database (a server the test owns).
+pub async fn assert_invariants_on(
+    client: &tokio_postgres::Client,
+) -> qlsched::store::invariants::InvariantCounts {
+    let counts = qlsched::store::invariants::invariant_counts(client)
         .await
         .expect("invariants");
     assert!(
@@ -529,7 +536,7 @@ pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::Invar
         "invariants violated: {:?}",
         counts.violations()
     );
-    let accounting = qlsched::store::accounting::occurrence_accounting(&client, 3_600_000)
+    let accounting = qlsched::store::accounting::occurrence_accounting(client, 3_600_000)
         .await
         .expect("occurrence accounting");
     assert!(
