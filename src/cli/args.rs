@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use crate::core::duration::parse_duration;
+use crate::store::connect::SessionAttrs;
 use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
 /// The help heading of the options every subcommand takes, so that a subcommand's own options
@@ -16,8 +17,10 @@ pub const GLOBAL: &str = "Global options";
 #[derive(Debug, Clone, Args)]
 pub struct ConnectionArgs {
     /// PostgreSQL URL or key=value string, with libpq's settings (sslmode, sslrootcert,
-    /// sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL,
-    /// $DATABASE_URL, the PG* variables, libpq's defaults]. A password in it is never printed.
+    /// sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs:
+    /// read-write for commands that write, any for those that read, unless given) [default:
+    /// $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq's defaults]. A password in
+    /// it is never printed.
     #[arg(
         short = 'D',
         long,
@@ -39,9 +42,31 @@ pub struct ConnectionArgs {
     pub schema: SchemaName,
 }
 
+/// What a command does with the database, which decides the `target_session_attrs` it asks
+/// for when the settings name none (docs/OPERATIONS.md, "Several hosts"): a writer wants the
+/// primary's `read-write` session, a reader takes `any` server, a standby included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Write,
+    Read,
+}
+
+impl Access {
+    /// A writer's access, or a reader's for a dry run, which writes nothing.
+    pub fn writing_unless(dry_run: bool) -> Access {
+        if dry_run { Access::Read } else { Access::Write }
+    }
+}
+
 impl ConnectionArgs {
-    pub fn settings(&self) -> Result<ConnectionSettings, StoreError> {
-        ConnectionSettings::resolve(self.database_url.as_deref())
+    /// The resolved settings, with `access`'s `target_session_attrs` unless they name one.
+    pub fn settings(&self, access: Access) -> Result<ConnectionSettings, StoreError> {
+        let attrs = match access {
+            Access::Write => SessionAttrs::ReadWrite,
+            Access::Read => SessionAttrs::Any,
+        };
+        Ok(ConnectionSettings::resolve(self.database_url.as_deref())?
+            .with_default_session_attrs(attrs))
     }
 
     /// Checks the schema name where it came from: a bad `--schema` is a usage error (2), a bad

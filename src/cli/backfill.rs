@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, trigger_name};
+use super::args::{Access, ConfirmArgs, TriggerName, trigger_name};
 use super::cron::instant_arg;
 use super::identity::operator_name;
 use super::output::{emit, table};
@@ -78,7 +78,12 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         )));
     }
     args.confirm.require_confirmable("backfilling a trigger")?;
-    let store = super::fire::open(global, "qlsched backfill").await?;
+    let store = super::fire::open(
+        global,
+        "qlsched backfill",
+        Access::writing_unless(args.confirm.dry_run),
+    )
+    .await?;
     let client = store.client().await?;
     let key = args.trigger.key();
     let target = control::read_target(&client, key).await?;

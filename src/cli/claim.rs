@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, FenceArgs, TriggerName, duration_arg, trigger_name};
+use super::args::{Access, ConfirmArgs, FenceArgs, TriggerName, duration_arg, trigger_name};
 use super::identity::manual_owner;
 use super::output::{emit, opt, table};
 use super::prompt::{Answer, ask, ask_or_interrupted};
@@ -164,7 +164,11 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     // Ctrl-D, a closed terminal) gives the claim back instead of leaving the row blocked.
     let asking = !dry_run && !args.hold && !args.release && !args.confirm.yes;
     let mut interrupts = asking.then(Interrupts::install).transpose()?;
-    let store = guarded(&mut interrupts, open(global)).await?;
+    let store = guarded(
+        &mut interrupts,
+        open(global, Access::writing_unless(dry_run)),
+    )
+    .await?;
     let owner = config.owner.clone();
     let row = claim_waiting(
         &mut interrupts,
@@ -431,7 +435,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
         }) => {
             let fence = fence.fence()?;
             confirm.require_confirmable("a manual admission")?;
-            let store = open(global).await?;
+            let store = open(global, Access::writing_unless(confirm.dry_run)).await?;
             let row =
                 operator::claimed(&store, &trigger.project_id, &trigger.trigger_id, fence).await?;
             let (decision, run) = decision_of(&row)?;
@@ -472,7 +476,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
         }
         ClaimAction::Release(FencedTrigger { trigger, fence }) => {
             let fence = fence.fence()?;
-            let store = open(global).await?;
+            let store = open(global, Access::Write).await?;
             let before = operator::release_claim(
                 &store,
                 &trigger.project_id,
@@ -558,8 +562,9 @@ fn actor(name: &str) -> Actor<'_> {
     Actor { name, reason: None }
 }
 
-async fn open(global: &Global) -> Result<Store, CliError> {
-    let settings = global.connection.settings()?;
+/// `access` is the command's: a dry run only reads.
+async fn open(global: &Global, access: Access) -> Result<Store, CliError> {
+    let settings = global.connection.settings(access)?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched claim", 1).await?;
     // The claim and the admission are the replica's: they demand the schema `run` demands.
     check_ready(&**store.client().await?, &global.connection.schema).await?;

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use tokio::sync::mpsc;
 
-use super::args::duration_arg;
+use super::args::{Access, duration_arg};
 use super::output::print;
 use super::signals::Shutdown;
 use super::{CliError, Global};
@@ -98,7 +98,7 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
             None => return Ok(()),
         }
     } else {
-        let server = global.connection.settings()?;
+        let server = global.connection.settings(Access::Write)?;
         match unanswered_default(&server).await {
             None => (server, None),
             Some(reason) => {

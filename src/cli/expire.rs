@@ -5,7 +5,7 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, at_least, fence, owner_arg, trigger_name};
+use super::args::{Access, ConfirmArgs, TriggerName, at_least, fence, owner_arg, trigger_name};
 use super::identity::operator_name;
 use super::output::{emit, table};
 use super::prompt::{ask, interactive};
@@ -83,7 +83,9 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
     }
     // Destructive: with no terminal to ask on, it needs --yes, fence or not (docs/DESIGN.md §5.2).
     args.confirm.require_confirmable("expiring a claim")?;
-    let settings = global.connection.settings()?;
+    let settings = global
+        .connection
+        .settings(Access::writing_unless(args.confirm.dry_run))?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched expire", 1).await?;
     check_ready(&**store.client().await?, &global.connection.schema).await?;
     let name = operator_name();

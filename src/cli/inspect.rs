@@ -8,7 +8,7 @@ use clap::builder::TypedValueParser;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::args::{TriggerName, at_least, duration_arg, trigger_name};
+use super::args::{Access, TriggerName, at_least, duration_arg, trigger_name};
 use super::error::exit;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
@@ -153,7 +153,7 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
         }
         _ => None,
     };
-    let settings = global.connection.settings()?;
+    let settings = global.connection.settings(Access::Read)?;
     let schema = &global.connection.schema;
     let client = settings.connect(schema, "qlsched inspect").await?;
     read::read_only(&client).await?;

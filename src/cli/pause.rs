@@ -5,7 +5,7 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, trigger_name};
+use super::args::{Access, ConfirmArgs, TriggerName, trigger_name};
 use super::identity::operator_name;
 use super::output::{emit, opt, table};
 use super::prompt::{ask, interactive};
@@ -84,7 +84,12 @@ async fn confirmed(confirm: &ConfirmArgs, question: &str) -> Result<(), CliError
 
 pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
     args.confirm.require_confirmable("pausing")?;
-    let store = super::fire::open(global, "qlsched pause").await?;
+    let store = super::fire::open(
+        global,
+        "qlsched pause",
+        Access::writing_unless(args.confirm.dry_run),
+    )
+    .await?;
     let client = store.client().await?;
     confirmed(
         &args.confirm,
@@ -112,7 +117,12 @@ pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
 
 pub async fn resume(args: ResumeArgs, global: &Global) -> Result<(), CliError> {
     args.confirm.require_confirmable("resuming")?;
-    let store = super::fire::open(global, "qlsched resume").await?;
+    let store = super::fire::open(
+        global,
+        "qlsched resume",
+        Access::writing_unless(args.confirm.dry_run),
+    )
+    .await?;
     let client = store.client().await?;
     confirmed(
         &args.confirm,

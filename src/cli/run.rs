@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::duration_arg;
+use super::args::{Access, duration_arg};
 use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::coordinator::Coordinator;
@@ -106,7 +106,7 @@ pub fn default_owner() -> String {
 
 pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     let config = args.replica.config()?;
-    let settings = global.connection.settings()?;
+    let settings = global.connection.settings(Access::Write)?;
     let schema = &global.connection.schema;
     // Caught from here on: a SIGTERM while the replica connects or runs its recovery report ends
     // the start cleanly (nothing is claimed before the lifecycle starts) instead of killing the

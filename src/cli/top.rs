@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::duration_arg;
+use super::args::{Access, duration_arg};
 use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::store::{ConnectionSettings, Store};
@@ -44,7 +44,7 @@ fn refresh_arg(text: &str) -> Result<Duration, String> {
 
 pub async fn run(args: TopArgs, global: &Global) -> Result<(), CliError> {
     require_terminal()?;
-    let settings = global.connection.settings()?;
+    let settings = global.connection.settings(Access::Read)?;
     // Caught before the terminal goes raw, so that a SIGTERM always restores it.
     let mut shutdown = Shutdown::install()?;
     open(&settings, global, args.readonly, args.refresh, async move {

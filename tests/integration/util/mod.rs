@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod pg_tls;
 pub mod wire;
 
@@ -432,6 +433,23 @@ impl ReplicaProcess {
     pub fn into_child(mut self) -> std::process::Child {
         self.0.take().expect("a replica process is given up once")
     }
+
+    /// Stops it with SIGTERM and asserts a clean exit; returns its log.
+    pub fn stop(self) -> String {
+        String::from_utf8_lossy(&stop_cleanly(self).stderr).into_owned()
+    }
+
+    /// Kills it with SIGKILL, as a crash would, and reaps it.
+    pub fn kill(mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
 }
 
 impl std::ops::Deref for ReplicaProcess {
@@ -461,7 +479,13 @@ impl Drop for ReplicaProcess {
     fn drop(&mut self) {
         if let Some(mut child) = self.0.take() {
             let _ = child.kill();
-            let _ = child.wait();
+            // Its log, to see why the test failed (the harness shows it only then).
+            if let Ok(output) = child.wait_with_output() {
+                eprintln!(
+                    "replica killed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
         }
     }
 }
@@ -567,8 +591,14 @@ pub async fn admit(
 /// one attempt and two events per run, no claim half-written, and every occurrence of the last
 /// hour accounted for (a run, or inside a misfire record).
 pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::InvariantCounts {
-    let client = db.client().await;
-    let counts = qlsched::store::invariants::invariant_counts(&client)
+    assert_invariants_on(&db.client().await).await
+}
+
+/// [`assert_invariants`] on any connection to a qlsched database (a server the test owns).
+pub async fn assert_invariants_on(
+    client: &tokio_postgres::Client,
+) -> qlsched::store::invariants::InvariantCounts {
+    let counts = qlsched::store::invariants::invariant_counts(client)
         .await
         .expect("invariants");
     assert!(
@@ -576,7 +606,7 @@ pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::Invar
         "invariants violated: {:?}",
         counts.violations()
     );
-    let accounting = qlsched::store::accounting::occurrence_accounting(&client, 3_600_000)
+    let accounting = qlsched::store::accounting::occurrence_accounting(client, 3_600_000)
         .await
         .expect("occurrence accounting");
     assert!(
