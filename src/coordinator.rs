@@ -596,7 +596,11 @@ pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity
     Some(RunIdentity {
         run_id: new_run_id(row),
         attempt_id: new_attempt_id(row),
-        idempotency_key: idempotency_key(&row.name(), row.trigger_revision, scheduled_for_ms),
+        idempotency_key: idempotency_key(
+            &row.name().to_string(),
+            row.trigger_revision,
+            scheduled_for_ms,
+        ),
         scheduled_for_ms,
     })
 }

@@ -295,13 +295,7 @@ async fn fates_of(
     let listed: Vec<String> = fates
         .iter()
         .take(LISTED)
-        .map(|(project, trigger, fate)| {
-            format!(
-                "{}/{} {fate}",
-                crate::core::text::clean(project),
-                crate::core::text::clean(trigger)
-            )
-        })
+        .map(|(name, fate)| format!("{} {fate}", crate::core::text::clean(&name.to_string())))
         .collect();
     text.push_str(&listed.join("; "));
     if fates.len() > LISTED {

@@ -9,13 +9,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, ask, interactive, trigger_name};
+use super::args::{ConfirmArgs, ask, interactive};
 use super::claim::operator_name;
 use super::cron::instant_arg;
 use super::output::{emit, table};
 use super::run::Shutdown;
 use super::{CliError, Global, exit};
 use crate::core::CronSchedule;
+use crate::core::TriggerName;
 use crate::core::duration::utc;
 use crate::store::control::{self, BackfillBatch};
 
@@ -27,7 +28,7 @@ pub const BATCH: usize = 500;
 #[derive(Debug, Args)]
 pub struct BackfillArgs {
     /// The trigger to backfill, as PROJECT/TRIGGER.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: TriggerName,
 
     /// The window's first instant, included (RFC 3339 or epoch milliseconds).
@@ -79,8 +80,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
     args.confirm.require_confirmable("backfilling a trigger")?;
     let store = super::fire::open(global, "qlsched backfill").await?;
     let client = store.client().await?;
-    let key = args.trigger.key();
-    let target = control::read_target(&client, key).await?;
+    let target = control::read_target(&client, &args.trigger).await?;
     if args.to >= target.now_ms {
         return Err(CliError::BadInput(format!(
             "--to {} is not in the past (the database's now is {}): future occurrences are the \
@@ -136,7 +136,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         }
         let batch = control::backfill(
             &client,
-            key,
+            &args.trigger,
             target.trigger_revision,
             chunk,
             &actor,
@@ -194,8 +194,9 @@ fn render(r: &BackfillReport) -> String {
         vec![
             "trigger".to_owned(),
             format!(
-                "{}/{} (revision {})",
-                r.project_id, r.trigger_id, r.trigger_revision
+                "{} (revision {})",
+                TriggerName::new(&r.project_id, &r.trigger_id),
+                r.trigger_revision
             ),
         ],
         vec![

@@ -9,14 +9,12 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::args::{
-    Answer, ConfirmArgs, FenceArgs, TriggerName, ask, ask_or_interrupted, duration_arg,
-    trigger_name,
-};
+use super::args::{Answer, ConfirmArgs, FenceArgs, ask, ask_or_interrupted, duration_arg};
 use super::output::{emit, opt, table};
 use super::run::Shutdown;
 use super::{CliError, Global, OutputFormat};
 use crate::coordinator::{decide_claimed, duration_ms, run_identity};
+use crate::core::TriggerName;
 use crate::core::{CoordinatorConfig, CronSchedule, Decision, MisfireSpan, format_ms};
 use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor};
@@ -30,7 +28,7 @@ pub struct ClaimArgs {
     pub action: Option<ClaimAction>,
 
     /// The trigger to claim [default: the next eligible row in claim order].
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: Option<TriggerName>,
 
     #[command(flatten)]
@@ -81,7 +79,7 @@ pub struct AdmitArgs {
 #[derive(Debug, Args)]
 pub struct FencedTrigger {
     /// The claimed trigger, as PROJECT/TRIGGER.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: TriggerName,
 
     #[command(flatten)]
@@ -170,7 +168,7 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     let row = claim_waiting(
         &mut interrupts,
         &store,
-        args.trigger.as_ref().map(TriggerName::key),
+        args.trigger.as_ref(),
         (&owner, duration_ms(config.lease)),
         dry_run,
         args.wait,
@@ -179,14 +177,7 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     let actor = actor(&config.owner);
     let give_back = async |interrupts: &mut Option<Interrupts>| {
         guarded(interrupts, async {
-            Ok(operator::release_claim(
-                &store,
-                &row.project_id,
-                &row.trigger_id,
-                fence_of(&row),
-                &actor,
-            )
-            .await?)
+            Ok(operator::release_claim(&store, &row.name(), fence_of(&row), &actor).await?)
         })
         .await
     };
@@ -227,8 +218,8 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
                     Err(error) => return Err(error),
                 };
                 return Err(CliError::Usage(format!(
-                    "{why}: {claim} on {}/{}; nothing admitted",
-                    row.project_id, row.trigger_id
+                    "{why}: {claim} on {}; nothing admitted",
+                    row.name()
                 )));
             }
             Err(error) => {
@@ -264,7 +255,7 @@ const WAIT_RETRY: Duration = Duration::from_millis(50);
 async fn claim_waiting(
     interrupts: &mut Option<Interrupts>,
     store: &Store,
-    target: Option<(&str, &str)>,
+    target: Option<&TriggerName>,
     (owner, lease_ms): (&str, i64),
     dry_run: bool,
     wait: Option<Duration>,
@@ -433,8 +424,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             let fence = fence.fence()?;
             confirm.require_confirmable("a manual admission")?;
             let store = open(global).await?;
-            let row =
-                operator::claimed(&store, &trigger.project_id, &trigger.trigger_id, fence).await?;
+            let row = operator::claimed(&store, &trigger, fence).await?;
             let (decision, run) = decision_of(&row)?;
             let view = DecisionView::of(&decision, run.as_ref());
             if !confirm.yes && !confirm.dry_run {
@@ -460,9 +450,8 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             };
             emit(global.format, &report, |r| {
                 format!(
-                    "{}/{}: {}{}",
-                    r.project_id,
-                    r.trigger_id,
+                    "{}: {}{}",
+                    TriggerName::new(&r.project_id, &r.trigger_id),
                     r.step,
                     r.run.as_ref().map_or_else(String::new, |run| format!(
                         " run {} attempt {} ({})",
@@ -474,14 +463,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
         ClaimAction::Release(FencedTrigger { trigger, fence }) => {
             let fence = fence.fence()?;
             let store = open(global).await?;
-            let before = operator::release_claim(
-                &store,
-                &trigger.project_id,
-                &trigger.trigger_id,
-                fence,
-                &actor,
-            )
-            .await?;
+            let before = operator::release_claim(&store, &trigger, fence, &actor).await?;
             let report = ReleaseReport {
                 project_id: trigger.project_id,
                 trigger_id: trigger.trigger_id,
@@ -490,8 +472,10 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             };
             emit(global.format, &report, |r| {
                 format!(
-                    "{}/{}: released the claim of {} at version {}",
-                    r.project_id, r.trigger_id, r.fence.owner, r.fence.version
+                    "{}: released the claim of {} at version {}",
+                    TriggerName::new(&r.project_id, &r.trigger_id),
+                    r.fence.owner,
+                    r.fence.version
                 )
             })
         }
@@ -513,14 +497,7 @@ async fn settle(
     actor: &Actor<'_>,
 ) -> Result<Settled, CliError> {
     if let Decision::NotDue { .. } = decision {
-        operator::release_claim(
-            store,
-            &row.project_id,
-            &row.trigger_id,
-            fence_of(row),
-            actor,
-        )
-        .await?;
+        operator::release_claim(store, &row.name(), fence_of(row), actor).await?;
         return Ok(Settled {
             step: "released",
             run: None,
@@ -596,7 +573,7 @@ fn render_claim(report: &ClaimReport) -> String {
     let rows = vec![
         vec![
             "trigger".into(),
-            format!("{}/{}", report.project_id, report.trigger_id),
+            TriggerName::new(&report.project_id, &report.trigger_id).to_string(),
         ],
         vec!["owner".into(), report.fence.owner.clone()],
         vec!["token".into(), report.fence.token.to_string()],

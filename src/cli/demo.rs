@@ -25,6 +25,7 @@ use super::run::Shutdown;
 use super::{CliError, Global};
 use crate::coordinator::{AdmittedRun, Coordinator};
 use crate::core::CoordinatorConfig;
+use crate::core::TriggerName;
 use crate::core::manifest::parse_manifest;
 use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::store::connect::SettingsSource;
@@ -364,7 +365,7 @@ fn admission_line(owner: &str, admitted: &AdmittedRun) -> String {
     format!(
         "{}  {:<24} {}         {:<7} {}{}",
         clock(chrono::Utc::now().timestamp_millis()),
-        format!("{}/{}", admitted.project_id, admitted.trigger_id),
+        TriggerName::new(&admitted.project_id, &admitted.trigger_id).to_string(),
         clock(admitted.run.scheduled_for_ms),
         owner,
         admitted.run.run_id,

@@ -5,10 +5,11 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, ask, interactive, trigger_name};
+use super::args::{ConfirmArgs, ask, interactive};
 use super::claim::operator_name;
 use super::output::emit;
 use super::{CliError, Global};
+use crate::core::TriggerName;
 use crate::core::duration::utc;
 use crate::store::Store;
 use crate::store::control::{self, Fired};
@@ -17,7 +18,7 @@ use crate::store::migrate::check_ready;
 #[derive(Debug, Args)]
 pub struct FireArgs {
     /// The trigger to fire, as PROJECT/TRIGGER.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: TriggerName,
 
     /// Makes the request idempotent: the same id again reports the run it admitted (1 to 128 of
@@ -71,9 +72,8 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
     args.confirm.require_confirmable("firing a trigger")?;
     let store = open(global, "qlsched fire").await?;
     let client = store.client().await?;
-    let key = args.trigger.key();
     // The revision the key names, read (and every definition checked) before asking.
-    let target = control::read_target(&client, key).await?;
+    let target = control::read_target(&client, &args.trigger).await?;
     let dry_run = args.confirm.dry_run;
     if !args.confirm.yes && !dry_run && interactive() {
         let paused = if target.paused { " (paused)" } else { "" };
@@ -88,7 +88,7 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
     let actor = operator_name();
     let fired = control::fire(
         &client,
-        key,
+        &args.trigger,
         target.trigger_revision,
         &request_id,
         &actor,
@@ -109,10 +109,9 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
             (false, true) => "admitted",
         };
         format!(
-            "{what} manual run {} of {}/{} (revision {}), scheduled for {}\nkey {}",
+            "{what} manual run {} of {} (revision {}), scheduled for {}\nkey {}",
             r.fired.run_id,
-            r.project_id,
-            r.trigger_id,
+            TriggerName::new(&r.project_id, &r.trigger_id),
             r.fired.trigger_revision,
             utc(r.fired.scheduled_for_ms),
             r.fired.idempotency_key

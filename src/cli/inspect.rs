@@ -8,11 +8,12 @@ use clap::builder::TypedValueParser;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::args::{TriggerName, at_least, duration_arg, trigger_name};
+use super::args::{at_least, duration_arg};
 use super::error::exit;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
 use crate::coordinator::duration_ms;
+use crate::core::TriggerName;
 use crate::core::format_ms;
 use crate::store::StoreError;
 use crate::store::accounting::{AccountingReport, occurrence_accounting};
@@ -64,7 +65,7 @@ pub enum InspectWhat {
     /// Admitted runs, newest first.
     Runs {
         /// Only runs of this trigger.
-        #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+        #[arg(long, value_name = "PROJECT/TRIGGER")]
         trigger: Option<TriggerName>,
         /// Only runs created within this long (e.g. 10m).
         #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
@@ -82,7 +83,7 @@ pub enum InspectWhat {
     /// A trigger's definition, cursor, claim, recent runs and audit, and why it is not firing.
     Trigger {
         /// The trigger, as PROJECT/TRIGGER.
-        #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+        #[arg(value_name = "PROJECT/TRIGGER")]
         trigger: TriggerName,
     },
     /// Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates).
@@ -94,7 +95,7 @@ pub enum InspectWhat {
     /// Operator actions on schedule rows, newest first.
     Audit {
         /// Only actions on this trigger.
-        #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+        #[arg(long, value_name = "PROJECT/TRIGGER")]
         trigger: Option<TriggerName>,
         /// At most this many audit rows.
         #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
@@ -105,7 +106,7 @@ pub enum InspectWhat {
     /// Misfire records: occurrences passed over beyond their grace, newest first.
     Misfires {
         /// Only records of this trigger.
-        #[arg(long, value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+        #[arg(long, value_name = "PROJECT/TRIGGER")]
         trigger: Option<TriggerName>,
         /// Only records written within this long (e.g. 1h).
         #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
@@ -229,9 +230,8 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
                 for row in rows.iter().filter_map(|r| Some((r, r.paused.as_ref()?))) {
                     let (r, p) = row;
                     out.push_str(&format!(
-                        "\n{}/{} paused by {} at {}: {}",
-                        r.project_id,
-                        r.trigger_id,
+                        "\n{} paused by {} at {}: {}",
+                        TriggerName::new(&r.project_id, &r.trigger_id),
                         p.paused_by,
                         utc(p.paused_at_ms),
                         p.reason.as_deref().unwrap_or("no reason given")
@@ -255,13 +255,8 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             limit,
         }) => emit(
             format,
-            &read::runs_with_origin(
-                &client,
-                trigger.as_ref().map(TriggerName::key),
-                since.map(duration_ms),
-                limit,
-            )
-            .await?,
+            &read::runs_with_origin(&client, trigger.as_ref(), since.map(duration_ms), limit)
+                .await?,
             |rows| render_run_rows(rows),
         ),
         Some(InspectWhat::Run { .. }) => {
@@ -275,9 +270,7 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             )
         }
         Some(InspectWhat::Trigger { trigger }) => {
-            let detail =
-                read::trigger_detail(&client, schema, &trigger.project_id, &trigger.trigger_id)
-                    .await?;
+            let detail = read::trigger_detail(&client, schema, &trigger).await?;
             let occurrences = detail.state.as_ref().and_then(|state| {
                 let d = &state.definition;
                 super::cron::trigger_occurrences(&d.cron_expr, &d.time_zone, state.now_ms)
@@ -308,7 +301,7 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
         ),
         Some(InspectWhat::Audit { trigger, limit }) => emit(
             format,
-            &read::audit(&client, trigger.as_ref().map(TriggerName::key), limit).await?,
+            &read::audit(&client, trigger.as_ref(), limit).await?,
             |rows| render_audit(rows),
         ),
         Some(InspectWhat::Replicas) => emit(format, &replicas::list(&client).await?, |rows| {
@@ -320,13 +313,7 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             limit,
         }) => emit(
             format,
-            &misfires::list(
-                &client,
-                trigger.as_ref().map(TriggerName::key),
-                since.map(duration_ms),
-                limit,
-            )
-            .await?,
+            &misfires::list(&client, trigger.as_ref(), since.map(duration_ms), limit).await?,
             |rows| render_misfires(rows),
         ),
         Some(InspectWhat::Invariants { since }) => {
@@ -420,9 +407,8 @@ fn render_summary(report: &SummaryReport) -> String {
     ));
     out.push_str(&match &s.oldest_overdue {
         Some(o) => format!(
-            "oldest overdue: {}/{} due at {}, lag {}\n",
-            o.project_id,
-            o.trigger_id,
+            "oldest overdue: {} due at {}, lag {}\n",
+            TriggerName::new(&o.project_id, &o.trigger_id),
             utc(o.next_fire_at_ms),
             format_ms(o.lag_ms)
         ),
@@ -431,11 +417,10 @@ fn render_summary(report: &SummaryReport) -> String {
     let held = &s.claimed_overdue;
     if let Some(o) = &held.oldest {
         out.push_str(&format!(
-            "claimed and overdue: {} row{}, oldest {}/{} due at {}, lag {}, held by {}{}\n",
+            "claimed and overdue: {} row{}, oldest {} due at {}, lag {}, held by {}{}\n",
             held.count,
             if held.count == 1 { "" } else { "s" },
-            o.project_id,
-            o.trigger_id,
+            TriggerName::new(&o.project_id, &o.trigger_id),
             utc(o.next_fire_at_ms),
             format_ms(o.lag_ms),
             crate::core::text::clean(&o.owner),
@@ -533,7 +518,7 @@ fn render_schedules(rows: &[ScheduleView]) -> String {
         ],
         rows.iter().map(|s| {
             vec![
-                format!("{}/{}", s.project_id, s.trigger_id),
+                TriggerName::new(&s.project_id, &s.trigger_id).to_string(),
                 s.state.to_string(),
                 opt(s.next_fire_at_ms.map(utc)),
                 opt(s.due_in_ms.map(format_ms)),
@@ -556,7 +541,7 @@ fn render_claims(rows: &[ClaimView]) -> String {
         ],
         rows.iter().map(|c| {
             vec![
-                format!("{}/{}", c.project_id, c.trigger_id),
+                TriggerName::new(&c.project_id, &c.trigger_id).to_string(),
                 c.owner.clone(),
                 c.version.to_string(),
                 c.token.to_string(),
@@ -577,7 +562,7 @@ fn render_runs(rows: &[RunView]) -> String {
         rows.iter().map(|r| {
             vec![
                 r.run_id.to_string(),
-                format!("{}/{}", r.project_id, r.trigger_id),
+                TriggerName::new(&r.project_id, &r.trigger_id).to_string(),
                 utc(r.scheduled_for_ms),
                 r.status.clone(),
                 utc(r.created_at_ms),
@@ -600,7 +585,7 @@ fn render_run_rows(rows: &[read::RunRow]) -> String {
         rows.iter().map(|r| {
             vec![
                 r.run_id.to_string(),
-                format!("{}/{}", r.project_id, r.trigger_id),
+                TriggerName::new(&r.project_id, &r.trigger_id).to_string(),
                 r.origin.clone(),
                 utc(r.scheduled_for_ms),
                 r.status.clone(),
@@ -613,10 +598,9 @@ fn render_run_rows(rows: &[read::RunRow]) -> String {
 fn render_run(detail: &RunDetail) -> String {
     let r = &detail.run;
     let mut out = format!(
-        "run {} of {}/{} (revision {}), task {} revision {}\n{} {} run scheduled for {}, key {}\n",
+        "run {} of {} (revision {}), task {} revision {}\n{} {} run scheduled for {}, key {}\n",
         r.run_id,
-        r.project_id,
-        r.trigger_id,
+        TriggerName::new(&r.project_id, &r.trigger_id),
         r.trigger_revision,
         r.task_id,
         r.task_revision,
@@ -663,9 +647,8 @@ struct TriggerShown<'a> {
 fn render_trigger(detail: &TriggerDetail) -> String {
     let why = &detail.why_not_firing;
     let headline = format!(
-        "{}/{}: {}\nfix: {}",
-        detail.project_id,
-        detail.trigger_id,
+        "{}: {}\nfix: {}",
+        TriggerName::new(&detail.project_id, &detail.trigger_id),
         why.reason(),
         why.fix()
     );
@@ -749,7 +732,7 @@ fn render_recovery(report: &RecoveryReport) -> String {
             report.candidates.iter().map(|c| {
                 vec![
                     c.run_id.to_string(),
-                    format!("{}/{}", c.project_id, c.trigger_id),
+                    TriggerName::new(&c.project_id, &c.trigger_id).to_string(),
                     c.run_status.clone(),
                     c.drift.join("; "),
                 ]
@@ -780,7 +763,7 @@ fn render_audit(rows: &[AuditView]) -> String {
         rows.iter().map(|a| {
             vec![
                 a.audit_id.to_string(),
-                format!("{}/{}", a.project_id, a.trigger_id),
+                TriggerName::new(&a.project_id, &a.trigger_id).to_string(),
                 a.action.clone(),
                 a.actor.clone(),
                 utc(a.at_ms),
@@ -823,7 +806,7 @@ fn render_invariants(report: &InvariantReport) -> String {
     let rows: Vec<Vec<String>> = listed
         .map(|(finding, what)| {
             vec![
-                format!("{}/{}", finding.project_id, finding.trigger_id),
+                TriggerName::new(&finding.project_id, &finding.trigger_id).to_string(),
                 finding.trigger_revision.to_string(),
                 utc(finding.occurrence_ms),
                 what.to_owned(),
@@ -852,7 +835,7 @@ fn render_misfires(rows: &[MisfireRecord]) -> String {
         ],
         rows.iter().map(|m| {
             vec![
-                format!("{}/{}", m.project_id, m.trigger_id),
+                TriggerName::new(&m.project_id, &m.trigger_id).to_string(),
                 m.trigger_revision.to_string(),
                 utc(m.first_occurrence_ms),
                 utc(m.last_occurrence_ms),

@@ -5,10 +5,11 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, TriggerName, ask, interactive, trigger_name};
+use super::args::{ConfirmArgs, ask, interactive};
 use super::claim::operator_name;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
+use crate::core::TriggerName;
 use crate::core::duration::utc;
 use crate::store::control::{self, PauseReport};
 
@@ -39,7 +40,7 @@ pub struct ResumeArgs {
 #[group(required = true, multiple = false)]
 pub struct Target {
     /// The trigger, as PROJECT/TRIGGER.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: Option<TriggerName>,
 
     /// Every trigger of this project instead.
@@ -164,7 +165,7 @@ fn render(r: &Report) -> String {
                     _ => String::new(),
                 };
                 vec![
-                    format!("{}/{}", c.project_id, c.trigger_id),
+                    TriggerName::new(&c.project_id, &c.trigger_id).to_string(),
                     utc(c.paused_at_ms),
                     c.paused_by.clone(),
                     opt(c.reason.clone()),

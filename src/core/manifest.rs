@@ -16,7 +16,7 @@ use super::decide::MisfirePolicy;
 use super::duration::parse_duration;
 use super::error::CoreError;
 
-const MAX_ID_CHARS: usize = 128;
+use super::name::{MAX_ID_CHARS, valid_id};
 const MAX_GRACE_MS: i64 = 7 * 24 * 3_600_000;
 const EXECUTION_KIND: &str = "remote_worker";
 
@@ -407,11 +407,9 @@ fn parse_grace(path: &str, grace: Option<&str>) -> Result<i64, ManifestError> {
         .ok_or_else(|| ManifestError::new(path, "must be at most 7d"))
 }
 
-/// Ids end up in `PROJECT/TRIGGER` names and in idempotency keys (`ql3:cron:v1:<id>:…`), so `/`
-/// and `:` would make either ambiguous; the rest of the restriction keeps ids shell- and URL-safe.
+/// An id as the schema allows it ([`valid_id`]).
 fn check_id(path: &str, id: &str) -> Result<(), ManifestError> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
-    if id.is_empty() || id.chars().count() > MAX_ID_CHARS || !id.chars().all(allowed) {
+    if !valid_id(id) {
         return Err(ManifestError::new(
             path,
             format!(

@@ -12,6 +12,7 @@ pub mod error;
 pub mod fence;
 pub mod idempotency;
 pub mod manifest;
+pub mod name;
 pub mod run_id;
 pub mod text;
 
@@ -29,4 +30,5 @@ pub use manifest::{
     Manifest, ManifestError, ProjectDef, ProjectStatus, TaskDef, TriggerDef, parse_manifest,
     sha256_hex,
 };
+pub use name::TriggerName;
 pub use run_id::run_id;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::replicas::{HEARTBEAT, Heartbeat};
-use crate::core::{ClaimFence, MisfirePolicy};
+use crate::core::{ClaimFence, MisfirePolicy, TriggerName};
 
 /// A schedule row as this replica claimed it: the full fence, and every definition the decision
 /// and the admission are taken on, so that the admission can check none of them moved.
@@ -52,9 +52,9 @@ pub struct TriggerDefinition {
 }
 
 impl ClaimedRow {
-    /// `PROJECT/TRIGGER`, the name operators use.
-    pub fn name(&self) -> String {
-        format!("{}/{}", self.project_id, self.trigger_id)
+    /// The row's trigger, by the name operators use.
+    pub fn name(&self) -> TriggerName {
+        TriggerName::new(&self.project_id, &self.trigger_id)
     }
 
     fn from_row(row: &Row) -> Result<Self, StoreError> {
@@ -265,11 +265,13 @@ const WOULD_CLAIM: &str = concat!(
 /// claimed, read-only; `None` when there is none.
 pub async fn would_claim(
     client: &impl GenericClient,
-    target: Option<(&str, &str)>,
+    target: Option<&TriggerName>,
     owner: &str,
     lease_ms: i64,
 ) -> Result<Option<ClaimedRow>, StoreError> {
-    let (project_id, trigger_id) = target.unzip();
+    let (project_id, trigger_id) = target
+        .map(|name| (&name.project_id, &name.trigger_id))
+        .unzip();
     let rows = client
         .query(WOULD_CLAIM, &[&project_id, &trigger_id, &owner, &lease_ms])
         .await?;
@@ -422,13 +424,16 @@ pub async fn explain_claim_due(
 /// Claims the named row if it is eligible now; `None` when it is not (the caller explains why).
 pub async fn claim_one(
     client: &impl GenericClient,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     owner: &str,
     lease_ms: i64,
 ) -> Result<Option<ClaimedRow>, StoreError> {
+    let TriggerName {
+        project_id,
+        trigger_id,
+    } = trigger;
     let rows = client
-        .query(CLAIM_ONE, &[&project_id, &trigger_id, &owner, &lease_ms])
+        .query(CLAIM_ONE, &[project_id, trigger_id, &owner, &lease_ms])
         .await?;
     rows.first().map(ClaimedRow::from_row).transpose()
 }
@@ -436,15 +441,18 @@ pub async fn claim_one(
 /// The named row as claimed under `token` and `version`, if that claim still holds now.
 pub async fn claimed_by_fence(
     client: &impl GenericClient,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     token: Uuid,
     version: i64,
 ) -> Result<Option<ClaimedRow>, StoreError> {
+    let TriggerName {
+        project_id,
+        trigger_id,
+    } = trigger;
     let rows = client
         .query(
             CLAIMED_BY_FENCE,
-            &[&project_id, &trigger_id, &token, &version],
+            &[project_id, trigger_id, &token, &version],
         )
         .await?;
     rows.first().map(ClaimedRow::from_row).transpose()
@@ -557,7 +565,7 @@ const CLAIM_FATES: &str = "SELECT r.project_id, r.trigger_id, s.project_id IS NO
 pub async fn claim_fates(
     client: &impl GenericClient,
     held: &[ReleaseRequest],
-) -> Result<Vec<(String, String, ClaimFate)>, StoreError> {
+) -> Result<Vec<(TriggerName, ClaimFate)>, StoreError> {
     if held.is_empty() {
         return Ok(Vec::new());
     }
@@ -583,7 +591,8 @@ pub async fn claim_fates(
                 (true, false, None, Some(owner)) => ClaimFate::TakenOver { owner },
                 (true, false, None, None) => ClaimFate::Cleared,
             };
-            (row.get(0), row.get(1), fate)
+            let name = TriggerName::new(row.get::<_, String>(0), row.get::<_, String>(1));
+            (name, fate)
         })
         .collect())
 }

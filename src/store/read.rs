@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::migrate::check_ready;
 use super::{SchemaName, StoreError};
+use crate::core::TriggerName;
 
 /// Where a schedule row stands, from the scheduler's point of view, at one database instant.
 /// The first that applies wins, in the order of the variants.
@@ -635,7 +636,7 @@ const RECENT_RUNS: &str = concat!(
 /// Runs, newest first: of one trigger or of all, created within `since_ms` if given.
 pub async fn runs(
     client: &impl GenericClient,
-    trigger: Option<(&str, &str)>,
+    trigger: Option<&TriggerName>,
     since_ms: Option<i64>,
     limit: i64,
 ) -> Result<Vec<RunView>, StoreError> {
@@ -649,16 +650,19 @@ pub async fn runs(
 /// [`runs`], each with its origin.
 pub async fn runs_with_origin(
     client: &impl GenericClient,
-    trigger: Option<(&str, &str)>,
+    trigger: Option<&TriggerName>,
     since_ms: Option<i64>,
     limit: i64,
 ) -> Result<Vec<RunRow>, StoreError> {
     let rows = match trigger {
-        Some((project_id, trigger_id)) => {
+        Some(TriggerName {
+            project_id,
+            trigger_id,
+        }) => {
             client
                 .query(
                     RUNS_OF_TRIGGER,
-                    &[&project_id, &trigger_id, &since_ms, &limit],
+                    &[project_id, trigger_id, &since_ms, &limit],
                 )
                 .await?
         }
@@ -777,10 +781,12 @@ const AUDIT: &str =
 
 pub async fn audit(
     client: &impl GenericClient,
-    trigger: Option<(&str, &str)>,
+    trigger: Option<&TriggerName>,
     limit: i64,
 ) -> Result<Vec<AuditView>, StoreError> {
-    let (project_id, trigger_id) = trigger.unzip();
+    let (project_id, trigger_id) = trigger
+        .map(|name| (&name.project_id, &name.trigger_id))
+        .unzip();
     Ok(client
         .query(AUDIT, &[&project_id, &trigger_id, &limit])
         .await?
@@ -1015,12 +1021,11 @@ const TRIGGER_HISTORY: i64 = 10;
 pub async fn trigger_detail(
     client: &Client,
     schema: &SchemaName,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
 ) -> Result<TriggerDetail, StoreError> {
     let detail = |why_not_firing, state| TriggerDetail {
-        project_id: project_id.to_owned(),
-        trigger_id: trigger_id.to_owned(),
+        project_id: trigger.project_id.clone(),
+        trigger_id: trigger.trigger_id.clone(),
         why_not_firing,
         state,
     };
@@ -1040,10 +1045,10 @@ pub async fn trigger_detail(
         Err(error) => return Err(error),
     }
     let row = client
-        .query_opt(TRIGGER, &[&project_id, &trigger_id])
+        .query_opt(TRIGGER, &[&trigger.project_id, &trigger.trigger_id])
         .await?
-        .ok_or_else(|| StoreError::NotFound(format!("trigger {project_id}/{trigger_id}")))?;
-    let trigger = Some((project_id, trigger_id));
+        .ok_or_else(|| StoreError::NotFound(format!("trigger {trigger}")))?;
+    let trigger = Some(trigger);
     let state = TriggerState {
         now_ms: row.get("now_ms"),
         definition: TriggerView {
