@@ -175,23 +175,20 @@ pub struct FenceArgs {
 }
 
 impl FenceArgs {
-    pub fn fence(&self) -> Result<crate::store::operator::FenceRef, super::CliError> {
+    pub fn fence(&self) -> Result<crate::core::FenceRef, super::CliError> {
         fence(&self.token, self.claim_version)
     }
 }
 
 /// A fence from its token text and version; a malformed token is bad input (exit 65).
-pub fn fence(
-    token: &str,
-    version: i64,
-) -> Result<crate::store::operator::FenceRef, super::CliError> {
+pub fn fence(token: &str, version: i64) -> Result<crate::core::FenceRef, super::CliError> {
     let token = uuid::Uuid::parse_str(token).map_err(|error| {
         super::CliError::BadInput(format!(
             "invalid claim token \"{}\": {error}",
             crate::core::text::clean(token)
         ))
     })?;
-    Ok(crate::store::operator::FenceRef { token, version })
+    Ok(crate::core::FenceRef { token, version })
 }
 
 /// True when a person can answer a prompt: stdin and stderr are both terminals.

@@ -177,7 +177,7 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     let actor = actor(&config.owner);
     let give_back = async |interrupts: &mut Option<Interrupts>| {
         guarded(interrupts, async {
-            Ok(operator::release_claim(&store, &row.name(), fence_of(&row), &actor).await?)
+            Ok(operator::release_claim(&store, &row.name(), row.fence.reference(), &actor).await?)
         })
         .await
     };
@@ -497,7 +497,7 @@ async fn settle(
     actor: &Actor<'_>,
 ) -> Result<Settled, CliError> {
     if let Decision::NotDue { .. } = decision {
-        operator::release_claim(store, &row.name(), fence_of(row), actor).await?;
+        operator::release_claim(store, &row.name(), row.fence.reference(), actor).await?;
         return Ok(Settled {
             step: "released",
             run: None,
@@ -523,13 +523,6 @@ fn decision_of(row: &ClaimedRow) -> Result<(Decision, Option<RunIdentity>), CliE
     let decision = decide_claimed(row, &schedule)?;
     let run = run_identity(row, &decision);
     Ok((decision, run))
-}
-
-fn fence_of(row: &ClaimedRow) -> operator::FenceRef {
-    operator::FenceRef {
-        token: row.fence.token,
-        version: row.fence.version,
-    }
 }
 
 fn actor(name: &str) -> Actor<'_> {

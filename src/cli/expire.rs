@@ -9,9 +9,10 @@ use super::args::{ConfirmArgs, ask, at_least, fence, interactive, owner_arg};
 use super::claim::operator_name;
 use super::output::{emit, table};
 use super::{CliError, Global};
+use crate::core::FenceRef;
 use crate::core::TriggerName;
 use crate::store::migrate::check_ready;
-use crate::store::operator::{self, Actor, Expired, FenceRef};
+use crate::store::operator::{self, Actor, Expired};
 use crate::store::read::{trigger_detail, utc};
 use crate::store::{Store, StoreError};
 

@@ -24,7 +24,7 @@ pub use decide::{
 };
 pub use duration::{format_duration, format_ms, parse_duration};
 pub use error::CoreError;
-pub use fence::ClaimFence;
+pub use fence::{ClaimFence, FenceRef};
 pub use idempotency::idempotency_key;
 pub use manifest::{
     Manifest, ManifestError, ProjectDef, ProjectStatus, TaskDef, TriggerDef, parse_manifest,

@@ -20,15 +20,7 @@ use super::{
     Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
     StoreError,
 };
-use crate::core::{ClaimFence, Decision, TriggerName};
-
-/// The part of a fence a script passes back: the token names one claim, the version proves it
-/// is still the latest (docs/DESIGN.md §4.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct FenceRef {
-    pub token: Uuid,
-    pub version: i64,
-}
+use crate::core::{ClaimFence, Decision, FenceRef, TriggerName};
 
 /// A claim that an expiry cleared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -234,10 +226,7 @@ pub async fn admit_claimed(
         .await?
         .pop()
         .unwrap_or(AdmissionOutcome::FenceLost);
-    let fence = FenceRef {
-        token: row.fence.token,
-        version: row.fence.version,
-    };
+    let fence = row.fence.reference();
     let refusal = match &outcome {
         AdmissionOutcome::Rejected { reason } => Some(reason.clone()),
         AdmissionOutcome::FenceLost => {
@@ -306,7 +295,7 @@ async fn release_locked(
     // clearing one is what `expire` is for.
     let Some(before) = current
         .fence
-        .filter(|f| names(f, fence) && !current.expired)
+        .filter(|f| f.is_named_by(fence) && !current.expired)
     else {
         return Ok(None);
     };
@@ -368,7 +357,7 @@ async fn expire_locked(
     let Some(held) = current.fence else {
         return Ok(None);
     };
-    if fence.is_some_and(|fence| !names(&held, fence)) {
+    if fence.is_some_and(|fence| !held.is_named_by(fence)) {
         return Ok(None);
     }
     let rows = client
@@ -479,12 +468,6 @@ async fn lock_claim(
     };
     let expired = row.get::<_, Option<bool>>(4).unwrap_or(false);
     Ok(Some(LockedClaim { fence, expired }))
-}
-
-/// Does the operator's `fence` name this claim? Token and version together name one claim
-/// exactly once (see [`ClaimFence`]).
-fn names(claim: &ClaimFence, fence: FenceRef) -> bool {
-    claim.token == fence.token && claim.version == fence.version
 }
 
 /// The refusal of a fence that no longer holds, saying what holds instead.

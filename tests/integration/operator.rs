@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::util::{TestDb, bin, code, manifest, qlsched, sleep_ms, stderr, stdout};
 use qlsched::core::TriggerName;
 use qlsched::store::StoreError;
-use qlsched::store::operator::{self, Actor, FenceRef};
+use qlsched::store::operator::{self, Actor};
 
 /// A trigger firing every second, `p/tick`, on project `p`.
 fn every_second() -> Value {
@@ -247,10 +247,7 @@ async fn the_old_holders_admission_fails_its_fence_after_an_expire() {
     )
     .await
     .expect("claim");
-    let fence = FenceRef {
-        token: row.fence.token,
-        version: row.fence.version,
-    };
+    let fence = row.fence.reference();
     operator::expire(
         &store,
         &TriggerName::new("p", "tick"),
