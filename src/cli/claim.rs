@@ -15,7 +15,9 @@ use super::run::Shutdown;
 use super::{CliError, Global, OutputFormat};
 use crate::coordinator::{decide_claimed, duration_ms, run_identity};
 use crate::core::TriggerName;
-use crate::core::{CoordinatorConfig, CronSchedule, Decision, MisfireSpan, format_ms};
+use crate::core::{
+    ClaimOutcome, CoordinatorConfig, CronSchedule, Decision, MisfireSpan, format_ms,
+};
 use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor};
 use crate::store::read::utc;
@@ -137,7 +139,7 @@ pub struct ClaimReport {
     pub cursor_ms: Option<i64>,
     pub decision: DecisionView,
     /// `admitted`, `advanced`, `held`, `released` or `dry_run`.
-    pub step: &'static str,
+    pub step: ClaimOutcome,
     pub run: Option<RunIdentity>,
 }
 
@@ -198,7 +200,7 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
         observed_at_ms: row.claimed_at_ms,
         cursor_ms: row.cursor_ms,
         decision: DecisionView::of(&decision, run.as_ref()),
-        step: "dry_run",
+        step: ClaimOutcome::DryRun,
         run: None,
     };
     let step = match interrupts.as_mut() {
@@ -230,10 +232,10 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     };
     match step {
         Step::DryRun => {}
-        Step::Hold => report.step = "held",
+        Step::Hold => report.step = ClaimOutcome::Held,
         Step::Release => {
             give_back(&mut interrupts).await?;
-            report.step = "released";
+            report.step = ClaimOutcome::Released;
         }
         Step::Admit => {
             let outcome =
@@ -400,7 +402,7 @@ pub struct AdmitReport {
     pub trigger_id: String,
     pub decision: DecisionView,
     /// `admitted`, `advanced` or `released`.
-    pub step: &'static str,
+    pub step: ClaimOutcome,
     pub run: Option<RunIdentity>,
 }
 
@@ -410,7 +412,7 @@ pub struct ReleaseReport {
     pub project_id: String,
     pub trigger_id: String,
     pub fence: crate::core::ClaimFence,
-    pub step: &'static str,
+    pub step: ClaimOutcome,
 }
 
 async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> {
@@ -435,7 +437,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             }
             let outcome = if confirm.dry_run {
                 Settled {
-                    step: "dry_run",
+                    step: ClaimOutcome::DryRun,
                     run: None,
                 }
             } else {
@@ -468,7 +470,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
                 project_id: trigger.project_id,
                 trigger_id: trigger.trigger_id,
                 fence: before,
-                step: "released",
+                step: ClaimOutcome::Released,
             };
             emit(global.format, &report, |r| {
                 format!(
@@ -483,7 +485,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
 }
 
 struct Settled {
-    step: &'static str,
+    step: ClaimOutcome,
     run: Option<RunIdentity>,
 }
 
@@ -499,18 +501,18 @@ async fn settle(
     if let Decision::NotDue { .. } = decision {
         operator::release_claim(store, &row.name(), row.fence.reference(), actor).await?;
         return Ok(Settled {
-            step: "released",
+            step: ClaimOutcome::Released,
             run: None,
         });
     }
     Ok(
         match operator::admit_claimed(store, row, decision, run, actor).await? {
             AdmissionOutcome::Admitted(run) => Settled {
-                step: "admitted",
+                step: ClaimOutcome::Admitted,
                 run: Some(run),
             },
             _ => Settled {
-                step: "advanced",
+                step: ClaimOutcome::Advanced,
                 run: None,
             },
         },
@@ -584,7 +586,7 @@ fn render_claim(report: &ClaimReport) -> String {
             if report.dry_run {
                 "dry run: nothing written (no claim taken, nothing admitted)".to_owned()
             } else {
-                report.step.to_owned()
+                report.step.to_string()
             },
         ],
         vec![

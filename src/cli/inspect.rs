@@ -564,7 +564,7 @@ fn render_runs(rows: &[RunView]) -> String {
                 r.run_id.to_string(),
                 TriggerName::new(&r.project_id, &r.trigger_id).to_string(),
                 utc(r.scheduled_for_ms),
-                r.status.clone(),
+                r.status.to_string(),
                 utc(r.created_at_ms),
             ]
         }),
@@ -588,7 +588,7 @@ fn render_run_rows(rows: &[read::RunRow]) -> String {
                 TriggerName::new(&r.project_id, &r.trigger_id).to_string(),
                 r.origin.clone(),
                 utc(r.scheduled_for_ms),
-                r.status.clone(),
+                r.status.to_string(),
                 utc(r.created_at_ms),
             ]
         }),
@@ -658,7 +658,7 @@ fn render_trigger(detail: &TriggerDetail) -> String {
     let d = &state.definition;
     let s = &state.schedule;
     let mut rows = vec![
-        vec!["project status".to_owned(), d.project_status.clone()],
+        vec!["project status".to_owned(), d.project_status.to_string()],
         vec!["enabled".to_owned(), d.enabled.to_string()],
         vec!["task".to_owned(), d.task_id.clone()],
         vec!["revision".to_owned(), d.revision.to_string()],

@@ -7,6 +7,7 @@ use clap::Args;
 
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
+use crate::core::Change;
 use crate::core::manifest::{ManifestError, parse_manifest};
 use crate::core::text::clean;
 use crate::store::migrate::check_ready;
@@ -44,9 +45,9 @@ pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
             } else {
                 ""
             },
-            report.count("created"),
-            report.count("changed"),
-            report.count("unchanged")
+            report.count(Change::Created),
+            report.count(Change::Changed),
+            report.count(Change::Unchanged)
         );
     }
     Ok(())
@@ -84,12 +85,12 @@ fn render(report: &PublishReport) -> String {
     let rows: Vec<Vec<String>> = report
         .items
         .iter()
-        .filter(|item| item.change != "unchanged")
+        .filter(|item| item.change != Change::Unchanged)
         .map(|item| {
             vec![
                 item.kind.to_owned(),
                 item.name.clone(),
-                item.change.to_owned(),
+                item.change.to_string(),
                 opt(item.revision),
                 item.changed_fields
                     .as_ref()

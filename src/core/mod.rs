@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod manifest;
 pub mod name;
 pub mod run_id;
+pub mod status;
 pub mod text;
 
 pub use config::{CoordinatorConfig, DEFAULT_BATCH, MAX_BATCH, MISFIRE_RETENTION_MS};
@@ -32,3 +33,4 @@ pub use manifest::{
 };
 pub use name::TriggerName;
 pub use run_id::run_id;
+pub use status::{Change, ClaimOutcome, RunStatus};

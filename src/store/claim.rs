@@ -10,6 +10,7 @@ use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
 use super::StoreError;
+use super::error::stored;
 use super::replicas::{HEARTBEAT, Heartbeat};
 use crate::core::{ClaimFence, MisfirePolicy, TriggerName};
 
@@ -58,7 +59,6 @@ impl ClaimedRow {
     }
 
     fn from_row(row: &Row) -> Result<Self, StoreError> {
-        let policy: String = row.get("misfire_policy");
         Ok(ClaimedRow {
             row_tid: row.get("row_tid"),
             project_id: row.get("project_id"),
@@ -77,9 +77,7 @@ impl ClaimedRow {
                 task_id: row.get("task_id"),
                 cron_expr: row.get("cron_expr"),
                 time_zone: row.get("time_zone"),
-                misfire_policy: policy.parse().map_err(|_| {
-                    StoreError::BadInput(format!("stored misfire policy {policy:?} is unknown"))
-                })?,
+                misfire_policy: stored("triggers", "misfire_policy", row.get("misfire_policy"))?,
                 misfire_grace_ms: row.get("misfire_grace_ms"),
                 trigger_digest: row.get("trigger_digest"),
                 task_revision: row.get("task_revision"),

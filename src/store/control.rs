@@ -25,8 +25,9 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::error::is_serialization_failure;
-use crate::core::TriggerName;
+use super::error::stored;
 use crate::core::run_id::run_id;
+use crate::core::{ProjectStatus, TriggerName};
 
 /// Where an admitted run came from (`runs.origin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -174,8 +175,8 @@ async fn lock_target(client: &ClientWrapper, name: &TriggerName) -> Result<Targe
         .ok_or_else(|| StoreError::NotFound(format!("trigger {name}")))?;
     let schedule_revision: i64 = row.get(0);
     let trigger_revision: i64 = row.get(1);
-    let status: String = row.get(2);
-    if status != "active" {
+    let status: ProjectStatus = stored("projects", "status", row.get(2))?;
+    if status != ProjectStatus::Active {
         return Err(StoreError::NothingEligible(format!(
             "{name}: project {project_id} is {status}; nothing is admitted for a suspended \
              project (publish it with status active first)"

@@ -14,9 +14,10 @@ use serde::Serialize;
 use tokio_postgres::{Client, GenericClient, Row};
 use uuid::Uuid;
 
+use super::error::stored;
 use super::migrate::check_ready;
 use super::{SchemaName, StoreError};
-use crate::core::TriggerName;
+use crate::core::{ProjectStatus, RunStatus, TriggerName};
 
 /// Where a schedule row stands, from the scheduler's point of view, at one database instant.
 /// The first that applies wins, in the order of the variants.
@@ -479,11 +480,10 @@ pub async fn urgent_schedules(
 }
 
 fn schedule_view(row: &Row) -> Result<ScheduleView, StoreError> {
-    let state: String = row.get("state");
     Ok(ScheduleView {
         project_id: row.get("project_id"),
         trigger_id: row.get("trigger_id"),
-        state: state.parse().map_err(StoreError::BadInput)?,
+        state: stored("trigger_schedules", "state", row.get("state"))?,
         trigger_revision: row.get("trigger_revision"),
         state_version: row.get("state_version"),
         claim_version: row.get("claim_version"),
@@ -557,7 +557,7 @@ pub struct RunView {
     pub task_revision: i64,
     pub execution_revision_id: Uuid,
     pub idempotency_key: String,
-    pub status: String,
+    pub status: RunStatus,
     pub scheduled_for_ms: i64,
     pub created_at_ms: i64,
     pub queued_at_ms: Option<i64>,
@@ -588,15 +588,15 @@ macro_rules! run_columns {
     };
 }
 
-fn run_row(row: &Row) -> RunRow {
-    RunRow {
-        run: run_view(row),
+fn run_row(row: &Row) -> Result<RunRow, StoreError> {
+    Ok(RunRow {
+        run: run_view(row)?,
         origin: row.get(12),
-    }
+    })
 }
 
-fn run_view(row: &Row) -> RunView {
-    RunView {
+fn run_view(row: &Row) -> Result<RunView, StoreError> {
+    Ok(RunView {
         run_id: row.get(0),
         project_id: row.get(1),
         trigger_id: row.get(2),
@@ -605,11 +605,11 @@ fn run_view(row: &Row) -> RunView {
         task_revision: row.get(5),
         execution_revision_id: row.get(6),
         idempotency_key: row.get(7),
-        status: row.get(8),
+        status: stored("runs", "status", row.get(8))?,
         scheduled_for_ms: row.get(9),
         created_at_ms: row.get(10),
         queued_at_ms: row.get(11),
-    }
+    })
 }
 
 // One trigger's runs, latest occurrence first, from its (project, trigger, scheduled_for) index.
@@ -668,7 +668,7 @@ pub async fn runs_with_origin(
         }
         None => client.query(RECENT_RUNS, &[&since_ms, &limit]).await?,
     };
-    Ok(rows.iter().map(run_row).collect())
+    rows.iter().map(run_row).collect()
 }
 
 /// One attempt of a run, with the dispatcher's fields as they stand.
@@ -720,6 +720,7 @@ pub async fn run_detail(
         .query_opt(RUN, &[&run_id])
         .await?
         .map(|row| run_row(&row))
+        .transpose()?
         .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
     let attempts = client
         .query(ATTEMPTS_OF_RUN, &[&run_id])
@@ -809,7 +810,7 @@ pub async fn audit(
 /// A trigger's definition as stored, with its project's status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TriggerView {
-    pub project_status: String,
+    pub project_status: ProjectStatus,
     pub task_id: String,
     pub revision: i64,
     pub enabled: bool,
@@ -1052,7 +1053,7 @@ pub async fn trigger_detail(
     let state = TriggerState {
         now_ms: row.get("now_ms"),
         definition: TriggerView {
-            project_status: row.get("project_status"),
+            project_status: stored("projects", "status", row.get("project_status"))?,
             task_id: row.get("task_id"),
             revision: row.get("revision"),
             enabled: row.get("enabled"),
@@ -1137,7 +1138,7 @@ fn claim_of(row: &Row) -> Option<ClaimView> {
 pub fn diagnose(state: &TriggerState, digest_ok: bool) -> Diagnosis {
     let definition = &state.definition;
     let schedule = &state.schedule;
-    if definition.project_status != "active" {
+    if definition.project_status != ProjectStatus::Active {
         return Diagnosis::ProjectSuspended;
     }
     if !definition.enabled {
