@@ -14,6 +14,7 @@ use super::output::{emit, opt, table};
 use super::{CliError, Global};
 use crate::coordinator::duration_ms;
 use crate::core::TriggerName;
+use crate::core::diagnose::Diagnosis;
 use crate::core::format_ms;
 use crate::store::StoreError;
 use crate::store::accounting::{AccountingReport, occurrence_accounting};
@@ -21,8 +22,8 @@ use crate::store::invariants::{InvariantCounts, invariant_counts};
 use crate::store::migrate::{VerifyFinding, check_ready, require_ledger, verify};
 use crate::store::misfires::{self, MisfireRecord};
 use crate::store::read::{
-    self, AuditView, ClaimView, Diagnosis, RunDetail, RunView, ScheduleFilter, ScheduleState,
-    ScheduleView, Summary, TriggerDetail, utc,
+    self, AuditView, ClaimView, RunDetail, RunView, ScheduleFilter, ScheduleState, ScheduleView,
+    Summary, TriggerDetail, utc,
 };
 use crate::store::recovery::{RecoveryReport, recovery_report};
 use crate::store::replicas::{self, ReplicaView};

@@ -7,6 +7,7 @@ pub mod accounting;
 pub mod config;
 pub mod cron;
 pub mod decide;
+pub mod diagnose;
 pub mod duration;
 pub mod error;
 pub mod fence;

@@ -15,11 +15,12 @@ use uuid::Uuid;
 
 use super::admit::admit;
 use super::claim::{claim_due, claim_one, claimed_by_fence, release, would_claim};
-use super::read::{Diagnosis, trigger_detail};
+use super::read::trigger_detail;
 use super::{
     Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
     StoreError,
 };
+use crate::core::diagnose::Diagnosis;
 use crate::core::{ClaimFence, Decision, FenceRef, TriggerName};
 
 /// A claim that an expiry cleared.

@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::error::stored;
 use super::migrate::check_ready;
 use super::{SchemaName, StoreError};
+use crate::core::diagnose::{ClaimFacts, PauseFacts, TriggerFacts, diagnose};
 use crate::core::{ProjectStatus, RunStatus, TriggerName};
 
 /// Where a schedule row stands, from the scheduler's point of view, at one database instant.
@@ -849,146 +850,7 @@ pub struct TriggerDetail {
     pub state: Option<TriggerState>,
 }
 
-/// Why a trigger is not firing, as far as the scheduler can tell; each cause with its fix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "cause", rename_all = "snake_case")]
-pub enum Diagnosis {
-    SchemaNotReady {
-        detail: String,
-    },
-    /// An operator paused the row (`qlsched pause`): named first, since it is the cause an
-    /// operator set on purpose, whatever else holds.
-    Paused {
-        by: String,
-        at_ms: i64,
-        reason: Option<String>,
-    },
-    ProjectSuspended,
-    TriggerDisabled,
-    /// The schedule row is at an older revision than the trigger (publish resets it in the same
-    /// transaction, so this means the row was edited by hand).
-    RevisionBehind {
-        schedule_revision: i64,
-        trigger_revision: i64,
-    },
-    /// The pinned execution revision's digest does not match its spec: every admission is refused.
-    DigestCorrupt {
-        execution_revision_id: Uuid,
-    },
-    ClaimHeld {
-        owner: String,
-        remaining_ms: i64,
-    },
-    ClaimExpired {
-        owner: String,
-        expired_ms_ago: i64,
-        /// Replicas live in the registry now: none means nothing is running to take it.
-        live_replicas: i64,
-    },
-    NotInitialized,
-    NotDue {
-        next_fire_at_ms: i64,
-        due_in_ms: i64,
-    },
-    /// Nothing stops it: due and unclaimed, the next replica round takes it.
-    Eligible,
-}
-
-impl Diagnosis {
-    /// The cause, in one sentence.
-    pub fn reason(&self) -> String {
-        use crate::core::format_ms;
-        match self {
-            Diagnosis::SchemaNotReady { detail } => format!("schema not ready: {detail}"),
-            Diagnosis::Paused { by, at_ms, reason } => format!(
-                "paused by {by} at {}: {}",
-                utc(*at_ms),
-                reason.as_deref().unwrap_or("no reason given")
-            ),
-            Diagnosis::ProjectSuspended => "the project is suspended".to_owned(),
-            Diagnosis::TriggerDisabled => "the trigger is disabled".to_owned(),
-            Diagnosis::RevisionBehind {
-                schedule_revision,
-                trigger_revision,
-            } => format!(
-                "the schedule row is at revision {schedule_revision}, behind the trigger's \
-                 revision {trigger_revision}"
-            ),
-            Diagnosis::DigestCorrupt {
-                execution_revision_id,
-            } => format!(
-                "execution revision {execution_revision_id} is corrupt: its digest does not \
-                 match its spec, so every admission is refused"
-            ),
-            Diagnosis::ClaimHeld {
-                owner,
-                remaining_ms,
-            } => format!(
-                "claim held by {owner} for another {}",
-                format_ms(*remaining_ms)
-            ),
-            Diagnosis::ClaimExpired {
-                owner,
-                expired_ms_ago,
-                live_replicas,
-            } => format!(
-                "the claim of {owner} expired {} ago and nobody took it over; {}",
-                format_ms(*expired_ms_ago),
-                match live_replicas {
-                    0 => "no replica is live".to_owned(),
-                    1 => "1 replica is live".to_owned(),
-                    n => format!("{n} replicas are live"),
-                }
-            ),
-            Diagnosis::NotInitialized => "the schedule is not initialized yet".to_owned(),
-            Diagnosis::NotDue {
-                next_fire_at_ms,
-                due_in_ms,
-            } => format!(
-                "not due until {} (in {})",
-                utc(*next_fire_at_ms),
-                format_ms(*due_in_ms)
-            ),
-            Diagnosis::Eligible => "due and unclaimed: nothing stops it".to_owned(),
-        }
-    }
-
-    /// What an operator can do about it.
-    pub fn fix(&self) -> &'static str {
-        match self {
-            Diagnosis::SchemaNotReady { .. } => "run `qlsched migrate`",
-            Diagnosis::Paused { .. } => {
-                "`qlsched resume` it when it should run again (what passed meanwhile is recorded \
-                 as a misfire)"
-            }
-            Diagnosis::ProjectSuspended => {
-                "publish the project with \"status\": \"active\" if it should run"
-            }
-            Diagnosis::TriggerDisabled => {
-                "publish the trigger with \"enabled\": true if it should run"
-            }
-            Diagnosis::RevisionBehind { .. } => {
-                "publish the trigger again; publish resets its schedule row to the current revision"
-            }
-            Diagnosis::DigestCorrupt { .. } => {
-                "publish the task again so it pins a fresh execution revision"
-            }
-            Diagnosis::ClaimHeld { .. } => {
-                "wait for the holder to admit or the lease to expire, or `qlsched expire` it"
-            }
-            Diagnosis::ClaimExpired { .. } => {
-                "is any replica running? start `qlsched run`, or `qlsched expire` the stale claim"
-            }
-            Diagnosis::NotInitialized => {
-                "a running replica initializes it in its next round; is any replica running?"
-            }
-            Diagnosis::NotDue { .. } => "nothing to do: it fires when due",
-            Diagnosis::Eligible => {
-                "a running replica takes it in its next round; is any replica running?"
-            }
-        }
-    }
-}
+pub use crate::core::diagnose::Diagnosis;
 
 pub use crate::core::duration::utc;
 
@@ -1071,16 +933,35 @@ pub async fn trigger_detail(
         live_replicas: super::replicas::live_count(client).await?,
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
-    let digest_ok: bool = row.get("digest_ok");
-    let why = match pause_of(&row) {
-        Some(pause) => Diagnosis::Paused {
+    let why = diagnose(&facts_of(&state, row.get("digest_ok"), pause_of(&row)));
+    Ok(detail(why, Some(state)))
+}
+
+/// What the diagnosis looks at, from what `inspect trigger` read.
+fn facts_of(state: &TriggerState, digest_ok: bool, pause: Option<PauseView>) -> TriggerFacts {
+    let definition = &state.definition;
+    let schedule = &state.schedule;
+    TriggerFacts {
+        project_status: definition.project_status,
+        enabled: definition.enabled,
+        trigger_revision: definition.revision,
+        schedule_revision: schedule.trigger_revision,
+        execution_revision_id: definition.execution_revision_id,
+        digest_ok,
+        pause: pause.map(|pause| PauseFacts {
             by: pause.paused_by,
             at_ms: pause.paused_at_ms,
             reason: pause.reason,
-        },
-        None => diagnose(&state, digest_ok),
-    };
-    Ok(detail(why, Some(state)))
+        }),
+        claim: state.claim.as_ref().map(|claim| ClaimFacts {
+            owner: claim.owner.clone(),
+            remaining_ms: claim.remaining_ms,
+            expired: claim.expired,
+        }),
+        live_replicas: state.live_replicas,
+        next_fire_at_ms: schedule.next_fire_at_ms,
+        due_in_ms: schedule.due_in_ms,
+    }
 }
 
 /// An operator's pause of a schedule row (`qlsched pause`, docs/DESIGN.md §4.10).
@@ -1131,52 +1012,6 @@ fn claim_of(row: &Row) -> Option<ClaimView> {
         remaining_ms: expires_at_ms? - now_ms,
         expired: expires_at_ms? <= now_ms,
     })
-}
-
-/// The first cause, in the order the claim statement and the admission check them, that keeps
-/// this trigger from firing now.
-pub fn diagnose(state: &TriggerState, digest_ok: bool) -> Diagnosis {
-    let definition = &state.definition;
-    let schedule = &state.schedule;
-    if definition.project_status != ProjectStatus::Active {
-        return Diagnosis::ProjectSuspended;
-    }
-    if !definition.enabled {
-        return Diagnosis::TriggerDisabled;
-    }
-    if schedule.trigger_revision != definition.revision {
-        return Diagnosis::RevisionBehind {
-            schedule_revision: schedule.trigger_revision,
-            trigger_revision: definition.revision,
-        };
-    }
-    if !digest_ok {
-        return Diagnosis::DigestCorrupt {
-            execution_revision_id: definition.execution_revision_id,
-        };
-    }
-    if let Some(claim) = &state.claim {
-        return if claim.expired {
-            Diagnosis::ClaimExpired {
-                owner: claim.owner.clone(),
-                expired_ms_ago: -claim.remaining_ms,
-                live_replicas: state.live_replicas,
-            }
-        } else {
-            Diagnosis::ClaimHeld {
-                owner: claim.owner.clone(),
-                remaining_ms: claim.remaining_ms,
-            }
-        };
-    }
-    match (schedule.next_fire_at_ms, schedule.due_in_ms) {
-        (None, _) => Diagnosis::NotInitialized,
-        (Some(next_fire_at_ms), Some(due_in_ms)) if due_in_ms > 0 => Diagnosis::NotDue {
-            next_fire_at_ms,
-            due_in_ms,
-        },
-        _ => Diagnosis::Eligible,
-    }
 }
 
 // Every later transaction of this session is read-only: an inspecting session cannot write, even
