@@ -315,8 +315,8 @@ impl Coordinator {
                         trigger = %admission.row.name(),
                         revision = admission.row.trigger_revision,
                         policy = %admission.row.definition.misfire_policy,
-                        first = %crate::core::duration::utc(span.first_ms),
-                        last = %crate::core::duration::utc(span.last_ms),
+                        first = %crate::core::time::utc(span.first_ms),
+                        last = %crate::core::time::utc(span.last_ms),
                         occurrences = span.count,
                         exact = span.count_exact,
                         "misfire: occurrences later than the grace passed over"

@@ -17,7 +17,7 @@ use super::run::Shutdown;
 use super::{CliError, Global, exit};
 use crate::core::CronSchedule;
 use crate::core::TriggerName;
-use crate::core::duration::utc;
+use crate::core::time::utc;
 use crate::store::control::{self, BackfillBatch};
 
 /// Occurrences admitted per transaction: short enough that a replica waiting on the row lock

@@ -15,12 +15,10 @@ use super::run::Shutdown;
 use super::{CliError, Global, OutputFormat};
 use crate::coordinator::{decide_claimed, duration_ms, run_identity};
 use crate::core::TriggerName;
-use crate::core::{
-    ClaimOutcome, CoordinatorConfig, CronSchedule, Decision, MisfireSpan, format_ms,
-};
+use crate::core::time::{span, utc};
+use crate::core::{ClaimOutcome, CoordinatorConfig, CronSchedule, Decision, MisfireSpan};
 use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor};
-use crate::store::read::utc;
 use crate::store::{AdmissionOutcome, ClaimedRow, RunIdentity, Store, StoreError};
 
 #[derive(Debug, Args)]
@@ -578,7 +576,7 @@ fn render_claim(report: &ClaimReport) -> String {
         vec!["cursor".into(), opt(report.cursor_ms.map(utc))],
         vec!["decision".into(), d.kind.to_owned()],
         vec!["scheduled for".into(), opt(d.scheduled_for_ms.map(utc))],
-        vec!["late by".into(), opt(d.late_ms.map(format_ms))],
+        vec!["late by".into(), opt(d.late_ms.map(span))],
         vec!["idempotency key".into(), opt(d.idempotency_key.clone())],
         vec!["next cursor".into(), utc(d.next_fire_at_ms)],
         vec![

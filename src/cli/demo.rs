@@ -27,6 +27,7 @@ use crate::coordinator::{AdmittedRun, Coordinator};
 use crate::core::CoordinatorConfig;
 use crate::core::TriggerName;
 use crate::core::manifest::parse_manifest;
+use crate::core::time::clock;
 use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::store::connect::SettingsSource;
 use crate::store::embedded::{BIN_ENV, EmbeddedError, EmbeddedServer};
@@ -375,12 +376,6 @@ fn admission_line(owner: &str, admitted: &AdmittedRun) -> String {
             ""
         },
     )
-}
-
-/// `HH:MM:SS.mmm` of an epoch-millisecond instant, in UTC.
-fn clock(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map_or_else(|| ms.to_string(), |t| t.format("%H:%M:%S%.3f").to_string())
 }
 
 /// Drops and recreates `name` for the demo, and marks it as the demo's. Refuses (exit 2, nothing

@@ -11,9 +11,10 @@ use super::output::{emit, table};
 use super::{CliError, Global};
 use crate::core::FenceRef;
 use crate::core::TriggerName;
+use crate::core::time::utc;
 use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor, Expired};
-use crate::store::read::{trigger_detail, utc};
+use crate::store::read::trigger_detail;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, Args)]

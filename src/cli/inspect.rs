@@ -15,7 +15,7 @@ use super::{CliError, Global};
 use crate::coordinator::duration_ms;
 use crate::core::TriggerName;
 use crate::core::diagnose::Diagnosis;
-use crate::core::format_ms;
+use crate::core::time::{span, utc};
 use crate::store::StoreError;
 use crate::store::accounting::{AccountingReport, occurrence_accounting};
 use crate::store::invariants::{InvariantCounts, invariant_counts};
@@ -23,7 +23,7 @@ use crate::store::migrate::{VerifyFinding, check_ready, require_ledger, verify};
 use crate::store::misfires::{self, MisfireRecord};
 use crate::store::read::{
     self, AuditView, ClaimView, RunDetail, RunView, ScheduleFilter, ScheduleState, ScheduleView,
-    Summary, TriggerDetail, utc,
+    Summary, TriggerDetail,
 };
 use crate::store::recovery::{RecoveryReport, recovery_report};
 use crate::store::replicas::{self, ReplicaView};
@@ -411,7 +411,7 @@ fn render_summary(report: &SummaryReport) -> String {
             "oldest overdue: {} due at {}, lag {}\n",
             TriggerName::new(&o.project_id, &o.trigger_id),
             utc(o.next_fire_at_ms),
-            format_ms(o.lag_ms)
+            span(o.lag_ms)
         ),
         None => "oldest overdue: none unclaimed\n".to_owned(),
     });
@@ -423,7 +423,7 @@ fn render_summary(report: &SummaryReport) -> String {
             if held.count == 1 { "" } else { "s" },
             TriggerName::new(&o.project_id, &o.trigger_id),
             utc(o.next_fire_at_ms),
-            format_ms(o.lag_ms),
+            span(o.lag_ms),
             crate::core::text::clean(&o.owner),
             if o.claim_expired {
                 " (claim expired, not taken over)"
@@ -495,7 +495,7 @@ fn render_replicas(rows: &[ReplicaView]) -> String {
                 },
                 crate::core::text::clean(&r.host),
                 r.pid.to_string(),
-                format!("{} ago", format_ms(r.heartbeat_age_ms)),
+                format!("{} ago", span(r.heartbeat_age_ms)),
                 utc(r.started_at_ms),
                 format!("{} ({})", r.rounds, r.failed_rounds),
                 r.admissions.to_string(),
@@ -522,7 +522,7 @@ fn render_schedules(rows: &[ScheduleView]) -> String {
                 TriggerName::new(&s.project_id, &s.trigger_id).to_string(),
                 s.state.to_string(),
                 opt(s.next_fire_at_ms.map(utc)),
-                opt(s.due_in_ms.map(format_ms)),
+                opt(s.due_in_ms.map(span)),
                 opt(s.claim_owner.clone()),
                 s.claim_version.to_string(),
             ]
@@ -548,9 +548,9 @@ fn render_claims(rows: &[ClaimView]) -> String {
                 c.token.to_string(),
                 utc(c.acquired_at_ms),
                 if c.expired {
-                    format!("expired {} ago", format_ms(-c.remaining_ms))
+                    format!("expired {} ago", span(-c.remaining_ms))
                 } else {
-                    format_ms(c.remaining_ms)
+                    span(c.remaining_ms)
                 },
             ]
         }),
@@ -669,11 +669,7 @@ fn render_trigger(detail: &TriggerDetail) -> String {
         ],
         vec![
             "misfire".to_owned(),
-            format!(
-                "{}, grace {}",
-                d.misfire_policy,
-                format_ms(d.misfire_grace_ms)
-            ),
+            format!("{}, grace {}", d.misfire_policy, span(d.misfire_grace_ms)),
         ],
         vec!["state".to_owned(), s.state.to_string()],
         vec!["cursor".to_owned(), opt(s.next_fire_at_ms.map(utc))],
@@ -699,9 +695,9 @@ fn render_trigger(detail: &TriggerDetail) -> String {
                 c.token,
                 c.version,
                 if c.expired {
-                    format!("expired {} ago", format_ms(-c.remaining_ms))
+                    format!("expired {} ago", span(-c.remaining_ms))
                 } else {
-                    format!("{} left", format_ms(c.remaining_ms))
+                    format!("{} left", span(c.remaining_ms))
                 }
             ),
         ]);

@@ -10,7 +10,7 @@ use super::claim::operator_name;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
 use crate::core::TriggerName;
-use crate::core::duration::utc;
+use crate::core::time::utc;
 use crate::store::control::{self, PauseReport};
 
 #[derive(Debug, Args)]

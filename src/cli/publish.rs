@@ -95,7 +95,7 @@ fn render(report: &PublishReport) -> String {
                 item.changed_fields
                     .as_ref()
                     .map_or_else(String::new, |fields| fields.join(", ")),
-                opt(item.next_occurrence_ms.map(crate::core::duration::utc)),
+                opt(item.next_occurrence_ms.map(crate::core::time::utc)),
             ]
         })
         .collect();

@@ -6,8 +6,8 @@
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::duration::{format_ms, utc};
 use super::manifest::ProjectStatus;
+use super::time::{span, utc};
 
 /// What the diagnosis looks at, as read at one database instant. Spans are database time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,17 +175,14 @@ impl Diagnosis {
             Diagnosis::ClaimHeld {
                 owner,
                 remaining_ms,
-            } => format!(
-                "claim held by {owner} for another {}",
-                format_ms(*remaining_ms)
-            ),
+            } => format!("claim held by {owner} for another {}", span(*remaining_ms)),
             Diagnosis::ClaimExpired {
                 owner,
                 expired_ms_ago,
                 live_replicas,
             } => format!(
                 "the claim of {owner} expired {} ago and nobody took it over; {}",
-                format_ms(*expired_ms_ago),
+                span(*expired_ms_ago),
                 match live_replicas {
                     0 => "no replica is live".to_owned(),
                     1 => "1 replica is live".to_owned(),
@@ -199,7 +196,7 @@ impl Diagnosis {
             } => format!(
                 "not due until {} (in {})",
                 utc(*next_fire_at_ms),
-                format_ms(*due_in_ms)
+                span(*due_in_ms)
             ),
             Diagnosis::Eligible => "due and unclaimed: nothing stops it".to_owned(),
         }
@@ -469,7 +466,7 @@ mod tests {
         let diagnosis = diagnose(&facts);
         assert_eq!(
             diagnosis.reason(),
-            "the claim of node-a expired 1m5s ago and nobody took it over; 1 replica is live"
+            "the claim of node-a expired 1m05s ago and nobody took it over; 1 replica is live"
         );
         assert!(diagnosis.fix().contains("qlsched expire"));
     }

@@ -17,6 +17,7 @@ pub mod name;
 pub mod run_id;
 pub mod status;
 pub mod text;
+pub mod time;
 
 pub use config::{CoordinatorConfig, DEFAULT_BATCH, MAX_BATCH, MISFIRE_RETENTION_MS};
 pub use cron::CronSchedule;
@@ -24,7 +25,7 @@ pub use decide::{
     Decision, DecisionInput, MAX_COUNTED_MISFIRES, MisfirePolicy, MisfireReason, MisfireSpan,
     UnknownMisfirePolicy, decide,
 };
-pub use duration::{format_duration, format_ms, parse_duration};
+pub use duration::{format_duration, parse_duration};
 pub use error::CoreError;
 pub use fence::{ClaimFence, FenceRef};
 pub use idempotency::idempotency_key;

@@ -374,8 +374,8 @@ async fn backfill_in_transaction(
             actor,
             &format!(
                 "{admitted} occurrences from {} to {}",
-                first.map_or_else(String::new, |&t| crate::core::duration::utc(t)),
-                last.map_or_else(String::new, |&t| crate::core::duration::utc(t))
+                first.map_or_else(String::new, |&t| crate::core::time::utc(t)),
+                last.map_or_else(String::new, |&t| crate::core::time::utc(t))
             ),
         )
         .await?;

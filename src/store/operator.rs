@@ -500,7 +500,7 @@ async fn fence_rejected(
         ),
         Some(claim) if claim.expired => format!(
             "no longer holds: it expired {} ago",
-            crate::core::format_ms(-claim.remaining_ms)
+            crate::core::time::span(-claim.remaining_ms)
         ),
         // The claim is intact, so the admission refused a definition that moved under it. The
         // diagnosis names the known causes; the ones it does not check (a new task revision or

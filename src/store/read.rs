@@ -852,8 +852,6 @@ pub struct TriggerDetail {
 
 pub use crate::core::diagnose::Diagnosis;
 
-pub use crate::core::duration::utc;
-
 // One trigger with its project, schedule row and execution revision, and whether that revision's
 // digest still matches its spec (the admission's own check), at one database instant.
 const TRIGGER: &str = concat!(
