@@ -346,7 +346,7 @@ mod tests {
         let rows: Vec<String> = app
             .visible_schedules()
             .iter()
-            .map(|r| format!("{}/{}", r.project_id, r.trigger_id))
+            .map(|r| crate::core::TriggerName::new(&r.project_id, &r.trigger_id).to_string())
             .collect();
         assert_eq!(rows, ["globex/sync-b"], "an owner matches");
         assert_eq!(selected(&app), "globex/sync-b");

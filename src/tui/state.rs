@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::ClaimFence;
+use crate::core::TriggerName;
 use crate::store::read::{ClaimView, RunView, ScheduleState, ScheduleView, TriggerDetail};
-use crate::store::top::{TopSummary, TriggerKey};
+use crate::store::top::TopSummary;
 
 /// Refresh rate bounds and steps (default 1 s, 0.25 to 10 s).
 pub const REFRESH_DEFAULT: Duration = Duration::from_secs(1);
@@ -28,7 +29,7 @@ pub struct Snapshot {
     pub recent: Vec<RunView>,
     /// Misfire records still in retention of each loaded row's current trigger revision (rows
     /// without one are absent), at most `store::misfires::COUNT_CAP` each.
-    pub misfires: BTreeMap<TriggerKey, i64>,
+    pub misfires: BTreeMap<TriggerName, i64>,
     /// What `inspect trigger` says about the trigger the detail pane shows.
     pub detail: Option<TriggerDetail>,
     /// How long the refresh took (shown in the header).
@@ -41,7 +42,7 @@ impl Snapshot {
     }
 
     /// The claim recorded on a schedule row, with its fence.
-    pub fn claim_of(&self, key: &TriggerKey) -> Option<&ClaimView> {
+    pub fn claim_of(&self, key: &TriggerName) -> Option<&ClaimView> {
         self.claims
             .iter()
             .find(|c| c.project_id == key.project_id && c.trigger_id == key.trigger_id)
@@ -87,7 +88,7 @@ impl SortOrder {
 /// the expiry refuses if the claim moved in the meantime.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpireRequest {
-    pub key: TriggerKey,
+    pub key: TriggerName,
     pub fence: ClaimFence,
     /// Whether its lease had already run out when the dialog opened.
     pub expired: bool,
@@ -105,7 +106,7 @@ pub enum Modal {
     },
     /// The selected trigger's detail.
     Detail {
-        key: TriggerKey,
+        key: TriggerName,
     },
     /// "Expire this claim?", showing the fence.
     ConfirmExpire(ExpireRequest),
@@ -138,7 +139,7 @@ pub struct App {
     pub snapshot: Option<Snapshot>,
     pub stale: Option<Stale>,
     /// The selected schedule row, by key so that it survives a refresh that reorders rows.
-    pub selected: Option<TriggerKey>,
+    pub selected: Option<TriggerName>,
     /// Applied filter: part of `PROJECT/TRIGGER` or of the claim owner.
     pub filter: String,
     pub sort: SortOrder,
@@ -220,7 +221,9 @@ impl App {
 
     fn matches_filter(&self, row: &ScheduleView) -> bool {
         self.filter.is_empty()
-            || format!("{}/{}", row.project_id, row.trigger_id).contains(&self.filter)
+            || TriggerName::new(&row.project_id, &row.trigger_id)
+                .to_string()
+                .contains(&self.filter)
             || row
                 .claim_owner
                 .as_deref()
@@ -237,7 +240,9 @@ impl App {
             .iter()
             .filter(|run| {
                 self.filter.is_empty()
-                    || format!("{}/{}", run.project_id, run.trigger_id).contains(&self.filter)
+                    || TriggerName::new(&run.project_id, &run.trigger_id)
+                        .to_string()
+                        .contains(&self.filter)
             })
             .collect()
     }
@@ -311,7 +316,7 @@ impl App {
 pub struct LoadRequest {
     pub refresh: Duration,
     pub paused: bool,
-    pub detail: Option<TriggerKey>,
+    pub detail: Option<TriggerName>,
 }
 
 impl Default for LoadRequest {
@@ -336,6 +341,6 @@ fn urgency(state: ScheduleState) -> u8 {
     }
 }
 
-pub fn key_of(row: &ScheduleView) -> TriggerKey {
-    TriggerKey::new(row.project_id.clone(), row.trigger_id.clone())
+pub fn key_of(row: &ScheduleView) -> TriggerName {
+    TriggerName::new(row.project_id.clone(), row.trigger_id.clone())
 }

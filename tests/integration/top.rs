@@ -6,8 +6,8 @@
 use std::process::{Child, Command, Stdio};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use qlsched::core::TriggerName;
 use qlsched::store::StoreError;
-use qlsched::store::top::TriggerKey;
 use qlsched::tui::input::{Effect, handle_key};
 use qlsched::tui::load::{expire, read_snapshot};
 use qlsched::tui::state::{App, Modal};
@@ -73,7 +73,7 @@ async fn e_and_y_expire_exactly_the_fenced_claim() {
 
     let mut app = App::new(db.url(), "qlsched".to_owned(), false, false);
     app.apply_snapshot(read_snapshot(&store, None).await.expect("snapshot"));
-    let dead = TriggerKey::new("p", "dead");
+    let dead = TriggerName::new("p", "dead");
     app.selected = Some(dead.clone());
     assert_eq!(
         app.selected_row().map(|r| r.trigger_id.as_str()),
@@ -117,7 +117,7 @@ async fn e_and_y_expire_exactly_the_fenced_claim() {
 
     // A claim that moved between the dialog and the confirmation is left alone.
     app.apply_snapshot(read_snapshot(&store, None).await.expect("snapshot"));
-    app.selected = Some(TriggerKey::new("p", "alive"));
+    app.selected = Some(TriggerName::new("p", "alive"));
     press(&mut app, 'e');
     let Some(Effect::Expire(stale)) = press(&mut app, 'y') else {
         panic!("y confirms");
@@ -258,14 +258,14 @@ async fn misfire_counts_follow_the_revision_and_the_retention_and_manual_claiman
     let store = db.store("qlsched top test").await;
     let snapshot = read_snapshot(&store, None).await.expect("snapshot");
     assert_eq!(
-        snapshot.misfires.get(&TriggerKey::new("p", "late")),
+        snapshot.misfires.get(&TriggerName::new("p", "late")),
         Some(&2)
     );
     assert_eq!(
-        snapshot.misfires.get(&TriggerKey::new("p", "many")),
+        snapshot.misfires.get(&TriggerName::new("p", "many")),
         Some(&qlsched::store::misfires::COUNT_CAP)
     );
-    assert_eq!(snapshot.misfires.get(&TriggerKey::new("p", "calm")), None);
+    assert_eq!(snapshot.misfires.get(&TriggerName::new("p", "calm")), None);
     let bob = snapshot
         .summary
         .owners

@@ -35,7 +35,6 @@ mod schedules;
 mod summary;
 mod trigger;
 
-pub use crate::core::diagnose::Diagnosis;
 pub use audit::{AuditView, audit};
 pub use claims::{ClaimView, claims};
 pub use runs::{
