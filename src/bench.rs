@@ -8,17 +8,15 @@
 //! `qlsched run` starts one, and stop them once every due occurrence is admitted. The invariants
 //! are checked on what was written, and the database is dropped unless kept.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::coordinator::Coordinator;
 use crate::core::duration::format_duration;
 use crate::core::manifest::parse_manifest;
 use crate::core::{CoordinatorConfig, CoreError, CronSchedule, ManifestError};
-use crate::lifecycle::{Lifecycle, RoundEvent};
+use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
 use crate::store::bench::{
     create_commit_probe, database_now_ms, drop_commit_probe, pad_schedule, place_cursors,
     probe_commits,
@@ -27,7 +25,7 @@ use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
 use crate::store::scratch::{drop_database, recreate_database};
-use crate::store::{ConnectionSettings, SchemaName, Store, StoreError};
+use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
 pub mod steady;
 
@@ -43,8 +41,6 @@ const BURST_AGE_MS: i64 = 60_000;
 /// The grace of every bench trigger: the burst (minutes old at most) fires on time, not as a
 /// misfire, however long seeding a large table took.
 const GRACE: &str = "1h";
-/// Connections per replica, as `qlsched run` opens.
-const POOL_SIZE: usize = 2;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -462,7 +458,7 @@ async fn admit_burst(
             },
         }
     }
-    futures_util::future::join_all(lifecycles.into_iter().map(Lifecycle::stop)).await;
+    stop_all(lifecycles).await;
     // Rounds that finished while the others were stopping admitted too; count them.
     while let Ok(event) = received.try_recv() {
         run.add(event, &mut first_start, &mut last_admit);
@@ -476,8 +472,7 @@ async fn admit_burst(
     Ok(run)
 }
 
-/// Starts `replicas` in-process replicas, each a [`Lifecycle`] around a [`Coordinator`] with a
-/// pool of its own, exactly as `qlsched run` starts one; owners are `<owner>-<n>`. Their round
+/// Opens `replicas` in-process replicas with owners `<owner>-<n>` and starts them; their round
 /// events go to `events`.
 pub async fn start_replicas(
     settings: &ConnectionSettings,
@@ -485,21 +480,10 @@ pub async fn start_replicas(
     coordinator: &CoordinatorConfig,
     replicas: u8,
     events: mpsc::UnboundedSender<RoundEvent>,
-) -> Result<Vec<Lifecycle>, StoreError> {
-    let mut lifecycles = Vec::with_capacity(usize::from(replicas));
-    for replica in 0..replicas {
-        let name = format!("qlsched bench replica {replica}");
-        let store = Store::open(settings, schema, &name, POOL_SIZE).await?;
-        let config = CoordinatorConfig {
-            owner: format!("{}-{replica}", coordinator.owner),
-            ..coordinator.clone()
-        };
-        lifecycles.push(Lifecycle::start(
-            Arc::new(Coordinator::new(store, config)),
-            Some(events.clone()),
-        ));
-    }
-    Ok(lifecycles)
+) -> Result<Vec<Lifecycle>, BenchError> {
+    let owners = (0..replicas).map(|replica| format!("{}-{replica}", coordinator.owner));
+    let opened = InProcessReplicas::open(settings, schema, "qlsched bench", owners).await?;
+    Ok(opened.start(coordinator, Some(&events))?)
 }
 
 /// `a / b`, or 0 when there is nothing to divide by.

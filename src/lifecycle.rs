@@ -13,7 +13,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::coordinator::{Coordinator, RoundReport};
-use crate::store::StoreError;
+use crate::core::{CoordinatorConfig, CoreError};
+use crate::store::{ConnectionSettings, SchemaName, Store, StoreError};
 
 /// What the lifecycle tells an observer (the demo, `top`, the bench, tests) after each round.
 #[derive(Debug, Clone)]
@@ -85,6 +86,68 @@ impl Lifecycle {
         };
         StopReport { drained, released }
     }
+}
+
+/// Connections in a replica's pool (`qlsched run`'s, and those run in-process): one for the
+/// round, one for a give-back or a settlement while the round's connection is lost.
+pub const REPLICA_POOL_SIZE: usize = 2;
+
+/// Replicas run inside this process (`demo`, `bench`): each a [`Lifecycle`] around a
+/// [`Coordinator`] with a pool of its own, exactly as `qlsched run` starts one. Opening the pools
+/// and starting the timers are two steps, so a caller can give up between them (the demo, on a
+/// signal while it prepares) with nothing to undo.
+pub struct InProcessReplicas {
+    stores: Vec<(String, Store)>,
+}
+
+impl InProcessReplicas {
+    /// Opens one pool per owner; its sessions are named `<application> <owner>`.
+    pub async fn open(
+        settings: &ConnectionSettings,
+        schema: &SchemaName,
+        application: &str,
+        owners: impl IntoIterator<Item = String>,
+    ) -> Result<Self, StoreError> {
+        let mut stores = Vec::new();
+        for owner in owners {
+            let name = format!("{application} {owner}");
+            let store = Store::open(settings, schema, &name, REPLICA_POOL_SIZE).await?;
+            stores.push((owner, store));
+        }
+        Ok(InProcessReplicas { stores })
+    }
+
+    /// Starts every replica's timer with `template`'s configuration under its own owner; each
+    /// reports its rounds to `events` when given. Every configuration is checked first: on an
+    /// error none is started.
+    pub fn start(
+        self,
+        template: &CoordinatorConfig,
+        events: Option<&mpsc::UnboundedSender<RoundEvent>>,
+    ) -> Result<Vec<Lifecycle>, CoreError> {
+        let configured = self
+            .stores
+            .into_iter()
+            .map(|(owner, store)| {
+                let config = CoordinatorConfig {
+                    owner,
+                    ..template.clone()
+                };
+                config.validate().map(|()| (config, store))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(configured
+            .into_iter()
+            .map(|(config, store)| {
+                Lifecycle::start(Arc::new(Coordinator::new(store, config)), events.cloned())
+            })
+            .collect())
+    }
+}
+
+/// Stops every replica at once (each drains its round within its drain timeout).
+pub async fn stop_all(lifecycles: Vec<Lifecycle>) -> Vec<StopReport> {
+    futures_util::future::join_all(lifecycles.into_iter().map(Lifecycle::stop)).await
 }
 
 async fn run_rounds(

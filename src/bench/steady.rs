@@ -14,7 +14,7 @@ use super::{BenchError, drop_unless_kept, start_replicas};
 use crate::core::duration::format_duration;
 use crate::core::manifest::parse_manifest;
 use crate::core::{CoordinatorConfig, CronSchedule};
-use crate::lifecycle::Lifecycle;
+use crate::lifecycle::stop_all;
 use crate::store::accounting::occurrence_accounting;
 use crate::store::bench::{
     OccurrenceLag, database_now_ms, lag_by_occurrence, misfire_records, runs_at, uninitialized_rows,
@@ -157,7 +157,7 @@ async fn measure(
     )
     .await?;
     let measured = measure_window(&admin, config, schedule).await;
-    futures_util::future::join_all(replicas.into_iter().map(Lifecycle::stop)).await;
+    stop_all(replicas).await;
     drain.abort();
     let (from_ms, to_ms) = measured?;
 

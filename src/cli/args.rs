@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use crate::core::duration::parse_duration;
+use crate::store::connect::SessionAttrs;
 use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
 /// The help heading of the options every subcommand takes, so that a subcommand's own options
@@ -16,8 +17,10 @@ pub const GLOBAL: &str = "Global options";
 #[derive(Debug, Clone, Args)]
 pub struct ConnectionArgs {
     /// PostgreSQL URL or key=value string, with libpq's settings (sslmode, sslrootcert,
-    /// sslcert, sslkey, passfile, connect_timeout) [default: $QLSCHED_DATABASE_URL,
-    /// $DATABASE_URL, the PG* variables, libpq's defaults]. A password in it is never printed.
+    /// sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs:
+    /// read-write for commands that write, any for those that read, unless given) [default:
+    /// $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq's defaults]. A password in
+    /// it is never printed.
     #[arg(
         short = 'D',
         long,
@@ -39,9 +42,31 @@ pub struct ConnectionArgs {
     pub schema: SchemaName,
 }
 
+/// What a command does with the database, which decides the `target_session_attrs` it asks
+/// for when the settings name none (docs/OPERATIONS.md, "Several hosts"): a writer wants the
+/// primary's `read-write` session, a reader takes `any` server, a standby included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Write,
+    Read,
+}
+
+impl Access {
+    /// A writer's access, or a reader's for a dry run, which writes nothing.
+    pub fn writing_unless(dry_run: bool) -> Access {
+        if dry_run { Access::Read } else { Access::Write }
+    }
+}
+
 impl ConnectionArgs {
-    pub fn settings(&self) -> Result<ConnectionSettings, StoreError> {
-        ConnectionSettings::resolve(self.database_url.as_deref())
+    /// The resolved settings, with `access`'s `target_session_attrs` unless they name one.
+    pub fn settings(&self, access: Access) -> Result<ConnectionSettings, StoreError> {
+        let attrs = match access {
+            Access::Write => SessionAttrs::ReadWrite,
+            Access::Read => SessionAttrs::Any,
+        };
+        Ok(ConnectionSettings::resolve(self.database_url.as_deref())?
+            .with_default_session_attrs(attrs))
     }
 
     /// Checks the schema name where it came from: a bad `--schema` is a usage error (2), a bad
@@ -191,69 +216,11 @@ pub fn fence(token: &str, version: i64) -> Result<crate::core::FenceRef, super::
     Ok(crate::core::FenceRef { token, version })
 }
 
-/// True when a person can answer a prompt: stdin and stderr are both terminals.
-pub fn interactive() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
-}
-
-/// Asks `question` on stderr and returns the answer, trimmed and lower-cased.
-pub fn ask(question: &str) -> Result<String, super::CliError> {
-    put_question(question)?;
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer)?;
-    Ok(answer.trim().to_lowercase())
-}
-
-/// The question on stderr, the cursor after it.
-fn put_question(question: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut stderr = std::io::stderr().lock();
-    write!(stderr, "{question} ")?;
-    stderr.flush()
-}
-
-/// What a prompt that can be cut short got.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// A line, trimmed and lower-cased.
-    Line(String),
-    /// End of input (Ctrl-D) before any line.
-    EndOfInput,
-    /// SIGINT or SIGTERM, named.
-    Interrupted(&'static str),
-}
-
-/// Asks like [`ask`], but a signal `shutdown` catches (Ctrl-C) or the end of input ends the wait
-/// instead of the process, so that the caller can give back what it holds. The line is read on a
-/// thread of its own: one blocked in `read_line` cannot be cancelled, and is simply left behind
-/// when the process exits.
-pub async fn ask_or_interrupted(
-    question: &str,
-    shutdown: &mut super::run::Shutdown,
-) -> Result<Answer, super::CliError> {
-    put_question(question)?;
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let read = std::io::stdin().read_line(&mut line).map(|n| (n, line));
-        let _ = sender.send(read);
-    });
-    tokio::select! {
-        read = receiver => Ok(match read {
-            Ok(Ok((0, _))) | Err(_) => Answer::EndOfInput,
-            Ok(Ok((_, line))) => Answer::Line(line.trim().to_lowercase()),
-            Ok(Err(error)) => return Err(error.into()),
-        }),
-        signal = shutdown.recv() => Ok(Answer::Interrupted(signal)),
-    }
-}
-
 impl ConfirmArgs {
     /// Refuses, before anything is touched, a destructive action that nobody confirmed: without
     /// `--yes` or `--dry-run` it needs a terminal to ask on (docs/DESIGN.md §5.2, exit 2).
     pub fn require_confirmable(&self, what: &str) -> Result<(), super::CliError> {
-        if self.yes || self.dry_run || interactive() {
+        if self.yes || self.dry_run || super::prompt::interactive() {
             Ok(())
         } else {
             Err(super::CliError::Usage(format!(

@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, ask, interactive};
-use super::claim::operator_name;
+use super::args::{Access, ConfirmArgs};
 use super::cron::instant_arg;
+use super::identity::operator_name;
 use super::output::{emit, table};
-use super::run::Shutdown;
+use super::prompt::{ask, interactive};
+use super::signals::Shutdown;
 use super::{CliError, Global, exit};
 use crate::core::CronSchedule;
 use crate::core::TriggerName;
@@ -78,7 +79,12 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         )));
     }
     args.confirm.require_confirmable("backfilling a trigger")?;
-    let store = super::fire::open(global, "qlsched backfill").await?;
+    let store = super::fire::open(
+        global,
+        "qlsched backfill",
+        Access::writing_unless(args.confirm.dry_run),
+    )
+    .await?;
     let client = store.client().await?;
     let target = control::read_target(&client, &args.trigger).await?;
     if args.to >= target.now_ms {
@@ -112,7 +118,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
             utc(args.from),
             utc(args.to)
         );
-        if ask(&question)? != "y" {
+        if ask(&question).await? != "y" {
             return Err(CliError::Usage("not confirmed; nothing admitted".into()));
         }
     }

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::duration_arg;
+use super::args::{Access, duration_arg};
 use super::error::exit;
 use super::output::{emit, table};
-use super::run::Shutdown;
+use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::bench::steady::{SteadyConfig, SteadyReport, run_steady};
 use crate::bench::{BenchConfig, BenchReport, run_bench};
@@ -83,7 +83,7 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
     if args.steady {
         return run_steady_bench(args, global).await;
     }
-    let server = global.connection.settings()?;
+    let server = global.connection.settings(Access::Write)?;
     let pid = std::process::id();
     let config = BenchConfig {
         triggers: args.triggers,
@@ -134,7 +134,7 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
 const BURST_CADENCE: Duration = Duration::from_millis(100);
 
 async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliError> {
-    let server = global.connection.settings()?;
+    let server = global.connection.settings(Access::Write)?;
     let pid = std::process::id();
     let defaults = CoordinatorConfig::default();
     let config = SteadyConfig {

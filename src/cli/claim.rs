@@ -9,9 +9,11 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::args::{Answer, ConfirmArgs, FenceArgs, ask, ask_or_interrupted, duration_arg};
+use super::args::{Access, ConfirmArgs, FenceArgs, duration_arg};
+use super::identity::manual_owner;
 use super::output::{emit, opt, table};
-use super::run::Shutdown;
+use super::prompt::{Answer, ask, ask_or_interrupted};
+use super::signals::Shutdown;
 use super::{CliError, Global, OutputFormat};
 use crate::coordinator::{decide_claimed, duration_ms, run_identity};
 use crate::core::TriggerName;
@@ -163,7 +165,11 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     // Ctrl-D, a closed terminal) gives the claim back instead of leaving the row blocked.
     let asking = !dry_run && !args.hold && !args.release && !args.confirm.yes;
     let mut interrupts = asking.then(Interrupts::install).transpose()?;
-    let store = guarded(&mut interrupts, open(global)).await?;
+    let store = guarded(
+        &mut interrupts,
+        open(global, Access::writing_unless(dry_run)),
+    )
+    .await?;
     let owner = config.owner.clone();
     let row = claim_waiting(
         &mut interrupts,
@@ -423,13 +429,13 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
         }) => {
             let fence = fence.fence()?;
             confirm.require_confirmable("a manual admission")?;
-            let store = open(global).await?;
+            let store = open(global, Access::writing_unless(confirm.dry_run)).await?;
             let row = operator::claimed(&store, &trigger, fence).await?;
             let (decision, run) = decision_of(&row)?;
             let view = DecisionView::of(&decision, run.as_ref());
             if !confirm.yes && !confirm.dry_run {
                 eprintln!("{trigger}: {}", render_decision(&view));
-                if ask("admit it? [y/N]")? != "y" {
+                if ask("admit it? [y/N]").await? != "y" {
                     return Err(CliError::Usage("not confirmed; nothing changed".into()));
                 }
             }
@@ -462,7 +468,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
         }
         ClaimAction::Release(FencedTrigger { trigger, fence }) => {
             let fence = fence.fence()?;
-            let store = open(global).await?;
+            let store = open(global, Access::Write).await?;
             let before = operator::release_claim(&store, &trigger, fence, &actor).await?;
             let report = ReleaseReport {
                 project_id: trigger.project_id,
@@ -529,23 +535,13 @@ fn actor(name: &str) -> Actor<'_> {
     Actor { name, reason: None }
 }
 
-async fn open(global: &Global) -> Result<Store, CliError> {
-    let settings = global.connection.settings()?;
+/// `access` is the command's: a dry run only reads.
+async fn open(global: &Global, access: Access) -> Result<Store, CliError> {
+    let settings = global.connection.settings(access)?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched claim", 1).await?;
     // The claim and the admission are the replica's: they demand the schema `run` demands.
     check_ready(&**store.client().await?, &global.connection.schema).await?;
     Ok(store)
-}
-
-/// `USER@HOST:manual`: who claimed by hand, readable in `inspect claims` and the audit.
-pub fn manual_owner() -> String {
-    format!("{}:manual", operator_name())
-}
-
-/// `USER@HOST`, the actor of operator actions.
-pub fn operator_name() -> String {
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
-    format!("{}@{host}", whoami::username())
 }
 
 /// One line: what admitting would do.

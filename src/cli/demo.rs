@@ -13,29 +13,28 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use tokio::sync::mpsc;
 
-use super::args::duration_arg;
+use super::args::{Access, duration_arg};
 use super::output::print;
-use super::run::Shutdown;
+use super::signals::Shutdown;
 use super::{CliError, Global};
-use crate::coordinator::{AdmittedRun, Coordinator};
+use crate::coordinator::AdmittedRun;
 use crate::core::CoordinatorConfig;
 use crate::core::TriggerName;
 use crate::core::manifest::parse_manifest;
 use crate::core::time::clock;
-use crate::lifecycle::{Lifecycle, RoundEvent};
+use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
 use crate::store::connect::SettingsSource;
 use crate::store::embedded::{BIN_ENV, EmbeddedError, EmbeddedServer};
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
 use crate::store::scratch::{Recreated, check_database_name, recreate_marked_database};
-use crate::store::{ConnectionSettings, SchemaName, Store, StoreError};
+use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
 /// The demo's database; recreated on every start.
 pub const DEMO_DATABASE: &str = "qlsched_demo";
@@ -101,7 +100,7 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
             None => return Ok(()),
         }
     } else {
-        let server = global.connection.settings()?;
+        let server = global.connection.settings(Access::Write)?;
         match unanswered_default(&server).await {
             None => (server, None),
             Some(reason) => {
@@ -204,8 +203,7 @@ async fn show(
     shutdown: &mut Shutdown,
 ) -> Result<(), CliError> {
     let schema = &global.connection.schema;
-    let database = args.database.as_str();
-    let settings = server.with_dbname(database);
+    let settings = server.with_dbname(args.database.as_str());
     let prepared = tokio::select! {
         prepared = prepare(server, &settings, schema, args.replicas) => prepared?,
         signal = shutdown.recv() => {
@@ -213,97 +211,102 @@ async fn show(
             return Ok(());
         }
     };
-    let Prepared { admin, stores } = prepared;
+    let Prepared { admin, replicas } = prepared;
+    let config = CoordinatorConfig {
+        lease: Duration::from_secs(5),
+        ..CoordinatorConfig::default()
+    };
     // On a terminal the demo shows itself in `top`; piped, it prints lines.
-    let dashboard = std::io::stdout().is_terminal();
-    let (events, mut received) = mpsc::unbounded_channel();
-    let mut lifecycles = Vec::new();
-    for (owner, store) in stores {
-        let config = CoordinatorConfig {
-            owner,
-            lease: Duration::from_secs(5),
-            ..CoordinatorConfig::default()
-        };
-        config.validate()?;
-        lifecycles.push(Lifecycle::start(
-            Arc::new(Coordinator::new(store, config)),
-            (!dashboard).then(|| events.clone()),
-        ));
-    }
-    drop(events);
-    let started = Instant::now();
-    if dashboard {
-        let duration = args.duration;
-        let watched = super::top::open(
-            &settings,
-            global,
-            false,
-            crate::tui::state::REFRESH_DEFAULT,
-            async move {
-                match duration {
-                    Some(duration) => tokio::select! {
-                        () = tokio::time::sleep(duration) => {}
-                        _ = shutdown.recv() => {}
-                    },
-                    None => {
-                        shutdown.recv().await;
-                    }
-                }
-            },
-        )
-        .await;
-        for lifecycle in lifecycles {
-            lifecycle.stop().await;
-        }
+    if std::io::stdout().is_terminal() {
+        let lifecycles = replicas.start(&config, None)?;
+        let started = Instant::now();
+        let watched = watch_in_top(&settings, global, args.duration, shutdown).await;
+        stop_all(lifecycles).await;
         report_invariants(&admin, started, "").await?;
         return watched;
     }
+    let (events, received) = mpsc::unbounded_channel();
+    let lifecycles = replicas.start(&config, Some(&events))?;
+    drop(events);
+    let started = Instant::now();
+    let per_owner = print_admissions(lifecycles, received, args.duration, shutdown).await?;
+    report_invariants(&admin, started, &per_owner).await
+}
 
+/// `top` on the demo's database until `q`, a signal or the duration.
+async fn watch_in_top(
+    settings: &ConnectionSettings,
+    global: &Global,
+    duration: Option<Duration>,
+    shutdown: &mut Shutdown,
+) -> Result<(), CliError> {
+    super::top::open(
+        settings,
+        global,
+        false,
+        crate::tui::state::REFRESH_DEFAULT,
+        async move {
+            match duration {
+                Some(duration) => tokio::select! {
+                    () = tokio::time::sleep(duration) => {}
+                    _ = shutdown.recv() => {}
+                },
+                None => {
+                    shutdown.recv().await;
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// One line per admission until a signal or the duration; then stops the replicas and prints
+/// what their drained rounds admitted too. Returns the count per owner, as ` (owner n, ...)`.
+async fn print_admissions(
+    lifecycles: Vec<Lifecycle>,
+    mut received: mpsc::UnboundedReceiver<RoundEvent>,
+    duration: Option<Duration>,
+    shutdown: &mut Shutdown,
+) -> Result<String, CliError> {
     print("time (UTC)    trigger                  scheduled for (UTC)  by      run")?;
     let mut per_owner: BTreeMap<String, u64> = BTreeMap::new();
-    let deadline = tokio::time::sleep(
-        args.duration
-            .unwrap_or(Duration::from_secs(u64::from(u32::MAX))),
-    );
+    let mut show = |event: RoundEvent| -> Result<(), CliError> {
+        match event {
+            RoundEvent::Finished { report, .. } => {
+                for admitted in &report.admitted {
+                    *per_owner.entry(report.owner.clone()).or_default() += 1;
+                    print(&admission_line(&report.owner, admitted))?;
+                }
+            }
+            RoundEvent::Failed { error, .. } => eprintln!("qlsched demo: a round failed: {error}"),
+        }
+        Ok(())
+    };
+    let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::from(u32::MAX))));
     tokio::pin!(deadline);
     loop {
         tokio::select! {
             _ = &mut deadline => break,
             _ = shutdown.recv() => break,
-            Some(event) = received.recv() => match event {
-                RoundEvent::Finished { report, .. } => {
-                    for admitted in &report.admitted {
-                        *per_owner.entry(report.owner.clone()).or_default() += 1;
-                        print(&admission_line(&report.owner, admitted))?;
-                    }
-                }
-                RoundEvent::Failed { error, .. } => eprintln!("qlsched demo: a round failed: {error}"),
-            },
+            Some(event) = received.recv() => show(event)?,
         }
     }
-    for lifecycle in lifecycles {
-        lifecycle.stop().await;
-    }
+    stop_all(lifecycles).await;
     // Rounds drained by the stop may have admitted more; show them too.
     while let Ok(event) = received.try_recv() {
-        if let RoundEvent::Finished { report, .. } = event {
-            for admitted in &report.admitted {
-                *per_owner.entry(report.owner.clone()).or_default() += 1;
-                print(&admission_line(&report.owner, admitted))?;
-            }
-        }
+        show(event)?;
     }
     let owners: Vec<String> = per_owner
         .iter()
         .map(|(owner, n)| format!("{owner} {n}"))
         .collect();
-    report_invariants(&admin, started, &format!(" ({})", owners.join(", "))).await
+    Ok(format!(" ({})", owners.join(", ")))
 }
 
-/// What the demo runs on: its admin connection, and a pool for each replica, by owner.
+/// What the demo runs on: its admin connection, and its replicas' pools, opened.
 struct Prepared {
     admin: tokio_postgres::Client,
-    stores: Vec<(String, Store)>,
+    replicas: InProcessReplicas,
 }
 
 /// Recreates the demo's database on `server`, migrates it, publishes the sample manifest and
@@ -333,13 +336,9 @@ async fn prepare(
         "qlsched demo: watch with `qlsched -D '{}' inspect` in another terminal; Ctrl-C to stop",
         settings.conninfo()
     );
-    let mut stores = Vec::new();
-    for index in 0..replicas {
-        let owner = format!("demo-{}", char::from(b'a' + index));
-        let store = Store::open(settings, schema, &format!("qlsched demo {owner}"), 2).await?;
-        stores.push((owner, store));
-    }
-    Ok(Prepared { admin, stores })
+    let owners = (0..replicas).map(|index| format!("demo-{}", char::from(b'a' + index)));
+    let replicas = InProcessReplicas::open(settings, schema, "qlsched demo", owners).await?;
+    Ok(Prepared { admin, replicas })
 }
 
 /// The closing line: what was admitted, and whether every promise held.

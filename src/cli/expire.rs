@@ -5,9 +5,10 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, ask, at_least, fence, interactive, owner_arg};
-use super::claim::operator_name;
+use super::args::{Access, ConfirmArgs, at_least, fence, owner_arg};
+use super::identity::operator_name;
 use super::output::{emit, table};
+use super::prompt::{ask, interactive};
 use super::{CliError, Global};
 use crate::core::FenceRef;
 use crate::core::TriggerName;
@@ -85,7 +86,9 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
     }
     // Destructive: with no terminal to ask on, it needs --yes, fence or not (docs/DESIGN.md §5.2).
     args.confirm.require_confirmable("expiring a claim")?;
-    let settings = global.connection.settings()?;
+    let settings = global
+        .connection
+        .settings(Access::writing_unless(args.confirm.dry_run))?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched expire", 1).await?;
     check_ready(&**store.client().await?, &global.connection.schema).await?;
     let name = operator_name();
@@ -110,7 +113,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
                         "expire the claim {} at version {} on {trigger}? [y/N]",
                         given.token, given.version
                     );
-                    if ask(&question)? != "y" {
+                    if ask(&question).await? != "y" {
                         return Err(CliError::Usage("not confirmed; nothing changed".into()));
                     }
                     Some(given)
@@ -125,7 +128,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
                 if args.expired_only { "expired " } else { "" },
                 crate::core::text::clean(owner)
             );
-            if asking && ask(&question)? != "y" {
+            if asking && ask(&question).await? != "y" {
                 return Err(CliError::Usage("not confirmed; nothing changed".into()));
             }
             let expired =
@@ -180,7 +183,7 @@ async fn confirm_trigger(
         if claim.expired { "expired" } else { "expiring" },
         utc(claim.expires_at_ms)
     );
-    Ok((ask("expire it? [y/N]")? == "y").then_some(FenceRef {
+    Ok((ask("expire it? [y/N]").await? == "y").then_some(FenceRef {
         token: claim.token,
         version: claim.version,
     }))

@@ -5,9 +5,10 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, ask, interactive};
-use super::claim::operator_name;
+use super::args::{Access, ConfirmArgs};
+use super::identity::operator_name;
 use super::output::emit;
+use super::prompt::{ask, interactive};
 use super::{CliError, Global};
 use crate::core::TriggerName;
 use crate::core::time::utc;
@@ -56,8 +57,9 @@ fn check_request_id(id: &str) -> Result<(), CliError> {
 }
 
 /// Opens a one-connection store for an operator action, after the schema check `run` makes.
-pub async fn open(global: &Global, application: &str) -> Result<Store, CliError> {
-    let settings = global.connection.settings()?;
+/// `access` is the command's: a dry run only reads.
+pub async fn open(global: &Global, application: &str, access: Access) -> Result<Store, CliError> {
+    let settings = global.connection.settings(access)?;
     let store = Store::open(&settings, &global.connection.schema, application, 1).await?;
     check_ready(&**store.client().await?, &global.connection.schema).await?;
     Ok(store)
@@ -70,7 +72,12 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     check_request_id(&request_id)?;
     args.confirm.require_confirmable("firing a trigger")?;
-    let store = open(global, "qlsched fire").await?;
+    let store = open(
+        global,
+        "qlsched fire",
+        Access::writing_unless(args.confirm.dry_run),
+    )
+    .await?;
     let client = store.client().await?;
     // The revision the key names, read (and every definition checked) before asking.
     let target = control::read_target(&client, &args.trigger).await?;
@@ -81,7 +88,7 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
             "fire {}{paused} now: one manual run of revision {}, request id {request_id}? [y/N]",
             args.trigger, target.trigger_revision
         );
-        if ask(&question)? != "y" {
+        if ask(&question).await? != "y" {
             return Err(CliError::Usage("not confirmed; nothing admitted".into()));
         }
     }

@@ -39,6 +39,9 @@ The password file (default ~/.pgpass, as the passfile setting), read when no pas
 PGCONNECT_TIMEOUT
 Seconds each host may take to connect, TLS handshake and authentication included, as the connect_timeout setting (default 10; 0 waits forever). No answer in time exits 69.
 
+PGTARGETSESSIONATTRS
+Which of several hosts to keep, as the target_session_attrs setting: any, read-write, read-only, primary, standby, prefer-standby, with libpq's meaning (checked after connecting). Unset, commands that write ask for read-write and commands that read (inspect, top, dry runs) for any; set, it wins. Another value exits 78; no host that fits exits 69.
+
 PGSERVICE
 Connection service files are not supported: set, it is refused with exit 78.
 
@@ -121,6 +124,10 @@ Look without being able to touch anything, refreshing every 5 s:
 
 In a stuck-claim investigation: select the row marked !, Enter shows why it is not firing, e shows
 its fence and expires exactly that claim after y (fenced and audited, as qlsched expire).
+
+During an incident: select a trigger, p asks and pauses it after y (a claim in flight is voided, as
+qlsched pause does); p on a paused row resumes it. Both need the qlsched_admin role; an observer's
+login is told so in the status line.
 
 Without a terminal, top exits 2; scripts use inspect instead:
   qlsched inspect -o json"
@@ -274,7 +281,7 @@ claim release: {\"project_id\": string, \"trigger_id\": string, \"fence\": fence
 
 fence is {\"owner\": string, \"token\": uuid, \"version\": int, \"expires_at_ms\": int}. decision is {\"kind\": \"initialize\"|\"fire\"|\"skip\"|\"not_due\", \"next_fire_at_ms\": int, \"scheduled_for_ms\": int|null, \"idempotency_key\": string|null, \"late_ms\": int|null, \"misfired\": bool|null, \"passed_over\": {\"first_ms\": int, \"last_ms\": int, \"count\": int, \"count_exact\": bool, \"reason\": \"beyond_grace\"}|null}. run is {\"run_id\": uuid, \"attempt_id\": uuid, \"idempotency_key\": string, \"scheduled_for_ms\": int}.",
         "inspect" => "\
-inspect: {\"schema_version\": int, \"now_ms\": int, \"schedules\": {\"total\", \"due\", \"claimed\", \"expired_claim\", \"not_due\", \"disabled\", \"uninitialized\": int}, \"owners\": [{\"owner\": string, \"claims\": int, \"expired\": int, \"last_claim_at_ms\": int, \"admissions_last_minute\": int, \"manual_claims\": int (held claims an operator took by hand with qlsched claim)}], \"oldest_overdue\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int}|null, \"claimed_overdue\": {\"count\": int (claimed rows, valid or expired claims, whose cursor is past), \"oldest\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int, \"owner\": string (the holder), \"claim_expired\": bool}|null}, \"admissions_last_minute\": int, \"replicas\": [replica] (registered replicas not stopped, as in inspect replicas), \"schema_problem\": string|null (why `run` would refuse the schema; then the exit status is 78)}.
+inspect: {\"server\": {\"role\": \"primary\"} or {\"role\": \"standby\", \"replay_lag_s\": number|null (database now minus the last replayed commit; null before the first replay)}, \"schema_version\": int, \"now_ms\": int, \"schedules\": {\"total\", \"due\", \"claimed\", \"expired_claim\", \"not_due\", \"disabled\", \"paused\", \"uninitialized\": int (a row an operator paused counts as paused only; disabled: its trigger disabled or its project suspended)}, \"owners\": [{\"owner\": string, \"claims\": int, \"expired\": int, \"last_claim_at_ms\": int, \"admissions_last_minute\": int, \"manual_claims\": int (held claims an operator took by hand with qlsched claim)}], \"oldest_overdue\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int}|null, \"claimed_overdue\": {\"count\": int (claimed rows, valid or expired claims, whose cursor is past), \"oldest\": {\"project_id\", \"trigger_id\": string, \"next_fire_at_ms\", \"lag_ms\": int, \"owner\": string (the holder), \"claim_expired\": bool}|null}, \"admissions_last_minute\": int, \"replicas\": [replica] (registered replicas not stopped, as in inspect replicas), \"schema_problem\": string|null (why `run` would refuse the schema; then the exit status is 78)}.
 
 inspect replicas: [replica], live first, where replica is {\"owner\", \"host\": string, \"pid\": int, \"version\": string, \"liveness\": \"live\"|\"stale\"|\"stopped\" (live: running or draining with a heartbeat within its lease plus its cadence; stale: running or draining with none for longer), \"state\": \"running\"|\"draining\"|\"stopped\" (as the replica last wrote it), \"started_at_ms\", \"heartbeat_at_ms\", \"heartbeat_age_ms\": int, \"last_round_at_ms\": int|null, \"rounds\", \"failed_rounds\", \"admissions\", \"misfires\", \"fence_losses\": int (since it started), \"last_error\": string|null}. Stopped replicas are forgotten a day after they stopped, any replica a week after its last heartbeat.
 
@@ -348,7 +355,9 @@ pub fn extra_sections(command: &str) -> Vec<(&'static str, String)> {
                 format!(
                     "The schedules table, most urgent first (expired claims nobody took over, overdue rows, live claims, uninitialized rows, then the rest):\n\n{}\n\n\
 The mis column is read per refresh for the rows loaded, one bounded probe of the misfires_trigger index each; qlsched inspect misfires --trigger PROJECT/TRIGGER lists the records.\n\n\
-The owners panel lists the claim owners that hold a claim (valid or expired) or admitted a run in the last minute, with claims, expired claims, the last claim and admissions in the last minute. It is not a list of live replicas: a replica that holds nothing and admitted nothing in the last minute is absent, and an owner shown may be dead (! ALL CLAIMS EXPIRED says so). An owner all of whose claims an operator took by hand (qlsched claim, audited with the claim's token) is marked operator, by hand.",
+The state column tells the two ways a row is switched off apart: paused is an operator's (p, or qlsched pause; the detail names who, when and why), disabled is the manifest's (enabled false, or the project suspended). The header counts them apart too.\n\n\
+The replicas panel lists the replicas of the registry that have not stopped, as qlsched inspect replicas does, idle ones included: STALE ones first (no heartbeat for longer than their lease plus their cadence), then live ones, each with its heartbeat, the claims it holds (valid and expired), its last claim and its admissions in the last minute. Then every other claim owner: stopped (a replica that stopped and left claims or admissions behind) or operator (not a registered replica: an operator's manual claims, qlsched claim). ! ALL CLAIMS EXPIRED marks an owner whose every claim ran out.\n\n\
+On a standby the header says standby, replay lag N (the database's now minus the last replayed commit; unknown before the first replay): what it shows may be behind the primary.",
                     listed(crate::tui::draw::COLUMNS)
                 ),
             ),

@@ -2,6 +2,7 @@
 
 use clap::{Args, Subcommand};
 
+use super::args::Access;
 use super::error::exit;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
@@ -25,7 +26,7 @@ pub enum MigrateAction {
 }
 
 pub async fn run(args: MigrateArgs, global: &Global) -> Result<(), CliError> {
-    let settings = global.connection.settings()?;
+    let settings = global.connection.settings(Access::Write)?;
     let schema = &global.connection.schema;
     let mut client = settings.connect(schema, "qlsched migrate").await?;
     match args.action.unwrap_or(MigrateAction::Up) {

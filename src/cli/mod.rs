@@ -12,13 +12,16 @@ mod error;
 mod expire;
 mod fire;
 mod generate;
+mod identity;
 mod inspect;
 mod manual;
 mod migrate;
 mod output;
 mod pause;
+mod prompt;
 mod publish;
 mod run;
+mod signals;
 mod top;
 
 use std::process::ExitCode;
@@ -109,7 +112,9 @@ pub enum Command {
     /// Resume a paused trigger: what passed meanwhile is one misfire record, the cursor moves to
     /// the first occurrence at or after now.
     Resume(pause::ResumeArgs),
-    /// Watch claims, leases and admissions live in the terminal; expire a stuck claim.
+    /// Watch replicas, claims, leases and admissions live in the terminal; expire a stuck
+    /// claim, pause or resume a trigger.
+    #[command(after_long_help = top::keys_help())]
     Top(top::TopArgs),
     /// Show qlsched at work: a fresh demo database, three replicas, live admissions.
     Demo(demo::DemoArgs),

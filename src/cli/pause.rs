@@ -5,9 +5,10 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{ConfirmArgs, ask, interactive};
-use super::claim::operator_name;
+use super::args::{Access, ConfirmArgs};
+use super::identity::operator_name;
 use super::output::{emit, opt, table};
+use super::prompt::{ask, interactive};
 use super::{CliError, Global};
 use crate::core::TriggerName;
 use crate::core::time::utc;
@@ -75,8 +76,8 @@ struct Report {
     report: PauseReport,
 }
 
-fn confirmed(confirm: &ConfirmArgs, question: &str) -> Result<(), CliError> {
-    if !confirm.yes && !confirm.dry_run && interactive() && ask(question)? != "y" {
+async fn confirmed(confirm: &ConfirmArgs, question: &str) -> Result<(), CliError> {
+    if !confirm.yes && !confirm.dry_run && interactive() && ask(question).await? != "y" {
         return Err(CliError::Usage("not confirmed; nothing changed".into()));
     }
     Ok(())
@@ -84,7 +85,12 @@ fn confirmed(confirm: &ConfirmArgs, question: &str) -> Result<(), CliError> {
 
 pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
     args.confirm.require_confirmable("pausing")?;
-    let store = super::fire::open(global, "qlsched pause").await?;
+    let store = super::fire::open(
+        global,
+        "qlsched pause",
+        Access::writing_unless(args.confirm.dry_run),
+    )
+    .await?;
     let client = store.client().await?;
     confirmed(
         &args.confirm,
@@ -92,7 +98,8 @@ pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
             "pause {}? a claim in flight is voided [y/N]",
             args.target.describe()
         ),
-    )?;
+    )
+    .await?;
     let report = control::pause(
         &client,
         args.target.key(),
@@ -111,7 +118,12 @@ pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
 
 pub async fn resume(args: ResumeArgs, global: &Global) -> Result<(), CliError> {
     args.confirm.require_confirmable("resuming")?;
-    let store = super::fire::open(global, "qlsched resume").await?;
+    let store = super::fire::open(
+        global,
+        "qlsched resume",
+        Access::writing_unless(args.confirm.dry_run),
+    )
+    .await?;
     let client = store.client().await?;
     confirmed(
         &args.confirm,
@@ -119,7 +131,8 @@ pub async fn resume(args: ResumeArgs, global: &Global) -> Result<(), CliError> {
             "resume {}? occurrences passed while paused are recorded, not run [y/N]",
             args.target.describe()
         ),
-    )?;
+    )
+    .await?;
     let report = control::resume(
         &client,
         args.target.key(),
@@ -145,8 +158,16 @@ fn render(r: &Report) -> String {
     let mut out = if r.report.changed.is_empty() {
         format!("nothing {verb}")
     } else {
-        table(
-            &["trigger", verb, "paused by", "reason", "detail"],
+        // The time shown is the pause's, for a resume too: the time a trigger stopped firing is
+        // what an operator reconciles afterwards (the resume's own time is the misfire record's).
+        let header = if r.action == "pause" {
+            [verb, "paused by", "reason"]
+        } else {
+            ["was paused", "paused by", "reason"]
+        };
+        let mut lines = format!("{verb} {}:\n", r.report.changed.len());
+        lines.push_str(&table(
+            &["trigger", header[0], header[1], header[2], "detail"],
             r.report.changed.iter().map(|c| {
                 let detail = match (&c.voided_claim_of, &c.next_fire_at_ms, &c.passed_over) {
                     (Some(owner), _, _) => format!("claim of {owner} voided"),
@@ -172,7 +193,8 @@ fn render(r: &Report) -> String {
                     detail,
                 ]
             }),
-        )
+        ));
+        lines
     };
     if r.report.unchanged > 0 {
         out.push_str(&format!(

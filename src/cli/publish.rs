@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::args::Access;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
 use crate::core::Change;
@@ -28,7 +29,9 @@ pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
     let text = read_manifest(&args.file)?;
     // Validated in full before any connection is opened: a bad manifest writes nothing.
     let manifest = parse_manifest(&text)?;
-    let settings = global.connection.settings()?;
+    let settings = global
+        .connection
+        .settings(Access::writing_unless(args.dry_run))?;
     let mut client = settings
         .connect(&global.connection.schema, "qlsched publish")
         .await?;

@@ -7,21 +7,30 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::duration_arg;
-use super::run::Shutdown;
+use super::args::{Access, duration_arg};
+use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::store::{ConnectionSettings, Store};
 use crate::tui::{self, TopOptions};
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// Disable `e` (expire): look, never touch.
+    /// Disable `e` (expire) and `p` (pause, resume): look, never touch.
     #[arg(long)]
     pub readonly: bool,
 
     /// Time between refreshes, 250ms to 10s (`+` and `-` change it live).
     #[arg(long, default_value = "1s", value_parser = refresh_arg, allow_hyphen_values = true)]
     pub refresh: Duration,
+}
+
+/// The keys, for `top --help` (the `?` overlay and the man page list the same).
+pub fn keys_help() -> String {
+    let keys: Vec<String> = tui::input::KEYS
+        .iter()
+        .map(|(keys, what)| format!("  {keys:<16}{what}"))
+        .collect();
+    format!("Keys:\n{}", keys.join("\n"))
 }
 
 fn refresh_arg(text: &str) -> Result<Duration, String> {
@@ -35,7 +44,7 @@ fn refresh_arg(text: &str) -> Result<Duration, String> {
 
 pub async fn run(args: TopArgs, global: &Global) -> Result<(), CliError> {
     require_terminal()?;
-    let settings = global.connection.settings()?;
+    let settings = global.connection.settings(Access::Read)?;
     // Caught before the terminal goes raw, so that a SIGTERM always restores it.
     let mut shutdown = Shutdown::install()?;
     open(&settings, global, args.readonly, args.refresh, async move {
@@ -71,7 +80,7 @@ pub async fn open(
         readonly,
         refresh,
         color: global.color,
-        actor: super::claim::operator_name(),
+        actor: super::identity::operator_name(),
     };
     tui::run(store, options, shutdown).await?;
     Ok(())

@@ -1,6 +1,10 @@
 //! What `run --metrics-addr` reads from the database: whether the server takes writes (for
-//! `/readyz`), and the gauges of `/metrics` (docs/OPERATIONS.md, "Metrics and probes").
+//! `/readyz`), and the gauges of `/metrics` (docs/OPERATIONS.md, "Metrics and probes"); and, for
+//! the headers of `inspect` and `top`, whether the server is a standby ([`server_role`]).
 
+use std::time::Duration;
+
+use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
@@ -85,4 +89,106 @@ pub async fn gauges(client: &impl GenericClient, owner: &str) -> Result<Gauges, 
         oldest_due_age_ms: row.get::<_, Option<i64>>(1).unwrap_or(0).max(0),
         claims_held: row.get(2),
     })
+}
+
+/// Whether the server a session reads is the primary or a standby, for the headers of `inspect`
+/// and `top` (docs/OPERATIONS.md, "`qlsched top`"): a standby answers every read, some of it old.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ServerRole {
+    Primary,
+    /// In recovery. `replay_lag` is the database's now minus the commit time of the last
+    /// transaction replayed: unknown (null) before the first replay; on an idle primary it grows
+    /// although nothing is missing, as PostgreSQL's own measure does.
+    Standby {
+        #[serde(rename = "replay_lag_s", serialize_with = "seconds")]
+        replay_lag: Option<Duration>,
+    },
+}
+
+impl ServerRole {
+    /// `standby, replay lag 1.2s` (or `replay lag unknown`); nothing for the primary, which
+    /// is what every header assumes.
+    pub fn header(&self) -> Option<String> {
+        match self {
+            ServerRole::Primary => None,
+            ServerRole::Standby {
+                replay_lag: Some(lag),
+            } => Some(format!(
+                "standby, replay lag {}",
+                crate::core::time::span(i64::try_from(lag.as_millis()).unwrap_or(i64::MAX))
+            )),
+            ServerRole::Standby { replay_lag: None } => {
+                Some("standby, replay lag unknown".to_owned())
+            }
+        }
+    }
+}
+
+fn seconds<S: serde::Serializer>(lag: &Option<Duration>, out: S) -> Result<S::Ok, S::Error> {
+    match lag {
+        Some(lag) => out.serialize_f64(lag.as_secs_f64()),
+        None => out.serialize_none(),
+    }
+}
+
+// The replay lag in milliseconds, never negative (the standby's clock may run behind the
+// primary's); null when nothing was replayed yet or on a primary.
+const SERVER_ROLE: &str = "SELECT pg_is_in_recovery(),
+        greatest((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::int8, 0)";
+
+/// The role of the server `client` is connected to, in one statement any login may run.
+pub async fn server_role(client: &impl GenericClient) -> Result<ServerRole, StoreError> {
+    let row = client.query_one(SERVER_ROLE, &[]).await?;
+    if !row.get::<_, bool>(0) {
+        return Ok(ServerRole::Primary);
+    }
+    let lag_ms: Option<i64> = row.get(1);
+    Ok(ServerRole::Standby {
+        replay_lag: lag_ms.map(|ms| Duration::from_millis(ms.unsigned_abs())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::ServerRole;
+
+    #[test]
+    fn the_header_names_a_standby_and_its_lag_and_nothing_for_the_primary() {
+        assert_eq!(ServerRole::Primary.header(), None);
+        let lagging = ServerRole::Standby {
+            replay_lag: Some(Duration::from_millis(1_200)),
+        };
+        assert_eq!(
+            lagging.header().as_deref(),
+            Some("standby, replay lag 1.2s")
+        );
+        let unknown = ServerRole::Standby { replay_lag: None };
+        assert_eq!(
+            unknown.header().as_deref(),
+            Some("standby, replay lag unknown")
+        );
+    }
+
+    #[test]
+    fn json_names_the_role_and_the_lag_in_seconds() {
+        let json = |role: ServerRole| serde_json::to_value(role).map(|v| v.to_string()).ok();
+        assert_eq!(
+            json(ServerRole::Primary).as_deref(),
+            Some(r#"{"role":"primary"}"#)
+        );
+        assert_eq!(
+            json(ServerRole::Standby {
+                replay_lag: Some(Duration::from_millis(1_200))
+            })
+            .as_deref(),
+            Some(r#"{"replay_lag_s":1.2,"role":"standby"}"#)
+        );
+        assert_eq!(
+            json(ServerRole::Standby { replay_lag: None }).as_deref(),
+            Some(r#"{"replay_lag_s":null,"role":"standby"}"#)
+        );
+    }
 }

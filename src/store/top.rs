@@ -10,12 +10,18 @@
 //! the claim-order index, switched-off rows from the few disabled triggers and suspended
 //! projects), the due count stops at [`DUE_CAP`], and the total is the planner's estimate once
 //! the table is large.
+//!
+//! The replicas panel reads the replica registry (`super::replicas`, live and stale replicas,
+//! idle ones included) beside the claim owners, and the header whether the server is a standby
+//! (`super::observe::server_role`, the same read as `inspect`'s).
 
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
+use super::observe::{ServerRole, server_role};
 use super::read::{self, OwnerClaims, StateCounts};
+use super::replicas::{self, ReplicaView};
 
 /// Below this many rows (by the planner's estimate) the total is counted; above, estimated.
 pub const COUNT_EXACT_BELOW: i64 = 100_000;
@@ -33,14 +39,21 @@ pub struct TopSummary {
     pub due_capped: bool,
     /// Owners holding claims or having admitted in the last minute.
     pub owners: Vec<OwnerClaims>,
+    /// Every registered replica: live ones (idle ones too), then stale, then stopped ones
+    /// (forgotten a day after they stopped).
+    pub replicas: Vec<ReplicaView>,
+    /// Primary, or a standby with its replay lag.
+    pub server: ServerRole,
 }
 
 // Schedule rows by state, each count bounded by an index (see the module comment). Switched-off
-// rows (disabled, suspended, paused) are found from their side, as read::summary does (few: disabled triggers by their partial
-// index, suspended projects), read once, and subtracted from the other states' counts: excluding
-// them inside the big counts would turn each bounded index scan into a join over every row.
+// rows (paused, disabled, suspended) are found from their side, as read::summary does (few:
+// paused rows and disabled triggers by their partial indexes, suspended projects), read once, and
+// subtracted from the other states' counts: excluding them inside the big counts would turn each
+// bounded index scan into a join over every row. A paused row counts as paused whatever else
+// holds, the others as disabled.
 const TOP_COUNTS: &str = "WITH off AS (
-        SELECT s.next_fire_at_ms, s.claim_token, s.claim_expires_at_ms
+        SELECT s.next_fire_at_ms, s.claim_token, s.claim_expires_at_ms, s.paused_at_ms
         FROM (SELECT project_id, trigger_id FROM triggers WHERE NOT enabled
               UNION
               SELECT t.project_id, t.trigger_id
@@ -53,10 +66,11 @@ const TOP_COUNTS: &str = "WITH off AS (
         -- One primary-key probe per switched-off row, never a pass over every schedule row: the
         -- LIMIT keeps the planner from flattening the lateral subquery into a hash join.
         CROSS JOIN LATERAL (
-            SELECT next_fire_at_ms, claim_token, claim_expires_at_ms FROM trigger_schedules
-            WHERE project_id = o.project_id AND trigger_id = o.trigger_id LIMIT 1) s
+            SELECT next_fire_at_ms, claim_token, claim_expires_at_ms, paused_at_ms
+            FROM trigger_schedules WHERE project_id = o.project_id AND trigger_id = o.trigger_id LIMIT 1) s
     ), off_counts AS (
-        SELECT count(*) AS disabled,
+        SELECT count(*) AS off,
+               count(*) FILTER (WHERE paused_at_ms IS NOT NULL) AS paused,
                count(*) FILTER (WHERE claim_token IS NOT NULL AND claim_expires_at_ms > now_ms()) AS claimed,
                count(*) FILTER (WHERE claim_token IS NOT NULL AND claim_expires_at_ms <= now_ms()) AS expired,
                count(*) FILTER (WHERE claim_token IS NULL AND next_fire_at_ms IS NULL) AS uninitialized,
@@ -72,7 +86,7 @@ const TOP_COUNTS: &str = "WITH off AS (
              THEN (SELECT count(*) FROM trigger_schedules)
              ELSE (SELECT rows FROM estimate) END,
         (SELECT rows FROM estimate) >= $1,
-        o.disabled,
+        o.off,
         (SELECT count(*) FROM trigger_schedules
           WHERE claim_owner IS NOT NULL AND claim_expires_at_ms > now_ms()) - o.claimed,
         (SELECT count(*) FROM trigger_schedules
@@ -82,18 +96,23 @@ const TOP_COUNTS: &str = "WITH off AS (
         (SELECT count(*) FROM (
             SELECT 1 FROM trigger_schedules
             WHERE next_fire_at_ms <= now_ms() AND claim_token IS NULL
-            LIMIT $2 + o.due) d) - o.due
+            LIMIT $2 + o.due) d) - o.due,
+        o.paused
     FROM off_counts o";
 
-/// The header and replicas panel, every statement bounded by an index.
+/// The header and replicas panel, every statement bounded by an index (the registry holds a row
+/// per replica, forgotten a day after it stopped), pipelined.
 pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, StoreError> {
-    let (counts, owners) = tokio::join!(
+    let (counts, owners, replicas, server) = tokio::join!(
         client.query_one(TOP_COUNTS, &[&COUNT_EXACT_BELOW, &DUE_CAP]),
         read::owners(client),
+        replicas::list(client),
+        server_role(client),
     );
-    let (counts, owners) = (counts?, owners?);
+    let (counts, owners, replicas, server) = (counts?, owners?, replicas?, server?);
     let total: i64 = counts.get(2);
-    let disabled: i64 = counts.get(4);
+    let off: i64 = counts.get(4);
+    let paused: i64 = counts.get(9);
     let claimed: i64 = counts.get(5);
     let expired_claim: i64 = counts.get(6);
     let uninitialized: i64 = counts.get(7);
@@ -106,12 +125,15 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
             due,
             claimed,
             expired_claim,
-            not_due: (total - disabled - claimed - expired_claim - uninitialized - due).max(0),
-            disabled,
+            not_due: (total - off - claimed - expired_claim - uninitialized - due).max(0),
+            disabled: off - paused,
+            paused,
             uninitialized,
         },
         total_estimated: counts.get(3),
         due_capped: due >= DUE_CAP,
         owners,
+        replicas,
+        server,
     })
 }

@@ -13,11 +13,11 @@ use ratatui::widgets::{
 };
 
 use super::input::KEYS;
-use super::state::{App, ExpireRequest, Modal, SortOrder, key_of};
+use super::state::{App, ExpireRequest, Modal, PanelRow, PauseRequest, SortOrder, key_of};
 use crate::core::TriggerName;
 use crate::core::text::clean;
 use crate::core::time::{clock, span, utc};
-use crate::store::read::{ScheduleState, ScheduleView, TriggerDetail};
+use crate::store::read::{PauseView, ScheduleRow, ScheduleState, TriggerDetail};
 
 /// The schedules table's columns and what each shows: the `?` overlay and `man qlsched-top` list
 /// them from here.
@@ -26,7 +26,7 @@ pub const COLUMNS: &[(&str, &str)] = &[
     ("trigger", "PROJECT/TRIGGER"),
     (
         "state",
-        "claimed, EXPIRED (past its lease), due, uninit (no cursor yet), waiting, disabled",
+        "claimed, EXPIRED, due, uninit, waiting, paused (operator), disabled (manifest)",
     ),
     (
         "next",
@@ -119,15 +119,22 @@ pub fn draw(frame: &mut Frame, app: &App) {
                 .as_ref()
                 .and_then(|s| s.detail.as_ref())
                 .filter(|d| d.project_id == key.project_id && d.trigger_id == key.trigger_id);
-            draw_detail(frame, body, &key.to_string(), detail, theme);
+            let pause = app
+                .snapshot
+                .as_ref()
+                .and_then(|s| s.row_of(key))
+                .and_then(|row| row.paused.as_ref());
+            draw_detail(frame, body, &key.to_string(), detail, pause, theme);
         }
         Modal::ConfirmExpire(request) => draw_confirm(frame, body, app, request, theme),
+        Modal::ConfirmPause(request) => draw_confirm_pause(frame, body, app, request, theme),
     }
 }
 
 fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    // The screen frozen by space, not a trigger paused by p.
     let mode = if app.paused {
-        Span::styled(" PAUSED ", theme.warn().add_modifier(Modifier::REVERSED))
+        Span::styled(" FROZEN ", theme.warn().add_modifier(Modifier::REVERSED))
     } else {
         Span::styled(" LIVE ", theme.fg(Color::Green))
     };
@@ -140,6 +147,13 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     match &app.snapshot {
         Some(snapshot) => {
             let summary = &snapshot.summary;
+            if let Some(standby) = summary.server.header() {
+                first.push(Span::raw("  "));
+                first.push(Span::styled(
+                    format!(" {standby} "),
+                    theme.warn().add_modifier(Modifier::REVERSED),
+                ));
+            }
             first.push(Span::raw(format!(
                 "  db {} UTC  {rate} ",
                 clock(summary.now_ms)
@@ -162,11 +176,14 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 ("expired", counts.expired_claim, theme.alarm()),
                 ("uninit", counts.uninitialized, Style::new()),
                 ("waiting", counts.not_due, Style::new()),
+                ("paused", counts.paused, theme.warn()),
                 ("disabled", counts.disabled, theme.dim()),
             ];
+            // Every count fits in 80 columns with single gaps.
+            let gap = if area.width >= 90 { "  " } else { " " };
             for (index, (name, count, style)) in parts.into_iter().enumerate() {
                 if index > 0 {
-                    second.push(Span::raw("  "));
+                    second.push(Span::raw(gap));
                 }
                 let style = if count > 0 { style } else { Style::new() };
                 let more = if name == "due" && summary.due_capped {
@@ -225,16 +242,16 @@ fn draw_banner(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
 }
 
 fn draw_body(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
-    let owners = app.snapshot.as_ref().map_or(0, |s| s.summary.owners.len());
-    let owner_rows = u16::try_from(owners.clamp(1, 5)).unwrap_or(5);
+    let panel = app.snapshot.as_ref().map_or(0, |s| s.panel_rows().len());
+    let panel_rows = u16::try_from(panel.clamp(1, 5)).unwrap_or(5);
     let recent_rows: u16 = if area.height >= 30 { 8 } else { 3 };
     let [replicas, schedules, recent] = Layout::vertical([
-        Constraint::Length(owner_rows + 3),
+        Constraint::Length(panel_rows + 3),
         Constraint::Min(5),
         Constraint::Length(recent_rows + 3),
     ])
     .areas(area);
-    draw_owners(frame, replicas, app, theme);
+    draw_replicas(frame, replicas, app, theme);
     draw_schedules(frame, schedules, app, theme);
     draw_recent(frame, recent, app, theme);
 }
@@ -245,67 +262,124 @@ fn block(title: &str, theme: Theme) -> Block<'static> {
         .title(Span::styled(format!(" {title} "), theme.title()))
 }
 
-fn draw_owners(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+/// The replicas panel: registered replicas that have not stopped, live or stale, idle ones
+/// included (the registry, as `inspect replicas` reads it), then claim owners without a running
+/// replica: an operator's manual claims, or a stopped replica's leftovers.
+fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
-    let owners = app
+    let panel = app
         .snapshot
         .as_ref()
-        .map(|s| &s.summary.owners[..])
+        .map(|s| s.panel_rows())
         .unwrap_or_default();
-    let rows: Vec<Row> = owners
+    let (mut live, mut stale, mut others) = (0, 0, 0);
+    let rows: Vec<Row> = panel
         .iter()
-        .map(|owner| {
-            let all_expired = owner.expired > 0 && owner.claims == 0;
-            let operator = owner.manual_claims > 0 && owner.manual_claims >= owner.claims;
-            let status = if all_expired {
+        .map(|row| {
+            let (name, state, heartbeat, owner) = match *row {
+                PanelRow::Replica { replica, claims } => {
+                    let state = match (replica.liveness.as_str(), replica.state.as_str()) {
+                        ("live", "draining") => Span::raw("draining"),
+                        ("live", _) => Span::styled("live", theme.fg(Color::Green)),
+                        _ => Span::styled("STALE", theme.alarm()),
+                    };
+                    if replica.liveness == "live" {
+                        live += 1;
+                    } else {
+                        stale += 1;
+                    }
+                    let heartbeat = format!("{} ago", span(replica.heartbeat_age_ms));
+                    (&replica.owner, state, heartbeat, claims)
+                }
+                PanelRow::Other { owner, stopped } => {
+                    others += 1;
+                    let state = if stopped {
+                        Span::styled("stopped", theme.dim())
+                    } else {
+                        Span::raw("operator")
+                    };
+                    (&owner.owner, state, "-".to_owned(), Some(owner))
+                }
+            };
+            let stale_row =
+                matches!(row, PanelRow::Replica { replica, .. } if replica.liveness != "live");
+            let all_expired = owner.is_some_and(|o| o.expired > 0 && o.claims == 0);
+            let status = if stale_row {
+                Span::styled("! no heartbeat", theme.alarm())
+            } else if all_expired {
                 Span::styled("! ALL CLAIMS EXPIRED", theme.alarm())
-            } else if owner.expired > 0 {
+            } else if owner.is_some_and(|o| o.expired > 0) {
                 Span::styled("some claims expired", theme.warn())
-            } else if operator {
-                Span::raw("operator, by hand")
+            } else if owner.is_none() {
+                Span::styled("idle", theme.dim())
             } else {
                 Span::raw("")
             };
-            let style = if all_expired {
+            let style = if stale_row || all_expired {
                 theme.alarm()
             } else {
                 Style::new()
             };
+            let count = |pick: fn(&crate::store::read::OwnerClaims) -> i64| {
+                owner.map_or_else(|| "0".to_owned(), |o| pick(o).to_string())
+            };
             Row::new(vec![
-                Cell::from(clean(&owner.owner)),
-                Cell::from(owner.claims.to_string()),
-                Cell::from(owner.expired.to_string()),
-                Cell::from(format!("{} ago", span(now - owner.last_claim_at_ms))),
-                Cell::from(owner.admissions_last_minute.to_string()),
+                Cell::from(clean(name)),
+                Cell::from(state),
+                Cell::from(heartbeat),
+                Cell::from(count(|o| o.claims)),
+                Cell::from(count(|o| o.expired)),
+                Cell::from(owner.map_or_else(
+                    || "-".to_owned(),
+                    |o| format!("{} ago", span(now - o.last_claim_at_ms)),
+                )),
+                Cell::from(count(|o| o.admissions_last_minute)),
                 Cell::from(status),
             ])
             .style(style)
         })
         .collect();
     let empty = rows.is_empty();
+    let title = format!(
+        "Replicas: {live} live{}{}",
+        if stale > 0 {
+            format!(", {stale} STALE")
+        } else {
+            String::new()
+        },
+        if others > 0 {
+            format!("; other claim owners: {others}")
+        } else {
+            String::new()
+        }
+    );
     let table = Table::new(
         rows,
         [
             Constraint::Fill(2),
+            Constraint::Length(8),
+            Constraint::Length(10),
             Constraint::Length(6),
             Constraint::Length(7),
-            Constraint::Length(12),
-            Constraint::Length(7),
+            Constraint::Length(11),
+            Constraint::Length(6),
             Constraint::Fill(2),
         ],
     )
     .header(
-        Row::new(["owner", "claims", "expired", "last claim", "adm/1m", ""]).style(theme.title()),
+        Row::new([
+            "replica or owner",
+            "state",
+            "heartbeat",
+            "claims",
+            "expired",
+            "last claim",
+            "adm/1m",
+            "",
+        ])
+        .style(theme.title()),
     )
-    // Not a list of live replicas: a replica that holds nothing and admitted nothing in the
-    // last minute is not in the data, and one that did is here whether it is alive or not.
-    .block(block(
-        &format!(
-            "Owners with claims or admissions in the last minute ({})",
-            owners.len()
-        ),
-        theme,
-    ));
+    .block(block(&title, theme));
     frame.render_widget(table, area);
     if empty {
         let inner = Rect {
@@ -314,15 +388,19 @@ fn draw_owners(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
             ..area.inner(ratatui::layout::Margin::new(1, 0))
         };
         frame.render_widget(
-            Paragraph::new("no owner holds a claim or admitted in the last minute")
+            Paragraph::new("no replica is registered as running, and no owner holds a claim")
                 .style(theme.dim()),
             inner,
         );
     }
 }
 
-/// How a row reads in the state column, and how loud.
-fn state_label(row: &ScheduleView, theme: Theme) -> (&'static str, Style) {
+/// How a row reads in the state column, and how loud. A paused row reads paused whatever else
+/// holds (the read model counts it among the disabled), as `inspect trigger` names the pause first.
+fn state_label(row: &ScheduleRow, theme: Theme) -> (&'static str, Style) {
+    if row.paused.is_some() {
+        return ("paused", theme.warn());
+    }
     match row.state {
         ScheduleState::ExpiredClaim => ("EXPIRED", theme.alarm()),
         ScheduleState::Claimed => ("claimed", theme.fg(Color::Cyan)),
@@ -337,7 +415,7 @@ fn state_label(row: &ScheduleView, theme: Theme) -> (&'static str, Style) {
 /// The lease bar of a claimed row, from the row itself: a claim writes its acquired time into
 /// `updated_at_ms`, and nothing else writes a claimed row, so no lookup in the claims list is
 /// needed (nor is a claim beyond the loaded list shown without its bar).
-fn lease_cell(app: &App, row: &ScheduleView, width: usize) -> String {
+fn lease_cell(app: &App, row: &ScheduleRow, width: usize) -> String {
     let (Some(snapshot), Some(expires_at_ms)) = (&app.snapshot, row.claim_expires_at_ms) else {
         return String::new();
     };
@@ -371,10 +449,11 @@ fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
             } else {
                 " "
             };
+            // A switched-off row is not due now, however old its cursor.
             let next = match row.next_fire_at_ms {
                 Some(next) if next > now => format!("in {}", span(next - now)),
-                Some(_) => "now".to_owned(),
-                None => "-".to_owned(),
+                Some(_) if row.state != ScheduleState::Disabled => "now".to_owned(),
+                _ => "-".to_owned(),
             };
             let lag = match row.next_fire_at_ms {
                 Some(next) if next <= now && row.state != ScheduleState::Disabled => {
@@ -500,11 +579,15 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
             },
         )),
         None => {
-            let expire = if app.readonly { "" } else { " e expire" };
+            let act = if app.readonly {
+                ""
+            } else {
+                "  e expire  p pause"
+            };
+            // The rate keys give way first on a narrow terminal (? lists them).
+            let rate = if area.width >= 89 { "  +- rate" } else { "" };
             Line::from(Span::styled(
-                format!(
-                    "q quit  ↑↓ move  ⏎ detail  / filter  s sort  ␣ pause  +- rate {expire}  ? help"
-                ),
+                format!("q quit  ↑↓ move  ⏎ detail  / filter  s sort  ␣ freeze{rate}{act}  ? help"),
                 theme.dim(),
             ))
         }
@@ -594,6 +677,7 @@ fn draw_detail(
     body: Rect,
     name: &str,
     detail: Option<&TriggerDetail>,
+    pause: Option<&PauseView>,
     theme: Theme,
 ) {
     let area = centered(
@@ -615,6 +699,13 @@ fn draw_detail(
     ];
     if let Some(state) = &detail.state {
         let now = state.now_ms;
+        if let Some(pause) = pause {
+            lines.push(field(
+                "paused",
+                format!("{} · p resumes", pause_text(pause, now)),
+                theme,
+            ));
+        }
         let d = &state.definition;
         let s = &state.schedule;
         lines.push(field(
@@ -636,7 +727,11 @@ fn draw_detail(
             "schedule",
             format!(
                 "{} · next {} · last {} · revision {} · state v{} · claim v{}",
-                s.state,
+                if pause.is_some() {
+                    "paused"
+                } else {
+                    s.state.as_str()
+                },
                 s.next_fire_at_ms.map_or_else(
                     || "-".to_owned(),
                     |n| format!("{} ({})", utc(n), signed(n - now))
@@ -699,6 +794,97 @@ fn draw_detail(
         area,
         &format!("{name} (Esc closes)"),
         Text::from(lines),
+        theme,
+    );
+}
+
+/// `by ops@host at 2026-…Z (3m05s ago): why`.
+fn pause_text(pause: &PauseView, now: i64) -> String {
+    format!(
+        "by {} at {} ({} ago): {}",
+        clean(&pause.paused_by),
+        utc(pause.paused_at_ms),
+        span(now - pause.paused_at_ms),
+        pause
+            .reason
+            .as_deref()
+            .map_or_else(|| "no reason given".to_owned(), clean)
+    )
+}
+
+fn draw_confirm_pause(
+    frame: &mut Frame,
+    body: Rect,
+    app: &App,
+    request: &PauseRequest,
+    theme: Theme,
+) {
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let verb = if request.resume { "Resume" } else { "Pause" };
+    let mut lines = vec![
+        Line::styled(format!("{verb} {}?", request.key), theme.title()),
+        Line::raw(""),
+    ];
+    match &request.paused {
+        Some(pause) if request.resume => {
+            lines.push(field("paused by", clean(&pause.paused_by), theme));
+            lines.push(field(
+                "at",
+                format!(
+                    "{} ({} ago)",
+                    utc(pause.paused_at_ms),
+                    span(now - pause.paused_at_ms)
+                ),
+                theme,
+            ));
+            lines.push(field(
+                "reason",
+                pause
+                    .reason
+                    .as_deref()
+                    .map_or_else(|| "no reason given".to_owned(), clean),
+                theme,
+            ));
+            lines.push(Line::raw(""));
+            lines.push(Line::raw(
+                "The occurrences that passed while paused are recorded as one misfire record,",
+            ));
+            lines.push(Line::raw(
+                "not run (backfill admits them if wanted); the cursor moves to the first",
+            ));
+            lines.push(Line::raw(
+                "occurrence from now. A disabled trigger stays disabled. Audited.",
+            ));
+        }
+        _ => {
+            let claim = match &request.claim_owner {
+                Some(owner) => format!("{} is voided: its admission fails its fence", clean(owner)),
+                None => "none in flight".to_owned(),
+            };
+            lines.push(field("claim", claim, theme));
+            lines.push(field("reason", "paused from qlsched top".to_owned(), theme));
+            lines.push(Line::raw(""));
+            lines.push(Line::raw(
+                "No replica claims it until it is resumed (p again, or qlsched resume).",
+            ));
+            lines.push(Line::raw(
+                "The manifest's enabled is left as it is, and publish leaves the pause. Audited.",
+            ));
+        }
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::styled("[y]", theme.alarm()),
+        Span::raw(format!(" {}  ", verb.to_lowercase())),
+        Span::styled("[n/Esc]", theme.title()),
+        Span::raw(" cancel"),
+    ]));
+    let area = centered(body, 84, 13);
+    draw_popup(
+        frame,
+        area,
+        &format!("{verb} trigger"),
+        Text::from(lines).alignment(Alignment::Left),
         theme,
     );
 }
@@ -841,9 +1027,10 @@ mod tests {
     fn echoed_text_is_escaped_and_shortened_on_screen() {
         let mut app = fixtures::stuck();
         if let Some(snapshot) = &mut app.snapshot {
-            snapshot.schedules[0].claim_owner =
+            snapshot.schedules[0].schedule.claim_owner =
                 Some(format!("evil\u{1b}]0;title\u{7}{}", "o".repeat(10_000)));
             snapshot.summary.owners[0].owner = "\u{1b}[31mred".to_owned();
+            snapshot.summary.replicas[0].owner = "\u{1b}[31mred".to_owned();
         }
         let frame = render(&app, 200, 40);
         assert!(!frame.contains('\u{1b}'), "{frame}");
@@ -878,6 +1065,95 @@ mod tests {
         update(&mut app, Action::AskExpire);
         assert!(matches!(app.modal, Modal::ConfirmExpire(_)));
         insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    /// Selects `globex/paused` (paused by an operator) in the busy cluster.
+    fn select_paused(app: &mut App) {
+        app.selected = Some(crate::core::TriggerName::new("globex", "paused"));
+    }
+
+    #[test]
+    fn paused_row_detail_names_who_when_and_why() {
+        let mut app = fixtures::busy();
+        select_paused(&mut app);
+        update(&mut app, Action::ToggleDetail);
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.detail = Some(fixtures::paused_detail());
+        }
+        insta::assert_snapshot!(render(&app, 120, 40));
+    }
+
+    #[test]
+    fn pause_confirmation() {
+        let mut app = fixtures::busy();
+        update(&mut app, Action::Down);
+        update(&mut app, Action::AskPauseTrigger);
+        let Modal::ConfirmPause(request) = &app.modal else {
+            panic!("p asks first")
+        };
+        assert!(!request.resume);
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn resume_confirmation() {
+        let mut app = fixtures::busy();
+        select_paused(&mut app);
+        update(&mut app, Action::AskPauseTrigger);
+        let Modal::ConfirmPause(request) = &app.modal else {
+            panic!("p asks first")
+        };
+        assert!(request.resume);
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    /// An observer's login may look, not pause: the status line says so and the dashboard
+    /// goes on.
+    #[test]
+    fn pause_refused_for_an_observer() {
+        use crate::store::StoreError;
+        use crate::tui::load::pause_notice;
+
+        let mut app = fixtures::busy();
+        update(&mut app, Action::Down);
+        update(&mut app, Action::AskPauseTrigger);
+        let Some(crate::tui::input::Effect::Pause(request)) =
+            update(&mut app, Action::ConfirmPauseTrigger)
+        else {
+            panic!("y confirms")
+        };
+        let refused = Err(StoreError::PermissionDenied(
+            "permission denied for table trigger_schedules".to_owned(),
+        ));
+        app.notice = Some(pause_notice(&request, &refused));
+        assert!(!app.quit);
+        insta::assert_snapshot!(render(&app, 120, 30));
+    }
+
+    #[test]
+    fn standby_header() {
+        use std::time::Duration;
+
+        use crate::store::observe::ServerRole;
+
+        let mut app = fixtures::busy();
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.summary.server = ServerRole::Standby {
+                replay_lag: Some(Duration::from_millis(1_200)),
+            };
+        }
+        insta::assert_snapshot!(render(&app, 100, 30));
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.summary.server = ServerRole::Standby { replay_lag: None };
+        }
+        let frame = render(&app, 100, 30);
+        assert!(
+            frame
+                .lines()
+                .next()
+                .is_some_and(|l| l.contains("standby, replay lag unknown")),
+            "{frame}"
+        );
     }
 
     #[test]

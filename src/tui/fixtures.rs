@@ -8,10 +8,12 @@ use uuid::Uuid;
 use super::state::{App, Snapshot};
 use crate::core::TriggerName;
 use crate::core::diagnose::Diagnosis;
+use crate::store::observe::ServerRole;
 use crate::store::read::{
-    ClaimView, OwnerClaims, RunView, ScheduleState, ScheduleView, StateCounts, TriggerDetail,
-    TriggerState, TriggerView,
+    ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
+    StateCounts, TriggerDetail, TriggerState, TriggerView,
 };
+use crate::store::replicas::ReplicaView;
 use crate::store::top::TopSummary;
 
 /// 2026-12-02T12:00:00.000Z.
@@ -36,6 +38,19 @@ fn schedule(
     state: ScheduleState,
     next_in_ms: Option<i64>,
     claim: Option<(&str, i64)>,
+) -> ScheduleRow {
+    ScheduleRow {
+        schedule: view(project, trigger, state, next_in_ms, claim),
+        paused: None,
+    }
+}
+
+fn view(
+    project: &str,
+    trigger: &str,
+    state: ScheduleState,
+    next_in_ms: Option<i64>,
+    claim: Option<(&str, i64)>,
 ) -> ScheduleView {
     ScheduleView {
         project_id: project.to_owned(),
@@ -51,6 +66,29 @@ fn schedule(
         claim_expires_at_ms: claim.map(|(_, left)| NOW + left),
         // A claimed row was last written by its claim (every fixture lease is 5 s).
         updated_at_ms: claim.map_or(NOW - 1_000, |(_, left)| NOW + left - 5_000),
+    }
+}
+
+/// A registered replica of lease 5 s and cadence 200 ms: `live` (or `stale`), `running` (or
+/// `draining`, `stopped`), its last heartbeat `heartbeat_ago_ms` before now.
+fn replica(owner: &str, liveness: &str, state: &str, heartbeat_ago_ms: i64) -> ReplicaView {
+    ReplicaView {
+        owner: owner.to_owned(),
+        host: "node-1".to_owned(),
+        pid: 4242,
+        version: "0.1.0".to_owned(),
+        liveness: liveness.to_owned(),
+        state: state.to_owned(),
+        started_at_ms: NOW - 3_600_000,
+        heartbeat_at_ms: NOW - heartbeat_ago_ms,
+        heartbeat_age_ms: heartbeat_ago_ms,
+        last_round_at_ms: Some(NOW - heartbeat_ago_ms),
+        rounds: 18_000,
+        failed_rounds: 0,
+        admissions: 2_400,
+        misfires: 0,
+        fence_losses: 0,
+        last_error: None,
     }
 }
 
@@ -98,6 +136,8 @@ pub fn empty() -> App {
             total_estimated: false,
             due_capped: false,
             owners: Vec::new(),
+            replicas: Vec::new(),
+            server: ServerRole::Primary,
         },
         schedules: Vec::new(),
         claims: Vec::new(),
@@ -149,7 +189,20 @@ pub fn busy() -> App {
             Some(54_000_000),
             None,
         ),
-        schedule("globex", "paused", ScheduleState::Disabled, None, None),
+        ScheduleRow {
+            paused: Some(PauseView {
+                paused_by: "ops-alice@bastion".to_owned(),
+                paused_at_ms: NOW - 185_000,
+                reason: Some("incident 7: upstream down".to_owned()),
+            }),
+            ..schedule(
+                "globex",
+                "paused",
+                ScheduleState::Disabled,
+                Some(-90_000),
+                None,
+            )
+        },
         schedule("initech", "tps-report", ScheduleState::Disabled, None, None),
     ];
     let claims = vec![
@@ -176,7 +229,8 @@ pub fn busy() -> App {
                 claimed: 3,
                 expired_claim: 0,
                 not_due: 3,
-                disabled: 2,
+                disabled: 1,
+                paused: 1,
                 uninitialized: 0,
             },
             total_estimated: false,
@@ -186,6 +240,14 @@ pub fn busy() -> App {
                 owner("demo-b", 1, 38),
                 owner("demo-c", 1, 44),
             ],
+            // demo-d is live and idle: it holds nothing and admitted nothing in the last minute.
+            replicas: vec![
+                replica("demo-a", "live", "running", 150),
+                replica("demo-b", "live", "running", 40),
+                replica("demo-c", "live", "running", 90),
+                replica("demo-d", "live", "running", 120),
+            ],
+            server: ServerRole::Primary,
         },
         schedules,
         claims,
@@ -215,6 +277,11 @@ pub fn stuck() -> App {
         );
         let held = claim(&row, 4, 5_000);
         snapshot.schedules[2] = row;
+        // The replica that died: registered, no heartbeat since.
+        snapshot
+            .summary
+            .replicas
+            .push(replica("gone-replica", "stale", "running", 12_600));
         snapshot.claims.push(held);
         snapshot.summary.counts.due = 0;
         snapshot.summary.counts.expired_claim = 1;
@@ -250,7 +317,7 @@ pub fn stuck() -> App {
 pub fn stuck_detail() -> TriggerDetail {
     let app = stuck();
     let snapshot = app.snapshot.as_ref();
-    let schedule = snapshot.map(|s| s.schedules[2].clone());
+    let schedule = snapshot.map(|s| s.schedules[2].schedule.clone());
     let claim = snapshot.and_then(|s| s.claims.last().cloned());
     TriggerDetail {
         project_id: "acme".to_owned(),
@@ -282,4 +349,35 @@ pub fn stuck_detail() -> TriggerDetail {
             audit: Vec::new(),
         }),
     }
+}
+
+/// `inspect trigger` for the paused row of the busy cluster.
+pub fn paused_detail() -> TriggerDetail {
+    let mut detail = stuck_detail();
+    let app = busy();
+    let row = app
+        .snapshot
+        .as_ref()
+        .and_then(|s| s.row_of(&TriggerName::new("globex", "paused")))
+        .cloned();
+    detail.project_id = "globex".to_owned();
+    detail.trigger_id = "paused".to_owned();
+    if let Some(row) = row {
+        let pause = row.paused.clone();
+        detail.why_not_firing = Diagnosis::Paused {
+            by: pause
+                .as_ref()
+                .map(|p| p.paused_by.clone())
+                .unwrap_or_default(),
+            at_ms: pause.as_ref().map_or(NOW, |p| p.paused_at_ms),
+            reason: pause.and_then(|p| p.reason),
+        };
+        if let Some(state) = &mut detail.state {
+            state.schedule = row.schedule;
+            state.claim = None;
+            state.recent_runs.clear();
+            state.live_replicas = 4;
+        }
+    }
+    detail
 }

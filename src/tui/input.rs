@@ -1,11 +1,11 @@
 //! Keys to actions, and actions to state changes. What a key means depends on the open dialog;
-//! the keys follow top, pg_activity and k9s where an operator already knows them. The one action
-//! with an effect outside the state, the expiry, comes back as an [`Effect`] for the event loop
-//! to carry out, so this stays pure and testable key by key.
+//! the keys follow top, pg_activity and k9s where an operator already knows them. The actions
+//! with an effect outside the state, the expiry and the pause or resume, come back as an
+//! [`Effect`] for the event loop to carry out, so this stays pure and testable key by key.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::state::{App, ExpireRequest, Modal, Notice, key_of};
+use super::state::{App, ExpireRequest, Modal, Notice, PauseRequest, key_of};
 use crate::core::ClaimFence;
 
 /// What a key asks for.
@@ -30,6 +30,9 @@ pub enum Action {
     Slower,
     AskExpire,
     ConfirmExpire,
+    /// `p`: pause the selected trigger, or resume it when paused (not the screen: that is space).
+    AskPauseTrigger,
+    ConfirmPauseTrigger,
     ToggleHelp,
     Close,
 }
@@ -39,6 +42,8 @@ pub enum Action {
 pub enum Effect {
     /// Expire this claim, fenced and audited, then report back.
     Expire(ExpireRequest),
+    /// Pause or resume this trigger, as `qlsched pause` / `resume` do, then report back.
+    Pause(PauseRequest),
 }
 
 /// Every key the dashboard knows, for the help overlay: (keys, what they do).
@@ -56,15 +61,19 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("/", "filter by project, trigger or owner; Enter applies"),
     ("s", "cycle sort: urgency, lease end, trigger, owner"),
-    ("space", "pause or resume refreshing"),
+    ("space", "freeze or unfreeze the screen (stop refreshing)"),
     ("+ -", "refresh faster or slower (0.25 s to 10 s)"),
     (
         "e",
         "expire the selected claim (fenced, audited; asks first)",
     ),
     (
+        "p",
+        "pause the selected trigger, or resume it when paused (fenced, audited; asks first)",
+    ),
+    (
         "y, n",
-        "in the expire dialog: y expires, n (or Esc) cancels",
+        "in a dialog: y expires, pauses or resumes; n (or Esc) cancels",
     ),
     ("?", "this help: keys and columns"),
 ];
@@ -94,6 +103,12 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Close),
             _ => None,
         },
+        // Nor p: a second p must not confirm what the first asked.
+        Modal::ConfirmPause(_) => match key.code {
+            KeyCode::Char('y' | 'Y') => Some(Action::ConfirmPauseTrigger),
+            KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Close),
+            _ => None,
+        },
         Modal::Help => match key.code {
             KeyCode::Char('?' | 'q') | KeyCode::Esc => Some(Action::Close),
             _ => None,
@@ -117,6 +132,7 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char('+' | '=') => Some(Action::Faster),
             KeyCode::Char('-') => Some(Action::Slower),
             KeyCode::Char('e') => Some(Action::AskExpire),
+            KeyCode::Char('p') => Some(Action::AskPauseTrigger),
             KeyCode::Char('?') => Some(Action::ToggleHelp),
             _ => None,
         },
@@ -180,6 +196,24 @@ pub fn update(app: &mut App, action: Action) -> Option<Effect> {
                 return Some(Effect::Expire(request));
             }
         }
+        Action::AskPauseTrigger => ask_pause(app),
+        Action::ConfirmPauseTrigger => {
+            if let Modal::ConfirmPause(request) = std::mem::take(&mut app.modal) {
+                app.notice = Some(Notice {
+                    text: format!(
+                        "{} {}…",
+                        if request.resume {
+                            "resuming"
+                        } else {
+                            "pausing"
+                        },
+                        request.key
+                    ),
+                    is_error: false,
+                });
+                return Some(Effect::Pause(request));
+            }
+        }
         Action::ToggleHelp => {
             app.modal = if app.modal == Modal::Help {
                 Modal::None
@@ -230,6 +264,27 @@ fn ask_expire(app: &mut App) {
             });
         }
     }
+}
+
+/// Opens the confirmation to pause the selected row, or to resume it when it is paused.
+fn ask_pause(app: &mut App) {
+    if app.readonly {
+        app.notice = Some(Notice {
+            text: "read-only (--readonly): p is disabled".to_owned(),
+            is_error: true,
+        });
+        return;
+    }
+    let Some(row) = app.selected_row() else {
+        return;
+    };
+    app.modal = Modal::ConfirmPause(PauseRequest {
+        key: key_of(row),
+        resume: row.paused.is_some(),
+        paused: row.paused.clone(),
+        claim_owner: row.claim_owner.clone(),
+        state: row.state,
+    });
 }
 
 /// A key, start to finish.
@@ -470,6 +525,117 @@ mod tests {
             app.notice
                 .as_ref()
                 .is_some_and(|n| n.text.contains("read-only"))
+        );
+    }
+
+    #[test]
+    fn p_pauses_an_unpaused_row_and_resumes_a_paused_one_after_y() {
+        let mut app = fixtures::busy();
+        press(&mut app, KeyCode::Down);
+        assert_eq!(selected(&app), "globex/sync-a");
+        assert_eq!(press(&mut app, KeyCode::Char('p')), None);
+        let Modal::ConfirmPause(request) = app.modal.clone() else {
+            panic!("confirmation open")
+        };
+        assert!(!request.resume);
+        assert_eq!(request.claim_owner.as_deref(), Some("demo-a"));
+        assert_eq!(
+            press(&mut app, KeyCode::Char('p')),
+            None,
+            "a second p does not confirm"
+        );
+        assert_eq!(press(&mut app, KeyCode::Enter), None, "nor does Enter");
+        assert_eq!(press(&mut app, KeyCode::Esc), None);
+        assert_eq!(app.modal, Modal::None, "Esc cancels");
+        press(&mut app, KeyCode::Char('p'));
+        assert_eq!(
+            press(&mut app, KeyCode::Char('y')),
+            Some(Effect::Pause(request))
+        );
+        assert_eq!(app.modal, Modal::None);
+
+        app.selected = Some(crate::core::TriggerName::new("globex", "paused"));
+        press(&mut app, KeyCode::Char('p'));
+        let Modal::ConfirmPause(request) = app.modal.clone() else {
+            panic!("confirmation open")
+        };
+        assert!(request.resume, "a paused row resumes");
+        assert_eq!(
+            request.paused.as_ref().map(|p| p.paused_by.as_str()),
+            Some("ops-alice@bastion")
+        );
+        assert_eq!(
+            press(&mut app, KeyCode::Char('n')),
+            None,
+            "n cancels, nothing happens"
+        );
+        assert_eq!(app.modal, Modal::None);
+    }
+
+    #[test]
+    fn p_in_readonly_explains_itself() {
+        let mut app = fixtures::busy();
+        app.readonly = true;
+        press(&mut app, KeyCode::Char('p'));
+        assert_eq!(app.modal, Modal::None);
+        assert!(
+            app.notice
+                .as_ref()
+                .is_some_and(|n| n.is_error && n.text.contains("read-only"))
+        );
+    }
+
+    #[test]
+    fn the_replicas_panel_lists_idle_replicas_flags_stale_ones_and_names_operators() {
+        use crate::tui::state::PanelRow;
+
+        let app = fixtures::stuck();
+        let snapshot = app.snapshot.as_ref().unwrap();
+        let rows: Vec<String> = snapshot
+            .panel_rows()
+            .iter()
+            .map(|row| match row {
+                PanelRow::Replica { replica, claims } => format!(
+                    "{} {} {}",
+                    replica.owner,
+                    replica.liveness,
+                    claims.map_or(0, |c| c.claims)
+                ),
+                PanelRow::Other { owner, stopped } => format!(
+                    "{} {}",
+                    owner.owner,
+                    if *stopped { "stopped" } else { "operator" }
+                ),
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "gone-replica stale 0",
+                "demo-a live 1",
+                "demo-b live 1",
+                "demo-c live 1",
+                "demo-d live 0",
+                "ops-alice operator",
+            ],
+            "stale first, the idle demo-d listed, the manual claimant not a replica"
+        );
+
+        let mut app = fixtures::stuck();
+        if let Some(snapshot) = &mut app.snapshot {
+            for replica in &mut snapshot.summary.replicas {
+                if replica.owner == "gone-replica" {
+                    replica.liveness = "stopped".to_owned();
+                }
+            }
+        }
+        let snapshot = app.snapshot.as_ref().unwrap();
+        assert!(
+            snapshot.panel_rows().iter().any(|row| matches!(
+                row,
+                PanelRow::Other { owner, stopped: true } if owner.owner == "gone-replica"
+            )),
+            "a stopped replica's leftover claims show under its name, as stopped"
         );
     }
 

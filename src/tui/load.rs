@@ -9,9 +9,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_postgres::IsolationLevel;
 
-use super::state::{ExpireRequest, LoadRequest, Snapshot};
+use super::state::{ExpireRequest, LoadRequest, Notice, PauseRequest, Snapshot};
 use crate::core::MISFIRE_RETENTION_MS;
 use crate::core::TriggerName;
+use crate::core::time::utc;
+use crate::store::control::{self, PauseReport};
 use crate::store::operator::{self, Actor, Expired};
 use crate::store::read;
 use crate::store::top::top_summary;
@@ -33,6 +35,8 @@ pub enum LoadEvent {
     Snapshot(Box<Snapshot>),
     Failed(String),
     Expired(Result<Expired, String>),
+    /// A pause or resume ended; what the status line says of it.
+    Paused(Notice),
 }
 
 /// Reads one snapshot. The list statements run pipelined in one REPEATABLE READ READ ONLY
@@ -159,4 +163,95 @@ pub async fn expire(
         reason: Some("expired from qlsched top"),
     };
     operator::expire(store, &request.key, Some(fence), &actor, false).await
+}
+
+/// Pauses or resumes a trigger on its own task, as `qlsched pause` / `resume` do (audited as
+/// `actor`), and reports the outcome as a status line.
+pub fn spawn_pause(
+    store: Store,
+    request: PauseRequest,
+    actor: String,
+    events: mpsc::Sender<LoadEvent>,
+) {
+    tokio::spawn(async move {
+        let outcome = pause_or_resume(&store, &request, &actor).await;
+        // The event loop may have quit meanwhile; the change stands either way.
+        let _ = events
+            .send(LoadEvent::Paused(pause_notice(&request, &outcome)))
+            .await;
+    });
+}
+
+/// The pause or resume `p` asks for, through `store::control`, the functions the commands use:
+/// a pause clears a claim in flight and moves the row's versions on, so an admission decided
+/// before it fails its fence (docs/DESIGN.md §4.10). A row already paused (or, for a resume, no
+/// longer paused) is left as it is.
+pub async fn pause_or_resume(
+    store: &Store,
+    request: &PauseRequest,
+    actor: &str,
+) -> Result<PauseReport, StoreError> {
+    let client = store.client().await?;
+    let key = (
+        request.key.project_id.as_str(),
+        Some(request.key.trigger_id.as_str()),
+    );
+    if request.resume {
+        control::resume(&client, key, actor, false).await
+    } else {
+        control::pause(&client, key, actor, Some("paused from qlsched top"), false).await
+    }
+}
+
+/// What the status line says of a pause or resume: what changed, or why nothing did.
+pub fn pause_notice(request: &PauseRequest, outcome: &Result<PauseReport, StoreError>) -> Notice {
+    let key = &request.key;
+    let done = |text: String| Notice {
+        text,
+        is_error: false,
+    };
+    match outcome {
+        Ok(report) => match (report.changed.first(), request.resume) {
+            (Some(change), false) => done(match &change.voided_claim_of {
+                Some(owner) => format!(
+                    "paused {key}; the claim of {owner} is voided (its admission fails its fence)"
+                ),
+                None => format!("paused {key}"),
+            }),
+            (Some(change), true) => done(format!(
+                "resumed {key}; next {}{}",
+                change
+                    .next_fire_at_ms
+                    .flatten()
+                    .map_or_else(|| "at its first claim".to_owned(), utc),
+                match change.passed_over.flatten() {
+                    Some(p) => format!(
+                        "; {}{} occurrences passed while paused, recorded as a misfire",
+                        p.count,
+                        if p.count_exact { "" } else { "+" }
+                    ),
+                    None => "; no occurrence passed while paused".to_owned(),
+                }
+            )),
+            (None, false) => done(format!("{key} was paused already: nothing changed")),
+            (None, true) => done(format!("{key} is not paused (any more): nothing changed")),
+        },
+        Err(error) => {
+            let verb = if request.resume {
+                "not resumed"
+            } else {
+                "not paused"
+            };
+            let why = match error {
+                StoreError::PermissionDenied(detail) => {
+                    format!("this login may not pause or resume (qlsched_admin may): {detail}")
+                }
+                other => other.to_string(),
+            };
+            Notice {
+                text: format!("{verb}: {}", crate::core::text::clean_message(&why)),
+                is_error: true,
+            }
+        }
+    }
 }

@@ -33,7 +33,8 @@ pub struct TopOptions {
     pub readonly: bool,
     pub refresh: Duration,
     pub color: bool,
-    /// Who the audit row of an expiry names (as `qlsched expire` names its operator).
+    /// Who the audit row of an expiry, a pause or a resume names (as the commands name their
+    /// operator).
     pub actor: String,
 }
 
@@ -83,8 +84,14 @@ pub async fn run(
             Some(event) = key_rx.recv() => match event {
                 Event::Key(key) => {
                     app.notice = None;
-                    if let Some(Effect::Expire(request)) = input::handle_key(&mut app, key) {
-                        load::spawn_expire(store.clone(), request, options.actor.clone(), load_tx.clone());
+                    match input::handle_key(&mut app, key) {
+                        Some(Effect::Expire(request)) => load::spawn_expire(
+                            store.clone(), request, options.actor.clone(), load_tx.clone(),
+                        ),
+                        Some(Effect::Pause(request)) => load::spawn_pause(
+                            store.clone(), request, options.actor.clone(), load_tx.clone(),
+                        ),
+                        None => {}
                     }
                 }
                 Event::Resize(..) => {}
@@ -107,6 +114,10 @@ pub async fn run(
                         Err(error) => Notice { text: format!("not expired: {error}"), is_error: true },
                     });
                     // Show the row as it is now, not at the next tick.
+                    request_tx.send_modify(|_| {});
+                }
+                LoadEvent::Paused(notice) => {
+                    app.notice = Some(notice);
                     request_tx.send_modify(|_| {});
                 }
             },

@@ -7,7 +7,11 @@ use std::time::Duration;
 
 use crate::core::ClaimFence;
 use crate::core::TriggerName;
-use crate::store::read::{ClaimView, RunView, ScheduleState, ScheduleView, TriggerDetail};
+use crate::store::read::{
+    ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
+    TriggerDetail,
+};
+use crate::store::replicas::ReplicaView;
 use crate::store::top::TopSummary;
 
 /// Refresh rate bounds and steps (default 1 s, 0.25 to 10 s).
@@ -21,8 +25,8 @@ const REFRESH_STEPS_MS: [u64; 8] = [250, 500, 1_000, 2_000, 3_000, 5_000, 7_500,
 pub struct Snapshot {
     /// Database time, schema version, counts by state, owners.
     pub summary: TopSummary,
-    /// The most urgent schedule rows (claim order).
-    pub schedules: Vec<ScheduleView>,
+    /// The most urgent schedule rows (claim order), each with its pause.
+    pub schedules: Vec<ScheduleRow>,
     /// Every held claim (valid or expired) with its full fence.
     pub claims: Vec<ClaimView>,
     /// The newest admissions.
@@ -47,13 +51,71 @@ impl Snapshot {
             .iter()
             .find(|c| c.project_id == key.project_id && c.trigger_id == key.trigger_id)
     }
+
+    /// The loaded schedule row of `key`.
+    pub fn row_of(&self, key: &TriggerName) -> Option<&ScheduleRow> {
+        self.schedules
+            .iter()
+            .find(|r| r.project_id == key.project_id && r.trigger_id == key.trigger_id)
+    }
+
+    /// The replicas panel: registered replicas that have not stopped (stale ones first, since
+    /// they need a look, then live ones, idle ones too), each with the claims it holds and what
+    /// it admitted in the last minute, then every other claim owner. An owner without a running
+    /// registered replica is no replica: an operator's manual claims, or what a stopped replica
+    /// left behind.
+    pub fn panel_rows(&self) -> Vec<PanelRow<'_>> {
+        let summary = &self.summary;
+        let mut running: Vec<&ReplicaView> = summary
+            .replicas
+            .iter()
+            .filter(|r| r.liveness != "stopped")
+            .collect();
+        running.sort_by_key(|r| r.liveness == "live");
+        let owner_of = |name: &str| summary.owners.iter().find(|o| o.owner == name);
+        let mut rows: Vec<PanelRow> = running
+            .iter()
+            .map(|&replica| PanelRow::Replica {
+                replica,
+                claims: owner_of(&replica.owner),
+            })
+            .collect();
+        rows.extend(
+            summary
+                .owners
+                .iter()
+                .filter(|o| !running.iter().any(|r| r.owner == o.owner))
+                .map(|owner| PanelRow::Other {
+                    owner,
+                    stopped: summary.replicas.iter().any(|r| r.owner == owner.owner),
+                }),
+        );
+        rows
+    }
+}
+
+/// A row of the replicas panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PanelRow<'a> {
+    /// A registered replica that has not stopped, with its claims and admissions when it has any.
+    Replica {
+        replica: &'a ReplicaView,
+        claims: Option<&'a OwnerClaims>,
+    },
+    /// A claim owner the registry has no running replica for: a replica that stopped
+    /// (`stopped`), else an operator.
+    Other {
+        owner: &'a OwnerClaims,
+        stopped: bool,
+    },
 }
 
 /// How the schedules table is ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortOrder {
     /// What needs an operator first: expired claims nobody took over, overdue rows, live
-    /// claims, uninitialized rows, then the rest; within each, claim order.
+    /// claims, uninitialized rows, then the rest (paused rows before disabled ones); within
+    /// each, claim order.
     #[default]
     Urgency,
     /// Soonest lease end first; unclaimed rows after.
@@ -94,6 +156,20 @@ pub struct ExpireRequest {
     pub expired: bool,
 }
 
+/// The pause or resume an operator asked for (`p`), with the row as the dialog showed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PauseRequest {
+    pub key: TriggerName,
+    /// Resume a paused row; otherwise pause it.
+    pub resume: bool,
+    /// The pause shown (a resume's), who, when and why.
+    pub paused: Option<PauseView>,
+    /// The claim a pause would void (its owner), as shown.
+    pub claim_owner: Option<String>,
+    /// The row's state as shown: a pause leaves a disabled trigger disabled.
+    pub state: ScheduleState,
+}
+
 /// The dialog or overlay in front of the tables, if any.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Modal {
@@ -110,6 +186,8 @@ pub enum Modal {
     },
     /// "Expire this claim?", showing the fence.
     ConfirmExpire(ExpireRequest),
+    /// "Pause this trigger?" or "Resume it?", showing what it changes.
+    ConfirmPause(PauseRequest),
 }
 
 /// Why the data on screen may be old.
@@ -188,11 +266,11 @@ impl App {
     }
 
     /// The schedule rows on screen: filtered, then sorted.
-    pub fn visible_schedules(&self) -> Vec<&ScheduleView> {
+    pub fn visible_schedules(&self) -> Vec<&ScheduleRow> {
         let Some(snapshot) = &self.snapshot else {
             return Vec::new();
         };
-        let mut rows: Vec<&ScheduleView> = snapshot
+        let mut rows: Vec<&ScheduleRow> = snapshot
             .schedules
             .iter()
             .filter(|row| self.matches_filter(row))
@@ -201,6 +279,8 @@ impl App {
             SortOrder::Urgency => rows.sort_by_key(|r| {
                 (
                     urgency(r.state),
+                    // Among the switched-off rows, an operator's pause before the manifest's.
+                    r.paused.is_none(),
                     r.next_fire_at_ms.is_some(),
                     r.next_fire_at_ms,
                 )
@@ -219,7 +299,7 @@ impl App {
         rows
     }
 
-    fn matches_filter(&self, row: &ScheduleView) -> bool {
+    fn matches_filter(&self, row: &ScheduleRow) -> bool {
         self.filter.is_empty()
             || TriggerName::new(&row.project_id, &row.trigger_id)
                 .to_string()
@@ -261,7 +341,7 @@ impl App {
         )
     }
 
-    pub fn selected_row(&self) -> Option<&ScheduleView> {
+    pub fn selected_row(&self) -> Option<&ScheduleRow> {
         let index = self.selected_index()?;
         self.visible_schedules().get(index).copied()
     }

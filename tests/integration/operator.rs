@@ -1,7 +1,7 @@
 //! The operator commands behave as docs/DESIGN.md §4.7 and §5 say, driven through the real binary
 //! as a script would, and so do the store functions underneath them.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -50,50 +50,6 @@ async fn written(db: &TestDb) -> (Value, i64) {
     (row, db.count("SELECT count(*) FROM schedule_audit").await)
 }
 
-/// A replica as a child process, stopped with SIGTERM.
-struct Replica(Child);
-
-impl Replica {
-    fn start(db: &TestDb, owner: &str) -> Replica {
-        let child = Command::new(bin())
-            .args([
-                "-D",
-                &db.url(),
-                "run",
-                "--owner",
-                owner,
-                "--lease",
-                "2s",
-                "--cadence",
-                "100ms",
-            ])
-            .env_remove("QLSCHED_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn qlsched run");
-        Replica(child)
-    }
-
-    fn stop(mut self) {
-        let pid = self.0.id().to_string();
-        let killed = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill");
-        assert!(killed.success());
-        let status = self.0.wait().expect("wait for the replica");
-        assert!(status.success(), "the replica exits 0 on SIGTERM: {status}");
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-    }
-}
-
 #[tokio::test]
 async fn operator_script_holds_expires_and_the_old_fence_is_dead() {
     let db = TestDb::empty().await;
@@ -130,7 +86,17 @@ async fn operator_script_holds_expires_and_the_old_fence_is_dead() {
     assert_eq!(inspected["claim"]["token"], token.as_str());
     assert_eq!(inspected["why_not_firing"]["cause"], "claim_held");
 
-    let replica = Replica::start(&db, "replica-a");
+    let replica = crate::util::spawn_run(
+        &db.url(),
+        &[
+            "--owner",
+            "replica-a",
+            "--lease",
+            "2s",
+            "--cadence",
+            "100ms",
+        ],
+    );
     sleep_ms(1_500).await;
     let (row, audits) = written(&db).await;
     assert_eq!(
@@ -225,7 +191,7 @@ async fn operator_script_holds_expires_and_the_old_fence_is_dead() {
         "{}",
         stderr(&stale)
     );
-    replica.stop();
+    crate::util::stop_cleanly(replica);
     let _ = std::fs::remove_file(file);
 }
 

@@ -14,13 +14,13 @@ use qlsched::coordinator::Coordinator;
 use qlsched::core::CoordinatorConfig;
 
 use crate::util::{
-    TestDb, assert_invariants, eventually, eventually_count, manifest, sleep_ms, spawn_run,
-    stop_cleanly,
+    ReplicaProcess, TestDb, assert_invariants, eventually, eventually_count, manifest, sleep_ms,
+    spawn_run, stop_cleanly,
 };
 
 const LEASE_MS: i64 = 3_000;
 
-fn replica(db: &TestDb, owner: &str) -> Child {
+fn replica(db: &TestDb, owner: &str) -> ReplicaProcess {
     spawn_run(
         &db.url(),
         &[
@@ -57,7 +57,7 @@ async fn three_replica_processes_one_killed_holding_claims_admit_every_occurrenc
         .await
         .expect("slow victim");
 
-    let mut victim = replica(&db, "victim");
+    let victim = replica(&db, "victim");
     let survivors = [replica(&db, "replica-b"), replica(&db, "replica-c")];
     // Every trigger has fired once, so the victim's claims are of due rows, not initializations.
     eventually_count(
@@ -69,8 +69,7 @@ async fn three_replica_processes_one_killed_holding_claims_admit_every_occurrenc
     .await;
     let held_query = "SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'victim' AND claim_expires_at_ms > now_ms()";
     eventually_count(&db, Duration::from_secs(20), held_query, 1).await;
-    victim.kill().expect("SIGKILL the victim");
-    victim.wait().expect("reap");
+    victim.kill();
     let killed_at: i64 = client
         .query_one("SELECT now_ms()", &[])
         .await

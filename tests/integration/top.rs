@@ -1,18 +1,22 @@
 //! `qlsched top` against a real database: the expiry behind `e` clears exactly the fenced claim,
-//! and the real binary in a real terminal (tmux), with replicas running, shows the cluster and
+//! the pause behind `p` goes through `store::control` (an observer's login is refused), the
+//! replicas panel reads the registry, the header knows a primary, and the real binary in a real
+//! terminal (tmux), with replicas running, shows the cluster, pauses and resumes a trigger, and
 //! restores the terminal. Its frames and keys are tested in `src/tui` (snapshots, one test per
 //! key).
-
-use std::process::{Child, Command, Stdio};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use qlsched::core::TriggerName;
 use qlsched::store::StoreError;
+use qlsched::store::observe::ServerRole;
 use qlsched::tui::input::{Effect, handle_key};
-use qlsched::tui::load::{expire, read_snapshot};
-use qlsched::tui::state::{App, Modal};
+use qlsched::tui::load::{expire, pause_notice, pause_or_resume, read_snapshot};
+use qlsched::tui::state::{App, Modal, PanelRow};
 
-use crate::util::{PROMPT, TestDb, Tmux, bin, code, manifest, qlsched, stderr};
+use crate::util::{
+    LoginRole, PROMPT, TestDb, Tmux, assert_invariants, bin, code, eventually, manifest, qlsched,
+    schema, stderr, stdout,
+};
 
 fn press(app: &mut App, c: char) -> Option<Effect> {
     handle_key(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
@@ -132,30 +136,253 @@ async fn e_and_y_expire_exactly_the_fenced_claim() {
     assert_eq!(claim_columns(&db, "alive").await, moved);
 }
 
-/// A replica as a child process, killed when dropped.
-struct Replica(Child);
-
-impl Replica {
-    fn start(db: &TestDb, owner: &str) -> Replica {
-        Replica(
-            Command::new(bin())
-                .args(["-D", &db.url(), "run", "--owner", owner])
-                .args(["--lease", "5s", "--cadence", "200ms"])
-                .env_remove("QLSCHED_LOG")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn qlsched run"),
+/// The pause columns and both versions of `trigger`'s row.
+async fn pause_columns(db: &TestDb, trigger: &str) -> (Option<String>, Option<String>, i64, i64) {
+    let row = db
+        .client()
+        .await
+        .query_one(
+            "SELECT paused_by, pause_reason, claim_version, state_version FROM trigger_schedules
+             WHERE project_id = 'p' AND trigger_id = $1",
+            &[&trigger],
         )
-    }
+        .await
+        .expect("schedule row");
+    (row.get(0), row.get(1), row.get(2), row.get(3))
 }
 
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// `p` then `y` pauses the selected row through `store::control` (its claim voided, both versions
+/// moved on, audited), the snapshot then shows it paused apart from disabled rows, `p` on it
+/// resumes it; an observer's login is refused with a clear line and changes nothing.
+#[tokio::test]
+async fn p_and_y_pause_and_resume_through_store_control_and_an_observer_is_refused() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(serde_json::json!([
+        { "id": "busy", "task": "t", "cron": "0 0 1 1 *" },
+        { "id": "off", "task": "t", "cron": "0 0 1 1 *", "enabled": false }
+    ])))
+    .await;
+    hold(&db, "busy", "live-replica", 60_000).await;
+    let store = db.store("qlsched top test").await;
+    let mut app = App::new(db.url(), "qlsched".to_owned(), false, false);
+    app.apply_snapshot(read_snapshot(&store, None).await.expect("snapshot"));
+    app.selected = Some(TriggerName::new("p", "busy"));
+
+    // An observer's login: asked and confirmed, refused by the database, nothing changed.
+    let observer = LoginRole::create(&db, "qlsched_observer").await;
+    let settings =
+        qlsched::store::ConnectionSettings::resolve(Some(&observer.url(&db))).expect("url");
+    let observer_store = qlsched::store::Store::open(&settings, &schema(), "observer top", 1)
+        .await
+        .expect("observer pool");
+    press(&mut app, 'p');
+    let Some(Effect::Pause(request)) = press(&mut app, 'y') else {
+        panic!("y confirms");
+    };
+    assert!(!request.resume);
+    let before = pause_columns(&db, "busy").await;
+    let refused = pause_or_resume(&observer_store, &request, "observer@top").await;
+    assert!(
+        matches!(refused, Err(StoreError::PermissionDenied(_))),
+        "{refused:?}"
+    );
+    let notice = pause_notice(&request, &refused);
+    assert!(
+        notice.is_error
+            && notice
+                .text
+                .starts_with("not paused: this login may not pause")
+            && notice.text.contains("qlsched_admin"),
+        "{notice:?}"
+    );
+    assert_eq!(pause_columns(&db, "busy").await, before, "nothing changed");
+
+    let (_, _, claim_version, state_version) = before;
+    let paused = pause_or_resume(&store, &request, "tester@top")
+        .await
+        .expect("pause");
+    assert_eq!(paused.changed.len(), 1);
+    assert!(
+        pause_notice(&request, &Ok(paused))
+            .text
+            .contains("the claim of live-replica is voided"),
+    );
+    assert_eq!(
+        pause_columns(&db, "busy").await,
+        (
+            Some("tester@top".to_owned()),
+            Some("paused from qlsched top".to_owned()),
+            claim_version + 1,
+            state_version + 1
+        ),
+        "paused, the claim voided: both versions moved on, so its holder's admission fails"
+    );
+    assert_eq!(claim_columns(&db, "busy").await.0, None);
+    assert_eq!(
+        db.count(
+            "SELECT count(*) FROM schedule_audit WHERE action = 'pause' AND trigger_id = 'busy' \
+             AND actor = 'tester@top' AND fence_before->>'owner' = 'live-replica'"
+        )
+        .await,
+        1,
+        "audited with the fence it voided"
+    );
+
+    let snapshot = read_snapshot(&store, None).await.expect("snapshot");
+    let counts = &snapshot.summary.counts;
+    assert_eq!(
+        (counts.paused, counts.disabled),
+        (1, 1),
+        "paused and disabled counted apart"
+    );
+    let row = snapshot
+        .row_of(&TriggerName::new("p", "busy"))
+        .expect("row loaded");
+    assert_eq!(
+        row.paused.as_ref().map(|p| p.paused_by.as_str()),
+        Some("tester@top")
+    );
+    assert!(
+        snapshot
+            .row_of(&TriggerName::new("p", "off"))
+            .is_some_and(|r| r.paused.is_none())
+    );
+    app.apply_snapshot(snapshot);
+    press(&mut app, 'p');
+    let Some(Effect::Pause(request)) = press(&mut app, 'y') else {
+        panic!("y confirms");
+    };
+    assert!(request.resume, "p on a paused row resumes it");
+    let resumed = pause_or_resume(&store, &request, "tester@top")
+        .await
+        .expect("resume");
+    assert_eq!(resumed.changed.len(), 1);
+    assert_eq!(pause_columns(&db, "busy").await.0, None, "resumed");
+    assert_eq!(
+        db.count("SELECT count(*) FROM schedule_audit WHERE action = 'resume'")
+            .await,
+        1
+    );
+    // A second resume of the same row finds it not paused, and says so.
+    let again = pause_or_resume(&store, &request, "tester@top")
+        .await
+        .expect("resume again");
+    assert!(
+        pause_notice(&request, &Ok(again))
+            .text
+            .contains("not paused (any more): nothing changed")
+    );
+}
+
+/// The replicas panel comes from the registry: an idle live replica is listed, a replica whose
+/// heartbeat stopped is stale, a manual claimant is an operator; on a primary the header says
+/// nothing of a standby, in `top` and in `inspect` (whose JSON names the role).
+#[tokio::test]
+async fn the_replicas_panel_reads_the_registry_and_a_primary_is_no_standby() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(serde_json::json!([
+        { "id": "calm", "task": "t", "cron": "0 0 1 1 *" }
+    ])))
+    .await;
+    let client = db.client().await;
+    for owner in ["idle-replica", "dead-replica"] {
+        qlsched::store::replicas::register(
+            &client,
+            &qlsched::store::replicas::Registration {
+                owner,
+                host: "node-1",
+                pid: 1,
+                version: "test",
+                lease_ms: 5_000,
+                cadence_ms: 200,
+            },
+        )
+        .await
+        .expect("register");
     }
+    client
+        .execute(
+            "UPDATE replicas SET heartbeat_at_ms = now_ms() - 60000 WHERE owner = 'dead-replica'",
+            &[],
+        )
+        .await
+        .expect("age a heartbeat");
+    let held = qlsched(
+        Some(&db),
+        &["claim", "p/calm", "--hold", "--owner", "ops-bob"],
+        None,
+    );
+    assert_eq!(code(&held), 0, "{}", stderr(&held));
+
+    let store = db.store("qlsched top test").await;
+    let snapshot = read_snapshot(&store, None).await.expect("snapshot");
+    assert_eq!(snapshot.summary.server, ServerRole::Primary);
+    let rows: Vec<String> = snapshot
+        .panel_rows()
+        .iter()
+        .map(|row| match row {
+            PanelRow::Replica { replica, .. } => format!("{} {}", replica.owner, replica.liveness),
+            PanelRow::Other { owner, stopped } => {
+                format!(
+                    "{} {}",
+                    owner.owner,
+                    if *stopped { "stopped" } else { "operator" }
+                )
+            }
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "dead-replica stale",
+            "idle-replica live",
+            "ops-bob operator"
+        ]
+    );
+
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&qlsched(
+        Some(&db),
+        &["inspect", "-o", "json"],
+        None,
+    )))
+    .expect("inspect -o json");
+    assert_eq!(summary["server"], serde_json::json!({ "role": "primary" }));
+    let text = stdout(&qlsched(Some(&db), &["inspect"], None));
+    assert!(!text.contains("standby"), "{text}");
+}
+
+/// A replica with a short lease and cadence, killed when the test ends.
+fn replica(db: &TestDb, owner: &str) -> crate::util::ReplicaProcess {
+    crate::util::spawn_run(
+        &db.url(),
+        &["--owner", owner, "--lease", "5s", "--cadence", "200ms"],
+    )
+}
+
+/// The selected `p/tock` row of the schedules table (the header names the filter `/p/tock`).
+const TOCK_ROW: &str = "›  p/tock";
+
+/// Waits until `p/tock` is paused (or not) in the database, by `top`'s operator.
+async fn paused_by_top(db: &TestDb, paused: bool) {
+    let what = if paused {
+        "p/tock paused by top"
+    } else {
+        "p/tock resumed"
+    };
+    eventually(std::time::Duration::from_secs(30), what, || async {
+        let paused_by: Option<String> = db
+            .client()
+            .await
+            .query_one(
+                "SELECT paused_by FROM trigger_schedules WHERE project_id = 'p' AND trigger_id = 'tock'",
+                &[],
+            )
+            .await
+            .expect("schedule row")
+            .get(0);
+        paused_by.is_some() == paused
+    })
+    .await;
 }
 
 fn line_with<'a>(screen: &'a str, needle: &str) -> &'a str {
@@ -173,10 +400,7 @@ async fn top_in_a_real_terminal_shows_the_cluster_and_restores_the_terminal() {
     .await;
     // A claim of a replica that is not running: its countdown runs for a minute.
     hold(&db, "stuck", "stuck-replica", 60_000).await;
-    let _replicas = [
-        Replica::start(&db, "replica-a"),
-        Replica::start(&db, "replica-b"),
-    ];
+    let _replicas = [replica(&db, "replica-a"), replica(&db, "replica-b")];
 
     let tmux = Tmux::start("top", 120, 40);
     tmux.wait_for("the shell prompt", |s| s.contains(PROMPT));
@@ -186,8 +410,8 @@ async fn top_in_a_real_terminal_shows_the_cluster_and_restores_the_terminal() {
         db.url()
     );
     tmux.send(&[&command, "Enter"]);
-    let first = tmux.wait_for("owners and triggers", |s| {
-        s.contains("Owners with claims or admissions in the last minute (")
+    let first = tmux.wait_for("replicas and triggers", |s| {
+        s.contains("Replicas: 2 live")
             && s.contains("stuck-replica")
             && (s.contains("replica-a") || s.contains("replica-b"))
             && s.contains("p/tick")
@@ -212,17 +436,39 @@ async fn top_in_a_real_terminal_shows_the_cluster_and_restores_the_terminal() {
     let still = tmux.wait_for("the dashboard after Esc", |s| s.contains("p/tick"));
     assert!(!still.contains("top exited"), "{still}");
 
+    // p pauses the selected trigger after y, and p on it again resumes it.
+    tmux.send(&["/", "p/tock", "Enter"]);
+    tmux.wait_for("the filter", |s| {
+        s.contains("filter /p/tock") && !s.contains("p/tick")
+    });
+    tmux.send(&["p"]);
+    tmux.wait_for("the pause dialog", |s| s.contains("Pause p/tock?"));
+    tmux.send(&["y"]);
+    paused_by_top(&db, true).await;
+    let shown = tmux.wait_for("the row marked paused", |s| {
+        line_with(s, TOCK_ROW).contains("paused") && s.contains("paused 1")
+    });
+    assert!(!shown.contains("top exited"), "{shown}");
+    tmux.send(&["p"]);
+    tmux.wait_for("the resume dialog", |s| s.contains("Resume p/tock?"));
+    tmux.send(&["y"]);
+    paused_by_top(&db, false).await;
+    tmux.wait_for("the row no longer paused", |s| {
+        !line_with(s, TOCK_ROW).contains("paused") && s.contains("paused 0")
+    });
+
     tmux.send(&["q"]);
     let after = tmux.wait_for("top to exit", |s| s.contains("top exited 0"));
     assert!(
-        !after.contains("Owners with claims") && after.contains(PROMPT),
+        !after.contains("Replicas:") && after.contains(PROMPT),
         "the alternate screen is left and the shell is back:\n{after}"
     );
+    assert_invariants(&db).await;
 }
 
 /// The `mis` column counts the misfire records of each row's current trigger revision that are
 /// still in retention: an older revision's and an expired record do not count, and a count stops
-/// at its cap. The owners panel marks an owner holding only manual claims as an operator.
+/// at its cap. The owners list counts a manual claimant's claims as taken by hand.
 #[tokio::test]
 async fn misfire_counts_follow_the_revision_and_the_retention_and_manual_claimants_show() {
     let db = TestDb::new().await;

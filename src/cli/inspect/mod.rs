@@ -14,7 +14,7 @@ use tokio_postgres::Client;
 use uuid::Uuid;
 
 use super::args::OutputFormat;
-use super::args::{at_least, duration_arg};
+use super::args::{Access, at_least, duration_arg};
 use super::error::exit;
 use super::output::emit;
 use super::{CliError, Global};
@@ -26,6 +26,7 @@ use crate::store::accounting::{AccountingReport, occurrence_accounting};
 use crate::store::invariants::{InvariantCounts, invariant_counts};
 use crate::store::migrate::{VerifyFinding, check_ready, require_ledger, verify};
 use crate::store::misfires;
+use crate::store::observe::{ServerRole, server_role};
 use crate::store::read::{
     self, ScheduleFilter, ScheduleState, ScheduleView, Summary, TriggerDetail,
 };
@@ -157,7 +158,7 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
         Some(InspectWhat::Run { run_id }) => Some(parse_run_id(run_id)?),
         _ => None,
     };
-    let settings = global.connection.settings()?;
+    let settings = global.connection.settings(Access::Read)?;
     let schema = &global.connection.schema;
     let client = settings.connect(schema, "qlsched inspect").await?;
     read::read_only(&client).await?;
@@ -285,6 +286,7 @@ async fn summary(
         .filter(|r| r.liveness != "stopped")
         .collect();
     let report = SummaryReport {
+        server: server_role(client).await?,
         summary,
         replicas,
         schema_problem,
@@ -410,6 +412,8 @@ impl InvariantReport {
 /// `inspect` without a view: the summary, and what keeps the schema from being ready.
 #[derive(Debug, Clone, Serialize)]
 pub struct SummaryReport {
+    /// Primary, or a standby with its replay lag: a standby's answers may be behind.
+    pub server: ServerRole,
     #[serde(flatten)]
     pub summary: Summary,
     /// Registered replicas that have not stopped: live ones (a heartbeat within their lease and

@@ -21,6 +21,11 @@ pub(super) fn render_summary(report: &SummaryReport) -> String {
         ),
         None => String::new(),
     };
+    if let Some(standby) = report.server.header() {
+        out.push_str(&format!(
+            "server: {standby} (what follows may be behind the primary)\n"
+        ));
+    }
     out += &table(
         &["schedules", "rows"],
         [
@@ -28,6 +33,7 @@ pub(super) fn render_summary(report: &SummaryReport) -> String {
             ("claimed", c.claimed),
             ("expired claim", c.expired_claim),
             ("not due", c.not_due),
+            ("paused", c.paused),
             ("disabled", c.disabled),
             ("uninitialized", c.uninitialized),
             ("total", c.total),

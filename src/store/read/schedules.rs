@@ -173,10 +173,10 @@ pub async fn schedules_with_pause(
         .collect()
 }
 
-// The dashboard's rows: the head of the claim order and every row holding a claim (valid or
-// expired, from the claim-owner index), so a held or abandoned claim is on screen even when
-// thousands of uninitialized or overdue rows come first in claim order. Both halves are bounded
-// by an index; the union is at most twice the limit.
+// The dashboard's rows, each with its pause: the head of the claim order and every row holding a
+// claim (valid or expired, from the claim-owner index), so a held or abandoned claim is on screen
+// even when thousands of uninitialized or overdue rows come first in claim order. Both halves are
+// bounded by an index; the union is at most twice the limit.
 const URGENT_SCHEDULES: &str = concat!(
     "WITH keys AS (
         (SELECT project_id, trigger_id FROM trigger_schedules
@@ -190,7 +190,8 @@ const URGENT_SCHEDULES: &str = concat!(
     " AS state,
            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
            s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
-           s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms
+           s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+           s.paused_at_ms, s.paused_by, s.pause_reason
     FROM keys
     JOIN trigger_schedules s ON s.project_id = keys.project_id AND s.trigger_id = keys.trigger_id
     JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
@@ -198,16 +199,22 @@ const URGENT_SCHEDULES: &str = concat!(
     ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id"
 );
 
-/// The most urgent schedule rows for `top`: the claim-order head and every held claim.
+/// The most urgent schedule rows for `top`, with their pauses: the claim-order head and every
+/// held claim.
 pub async fn urgent_schedules(
     client: &impl GenericClient,
     limit: i64,
-) -> Result<Vec<ScheduleView>, StoreError> {
+) -> Result<Vec<ScheduleRow>, StoreError> {
     client
         .query(URGENT_SCHEDULES, &[&limit])
         .await?
         .iter()
-        .map(schedule_view)
+        .map(|row| {
+            Ok(ScheduleRow {
+                schedule: schedule_view(row)?,
+                paused: pause_of(row),
+            })
+        })
         .collect()
 }
 
@@ -245,7 +252,7 @@ pub(super) fn pause_of(row: &Row) -> Option<PauseView> {
     })
 }
 
-/// A schedule row with its pause, for `inspect schedules`.
+/// A schedule row with its pause, for `inspect schedules` and `top`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ScheduleRow {
     #[serde(flatten)]

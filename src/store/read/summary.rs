@@ -5,7 +5,9 @@ use tokio_postgres::GenericClient;
 
 use crate::store::StoreError;
 
-/// Schedule rows per state.
+/// Schedule rows per state. A switched-off row is counted once: as `paused` when an operator
+/// paused it (whatever else holds, as `inspect trigger` names the pause first), else as
+/// `disabled` (its trigger disabled or its project suspended, declaratively).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct StateCounts {
     pub total: i64,
@@ -14,6 +16,7 @@ pub struct StateCounts {
     pub expired_claim: i64,
     pub not_due: i64,
     pub disabled: i64,
+    pub paused: i64,
     pub uninitialized: i64,
 }
 
@@ -89,7 +92,8 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
         FROM projects p JOIN triggers t ON t.project_id = p.project_id
         WHERE p.status <> 'active'
     ), classified AS (
-        SELECT CASE WHEN o.project_id IS NOT NULL OR s.paused_at_ms IS NOT NULL THEN 'disabled'
+        SELECT CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                    WHEN o.project_id IS NOT NULL THEN 'disabled'
                     WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > c.now_ms THEN 'claimed'
                     WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
                     WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
@@ -107,7 +111,8 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
            count(*) FILTER (WHERE state = 'disabled'),
            count(*) FILTER (WHERE state = 'uninitialized'),
            (SELECT now_ms FROM clock),
-           (SELECT coalesce(max(version), 0) FROM schema_migrations)
+           (SELECT coalesce(max(version), 0) FROM schema_migrations),
+           count(*) FILTER (WHERE state = 'paused')
     FROM classified";
 
 // Owners holding claims (the partial claim-owner index) or having admitted in the last minute
@@ -225,6 +230,7 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
             expired_claim: counts.get(3),
             not_due: counts.get(4),
             disabled: counts.get(5),
+            paused: counts.get(9),
             uninitialized: counts.get(6),
         },
         owners,

@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod pg_tls;
 pub mod wire;
 
@@ -422,20 +423,90 @@ pub const SCHEDULER_TABLES: [&str; 9] = [
     "schedule_audit",
 ];
 
+/// A `qlsched run` child process, killed and reaped when dropped, also when an assertion fails
+/// before the test stops it: no replica outlives its test (and keeps claiming in a database about
+/// to be dropped). Derefs to its [`std::process::Child`].
+pub struct ReplicaProcess(Option<std::process::Child>);
+
+impl ReplicaProcess {
+    /// Gives the child up: from here on its owner stops it.
+    pub fn into_child(mut self) -> std::process::Child {
+        self.0.take().expect("a replica process is given up once")
+    }
+
+    /// Stops it with SIGTERM and asserts a clean exit; returns its log.
+    pub fn stop(self) -> String {
+        String::from_utf8_lossy(&stop_cleanly(self).stderr).into_owned()
+    }
+
+    /// Kills it with SIGKILL, as a crash would, and reaps it.
+    pub fn kill(mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+}
+
+impl std::ops::Deref for ReplicaProcess {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        self.0
+            .as_ref()
+            .expect("a replica process given up is not used")
+    }
+}
+
+impl std::ops::DerefMut for ReplicaProcess {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.0
+            .as_mut()
+            .expect("a replica process given up is not used")
+    }
+}
+
+impl From<ReplicaProcess> for std::process::Child {
+    fn from(replica: ReplicaProcess) -> Self {
+        replica.into_child()
+    }
+}
+
+impl Drop for ReplicaProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            // Its log, to see why the test failed (the harness shows it only then).
+            if let Ok(output) = child.wait_with_output() {
+                eprintln!(
+                    "replica killed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
+        }
+    }
+}
+
 /// Starts `qlsched -D URL run ARGS` as a child process, logs piped.
-pub fn spawn_run(url: &str, args: &[&str]) -> std::process::Child {
-    Command::new(bin())
+pub fn spawn_run(url: &str, args: &[&str]) -> ReplicaProcess {
+    let child = Command::new(bin())
         .args(["-D", url, "run"])
         .args(args)
         .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn qlsched run")
+        .expect("spawn qlsched run");
+    ReplicaProcess(Some(child))
 }
 
 /// Sends SIGTERM and waits for the child to exit.
-pub fn terminate(child: std::process::Child) -> Output {
+pub fn terminate(child: impl Into<std::process::Child>) -> Output {
+    let child = child.into();
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -445,7 +516,7 @@ pub fn terminate(child: std::process::Child) -> Output {
 
 /// Sends SIGTERM, waits, and asserts the replica stopped cleanly (exit 0), showing its log if
 /// not; returns what it wrote.
-pub fn stop_cleanly(child: std::process::Child) -> Output {
+pub fn stop_cleanly(child: impl Into<std::process::Child>) -> Output {
     let output = terminate(child);
     assert_eq!(
         output.status.code(),
@@ -520,8 +591,14 @@ pub async fn admit(
 /// one attempt and two events per run, no claim half-written, and every occurrence of the last
 /// hour accounted for (a run, or inside a misfire record).
 pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::InvariantCounts {
-    let client = db.client().await;
-    let counts = qlsched::store::invariants::invariant_counts(&client)
+    assert_invariants_on(&db.client().await).await
+}
+
+/// [`assert_invariants`] on any connection to a qlsched database (a server the test owns).
+pub async fn assert_invariants_on(
+    client: &tokio_postgres::Client,
+) -> qlsched::store::invariants::InvariantCounts {
+    let counts = qlsched::store::invariants::invariant_counts(client)
         .await
         .expect("invariants");
     assert!(
@@ -529,7 +606,7 @@ pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::Invar
         "invariants violated: {:?}",
         counts.violations()
     );
-    let accounting = qlsched::store::accounting::occurrence_accounting(&client, 3_600_000)
+    let accounting = qlsched::store::accounting::occurrence_accounting(client, 3_600_000)
         .await
         .expect("occurrence accounting");
     assert!(

@@ -52,7 +52,7 @@ pub fn servers() -> &'static TlsServers {
     SERVERS.get_or_init(start)
 }
 
-fn pg_bin() -> PathBuf {
+pub fn pg_bin() -> PathBuf {
     let mut versions = std::fs::read_dir("/usr/lib/postgresql")
         .expect("PostgreSQL server binaries in /usr/lib/postgresql (apt-get install postgresql)")
         .filter_map(|entry| entry.ok())
@@ -66,7 +66,7 @@ fn pg_bin() -> PathBuf {
 }
 
 /// The uid and gid of the `postgres` OS user, from /etc/passwd.
-fn postgres_ids() -> (u32, u32) {
+pub fn postgres_ids() -> (u32, u32) {
     let passwd = std::fs::read_to_string("/etc/passwd").expect("/etc/passwd");
     passwd
         .lines()
@@ -79,7 +79,7 @@ fn postgres_ids() -> (u32, u32) {
         .expect("an OS user named postgres (the postgresql package makes it)")
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free port")
@@ -88,7 +88,7 @@ fn free_port() -> u16 {
 
 /// `program` as the postgres OS user, in `dir` (the test's own working directory may be one
 /// that user cannot enter, such as a checkout under /root).
-fn as_postgres(program: &Path, ids: (u32, u32), dir: &Path) -> Command {
+pub fn as_postgres(program: &Path, ids: (u32, u32), dir: &Path) -> Command {
     let mut command = Command::new(program);
     command
         .current_dir(dir)
@@ -100,7 +100,7 @@ fn as_postgres(program: &Path, ids: (u32, u32), dir: &Path) -> Command {
     command
 }
 
-fn run(command: &mut Command, what: &str) {
+pub fn run(command: &mut Command, what: &str) {
     let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         output.status.success(),
@@ -110,7 +110,7 @@ fn run(command: &mut Command, what: &str) {
     );
 }
 
-fn write(path: &Path, text: &str, mode: u32, owner: Option<(u32, u32)>) {
+pub fn write(path: &Path, text: &str, mode: u32, owner: Option<(u32, u32)>) {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
     if let Some((uid, gid)) = owner {

@@ -1,19 +1,22 @@
 //! A loopback fault proxy between a replica and PostgreSQL that reads just enough of the wire
 //! protocol (frontend messages: Parse, Bind, Execute, simple Query) to act on one statement: it
 //! lets the server receive and run a transaction's COMMIT and withholds the reply, then cuts the
-//! connection, so the transaction committed and the client never learns it. Everything else is
-//! passed through byte for byte. Clients must not ask for TLS through it (`sslmode=disable`).
+//! connection, so the transaction committed and the client never learns it. It also partitions
+//! (blackholes both ways, starting at an admission statement, which reaches the server only when
+//! the partition heals), adds latency, and resets the connection of an admission statement.
+//! Everything else is passed through byte for byte. Clients must not ask for TLS through it
+//! (`sslmode=disable`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 /// Where the proxy forwards to: the server's TCP address or its Unix socket.
 #[derive(Debug, Clone)]
@@ -58,11 +61,29 @@ impl Upstream {
     }
 }
 
+/// The faults the proxy applies, shared by every connection it relays and by the test that
+/// drives it.
+#[derive(Default)]
+struct Faults {
+    /// Admission COMMITs whose reply is still to be withheld.
+    cuts_left: AtomicU32,
+    cuts_done: AtomicU32,
+    /// Whether the next admission statement starts a partition (held back until healed).
+    blackhole_armed: AtomicBool,
+    /// Admission statements still to answer with a reset instead (RST both ways).
+    resets_left: AtomicU32,
+    resets_done: AtomicU32,
+    /// Added to every chunk relayed, either way.
+    latency_ms: AtomicU64,
+}
+
 /// A proxy listening on 127.0.0.1, forwarding to `upstream`, until dropped.
 pub struct WireProxy {
     pub addr: SocketAddr,
-    cuts_left: Arc<AtomicU32>,
-    cuts_done: Arc<AtomicU32>,
+    faults: Arc<Faults>,
+    /// True while partitioned: nothing is relayed either way (it waits, as TCP retransmits), and
+    /// new connections get no answer.
+    partition: Arc<watch::Sender<bool>>,
     _stop: watch::Sender<bool>,
 }
 
@@ -75,10 +96,11 @@ impl WireProxy {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).expect("non-blocking");
         let addr = listener.local_addr().expect("address");
-        let cuts_left = Arc::new(AtomicU32::new(cuts));
-        let cuts_done = Arc::new(AtomicU32::new(0));
+        let faults = Arc::new(Faults::default());
+        faults.cuts_left.store(cuts, Ordering::SeqCst);
+        let partition = Arc::new(watch::channel(false).0);
         let (stop, stopped) = watch::channel(false);
-        let (left, done) = (cuts_left.clone(), cuts_done.clone());
+        let (shared, partitioned) = (faults.clone(), partition.clone());
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -92,7 +114,8 @@ impl WireProxy {
                         accepted = listener.accept() => {
                             let Ok((client, _)) = accepted else { return };
                             tokio::spawn(relay(
-                                client, upstream.clone(), left.clone(), done.clone(), stopped,
+                                client, upstream.clone(), shared.clone(), partitioned.clone(),
+                                stopped,
                             ));
                         }
                         _ = stopped.changed() => return,
@@ -102,58 +125,153 @@ impl WireProxy {
         });
         WireProxy {
             addr,
-            cuts_left,
-            cuts_done,
+            faults,
+            partition,
             _stop: stop,
         }
     }
 
     /// Admission COMMITs whose reply was withheld so far.
     pub fn cuts_done(&self) -> u32 {
-        self.cuts_done.load(Ordering::SeqCst)
+        self.faults.cuts_done.load(Ordering::SeqCst)
+    }
+
+    /// Withholds the replies of the next `n` admission COMMITs (and cuts their connections).
+    pub fn cut_next_commits(&self, n: u32) {
+        self.faults.cuts_left.store(n, Ordering::SeqCst);
     }
 
     /// Stops cutting; everything passes from now on.
     pub fn pass_everything(&self) {
-        self.cuts_left.store(0, Ordering::SeqCst);
+        self.faults.cuts_left.store(0, Ordering::SeqCst);
     }
+
+    /// Partitions at the next admission statement a client sends: that statement is held back
+    /// with everything else until [`Self::heal`], so it reaches the server late.
+    pub fn partition_at_next_admission(&self) {
+        self.faults.blackhole_armed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a partition is in force.
+    pub fn partitioned(&self) -> bool {
+        *self.partition.borrow()
+    }
+
+    /// Ends the partition: what was held back is delivered, in order.
+    pub fn heal(&self) {
+        self.faults.blackhole_armed.store(false, Ordering::SeqCst);
+        self.partition.send_replace(false);
+    }
+
+    /// Resets (RST, both ways) the connections of the next `n` admission statements, before the
+    /// server sees them.
+    pub fn reset_next_admissions(&self, n: u32) {
+        self.faults.resets_left.store(n, Ordering::SeqCst);
+    }
+
+    /// Connections reset so far.
+    pub fn resets_done(&self) -> u32 {
+        self.faults.resets_done.load(Ordering::SeqCst)
+    }
+
+    /// Adds `latency` to every chunk relayed, each way.
+    pub fn set_latency(&self, latency: Duration) {
+        let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
+        self.faults.latency_ms.store(ms, Ordering::SeqCst);
+    }
+}
+
+/// What one direction of a connection has to deliver: each chunk with the time it is due.
+type Outbox = mpsc::UnboundedSender<(Instant, Vec<u8>)>;
+
+/// Queues `bytes` to be delivered after the added latency. Chunks keep their order and overlap
+/// in flight, as on a long link: the latency delays them, it does not throttle them.
+fn post(outbox: &Outbox, faults: &Faults, bytes: Vec<u8>) -> bool {
+    let latency = Duration::from_millis(faults.latency_ms.load(Ordering::SeqCst));
+    outbox.send((Instant::now() + latency, bytes)).is_ok()
+}
+
+/// Writes what is posted to `sink` once it is due and no partition is in force, until the
+/// outbox is closed (and emptied) or the socket fails.
+async fn deliver(
+    mut posted: mpsc::UnboundedReceiver<(Instant, Vec<u8>)>,
+    mut sink: impl AsyncWrite + Unpin,
+    partition: &watch::Sender<bool>,
+) {
+    while let Some((due, bytes)) = posted.recv().await {
+        tokio::time::sleep_until(due.into()).await;
+        wait_out_partition(partition).await;
+        if sink.write_all(&bytes).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn wait_out_partition(partition: &watch::Sender<bool>) {
+    let mut open = partition.subscribe();
+    let _ = open.wait_for(|partitioned| !partitioned).await;
+}
+
+/// Takes one from `counter` if it is above zero.
+fn take_one(counter: &AtomicU32) -> bool {
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
 }
 
 /// Relays one connection. Client to server is read message by message; server to client is
 /// copied until a cut, after which nothing more reaches the client and both sockets close.
 async fn relay(
-    mut client: TcpStream,
+    client: TcpStream,
     upstream: Upstream,
-    cuts_left: Arc<AtomicU32>,
-    cuts_done: Arc<AtomicU32>,
+    faults: Arc<Faults>,
+    partition: Arc<watch::Sender<bool>>,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let Some((mut server_read, mut server_write)) = upstream.connect().await else {
+    // A partition in force: the new connection gets no answer until it heals.
+    wait_out_partition(&partition).await;
+    let (faults, partition) = (&*faults, &*partition);
+    let Some((mut server_read, server_write)) = upstream.connect().await else {
         return;
     };
-    let (mut client_read, mut client_write) = client.split();
+    let (mut client_read, client_write) = client.into_split();
     let (cut, cut_seen) = watch::channel(false);
+    let (to_client_box, to_client_posted) = mpsc::unbounded_channel();
+    let (to_server_box, to_server_posted) = mpsc::unbounded_channel();
     // After a cut, the server's replies are read and dropped (not left unread: closing a socket
     // with unread data resets it, and the server might lose what it had not read yet).
-    let to_client = async {
+    // Owns its outbox: when the server closes, the outbox closes, and the client's side closes
+    // once what was posted is delivered.
+    let cut_seen = &cut_seen;
+    let from_server = async move {
+        let outbox = to_client_box;
         let mut buffer = vec![0u8; 16 * 1024];
         loop {
             let n = match server_read.read(&mut buffer).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => n,
             };
-            if !*cut_seen.borrow() && client_write.write_all(&buffer[..n]).await.is_err() {
+            if !*cut_seen.borrow() && !post(&outbox, faults, buffer[..n].to_vec()) {
                 return;
             }
         }
     };
-    let to_server = async {
+    let to_client = async {
+        tokio::join!(
+            from_server,
+            deliver(to_client_posted, client_write, partition)
+        );
+    };
+    // Returns the client's read half (to reset the socket with) and whether to reset it.
+    let cut = &cut;
+    let from_client = async move {
+        let outbox = to_server_box;
         // The startup message has no type byte.
         let Some(startup) = read_untyped(&mut client_read).await else {
-            return;
+            return (client_read, false);
         };
-        if server_write.write_all(&startup).await.is_err() {
-            return;
+        if !post(&outbox, faults, startup) {
+            return (client_read, false);
         }
         let mut statements: HashMap<String, String> = HashMap::new();
         let mut portals: HashMap<String, String> = HashMap::new();
@@ -184,38 +302,58 @@ async fn relay(
                 b'Q' => cstrings(body).next(),
                 _ => None,
             };
-            if server_write.write_all(&message).await.is_err() {
-                return;
+            let admission = query
+                .as_deref()
+                .is_some_and(|query| query.trim_start().starts_with("WITH input AS"));
+            if admission && take_one(&faults.resets_left) {
+                // RST to the client; the server sees its connection close and rolls back.
+                faults.resets_done.fetch_add(1, Ordering::SeqCst);
+                return (client_read, true);
+            }
+            if admission && faults.blackhole_armed.swap(false, Ordering::SeqCst) {
+                partition.send_replace(true);
+            }
+            if !post(&outbox, faults, message) {
+                return (client_read, false);
             }
             let Some(query) = query else { continue };
-            if query.trim_start().starts_with("WITH input AS") {
+            if admission {
                 admitting = true;
             } else if query.trim() == "COMMIT" && admitting {
                 admitting = false;
-                let take = cuts_left
-                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                    .is_ok();
-                if take {
+                if take_one(&faults.cuts_left) {
                     // The server has the COMMIT (and, pipelined, its Sync follows at once): let
                     // it arrive and run, then cut before any reply reaches the client.
                     let _ = cut.send(true);
                     if let Some((_, sync)) = read_typed(&mut client_read).await {
-                        let _ = server_write.write_all(&sync).await;
+                        post(&outbox, faults, sync);
                     }
                     tokio::time::sleep(Duration::from_millis(300)).await;
-                    cuts_done.fetch_add(1, Ordering::SeqCst);
-                    return;
+                    faults.cuts_done.fetch_add(1, Ordering::SeqCst);
+                    return (client_read, false);
                 }
             }
         }
+        (client_read, false)
     };
-    tokio::select! {
-        _ = to_client => {}
-        _ = to_server => {}
-        _ = stopped.changed() => {}
+    // The outbox closes when `from_client` ends: what it posted is delivered first.
+    let to_server = async {
+        let (ended, ()) = tokio::join!(
+            from_client,
+            deliver(to_server_posted, server_write, partition)
+        );
+        ended
+    };
+    let ended = tokio::select! {
+        () = to_client => None,
+        ended = to_server => Some(ended),
+        _ = stopped.changed() => None,
+    };
+    if let Some((client_read, true)) = ended {
+        let _ = client_read.as_ref().set_zero_linger();
     }
     // Dropping the halves closes both connections: the client sees its connection die with the
-    // COMMIT's reply never received.
+    // COMMIT's reply never received (or, after a reset, sees it reset).
 }
 
 /// A message without a type byte: length (4 bytes, itself included), then the body.

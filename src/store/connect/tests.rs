@@ -1,0 +1,302 @@
+//! The connection settings as libpq reads them: sources, keywords, values.
+
+use super::*;
+
+fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| (*value).to_owned())
+    }
+}
+
+#[test]
+fn flag_wins_over_environment() {
+    let settings = ConnectionSettings::resolve_with(
+        Some("postgres://alice:secret@db.example:6543/prod"),
+        env_of(&[("DATABASE_URL", "postgres://bob@elsewhere/other")]),
+    )
+    .expect("valid");
+    assert_eq!(settings.describe(), "alice@db.example:6543/prod");
+    assert!(!format!("{settings:?}").contains("secret"));
+}
+
+#[test]
+fn qlsched_url_wins_over_database_url() {
+    let settings = ConnectionSettings::resolve_with(
+        None,
+        env_of(&[
+            ("QLSCHED_DATABASE_URL", "host=one user=u dbname=a"),
+            ("DATABASE_URL", "postgres://two/b"),
+        ]),
+    )
+    .expect("valid");
+    assert_eq!(settings.describe(), "u@one:5432/a");
+    assert_eq!(settings.source(), SettingsSource::QlschedDatabaseUrl);
+}
+
+/// `demo` falls back to a throw-away server only when nothing at all was given.
+#[test]
+fn nothing_given_is_told_apart_from_the_pg_environment() {
+    let settings = ConnectionSettings::resolve_with(None, env_of(&[])).expect("valid");
+    assert_eq!(settings.source(), SettingsSource::Defaults);
+    for name in LIBPQ_VARIABLES {
+        let value = match name {
+            "PGPORT" => "5432",
+            "PGSSLMODE" => "disable",
+            _ => "x",
+        };
+        let env = move |key: &str| (key == name).then(|| value.to_owned());
+        let settings = ConnectionSettings::resolve_with(None, env).expect(name);
+        assert_eq!(
+            settings.source(),
+            SettingsSource::LibpqEnvironment,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn libpq_variables_fill_the_gaps() {
+    let settings = ConnectionSettings::resolve_with(
+        None,
+        env_of(&[
+            ("PGHOST", "127.0.0.1"),
+            ("PGPORT", "5433"),
+            ("PGUSER", "ops"),
+            ("PGPASSWORD", "pw"),
+        ]),
+    )
+    .expect("valid");
+    assert_eq!(settings.describe(), "ops@127.0.0.1:5433/ops");
+}
+
+/// As libpq: PGPORT applies to URL hosts that name no port, never to one that does.
+#[test]
+fn pgport_fills_a_url_host_without_a_port() {
+    for (url, expected) in [
+        ("postgres://ops@127.0.0.1/db", "ops@127.0.0.1:5999/db"),
+        (
+            "postgresql://ops:pw@db.example/db?sslmode=disable",
+            "ops@db.example:5999/db",
+        ),
+        ("postgres://ops@127.0.0.1:6000/db", "ops@127.0.0.1:6000/db"),
+        ("postgres://ops@[::1]/db", "ops@::1:5999/db"),
+        ("host=127.0.0.1 user=ops dbname=db", "ops@127.0.0.1:5999/db"),
+        (
+            "host=127.0.0.1 port=6000 user=ops dbname=db",
+            "ops@127.0.0.1:6000/db",
+        ),
+    ] {
+        let settings =
+            ConnectionSettings::resolve_with(Some(url), env_of(&[("PGPORT", "5999")])).expect(url);
+        assert_eq!(settings.describe(), expected, "{url}");
+    }
+    let error = ConnectionSettings::resolve_with(
+        Some("postgres://ops@127.0.0.1/db"),
+        env_of(&[("PGPORT", "abc")]),
+    )
+    .expect_err("a bad PGPORT is refused");
+    assert_eq!(error.exit_code(), 78, "{error}");
+}
+
+/// A connection string that does not parse names what is wrong in it.
+#[test]
+fn a_bad_connection_string_names_its_fault() {
+    for (text, fault) in [
+        (
+            "postgres://x@h:notaport/db",
+            "invalid value for option `port`",
+        ),
+        (
+            "host='unterminated",
+            "unterminated quoted connection parameter value",
+        ),
+    ] {
+        let error = ConnectionSettings::resolve_with(Some(text), env_of(&[])).expect_err(text);
+        assert_eq!(error.exit_code(), 78, "{error}");
+        assert!(error.to_string().contains(fault), "{text}: {error}");
+    }
+}
+
+#[test]
+fn bad_port_and_sslmode_are_configuration_errors() {
+    for env in [
+        env_of(&[("PGPORT", "fivefour")]),
+        env_of(&[("PGSSLMODE", "sometimes")]),
+        env_of(&[("PGCONNECT_TIMEOUT", "soon")]),
+        env_of(&[("PGSERVICE", "prod")]),
+        // As libpq: verifying needs a root certificate, and the system's roots only mean
+        // anything with the host name checked.
+        env_of(&[("PGSSLMODE", "verify-ca")]),
+        env_of(&[
+            ("PGSSLMODE", "verify-full"),
+            ("PGSSLROOTCERT", "/nonexistent/root.crt"),
+        ]),
+        env_of(&[("PGSSLMODE", "require"), ("PGSSLROOTCERT", "system")]),
+    ] {
+        let error = ConnectionSettings::resolve_with(None, env).expect_err("invalid");
+        assert_eq!(error.exit_code(), 78, "{error}");
+    }
+}
+
+/// Every sslmode libpq knows is accepted, from the URL, a key=value string or PGSSLMODE, and
+/// the keywords tokio-postgres does not know never reach it.
+#[test]
+fn every_sslmode_and_libpq_keyword_is_read() {
+    for mode in [
+        "disable",
+        "allow",
+        "prefer",
+        "require",
+        "verify-ca",
+        "verify-full",
+    ] {
+        let root = "/etc/ssl/certs/ca-certificates.crt";
+        let url = format!("postgres://u@h/db?sslmode={mode}&sslrootcert={root}&application_name=x");
+        let key_values = format!("host=h user=u sslmode={mode} sslrootcert='{root}'");
+        for settings in [
+            ConnectionSettings::resolve_with(Some(&url), env_of(&[])),
+            ConnectionSettings::resolve_with(Some(&key_values), env_of(&[])),
+            ConnectionSettings::resolve_with(None, |name| match name {
+                "PGHOST" => Some("h".to_owned()),
+                "PGSSLMODE" => Some(mode.to_owned()),
+                "PGSSLROOTCERT" => Some(root.to_owned()),
+                _ => None,
+            }),
+            // The string wins over the variable, as every setting does.
+            ConnectionSettings::resolve_with(Some(&key_values), env_of(&[("PGSSLMODE", "x")])),
+        ] {
+            let settings = settings.unwrap_or_else(|e| panic!("{mode}: {e}"));
+            assert_eq!(settings.ssl_mode().as_str(), mode);
+        }
+    }
+    let default = ConnectionSettings::resolve_with(Some("host=h"), env_of(&[])).expect("ok");
+    assert_eq!(default.ssl_mode(), SslMode::Prefer);
+    let system = ConnectionSettings::resolve_with(Some("host=h sslrootcert=system"), env_of(&[]))
+        .expect("system roots");
+    assert_eq!(system.ssl_mode(), SslMode::VerifyFull);
+}
+
+#[test]
+fn own_keywords_are_split_from_what_the_driver_reads() {
+    let (rest, own) = split_own_keywords(
+        "postgres://u:p%3Fw@h:1/db?sslmode=require&connect_timeout=3&sslkey=%2Fk%20y&keepalives=1",
+    )
+    .expect("splits");
+    assert_eq!(rest, "postgres://u:p%3Fw@h:1/db?keepalives=1");
+    assert_eq!(own["sslmode"], "require");
+    assert_eq!(own["connect_timeout"], "3");
+    assert_eq!(own["sslkey"], "/k y");
+    let (rest, own) = split_own_keywords(r"host = h  password='it\'s' passfile='/a b' dbname=d\ b")
+        .expect("splits");
+    assert_eq!(own["passfile"], "/a b");
+    let config = Config::from_str(&rest).expect("the rest parses");
+    assert_eq!(config.get_dbname(), Some("d b"));
+    assert_eq!(config.get_password(), Some(&b"it's"[..]));
+    assert!(split_own_keywords("host='open").is_none());
+}
+
+#[test]
+fn connect_timeout_follows_libpq() {
+    let timeout = |text: &str| {
+        ConnectionSettings::resolve_with(Some(&format!("host=h {text}")), env_of(&[]))
+            .expect(text)
+            .connect_timeout()
+    };
+    assert_eq!(timeout(""), Some(DEFAULT_CONNECT_TIMEOUT));
+    assert_eq!(timeout("connect_timeout=0"), None);
+    assert_eq!(timeout("connect_timeout=1"), Some(Duration::from_secs(2)));
+    assert_eq!(timeout("connect_timeout=7"), Some(Duration::from_secs(7)));
+    let from_env = ConnectionSettings::resolve_with(
+        Some("postgres://u@h/db"),
+        env_of(&[("PGCONNECT_TIMEOUT", "4")]),
+    )
+    .expect("valid");
+    assert_eq!(from_env.connect_timeout(), Some(Duration::from_secs(4)));
+}
+
+#[test]
+fn schema_names_are_plain_identifiers() {
+    assert!("qlsched".parse::<SchemaName>().is_ok());
+    assert!("ql_2".parse::<SchemaName>().is_ok());
+    for bad in ["", "Bad", "a-b", "x;drop", "pg_x", "1abc", &"a".repeat(64)] {
+        assert!(bad.parse::<SchemaName>().is_err(), "{bad:?}");
+    }
+}
+
+/// Every `target_session_attrs` libpq knows is read from a URL, a key=value string or
+/// `PGTARGETSESSIONATTRS`, the string winning over the variable; the driver never sees it.
+#[test]
+fn every_target_session_attrs_is_read() {
+    for attrs in SessionAttrs::ALL {
+        let value = attrs.as_str();
+        let url = format!("postgres://u@a:1,b:2/db?target_session_attrs={value}");
+        let key_values = format!("host=a,b port=1,2 user=u target_session_attrs={value}");
+        for settings in [
+            ConnectionSettings::resolve_with(Some(&url), env_of(&[])),
+            ConnectionSettings::resolve_with(Some(&key_values), env_of(&[])),
+            ConnectionSettings::resolve_with(
+                Some(&key_values),
+                env_of(&[("PGTARGETSESSIONATTRS", "any")]),
+            ),
+            ConnectionSettings::resolve_with(None, |name| match name {
+                "PGHOST" => Some("a,b".to_owned()),
+                "PGTARGETSESSIONATTRS" => Some(value.to_owned()),
+                _ => None,
+            }),
+        ] {
+            let settings = settings.unwrap_or_else(|e| panic!("{value}: {e}"));
+            assert_eq!(settings.session_attrs(), attrs, "{value}");
+            assert_eq!(settings.targets().len(), 2, "{value}");
+        }
+    }
+}
+
+/// An unknown value is a configuration error (exit 78) that names it and lists the valid ones.
+#[test]
+fn an_unknown_target_session_attrs_is_a_configuration_error() {
+    for (flag, env) in [
+        (Some("host=h target_session_attrs=readwrite"), env_of(&[])),
+        (
+            Some("postgres://u@h/db?target_session_attrs=master"),
+            env_of(&[]),
+        ),
+        (None, env_of(&[("PGTARGETSESSIONATTRS", "Primary")])),
+    ] {
+        let error = ConnectionSettings::resolve_with(flag, env).expect_err("refused");
+        assert_eq!(error.exit_code(), 78, "{error}");
+        let text = error.to_string();
+        assert!(text.contains("target_session_attrs="), "{text}");
+        assert!(text.contains("prefer-standby"), "{text}");
+    }
+}
+
+/// A command's default applies only when the settings name none: a given setting always wins.
+#[test]
+fn a_given_target_session_attrs_wins_over_the_commands_default() {
+    let plain = ConnectionSettings::resolve_with(Some("host=h"), env_of(&[])).expect("valid");
+    assert_eq!(plain.session_attrs(), SessionAttrs::Any);
+    let writer = plain.with_default_session_attrs(SessionAttrs::ReadWrite);
+    assert_eq!(writer.session_attrs(), SessionAttrs::ReadWrite);
+    let given =
+        ConnectionSettings::resolve_with(Some("host=h target_session_attrs=any"), env_of(&[]))
+            .expect("valid")
+            .with_default_session_attrs(SessionAttrs::ReadWrite);
+    assert_eq!(given.session_attrs(), SessionAttrs::Any);
+}
+
+/// `prefer-standby` goes through the hosts twice, a standby wanted first; every other value once.
+#[test]
+fn prefer_standby_makes_a_second_pass_accepting_any() {
+    assert_eq!(
+        SessionAttrs::PreferStandby.passes(),
+        &[SessionAttrs::Standby, SessionAttrs::Any]
+    );
+    for attrs in SessionAttrs::ALL {
+        if attrs != SessionAttrs::PreferStandby {
+            assert_eq!(attrs.passes(), &[attrs]);
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Drills on the wire, through the loopback proxy of `util::wire`: a partition longer than the
+//! lease, added latency, and connections reset in the middle of a round.
+
+use std::time::{Duration, Instant};
+
+use super::{every_second_triggers, lag_since, now_ms, replica, runs_by, triggers_fired_since};
+use crate::util::wire::{Upstream, WireProxy};
+use crate::util::{TestDb, assert_invariants, eventually};
+
+/// The URL of `db` through `proxy` (no TLS through the proxy).
+fn through(proxy: &WireProxy, db: &TestDb) -> String {
+    format!(
+        "postgres://postgres@{}/{}?sslmode=disable",
+        proxy.addr, db.name
+    )
+}
+
+/// Triggers held by `owner` now, with the database-time expiry of each claim.
+async fn held_by(client: &tokio_postgres::Client, owner: &str) -> Vec<(String, i64)> {
+    client
+        .query(
+            "SELECT trigger_id, claim_expires_at_ms FROM trigger_schedules WHERE claim_owner = $1",
+            &[&owner],
+        )
+        .await
+        .expect("claims held")
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
+/// A replica cut off from the database (both ways, its admission in flight) for longer than its
+/// lease: another replica, started then, takes its rows only once their claims expire in
+/// database time; the partitioned replica cancels its round at its lease, so the admission it
+/// sent reaches the server after the heal on a closed connection and commits nothing (had it
+/// been sent again, its fence would refuse it); and the partitioned replica goes back to work.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partition_longer_than_the_lease_hands_rows_over_only_at_their_expiry() {
+    let db = TestDb::new().await;
+    db.publish(&every_second_triggers(20)).await;
+    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
+    let client = db.client().await;
+    let start_ms = now_ms(&client).await;
+    let behind = replica(&through(&proxy, &db), "behind", "2s");
+    eventually(
+        Duration::from_secs(20),
+        "the proxied replica admits",
+        || async { runs_by(&client, "behind", start_ms).await >= 5 },
+    )
+    .await;
+
+    proxy.partition_at_next_admission();
+    eventually(
+        Duration::from_secs(10),
+        "a partition at an admission",
+        || async { proxy.partitioned() },
+    )
+    .await;
+    let partitioned_at = Instant::now();
+    let partition_ms = now_ms(&client).await;
+    let held = held_by(&client, "behind").await;
+    assert!(!held.is_empty(), "the partitioned replica holds claims");
+    // The other replica, started now, is the one to take the rows over.
+    let direct = replica(&db.url(), "direct", "2s");
+    // Each held row: no run of it between the partition and its claim's expiry, then one after.
+    let taken_over = || async {
+        let mut all = true;
+        for (trigger, expires_ms) in &held {
+            let (early, late): (i64, i64) = {
+                let row = client
+                    .query_one(
+                        "SELECT count(*) FILTER (WHERE created_at_ms < $3),
+                                count(*) FILTER (WHERE created_at_ms >= $3)
+                         FROM runs WHERE trigger_id = $1 AND created_at_ms > $2",
+                        &[trigger, &partition_ms, expires_ms],
+                    )
+                    .await
+                    .expect("runs of a held row");
+                (row.get(0), row.get(1))
+            };
+            assert_eq!(early, 0, "{trigger} admitted before its claim expired");
+            all &= late > 0;
+        }
+        all
+    };
+    eventually(
+        Duration::from_secs(15),
+        "every held row taken over",
+        taken_over,
+    )
+    .await;
+    let takeover = partitioned_at.elapsed();
+    let expiry_after = held.iter().map(|(_, at)| at - partition_ms).max();
+    // Longer than the lease, then healed: the held admission reaches the server late.
+    tokio::time::sleep(Duration::from_secs(5).saturating_sub(partitioned_at.elapsed())).await;
+    proxy.heal();
+    let healed = Instant::now();
+    let heal_ms = now_ms(&client).await;
+    // Alone again (the other one, nearer the server, would win every row), it goes back to work.
+    let direct_log = direct.stop();
+    eventually(
+        Duration::from_secs(15),
+        "the partitioned replica admits again",
+        || async { runs_by(&client, "behind", heal_ms).await > 0 },
+    )
+    .await;
+    let back = healed.elapsed();
+    let log = behind.stop();
+    let counts = assert_invariants(&db).await;
+    assert_eq!(counts.claims_held, 0, "{log}\n{direct_log}");
+    let fence_lost = log.matches("claim fence lost").count();
+    let cancelled = log.matches("did not finish within the lease").count();
+    eprintln!(
+        "drill: partition of 5 s with a 2 s lease: {} held rows taken over {takeover:?} after it \
+         began (claims expiring {expiry_after:?} ms in); the partitioned replica admitting again \
+         {back:?} after the heal; its log: {fence_lost} fence losses, {cancelled} rounds cancelled",
+        held.len()
+    );
+}
+
+/// 50 ms added each way to every exchange of a replica with the database: every occurrence still
+/// fires, late by the round trips.
+#[tokio::test(flavor = "multi_thread")]
+async fn added_latency_delays_occurrences_and_loses_none() {
+    let db = TestDb::new().await;
+    db.publish(&every_second_triggers(10)).await;
+    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
+    proxy.set_latency(Duration::from_millis(50));
+    let client = db.client().await;
+    let start_ms = now_ms(&client).await;
+    let slow = replica(&through(&proxy, &db), "slow", "3s");
+    eventually(
+        Duration::from_secs(20),
+        "every trigger fires through the latency",
+        || async { triggers_fired_since(&client, start_ms).await >= 10 },
+    )
+    .await;
+    // Five seconds of steady state: each trigger fires every second.
+    let steady_ms = now_ms(&client).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let log = slow.stop();
+    let fired = client
+        .query_one(
+            "SELECT count(*) FROM runs WHERE scheduled_for_ms > $1::bigint + 1000
+               AND scheduled_for_ms <= $1::bigint + 4000",
+            &[&steady_ms],
+        )
+        .await
+        .expect("steady runs")
+        .get::<_, i64>(0);
+    assert_eq!(fired, 30, "10 triggers × 3 whole seconds:\n{log}");
+    let (average, max) = lag_since(&client, steady_ms).await;
+    assert!(max < 3000, "lag {max} ms within the lease:\n{log}");
+    assert_invariants(&db).await;
+    eprintln!(
+        "drill: 50 ms each way: every occurrence fired; lag average {average} ms, max {max} ms"
+    );
+}
+
+/// A connection reset just as a round sends its admission: the round's claims are given back
+/// on a fresh connection at once, not left for their 30 s lease, and every trigger fires again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reset_mid_round_gives_the_claims_back_on_a_fresh_connection() {
+    let db = TestDb::new().await;
+    db.publish(&every_second_triggers(10)).await;
+    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
+    let client = db.client().await;
+    let start_ms = now_ms(&client).await;
+    let reset = replica(&through(&proxy, &db), "reset", "30s");
+    eventually(Duration::from_secs(20), "every trigger fires", || async {
+        triggers_fired_since(&client, start_ms).await >= 10
+    })
+    .await;
+    proxy.reset_next_admissions(2);
+    eventually(Duration::from_secs(10), "two resets", || async {
+        proxy.resets_done() >= 2
+    })
+    .await;
+    let reset_at = Instant::now();
+    let reset_ms = now_ms(&client).await;
+    eventually(
+        Duration::from_secs(10),
+        "every trigger fires again, well within the 30 s lease",
+        || async { triggers_fired_since(&client, reset_ms).await >= 10 },
+    )
+    .await;
+    let recovered = reset_at.elapsed();
+    let log = reset.stop();
+    assert!(
+        log.contains("given back") && !log.contains("could not give claims back"),
+        "the claims were given back:\n{log}"
+    );
+    let counts = assert_invariants(&db).await;
+    assert_eq!(counts.claims_held, 0, "{log}");
+    eprintln!(
+        "drill: 2 connections reset mid-round; every trigger firing again {recovered:?} later"
+    );
+}
