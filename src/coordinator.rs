@@ -134,6 +134,8 @@ pub struct Coordinator {
 }
 
 impl Coordinator {
+    /// A replica's rounds on `store`, which should be opened with [`Store::open_replica`]: on any
+    /// other pool the claim is as correct, but its plan is the planner's guess again.
     pub fn new(store: Store, config: CoordinatorConfig) -> Self {
         Coordinator {
             store,

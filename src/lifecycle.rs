@@ -111,7 +111,7 @@ impl InProcessReplicas {
         let mut stores = Vec::new();
         for owner in owners {
             let name = format!("{application} {owner}");
-            let store = Store::open(settings, schema, &name, REPLICA_POOL_SIZE).await?;
+            let store = Store::open_replica(settings, schema, &name, REPLICA_POOL_SIZE).await?;
             stores.push((owner, store));
         }
         Ok(InProcessReplicas { stores })

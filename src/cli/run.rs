@@ -130,7 +130,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         observer = Some(watcher);
     }
     let start = async {
-        let store = Store::open(
+        let store = Store::open_replica(
             &settings,
             schema,
             &format!("qlsched run {}", config.owner),

@@ -276,10 +276,28 @@ pub async fn would_claim(
     rows.first().map(ClaimedRow::from_row).transpose()
 }
 
-// The claim's plan, whatever the statistics say: each scan walks the claim-order index, which
-// returns rows in claim order, so the walk stops after the budget; no bitmap scan or sort that
-// reads every due (or every uninitialized) row first, no hash or merge join that reads a whole
-// table. Transaction-local: the claim runs in a transaction, and its end resets them.
+/// The planner settings that pin the claim's plan, whatever the statistics say: each scan walks
+/// the claim-order index, which returns rows in claim order, so the walk stops after the budget;
+/// no bitmap scan or sort that reads every due (or every uninitialized) row first, no hash or
+/// merge join that reads a whole table. A replica's sessions start with them (see
+/// [`REPLICA_SESSION_OPTIONS`]), so its claim is one statement committed at once; a manual claim
+/// sets them for its own transaction ([`PIN_CLAIM_PLAN`]).
+pub const CLAIM_PLAN_SETTINGS: [&str; 5] = [
+    "enable_seqscan",
+    "enable_bitmapscan",
+    "enable_sort",
+    "enable_hashjoin",
+    "enable_mergejoin",
+];
+
+/// [`CLAIM_PLAN_SETTINGS`] off, as startup options of a replica's sessions. Every statement of a
+/// replica is a lookup by key or a walk of an index (the admission pins the same settings for
+/// its own transaction), so none of them needs what these forbid; a statement with no other way
+/// still gets its plan, at a higher estimated cost.
+pub const REPLICA_SESSION_OPTIONS: &str = "-c enable_seqscan=off -c enable_bitmapscan=off \
+    -c enable_sort=off -c enable_hashjoin=off -c enable_mergejoin=off";
+
+// CLAIM_PLAN_SETTINGS off for the transaction it runs in, whose end resets them.
 const PIN_CLAIM_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), \
     set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), \
     set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
@@ -326,9 +344,10 @@ pub struct RoundClaim {
     pub next_due_ms: Option<i64>,
 }
 
-/// A replica's claim in a transaction of its own, committed at once: [`claim_due`], and in the
-/// same round trip (pipelined) the database's time and the next cursor to fall due, which a
-/// replica needs to sleep exactly until the next occurrence.
+/// A replica's claim, one statement committed at once on a session started with
+/// [`REPLICA_SESSION_OPTIONS`], and in the same round trip (pipelined) the database's time and the
+/// next cursor to fall due, which a replica needs to sleep exactly until the next occurrence, and
+/// the registry's heartbeat when one is due.
 pub async fn claim_for_round(
     client: &ClientWrapper,
     owner: &str,
@@ -338,14 +357,10 @@ pub async fn claim_for_round(
     round_trips: &mut u32,
 ) -> Result<RoundClaim, StoreError> {
     let prepared_before = client.statement_cache.size();
-    let begin = client.prepare_cached("BEGIN").await?;
-    let pin = client.prepare_cached(PIN_CLAIM_PLAN).await?;
     let claim = client.prepare_cached(CLAIM_DUE).await?;
     let next_due = client.prepare_cached(NEXT_DUE).await?;
     let beat = client.prepare_cached(HEARTBEAT).await?;
-    let commit = client.prepare_cached("COMMIT").await?;
     *round_trips += prepares_since(client, prepared_before) + 1;
-    // The registry's heartbeat, when one is due, in the same transaction: no round trip of its own.
     let beat = async {
         match heartbeat {
             Some(h) => client
@@ -366,27 +381,18 @@ pub async fn claim_for_round(
             None => Ok(()),
         }
     };
-    // One round trip: the requests leave in order on the one connection (join polls in order),
-    // and the claim commits at once, as docs/DESIGN.md §4.3 requires. After a failure the
-    // pipelined COMMIT finds the transaction aborted and ends it as a rollback.
-    let ((began, pinned, rows, clock, beaten), committed) = futures_util::future::join(
-        futures_util::future::join5(
-            client.execute(&begin, &[]),
-            client.query_one(&pin, &[]),
-            client.query(&claim, &[&owner, &budget, &lease_ms]),
-            client.query_one(&next_due, &[]),
-            beat,
-        ),
-        client.execute(&commit, &[]),
+    // One round trip: the requests leave in order on the one connection (join polls in order).
+    // Each commits by itself: the claim at once, as docs/DESIGN.md §4.3 requires.
+    let (rows, clock, beaten) = futures_util::future::join3(
+        client.query(&claim, &[&owner, &budget, &lease_ms]),
+        client.query_one(&next_due, &[]),
+        beat,
     )
     .await;
     let received = std::time::Instant::now();
-    began?;
-    pinned?;
     let rows = rows?;
     let clock = clock?;
     beaten?;
-    committed?;
     let rows = rows
         .iter()
         .map(ClaimedRow::from_row)
@@ -404,19 +410,26 @@ pub(crate) fn prepares_since(client: &ClientWrapper, before: usize) -> u32 {
     u32::try_from(client.statement_cache.size().saturating_sub(before)).unwrap_or(u32::MAX)
 }
 
-/// The plan PostgreSQL chooses for a replica's claim statement now, as `EXPLAIN` prints it
-/// (nothing is claimed), inside a transaction the caller opened: for the tests that check it.
+/// The plan PostgreSQL chooses for the claim statement on this session now, as `EXPLAIN` prints
+/// it (nothing is claimed): a replica's session, or a transaction pinned by [`pin_claim_plan`].
+/// For the tests that check it.
 #[doc(hidden)]
 pub async fn explain_claim_due(
     client: &impl GenericClient,
     budget: i64,
 ) -> Result<Vec<String>, StoreError> {
-    client.query_one(PIN_CLAIM_PLAN, &[]).await?;
     let statement = format!("EXPLAIN {CLAIM_DUE}");
     let rows = client
         .query(statement.as_str(), &[&"explain", &budget, &1_000i64])
         .await?;
     Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
+/// Pins the claim's plan for the transaction the caller opened, as a manual claim does.
+#[doc(hidden)]
+pub async fn pin_claim_plan(client: &impl GenericClient) -> Result<(), StoreError> {
+    client.query_one(PIN_CLAIM_PLAN, &[]).await?;
+    Ok(())
 }
 
 /// Claims the named row if it is eligible now; `None` when it is not (the caller explains why).
@@ -593,4 +606,33 @@ pub async fn claim_fates(
             (name, fate)
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The session options and the transaction-local pin turn off the same settings, all of them.
+    #[test]
+    fn session_options_and_the_pin_name_every_claim_plan_setting() {
+        let options: Vec<&str> = REPLICA_SESSION_OPTIONS
+            .split_whitespace()
+            .filter(|word| *word != "-c")
+            .collect();
+        let expected: Vec<String> = CLAIM_PLAN_SETTINGS
+            .iter()
+            .map(|setting| format!("{setting}=off"))
+            .collect();
+        assert_eq!(options, expected);
+        for setting in CLAIM_PLAN_SETTINGS {
+            assert!(
+                PIN_CLAIM_PLAN.contains(&format!("set_config('{setting}', 'off', true)")),
+                "{setting}"
+            );
+        }
+        assert_eq!(
+            PIN_CLAIM_PLAN.matches("set_config(").count(),
+            CLAIM_PLAN_SETTINGS.len()
+        );
+    }
 }

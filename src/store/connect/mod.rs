@@ -158,6 +158,8 @@ pub struct ConnectionSettings {
     /// Whether the settings named `target_session_attrs`: a command's own default
     /// ([`Self::with_default_session_attrs`]) applies only when they did not.
     session_attrs_given: bool,
+    /// Startup options this process adds for its own sessions ([`Self::with_session_options`]).
+    session_options: Option<&'static str>,
 }
 
 impl std::fmt::Debug for ConnectionSettings {
@@ -284,7 +286,17 @@ impl ConnectionSettings {
             connect_timeout,
             session_attrs: session_attrs.unwrap_or(SessionAttrs::Any),
             session_attrs_given: session_attrs.is_some(),
+            session_options: None,
         })
+    }
+
+    /// The same settings, every session started with `options` too (`-c name=value ...`, after
+    /// the connection string's own): a replica's sessions carry its claim's plan settings so that
+    /// the claim needs no transaction of its own.
+    pub fn with_session_options(&self, options: &'static str) -> Self {
+        let mut settings = self.clone();
+        settings.session_options = Some(options);
+        settings
     }
 
     /// The same server and credentials, another database (the demo and the tests create theirs).
@@ -369,7 +381,17 @@ impl ConnectionSettings {
         // every qlsched statement is short, and compiling one (PostgreSQL does so once a plan's
         // cost passes jit_above_cost, e.g. a count over a million schedule rows) costs 100-300 ms,
         // many times the statement itself.
-        config.options(format!("-c search_path={} -c jit=off", schema.as_str()));
+        // The connection string's own `options` come after ours, so a person can still set
+        // anything (`jit` included) for qlsched's sessions; this process's own additions last.
+        let mut options = format!("-c search_path={} -c jit=off", schema.as_str());
+        for extra in [self.config.get_options(), self.session_options]
+            .into_iter()
+            .flatten()
+        {
+            options.push(' ');
+            options.push_str(extra);
+        }
+        config.options(options);
         if self.config.get_application_name().is_none() {
             config.application_name(application_name);
         }

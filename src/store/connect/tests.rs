@@ -300,3 +300,39 @@ fn prefer_standby_makes_a_second_pass_accepting_any() {
         }
     }
 }
+
+/// A session's startup options: the schema and JIT first, then the connection string's own
+/// `options` (so a person can set anything for qlsched's sessions), then this process's additions.
+#[test]
+fn session_options_keep_the_connection_strings_own() {
+    let settings = ConnectionSettings::resolve_with(
+        Some("host=db user=u dbname=d options='-c statement_timeout=5s'"),
+        env_of(&[]),
+    )
+    .expect("valid");
+    let schema = SchemaName::default();
+    let plain = settings.driver_config(&schema, "t");
+    assert_eq!(
+        plain.get_options(),
+        Some(
+            format!(
+                "-c search_path={} -c jit=off -c statement_timeout=5s",
+                schema.as_str()
+            )
+            .as_str()
+        )
+    );
+    let replica = settings
+        .with_session_options("-c enable_sort=off")
+        .driver_config(&schema, "t");
+    assert_eq!(
+        replica.get_options(),
+        Some(
+            format!(
+                "-c search_path={} -c jit=off -c statement_timeout=5s -c enable_sort=off",
+                schema.as_str()
+            )
+            .as_str()
+        )
+    );
+}

@@ -146,8 +146,9 @@ impl TestDb {
     }
 
     /// A pool of its own, as a replica would have.
+    /// A pool as a replica opens it (its sessions carry the claim's plan settings).
     pub async fn store(&self, application_name: &str) -> Store {
-        Store::open(&self.settings, &schema(), application_name, 4)
+        Store::open_replica(&self.settings, &schema(), application_name, 4)
             .await
             .expect("open a pool")
     }
