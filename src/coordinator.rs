@@ -317,8 +317,8 @@ impl Coordinator {
                         trigger = %admission.row.name(),
                         revision = admission.row.trigger_revision,
                         policy = %admission.row.definition.misfire_policy,
-                        first = %crate::core::duration::utc(span.first_ms),
-                        last = %crate::core::duration::utc(span.last_ms),
+                        first = %crate::core::time::utc(span.first_ms),
+                        last = %crate::core::time::utc(span.last_ms),
                         occurrences = span.count,
                         exact = span.count_exact,
                         "misfire: occurrences later than the grace passed over"
@@ -598,7 +598,11 @@ pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity
     Some(RunIdentity {
         run_id: new_run_id(row),
         attempt_id: new_attempt_id(row),
-        idempotency_key: idempotency_key(&row.name(), row.trigger_revision, scheduled_for_ms),
+        idempotency_key: idempotency_key(
+            &row.name().to_string(),
+            row.trigger_revision,
+            scheduled_for_ms,
+        ),
         scheduled_for_ms,
     })
 }

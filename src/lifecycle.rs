@@ -185,7 +185,7 @@ async fn run_rounds(
                 let held = coordinator.forget_held();
                 // A replica resumed after a stall (SIGSTOP, a frozen VM) lands here at once:
                 // say how long the round ran and what became of its claims meanwhile.
-                let ran = crate::core::format_ms(
+                let ran = crate::core::time::span(
                     i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
                 );
                 let fates = fates_of(&coordinator, &held, lease).await;
@@ -358,13 +358,7 @@ async fn fates_of(
     let listed: Vec<String> = fates
         .iter()
         .take(LISTED)
-        .map(|(project, trigger, fate)| {
-            format!(
-                "{}/{} {fate}",
-                crate::core::text::clean(project),
-                crate::core::text::clean(trigger)
-            )
-        })
+        .map(|(name, fate)| format!("{} {fate}", crate::core::text::clean(&name.to_string())))
         .collect();
     text.push_str(&listed.join("; "));
     if fates.len() > LISTED {

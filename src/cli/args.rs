@@ -184,46 +184,6 @@ impl ColorChoice {
     }
 }
 
-/// `PROJECT/TRIGGER`, the name operators use for a trigger (docs/DESIGN.md §5.2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TriggerName {
-    pub project_id: String,
-    pub trigger_id: String,
-}
-
-impl TriggerName {
-    pub fn key(&self) -> (&str, &str) {
-        (&self.project_id, &self.trigger_id)
-    }
-}
-
-impl std::fmt::Display for TriggerName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.project_id, self.trigger_id)
-    }
-}
-
-/// A clap value parser for `PROJECT/TRIGGER`: two ids as the schema allows them (1 to 128 of
-/// `A-Z a-z 0-9 _ . -`). A malformed name is a usage error (exit 2).
-pub fn trigger_name(text: &str) -> Result<TriggerName, String> {
-    let valid = |id: &str| {
-        (1..=128).contains(&id.len())
-            && id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-    };
-    match text.split_once('/') {
-        Some((project, trigger)) if valid(project) && valid(trigger) => Ok(TriggerName {
-            project_id: project.to_owned(),
-            trigger_id: trigger.to_owned(),
-        }),
-        _ => Err(format!(
-            "expected PROJECT/TRIGGER, each 1 to 128 of A-Z a-z 0-9 _ . -, got \"{}\"",
-            crate::core::text::clean(text)
-        )),
-    }
-}
-
 /// A claim fence passed back by a script: `--token UUID --version N`. The version is a flag value
 /// (a negative or non-numeric one is a usage error, exit 2); the token is data, checked after
 /// parsing so that a malformed UUID is bad input (exit 65), as docs/DESIGN.md §5.4 lists it.
@@ -240,23 +200,20 @@ pub struct FenceArgs {
 }
 
 impl FenceArgs {
-    pub fn fence(&self) -> Result<crate::store::operator::FenceRef, super::CliError> {
+    pub fn fence(&self) -> Result<crate::core::FenceRef, super::CliError> {
         fence(&self.token, self.claim_version)
     }
 }
 
 /// A fence from its token text and version; a malformed token is bad input (exit 65).
-pub fn fence(
-    token: &str,
-    version: i64,
-) -> Result<crate::store::operator::FenceRef, super::CliError> {
+pub fn fence(token: &str, version: i64) -> Result<crate::core::FenceRef, super::CliError> {
     let token = uuid::Uuid::parse_str(token).map_err(|error| {
         super::CliError::BadInput(format!(
             "invalid claim token \"{}\": {error}",
             crate::core::text::clean(token)
         ))
     })?;
-    Ok(crate::store::operator::FenceRef { token, version })
+    Ok(crate::core::FenceRef { token, version })
 }
 
 impl ConfirmArgs {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{Access, ConfirmArgs, TriggerName, trigger_name};
+use super::args::{Access, ConfirmArgs};
 use super::cron::instant_arg;
 use super::identity::operator_name;
 use super::output::{emit, table};
@@ -17,7 +17,8 @@ use super::prompt::{ask, interactive};
 use super::signals::Shutdown;
 use super::{CliError, Global, exit};
 use crate::core::CronSchedule;
-use crate::core::duration::utc;
+use crate::core::TriggerName;
+use crate::core::time::utc;
 use crate::store::control::{self, BackfillBatch};
 
 /// Occurrences admitted per transaction: short enough that a replica waiting on the row lock
@@ -28,7 +29,7 @@ pub const BATCH: usize = 500;
 #[derive(Debug, Args)]
 pub struct BackfillArgs {
     /// The trigger to backfill, as PROJECT/TRIGGER.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: TriggerName,
 
     /// The window's first instant, included (RFC 3339 or epoch milliseconds).
@@ -85,8 +86,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
     )
     .await?;
     let client = store.client().await?;
-    let key = args.trigger.key();
-    let target = control::read_target(&client, key).await?;
+    let target = control::read_target(&client, &args.trigger).await?;
     if args.to >= target.now_ms {
         return Err(CliError::BadInput(format!(
             "--to {} is not in the past (the database's now is {}): future occurrences are the \
@@ -142,7 +142,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         }
         let batch = control::backfill(
             &client,
-            key,
+            &args.trigger,
             target.trigger_revision,
             chunk,
             &actor,
@@ -200,8 +200,9 @@ fn render(r: &BackfillReport) -> String {
         vec![
             "trigger".to_owned(),
             format!(
-                "{}/{} (revision {})",
-                r.project_id, r.trigger_id, r.trigger_revision
+                "{} (revision {})",
+                TriggerName::new(&r.project_id, &r.trigger_id),
+                r.trigger_revision
             ),
         ],
         vec![

@@ -9,17 +9,18 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::args::{Access, ConfirmArgs, FenceArgs, TriggerName, duration_arg, trigger_name};
+use super::args::{Access, ConfirmArgs, FenceArgs, duration_arg};
 use super::identity::manual_owner;
 use super::output::{emit, opt, table};
 use super::prompt::{Answer, ask, ask_or_interrupted};
 use super::signals::Shutdown;
 use super::{CliError, Global, OutputFormat};
 use crate::coordinator::{decide_claimed, duration_ms, run_identity};
-use crate::core::{CoordinatorConfig, CronSchedule, Decision, MisfireSpan, format_ms};
+use crate::core::TriggerName;
+use crate::core::time::{span, utc};
+use crate::core::{ClaimOutcome, CoordinatorConfig, CronSchedule, Decision, MisfireSpan};
 use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor};
-use crate::store::read::utc;
 use crate::store::{AdmissionOutcome, ClaimedRow, RunIdentity, Store, StoreError};
 
 #[derive(Debug, Args)]
@@ -29,7 +30,7 @@ pub struct ClaimArgs {
     pub action: Option<ClaimAction>,
 
     /// The trigger to claim [default: the next eligible row in claim order].
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: Option<TriggerName>,
 
     #[command(flatten)]
@@ -80,7 +81,7 @@ pub struct AdmitArgs {
 #[derive(Debug, Args)]
 pub struct FencedTrigger {
     /// The claimed trigger, as PROJECT/TRIGGER.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: TriggerName,
 
     #[command(flatten)]
@@ -138,7 +139,7 @@ pub struct ClaimReport {
     pub cursor_ms: Option<i64>,
     pub decision: DecisionView,
     /// `admitted`, `advanced`, `held`, `released` or `dry_run`.
-    pub step: &'static str,
+    pub step: ClaimOutcome,
     pub run: Option<RunIdentity>,
 }
 
@@ -173,7 +174,7 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     let row = claim_waiting(
         &mut interrupts,
         &store,
-        args.trigger.as_ref().map(TriggerName::key),
+        args.trigger.as_ref(),
         (&owner, duration_ms(config.lease)),
         dry_run,
         args.wait,
@@ -182,14 +183,7 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     let actor = actor(&config.owner);
     let give_back = async |interrupts: &mut Option<Interrupts>| {
         guarded(interrupts, async {
-            Ok(operator::release_claim(
-                &store,
-                &row.project_id,
-                &row.trigger_id,
-                fence_of(&row),
-                &actor,
-            )
-            .await?)
+            Ok(operator::release_claim(&store, &row.name(), row.fence.reference(), &actor).await?)
         })
         .await
     };
@@ -210,7 +204,7 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
         observed_at_ms: row.claimed_at_ms,
         cursor_ms: row.cursor_ms,
         decision: DecisionView::of(&decision, run.as_ref()),
-        step: "dry_run",
+        step: ClaimOutcome::DryRun,
         run: None,
     };
     let step = match interrupts.as_mut() {
@@ -230,8 +224,8 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
                     Err(error) => return Err(error),
                 };
                 return Err(CliError::Usage(format!(
-                    "{why}: {claim} on {}/{}; nothing admitted",
-                    row.project_id, row.trigger_id
+                    "{why}: {claim} on {}; nothing admitted",
+                    row.name()
                 )));
             }
             Err(error) => {
@@ -242,10 +236,10 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     };
     match step {
         Step::DryRun => {}
-        Step::Hold => report.step = "held",
+        Step::Hold => report.step = ClaimOutcome::Held,
         Step::Release => {
             give_back(&mut interrupts).await?;
-            report.step = "released";
+            report.step = ClaimOutcome::Released;
         }
         Step::Admit => {
             let outcome =
@@ -267,7 +261,7 @@ const WAIT_RETRY: Duration = Duration::from_millis(50);
 async fn claim_waiting(
     interrupts: &mut Option<Interrupts>,
     store: &Store,
-    target: Option<(&str, &str)>,
+    target: Option<&TriggerName>,
     (owner, lease_ms): (&str, i64),
     dry_run: bool,
     wait: Option<Duration>,
@@ -412,7 +406,7 @@ pub struct AdmitReport {
     pub trigger_id: String,
     pub decision: DecisionView,
     /// `admitted`, `advanced` or `released`.
-    pub step: &'static str,
+    pub step: ClaimOutcome,
     pub run: Option<RunIdentity>,
 }
 
@@ -422,7 +416,7 @@ pub struct ReleaseReport {
     pub project_id: String,
     pub trigger_id: String,
     pub fence: crate::core::ClaimFence,
-    pub step: &'static str,
+    pub step: ClaimOutcome,
 }
 
 async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> {
@@ -436,8 +430,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             let fence = fence.fence()?;
             confirm.require_confirmable("a manual admission")?;
             let store = open(global, Access::writing_unless(confirm.dry_run)).await?;
-            let row =
-                operator::claimed(&store, &trigger.project_id, &trigger.trigger_id, fence).await?;
+            let row = operator::claimed(&store, &trigger, fence).await?;
             let (decision, run) = decision_of(&row)?;
             let view = DecisionView::of(&decision, run.as_ref());
             if !confirm.yes && !confirm.dry_run {
@@ -448,7 +441,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             }
             let outcome = if confirm.dry_run {
                 Settled {
-                    step: "dry_run",
+                    step: ClaimOutcome::DryRun,
                     run: None,
                 }
             } else {
@@ -463,9 +456,8 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             };
             emit(global.format, &report, |r| {
                 format!(
-                    "{}/{}: {}{}",
-                    r.project_id,
-                    r.trigger_id,
+                    "{}: {}{}",
+                    TriggerName::new(&r.project_id, &r.trigger_id),
                     r.step,
                     r.run.as_ref().map_or_else(String::new, |run| format!(
                         " run {} attempt {} ({})",
@@ -477,24 +469,19 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
         ClaimAction::Release(FencedTrigger { trigger, fence }) => {
             let fence = fence.fence()?;
             let store = open(global, Access::Write).await?;
-            let before = operator::release_claim(
-                &store,
-                &trigger.project_id,
-                &trigger.trigger_id,
-                fence,
-                &actor,
-            )
-            .await?;
+            let before = operator::release_claim(&store, &trigger, fence, &actor).await?;
             let report = ReleaseReport {
                 project_id: trigger.project_id,
                 trigger_id: trigger.trigger_id,
                 fence: before,
-                step: "released",
+                step: ClaimOutcome::Released,
             };
             emit(global.format, &report, |r| {
                 format!(
-                    "{}/{}: released the claim of {} at version {}",
-                    r.project_id, r.trigger_id, r.fence.owner, r.fence.version
+                    "{}: released the claim of {} at version {}",
+                    TriggerName::new(&r.project_id, &r.trigger_id),
+                    r.fence.owner,
+                    r.fence.version
                 )
             })
         }
@@ -502,7 +489,7 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
 }
 
 struct Settled {
-    step: &'static str,
+    step: ClaimOutcome,
     run: Option<RunIdentity>,
 }
 
@@ -516,27 +503,20 @@ async fn settle(
     actor: &Actor<'_>,
 ) -> Result<Settled, CliError> {
     if let Decision::NotDue { .. } = decision {
-        operator::release_claim(
-            store,
-            &row.project_id,
-            &row.trigger_id,
-            fence_of(row),
-            actor,
-        )
-        .await?;
+        operator::release_claim(store, &row.name(), row.fence.reference(), actor).await?;
         return Ok(Settled {
-            step: "released",
+            step: ClaimOutcome::Released,
             run: None,
         });
     }
     Ok(
         match operator::admit_claimed(store, row, decision, run, actor).await? {
             AdmissionOutcome::Admitted(run) => Settled {
-                step: "admitted",
+                step: ClaimOutcome::Admitted,
                 run: Some(run),
             },
             _ => Settled {
-                step: "advanced",
+                step: ClaimOutcome::Advanced,
                 run: None,
             },
         },
@@ -549,13 +529,6 @@ fn decision_of(row: &ClaimedRow) -> Result<(Decision, Option<RunIdentity>), CliE
     let decision = decide_claimed(row, &schedule)?;
     let run = run_identity(row, &decision);
     Ok((decision, run))
-}
-
-fn fence_of(row: &ClaimedRow) -> operator::FenceRef {
-    operator::FenceRef {
-        token: row.fence.token,
-        version: row.fence.version,
-    }
 }
 
 fn actor(name: &str) -> Actor<'_> {
@@ -589,7 +562,7 @@ fn render_claim(report: &ClaimReport) -> String {
     let rows = vec![
         vec![
             "trigger".into(),
-            format!("{}/{}", report.project_id, report.trigger_id),
+            TriggerName::new(&report.project_id, &report.trigger_id).to_string(),
         ],
         vec!["owner".into(), report.fence.owner.clone()],
         vec!["token".into(), report.fence.token.to_string()],
@@ -599,7 +572,7 @@ fn render_claim(report: &ClaimReport) -> String {
         vec!["cursor".into(), opt(report.cursor_ms.map(utc))],
         vec!["decision".into(), d.kind.to_owned()],
         vec!["scheduled for".into(), opt(d.scheduled_for_ms.map(utc))],
-        vec!["late by".into(), opt(d.late_ms.map(format_ms))],
+        vec!["late by".into(), opt(d.late_ms.map(span))],
         vec!["idempotency key".into(), opt(d.idempotency_key.clone())],
         vec!["next cursor".into(), utc(d.next_fire_at_ms)],
         vec![
@@ -607,7 +580,7 @@ fn render_claim(report: &ClaimReport) -> String {
             if report.dry_run {
                 "dry run: nothing written (no claim taken, nothing admitted)".to_owned()
             } else {
-                report.step.to_owned()
+                report.step.to_string()
             },
         ],
         vec![

@@ -9,7 +9,7 @@ use super::output::{emit, table};
 use super::{CliError, Global};
 use crate::core::CronSchedule;
 use crate::core::cron::DstNote;
-use crate::core::duration::utc;
+use crate::core::time::utc;
 
 #[derive(Debug, Args)]
 pub struct CronArgs {

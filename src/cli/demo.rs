@@ -24,7 +24,9 @@ use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::coordinator::AdmittedRun;
 use crate::core::CoordinatorConfig;
+use crate::core::TriggerName;
 use crate::core::manifest::parse_manifest;
+use crate::core::time::clock;
 use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
 use crate::store::connect::SettingsSource;
 use crate::store::embedded::{BIN_ENV, EmbeddedError, EmbeddedServer};
@@ -363,7 +365,7 @@ fn admission_line(owner: &str, admitted: &AdmittedRun) -> String {
     format!(
         "{}  {:<24} {}         {:<7} {}{}",
         clock(chrono::Utc::now().timestamp_millis()),
-        format!("{}/{}", admitted.project_id, admitted.trigger_id),
+        TriggerName::new(&admitted.project_id, &admitted.trigger_id).to_string(),
         clock(admitted.run.scheduled_for_ms),
         owner,
         admitted.run.run_id,
@@ -373,12 +375,6 @@ fn admission_line(owner: &str, admitted: &AdmittedRun) -> String {
             ""
         },
     )
-}
-
-/// `HH:MM:SS.mmm` of an epoch-millisecond instant, in UTC.
-fn clock(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map_or_else(|| ms.to_string(), |t| t.format("%H:%M:%S%.3f").to_string())
 }
 
 /// Drops and recreates `name` for the demo, and marks it as the demo's. Refuses (exit 2, nothing

@@ -5,21 +5,24 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{Access, ConfirmArgs, TriggerName, at_least, fence, owner_arg, trigger_name};
+use super::args::{Access, ConfirmArgs, at_least, fence, owner_arg};
 use super::identity::operator_name;
 use super::output::{emit, table};
 use super::prompt::{ask, interactive};
 use super::{CliError, Global};
+use crate::core::FenceRef;
+use crate::core::TriggerName;
+use crate::core::time::utc;
 use crate::store::migrate::check_ready;
-use crate::store::operator::{self, Actor, Expired, FenceRef};
-use crate::store::read::{trigger_detail, utc};
+use crate::store::operator::{self, Actor, Expired};
+use crate::store::read::trigger_detail;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, Args)]
 #[command(disable_version_flag = true)]
 pub struct ExpireArgs {
     /// The trigger whose claim to expire.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name, conflicts_with = "owner")]
+    #[arg(value_name = "PROJECT/TRIGGER", conflicts_with = "owner")]
     pub trigger: Option<TriggerName>,
 
     /// Expire only the claim with this token (exit 3 if it changed in between).
@@ -117,17 +120,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
                 }
                 (false, given) => given,
             };
-            vec![
-                operator::expire(
-                    &store,
-                    &trigger.project_id,
-                    &trigger.trigger_id,
-                    fence,
-                    &actor,
-                    dry_run,
-                )
-                .await?,
-            ]
+            vec![operator::expire(&store, trigger, fence, &actor, dry_run).await?]
         }
         (None, Some(owner)) => {
             let question = format!(
@@ -175,13 +168,7 @@ async fn confirm_trigger(
     trigger: &TriggerName,
 ) -> Result<Option<FenceRef>, CliError> {
     let client = store.client().await?;
-    let detail = trigger_detail(
-        &client,
-        store.schema(),
-        &trigger.project_id,
-        &trigger.trigger_id,
-    )
-    .await?;
+    let detail = trigger_detail(&client, store.schema(), trigger).await?;
     let Some(claim) = detail.state.and_then(|state| state.claim) else {
         return Err(StoreError::NothingEligible(format!(
             "{trigger} holds no claim; nothing to expire"
@@ -216,7 +203,7 @@ fn render(report: &ExpireReport) -> String {
     }
     let rows = report.expired.iter().map(|e| {
         vec![
-            format!("{}/{}", e.project_id, e.trigger_id),
+            TriggerName::new(&e.project_id, &e.trigger_id).to_string(),
             e.fence_before.owner.clone(),
             e.fence_before.version.to_string(),
             e.claim_version.to_string(),

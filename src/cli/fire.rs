@@ -5,12 +5,13 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{Access, ConfirmArgs, TriggerName, trigger_name};
+use super::args::{Access, ConfirmArgs};
 use super::identity::operator_name;
 use super::output::emit;
 use super::prompt::{ask, interactive};
 use super::{CliError, Global};
-use crate::core::duration::utc;
+use crate::core::TriggerName;
+use crate::core::time::utc;
 use crate::store::Store;
 use crate::store::control::{self, Fired};
 use crate::store::migrate::check_ready;
@@ -18,7 +19,7 @@ use crate::store::migrate::check_ready;
 #[derive(Debug, Args)]
 pub struct FireArgs {
     /// The trigger to fire, as PROJECT/TRIGGER.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: TriggerName,
 
     /// Makes the request idempotent: the same id again reports the run it admitted (1 to 128 of
@@ -78,9 +79,8 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
     )
     .await?;
     let client = store.client().await?;
-    let key = args.trigger.key();
     // The revision the key names, read (and every definition checked) before asking.
-    let target = control::read_target(&client, key).await?;
+    let target = control::read_target(&client, &args.trigger).await?;
     let dry_run = args.confirm.dry_run;
     if !args.confirm.yes && !dry_run && interactive() {
         let paused = if target.paused { " (paused)" } else { "" };
@@ -95,7 +95,7 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
     let actor = operator_name();
     let fired = control::fire(
         &client,
-        key,
+        &args.trigger,
         target.trigger_revision,
         &request_id,
         &actor,
@@ -116,10 +116,9 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
             (false, true) => "admitted",
         };
         format!(
-            "{what} manual run {} of {}/{} (revision {}), scheduled for {}\nkey {}",
+            "{what} manual run {} of {} (revision {}), scheduled for {}\nkey {}",
             r.fired.run_id,
-            r.project_id,
-            r.trigger_id,
+            TriggerName::new(&r.project_id, &r.trigger_id),
             r.fired.trigger_revision,
             utc(r.fired.scheduled_for_ms),
             r.fired.idempotency_key

@@ -6,6 +6,7 @@ use super::args::Access;
 use super::error::exit;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
+use crate::core::time::{span, utc};
 use crate::store::migrate::{self, MigrateReport, MigrationStatus, VerifyFinding};
 
 #[derive(Debug, Args)]
@@ -78,7 +79,7 @@ fn render_up(report: &MigrateReport) -> String {
         vec![
             m.version.to_string(),
             m.name.clone(),
-            format!("{} ms", opt(m.execution_ms)),
+            opt(m.execution_ms.map(span)),
         ]
     });
     format!(
@@ -91,14 +92,14 @@ fn render_up(report: &MigrateReport) -> String {
 
 fn render_status(rows: &[MigrationStatus]) -> String {
     table(
-        &["version", "name", "state", "checksum", "applied at (ms)"],
+        &["version", "name", "state", "checksum", "applied at"],
         rows.iter().map(|m| {
             vec![
                 m.version.to_string(),
                 m.name.clone(),
                 m.state.to_owned(),
                 m.checksum.get(..12).unwrap_or_default().to_owned(),
-                opt(m.applied_at_ms),
+                opt(m.applied_at_ms.map(utc)),
             ]
         }),
     )

@@ -208,7 +208,7 @@ fn report(error: &CliError, format: OutputFormat) -> ExitCode {
     if error.is_broken_pipe() {
         return ExitCode::SUCCESS;
     }
-    let message = one_line(&error.to_string());
+    let message = crate::core::text::clean_message(&error.to_string());
     let code = error.exit_code();
     match format {
         OutputFormat::Json => eprintln!("{}", error.json(&message)),
@@ -272,7 +272,7 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         .map(str::trim)
         .filter(|line| !line.is_empty())
         .collect();
-    let message = one_line(&message.join(" "));
+    let message = crate::core::text::clean_message(&message.join(" "));
     let message = message.strip_prefix("error: ").unwrap_or(&message);
     if json_requested() {
         eprintln!("{}", CliError::Usage(message.to_owned()).json(message));
@@ -280,12 +280,6 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         eprintln!("qlsched: {message}");
     }
     ExitCode::from(exit::USAGE)
-}
-
-/// Error messages stay on one line, whatever the database or a cause put in them, and echo what
-/// a user typed escaped and shortened (`core::text`).
-fn one_line(message: &str) -> String {
-    crate::core::text::clean_message(message)
 }
 
 /// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless

@@ -5,12 +5,13 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{Access, ConfirmArgs, TriggerName, trigger_name};
+use super::args::{Access, ConfirmArgs};
 use super::identity::operator_name;
 use super::output::{emit, opt, table};
 use super::prompt::{ask, interactive};
 use super::{CliError, Global};
-use crate::core::duration::utc;
+use crate::core::TriggerName;
+use crate::core::time::utc;
 use crate::store::control::{self, PauseReport};
 
 #[derive(Debug, Args)]
@@ -40,7 +41,7 @@ pub struct ResumeArgs {
 #[group(required = true, multiple = false)]
 pub struct Target {
     /// The trigger, as PROJECT/TRIGGER.
-    #[arg(value_name = "PROJECT/TRIGGER", value_parser = trigger_name)]
+    #[arg(value_name = "PROJECT/TRIGGER")]
     pub trigger: Option<TriggerName>,
 
     /// Every trigger of this project instead.
@@ -185,7 +186,7 @@ fn render(r: &Report) -> String {
                     _ => String::new(),
                 };
                 vec![
-                    format!("{}/{}", c.project_id, c.trigger_id),
+                    TriggerName::new(&c.project_id, &c.trigger_id).to_string(),
                     utc(c.paused_at_ms),
                     c.paused_by.clone(),
                     opt(c.reason.clone()),

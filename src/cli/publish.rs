@@ -8,6 +8,7 @@ use clap::Args;
 use super::args::Access;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
+use crate::core::Change;
 use crate::core::manifest::{ManifestError, parse_manifest};
 use crate::core::text::clean;
 use crate::store::migrate::check_ready;
@@ -47,9 +48,9 @@ pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
             } else {
                 ""
             },
-            report.count("created"),
-            report.count("changed"),
-            report.count("unchanged")
+            report.count(Change::Created),
+            report.count(Change::Changed),
+            report.count(Change::Unchanged)
         );
     }
     Ok(())
@@ -87,17 +88,17 @@ fn render(report: &PublishReport) -> String {
     let rows: Vec<Vec<String>> = report
         .items
         .iter()
-        .filter(|item| item.change != "unchanged")
+        .filter(|item| item.change != Change::Unchanged)
         .map(|item| {
             vec![
                 item.kind.to_owned(),
                 item.name.clone(),
-                item.change.to_owned(),
+                item.change.to_string(),
                 opt(item.revision),
                 item.changed_fields
                     .as_ref()
                     .map_or_else(String::new, |fields| fields.join(", ")),
-                opt(item.next_occurrence_ms.map(crate::core::duration::utc)),
+                opt(item.next_occurrence_ms.map(crate::core::time::utc)),
             ]
         })
         .collect();

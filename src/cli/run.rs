@@ -13,6 +13,7 @@ use super::{CliError, Global};
 use crate::coordinator::Coordinator;
 use crate::coordinator::duration_ms;
 use crate::core::CoordinatorConfig;
+use crate::core::TriggerName;
 use crate::core::duration::format_duration;
 use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::observe::Observer;
@@ -260,7 +261,7 @@ impl Totals {
                 self.fence_lost += report.fence_lost as u64;
                 self.unsettled += report.unsettled as u64;
                 for run in &report.admitted {
-                    tracing::debug!(trigger = %format!("{}/{}", run.project_id, run.trigger_id),
+                    tracing::debug!(trigger = %TriggerName::new(&run.project_id, &run.trigger_id),
                         run = %run.run.run_id, key = %run.run.idempotency_key, "admitted");
                 }
             }
@@ -341,7 +342,7 @@ async fn log_recovery(client: &tokio_postgres::Client) -> Result<(), CliError> {
         "startup recovery found drifted runs; they are not re-admitted (see `qlsched inspect recovery`)"
     );
     for candidate in &recovery.candidates {
-        tracing::warn!(run = %candidate.run_id, trigger = %format!("{}/{}", candidate.project_id, candidate.trigger_id),
+        tracing::warn!(run = %candidate.run_id, trigger = %TriggerName::new(&candidate.project_id, &candidate.trigger_id),
             drift = %candidate.drift.join("; "), "recovery candidate");
     }
     Ok(())

@@ -204,7 +204,7 @@ mod tests {
         let err = with(600_001).validate().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "drain_timeout must be 0s..=10m, got 10m1ms"
+            "drain_timeout must be 0s..=10m, got 600001ms"
         );
         assert_eq!(err.exit_code(), 78);
     }

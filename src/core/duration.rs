@@ -74,36 +74,18 @@ pub fn parse_duration(s: &str) -> Result<Duration, CoreError> {
     Ok(Duration::from_millis(total_ms))
 }
 
-/// Writes `d` in the shortest form [`parse_duration`] reads back exactly: `0s`, `500ms`, `30s`,
-/// `1m30s`, `1d2h`. Durations in qlsched are whole milliseconds; anything finer is dropped.
+/// Writes `d` as a flag value, in a form [`parse_duration`] reads back exactly: `0s`, `500ms`,
+/// `30s`, `1m30s`, `1d2h`, and a duration with a fraction of a second past one second in
+/// milliseconds alone (`8057ms`, never `8s57ms`, whose numbers run into each other). Durations in
+/// qlsched are whole milliseconds; anything finer is dropped. Spans shown to people are
+/// `super::time::span`.
 pub fn format_duration(d: Duration) -> String {
-    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    format_unsigned_ms(ms)
-}
-
-/// An instant in epoch milliseconds as `2026-12-01T03:00:00.000Z`; the raw number when it is not
-/// a representable instant.
-pub fn utc(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
-        || ms.to_string(),
-        |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-    )
-}
-
-/// Writes a signed span of milliseconds, such as a lateness or a time until the next fire:
-/// `250ms`, `-1m5s`, `0s`.
-pub fn format_ms(ms: i64) -> String {
-    let magnitude = format_unsigned_ms(ms.unsigned_abs());
-    if ms < 0 {
-        format!("-{magnitude}")
-    } else {
-        magnitude
-    }
-}
-
-fn format_unsigned_ms(mut ms: u64) -> String {
+    let mut ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     if ms == 0 {
         return "0s".to_owned();
+    }
+    if ms % 1_000 != 0 {
+        return format!("{ms}ms");
     }
     let mut out = String::new();
     for (name, unit_ms) in UNITS {
@@ -175,11 +157,10 @@ mod tests {
     }
 
     #[test]
-    fn formats_signed_spans() {
-        assert_eq!(format_ms(250), "250ms");
-        assert_eq!(format_ms(-65_000), "-1m5s");
-        assert_eq!(format_ms(0), "0s");
-        assert_eq!(format_ms(i64::MIN), "-106751991167d7h12m55s808ms");
+    fn a_fraction_of_a_second_is_written_in_milliseconds_alone() {
+        assert_eq!(format_duration(ms(8_057)), "8057ms");
+        assert_eq!(format_duration(ms(90_500)), "90500ms");
+        assert_eq!(format_duration(ms(90_000)), "1m30s");
     }
 
     proptest! {

@@ -18,10 +18,54 @@ pub struct ClaimFence {
     pub expires_at_ms: i64,
 }
 
+/// The part of a fence that names one claim, as a script passes it back (`--token`,
+/// `--version`): the token names one claim, the version proves it is still the latest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct FenceRef {
+    pub token: uuid::Uuid,
+    pub version: i64,
+}
+
+impl ClaimFence {
+    /// The token and version that name this claim.
+    pub fn reference(&self) -> FenceRef {
+        FenceRef {
+            token: self.token,
+            version: self.version,
+        }
+    }
+
+    /// Does `fence` name this claim? Token and version together name one claim exactly once.
+    pub fn is_named_by(&self, fence: FenceRef) -> bool {
+        self.reference() == fence
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_is_named_only_by_its_own_token_and_version() {
+        let fence = ClaimFence {
+            owner: "node-a".into(),
+            token: uuid::Uuid::from_u128(1),
+            version: 7,
+            expires_at_ms: 1_000,
+        };
+        let named = fence.reference();
+        assert!(fence.is_named_by(named));
+        assert!(!fence.is_named_by(FenceRef {
+            version: 8,
+            ..named
+        }));
+        let other = uuid::Uuid::from_u128(2);
+        assert!(!fence.is_named_by(FenceRef {
+            token: other,
+            ..named
+        }));
+    }
 
     #[test]
     fn serializes_token_as_hyphenated_string() {

@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::str::FromStr;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -16,7 +15,7 @@ use super::decide::MisfirePolicy;
 use super::duration::parse_duration;
 use super::error::CoreError;
 
-const MAX_ID_CHARS: usize = 128;
+use super::name::{MAX_ID_CHARS, valid_id};
 const MAX_GRACE_MS: i64 = 7 * 24 * 3_600_000;
 const EXECUTION_KIND: &str = "remote_worker";
 
@@ -34,34 +33,11 @@ pub struct ProjectDef {
     pub triggers: Vec<TriggerDef>,
 }
 
-/// Whether a project's triggers may be claimed at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProjectStatus {
-    Active,
-    Suspended,
-}
-
-impl ProjectStatus {
-    /// The name stored in `projects.status`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Suspended => "suspended",
-        }
-    }
-}
-
-impl FromStr for ProjectStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "active" => Ok(Self::Active),
-            "suspended" => Ok(Self::Suspended),
-            other => Err(format!(
-                "unknown status \"{other}\": expected active or suspended"
-            )),
-        }
+super::status::words! {
+    /// Whether a project's triggers may be claimed at all: `projects.status`.
+    ProjectStatus {
+        Active => "active",
+        Suspended => "suspended",
     }
 }
 
@@ -258,9 +234,15 @@ fn json_path(relative: &str) -> String {
 fn validate_project(path: &str, raw: &RawProject) -> Result<ProjectDef, ManifestError> {
     let status = match &raw.status {
         None => ProjectStatus::Active,
-        Some(status) => status
-            .parse()
-            .map_err(|message: String| ManifestError::new(format!("{path}.status"), message))?,
+        Some(status) => status.parse().map_err(|_| {
+            ManifestError::new(
+                format!("{path}.status"),
+                format!(
+                    "unknown status \"{}\": expected active or suspended",
+                    crate::core::text::clean(status)
+                ),
+            )
+        })?,
     };
     let mut task_index: HashMap<&str, usize> = HashMap::new();
     let mut tasks = Vec::with_capacity(raw.tasks.len());
@@ -407,11 +389,9 @@ fn parse_grace(path: &str, grace: Option<&str>) -> Result<i64, ManifestError> {
         .ok_or_else(|| ManifestError::new(path, "must be at most 7d"))
 }
 
-/// Ids end up in `PROJECT/TRIGGER` names and in idempotency keys (`ql3:cron:v1:<id>:…`), so `/`
-/// and `:` would make either ambiguous; the rest of the restriction keeps ids shell- and URL-safe.
+/// An id as the schema allows it ([`valid_id`]).
 fn check_id(path: &str, id: &str) -> Result<(), ManifestError> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
-    if id.is_empty() || id.chars().count() > MAX_ID_CHARS || !id.chars().all(allowed) {
+    if !valid_id(id) {
         return Err(ManifestError::new(
             path,
             format!(

@@ -7,13 +7,17 @@ pub mod accounting;
 pub mod config;
 pub mod cron;
 pub mod decide;
+pub mod diagnose;
 pub mod duration;
 pub mod error;
 pub mod fence;
 pub mod idempotency;
 pub mod manifest;
+pub mod name;
 pub mod run_id;
+pub mod status;
 pub mod text;
+pub mod time;
 
 pub use config::{CoordinatorConfig, DEFAULT_BATCH, MAX_BATCH, MISFIRE_RETENTION_MS};
 pub use cron::CronSchedule;
@@ -21,12 +25,14 @@ pub use decide::{
     Decision, DecisionInput, MAX_COUNTED_MISFIRES, MisfirePolicy, MisfireReason, MisfireSpan,
     UnknownMisfirePolicy, decide,
 };
-pub use duration::{format_duration, format_ms, parse_duration};
+pub use duration::{format_duration, parse_duration};
 pub use error::CoreError;
-pub use fence::ClaimFence;
+pub use fence::{ClaimFence, FenceRef};
 pub use idempotency::idempotency_key;
 pub use manifest::{
     Manifest, ManifestError, ProjectDef, ProjectStatus, TaskDef, TriggerDef, parse_manifest,
     sha256_hex,
 };
+pub use name::TriggerName;
 pub use run_id::run_id;
+pub use status::{Change, ClaimOutcome, RunStatus};

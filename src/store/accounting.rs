@@ -9,7 +9,7 @@ use tokio_postgres::GenericClient;
 
 use super::StoreError;
 use crate::core::accounting::{AccountingInput, check};
-use crate::core::{CronSchedule, MISFIRE_RETENTION_MS};
+use crate::core::{CronSchedule, MISFIRE_RETENTION_MS, TriggerName};
 
 /// The most gaps (or duplicates) listed by name; the counts are always whole.
 pub const MAX_LISTED: usize = 100;
@@ -158,7 +158,9 @@ pub async fn occurrence_accounting(
             .duplicates
             .extend(duplicates.iter().take(room).map(|&o| finding(o)));
         if findings.truncated {
-            report.truncated.push(format!("{project_id}/{trigger_id}"));
+            report
+                .truncated
+                .push(TriggerName::new(project_id, trigger_id).to_string());
         }
     }
     Ok(report)

@@ -10,8 +10,9 @@ use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
 use super::StoreError;
+use super::error::stored;
 use super::replicas::{HEARTBEAT, Heartbeat};
-use crate::core::{ClaimFence, MisfirePolicy};
+use crate::core::{ClaimFence, MisfirePolicy, TriggerName};
 
 /// A schedule row as this replica claimed it: the full fence, and every definition the decision
 /// and the admission are taken on, so that the admission can check none of them moved.
@@ -52,13 +53,12 @@ pub struct TriggerDefinition {
 }
 
 impl ClaimedRow {
-    /// `PROJECT/TRIGGER`, the name operators use.
-    pub fn name(&self) -> String {
-        format!("{}/{}", self.project_id, self.trigger_id)
+    /// The row's trigger, by the name operators use.
+    pub fn name(&self) -> TriggerName {
+        TriggerName::new(&self.project_id, &self.trigger_id)
     }
 
     fn from_row(row: &Row) -> Result<Self, StoreError> {
-        let policy: String = row.get("misfire_policy");
         Ok(ClaimedRow {
             row_tid: row.get("row_tid"),
             project_id: row.get("project_id"),
@@ -77,9 +77,7 @@ impl ClaimedRow {
                 task_id: row.get("task_id"),
                 cron_expr: row.get("cron_expr"),
                 time_zone: row.get("time_zone"),
-                misfire_policy: policy.parse().map_err(|_| {
-                    StoreError::BadInput(format!("stored misfire policy {policy:?} is unknown"))
-                })?,
+                misfire_policy: stored("triggers", "misfire_policy", row.get("misfire_policy"))?,
                 misfire_grace_ms: row.get("misfire_grace_ms"),
                 trigger_digest: row.get("trigger_digest"),
                 task_revision: row.get("task_revision"),
@@ -265,11 +263,13 @@ const WOULD_CLAIM: &str = concat!(
 /// claimed, read-only; `None` when there is none.
 pub async fn would_claim(
     client: &impl GenericClient,
-    target: Option<(&str, &str)>,
+    target: Option<&TriggerName>,
     owner: &str,
     lease_ms: i64,
 ) -> Result<Option<ClaimedRow>, StoreError> {
-    let (project_id, trigger_id) = target.unzip();
+    let (project_id, trigger_id) = target
+        .map(|name| (&name.project_id, &name.trigger_id))
+        .unzip();
     let rows = client
         .query(WOULD_CLAIM, &[&project_id, &trigger_id, &owner, &lease_ms])
         .await?;
@@ -435,13 +435,16 @@ pub async fn pin_claim_plan(client: &impl GenericClient) -> Result<(), StoreErro
 /// Claims the named row if it is eligible now; `None` when it is not (the caller explains why).
 pub async fn claim_one(
     client: &impl GenericClient,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     owner: &str,
     lease_ms: i64,
 ) -> Result<Option<ClaimedRow>, StoreError> {
+    let TriggerName {
+        project_id,
+        trigger_id,
+    } = trigger;
     let rows = client
-        .query(CLAIM_ONE, &[&project_id, &trigger_id, &owner, &lease_ms])
+        .query(CLAIM_ONE, &[project_id, trigger_id, &owner, &lease_ms])
         .await?;
     rows.first().map(ClaimedRow::from_row).transpose()
 }
@@ -449,15 +452,18 @@ pub async fn claim_one(
 /// The named row as claimed under `token` and `version`, if that claim still holds now.
 pub async fn claimed_by_fence(
     client: &impl GenericClient,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     token: Uuid,
     version: i64,
 ) -> Result<Option<ClaimedRow>, StoreError> {
+    let TriggerName {
+        project_id,
+        trigger_id,
+    } = trigger;
     let rows = client
         .query(
             CLAIMED_BY_FENCE,
-            &[&project_id, &trigger_id, &token, &version],
+            &[project_id, trigger_id, &token, &version],
         )
         .await?;
     rows.first().map(ClaimedRow::from_row).transpose()
@@ -570,7 +576,7 @@ const CLAIM_FATES: &str = "SELECT r.project_id, r.trigger_id, s.project_id IS NO
 pub async fn claim_fates(
     client: &impl GenericClient,
     held: &[ReleaseRequest],
-) -> Result<Vec<(String, String, ClaimFate)>, StoreError> {
+) -> Result<Vec<(TriggerName, ClaimFate)>, StoreError> {
     if held.is_empty() {
         return Ok(Vec::new());
     }
@@ -596,7 +602,8 @@ pub async fn claim_fates(
                 (true, false, None, Some(owner)) => ClaimFate::TakenOver { owner },
                 (true, false, None, None) => ClaimFate::Cleared,
             };
-            (row.get(0), row.get(1), fate)
+            let name = TriggerName::new(row.get::<_, String>(0), row.get::<_, String>(1));
+            (name, fate)
         })
         .collect())
 }

@@ -25,7 +25,9 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::error::is_serialization_failure;
+use super::error::stored;
 use crate::core::run_id::run_id;
+use crate::core::{ProjectStatus, TriggerName};
 
 /// Where an admitted run came from (`runs.origin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -146,8 +148,8 @@ pub struct Target {
 }
 
 impl Target {
-    fn name(&self) -> String {
-        format!("{}/{}", self.project_id, self.trigger_id)
+    fn name(&self) -> TriggerName {
+        TriggerName::new(&self.project_id, &self.trigger_id)
     }
 }
 
@@ -155,27 +157,26 @@ impl Target {
 /// the range before their transaction, and for `--dry-run`.
 pub async fn read_target(
     client: &ClientWrapper,
-    (project_id, trigger_id): (&str, &str),
+    trigger: &TriggerName,
 ) -> Result<Target, StoreError> {
     // One statement on its own: its row lock waits for an admission in flight and is gone
     // with the statement; no snapshot to serialize against.
-    lock_target(client, project_id, trigger_id).await
+    lock_target(client, trigger).await
 }
 
-async fn lock_target(
-    client: &ClientWrapper,
-    project_id: &str,
-    trigger_id: &str,
-) -> Result<Target, StoreError> {
+async fn lock_target(client: &ClientWrapper, name: &TriggerName) -> Result<Target, StoreError> {
+    let TriggerName {
+        project_id,
+        trigger_id,
+    } = name;
     let row: Row = client
-        .query_opt(LOCK_TARGET, &[&project_id, &trigger_id])
+        .query_opt(LOCK_TARGET, &[project_id, trigger_id])
         .await?
-        .ok_or_else(|| StoreError::NotFound(format!("trigger {project_id}/{trigger_id}")))?;
-    let name = format!("{project_id}/{trigger_id}");
+        .ok_or_else(|| StoreError::NotFound(format!("trigger {name}")))?;
     let schedule_revision: i64 = row.get(0);
     let trigger_revision: i64 = row.get(1);
-    let status: String = row.get(2);
-    if status != "active" {
+    let status: ProjectStatus = stored("projects", "status", row.get(2))?;
+    if status != ProjectStatus::Active {
         return Err(StoreError::NothingEligible(format!(
             "{name}: project {project_id} is {status}; nothing is admitted for a suspended \
              project (publish it with status active first)"
@@ -232,33 +233,26 @@ pub fn manual_key(trigger: &str, revision: i64, request_id: &str) -> String {
 /// rolls back.
 pub async fn fire(
     client: &ClientWrapper,
-    (project_id, trigger_id): (&str, &str),
+    trigger: &TriggerName,
     revision: i64,
     request_id: &str,
     actor: &str,
     dry_run: bool,
 ) -> Result<Fired, StoreError> {
     serializable(client, "fire", dry_run, async || {
-        fire_in_transaction(
-            client,
-            (project_id, trigger_id),
-            revision,
-            request_id,
-            actor,
-        )
-        .await
+        fire_in_transaction(client, trigger, revision, request_id, actor).await
     })
     .await
 }
 
 async fn fire_in_transaction(
     client: &ClientWrapper,
-    (project_id, trigger_id): (&str, &str),
+    trigger: &TriggerName,
     revision: i64,
     request_id: &str,
     actor: &str,
 ) -> Result<Fired, StoreError> {
-    let target = lock_target(client, project_id, trigger_id).await?;
+    let target = lock_target(client, trigger).await?;
     if target.trigger_revision != revision {
         return Err(StoreError::FenceRejected(format!(
             "{}: published again (revision {} → {}) since the request was made; fire again",
@@ -267,7 +261,7 @@ async fn fire_in_transaction(
             target.trigger_revision
         )));
     }
-    let key = manual_key(&target.name(), revision, request_id);
+    let key = manual_key(&target.name().to_string(), revision, request_id);
     let written = admit_unclaimed(
         client,
         &target,
@@ -326,33 +320,26 @@ pub struct BackfillBatch {
 /// computed is refused (exit 3): they may not be its occurrences any more.
 pub async fn backfill(
     client: &ClientWrapper,
-    (project_id, trigger_id): (&str, &str),
+    trigger: &TriggerName,
     revision: i64,
     occurrences: &[i64],
     actor: &str,
     dry_run: bool,
 ) -> Result<BackfillBatch, StoreError> {
     serializable(client, "backfill", dry_run, async || {
-        backfill_in_transaction(
-            client,
-            (project_id, trigger_id),
-            revision,
-            occurrences,
-            actor,
-        )
-        .await
+        backfill_in_transaction(client, trigger, revision, occurrences, actor).await
     })
     .await
 }
 
 async fn backfill_in_transaction(
     client: &ClientWrapper,
-    (project_id, trigger_id): (&str, &str),
+    trigger: &TriggerName,
     revision: i64,
     occurrences: &[i64],
     actor: &str,
 ) -> Result<BackfillBatch, StoreError> {
-    let target = lock_target(client, project_id, trigger_id).await?;
+    let target = lock_target(client, trigger).await?;
     if target.trigger_revision != revision {
         return Err(StoreError::FenceRejected(format!(
             "{}: published again (revision {} → {}) during the backfill; what was admitted \
@@ -369,7 +356,7 @@ async fn backfill_in_transaction(
             target.name()
         )));
     }
-    let name = target.name();
+    let name = target.name().to_string();
     let (owed, later): (Vec<i64>, Vec<i64>) =
         occurrences.iter().partition(|&&at| at < target.bound_ms);
     let keyed: Vec<(String, i64)> = owed
@@ -387,8 +374,8 @@ async fn backfill_in_transaction(
             actor,
             &format!(
                 "{admitted} occurrences from {} to {}",
-                first.map_or_else(String::new, |&t| crate::core::duration::utc(t)),
-                last.map_or_else(String::new, |&t| crate::core::duration::utc(t))
+                first.map_or_else(String::new, |&t| crate::core::time::utc(t)),
+                last.map_or_else(String::new, |&t| crate::core::time::utc(t))
             ),
         )
         .await?;
@@ -687,7 +674,7 @@ fn not_found_if_none(
         return Ok(());
     }
     Err(StoreError::NotFound(match trigger_id {
-        Some(trigger_id) => format!("trigger {project_id}/{trigger_id}"),
+        Some(trigger_id) => format!("trigger {}", TriggerName::new(project_id, trigger_id)),
         None => format!("project {project_id} (no schedule rows)"),
     }))
 }
@@ -730,8 +717,11 @@ async fn resume_row(
     row: &Row,
     actor: &str,
 ) -> Result<PauseChange, StoreError> {
-    let project_id: String = row.get(0);
-    let trigger_id: String = row.get(1);
+    let name = TriggerName::new(row.get::<_, String>(0), row.get::<_, String>(1));
+    let TriggerName {
+        project_id,
+        trigger_id,
+    } = &name;
     let revision: i64 = row.get(2);
     let cursor: Option<i64> = row.get(3);
     let (cron_expr, time_zone): (String, String) = (row.get(7), row.get(8));
@@ -739,13 +729,11 @@ async fn resume_row(
     let now_ms: i64 = row.get(10);
     let schedule = crate::core::CronSchedule::parse(&cron_expr, &time_zone).map_err(|error| {
         StoreError::BadInput(format!(
-            "{project_id}/{trigger_id}: its stored cron cannot be evaluated ({error}); \
+            "{name}: its stored cron cannot be evaluated ({error}); \
              publish it again"
         ))
     })?;
-    let evaluate = |error: crate::core::CoreError| {
-        StoreError::BadInput(format!("{project_id}/{trigger_id}: {error}"))
-    };
+    let evaluate = |error: crate::core::CoreError| StoreError::BadInput(format!("{name}: {error}"));
     let (next, passed) = match cursor {
         None => (None, None),
         Some(cursor) if cursor >= now_ms => (Some(cursor), None),
@@ -773,7 +761,7 @@ async fn resume_row(
         }
     };
     client
-        .execute(RESUME_ONE, &[&project_id, &trigger_id, &next])
+        .execute(RESUME_ONE, &[project_id, trigger_id, &next])
         .await?;
     if let Some(p) = passed {
         let count = i64::try_from(p.count).unwrap_or(i64::MAX);
@@ -781,8 +769,8 @@ async fn resume_row(
             .execute(
                 INSERT_PAUSED_MISFIRE,
                 &[
-                    &project_id,
-                    &trigger_id,
+                    project_id,
+                    trigger_id,
                     &revision,
                     &p.first_ms,
                     &p.last_ms,
@@ -807,12 +795,12 @@ async fn resume_row(
     client
         .execute(
             INSERT_AUDIT,
-            &[&project_id, &trigger_id, &"resume", &actor, &reason],
+            &[project_id, trigger_id, &"resume", &actor, &reason],
         )
         .await?;
     Ok(PauseChange {
-        project_id,
-        trigger_id,
+        project_id: name.project_id,
+        trigger_id: name.trigger_id,
         paused_at_ms: row.get(4),
         paused_by,
         reason: row.get(6),

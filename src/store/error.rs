@@ -40,6 +40,15 @@ pub enum StoreError {
     BadInput(String),
     #[error("refused by the database: {0}")]
     Refused(String),
+    /// A stored word this binary has no name for (a row written by hand, or by a newer version):
+    /// bad data, named where it lies, rather than a panic or a string compared further in.
+    #[error("unexpected value in the database: {table}.{column} is \"{value}\" ({reason})")]
+    UnknownValue {
+        table: &'static str,
+        column: &'static str,
+        value: String,
+        reason: String,
+    },
     #[error("database error: {}", describe_db(.0))]
     Database(#[source] tokio_postgres::Error),
 }
@@ -109,11 +118,32 @@ impl StoreError {
             StoreError::FenceRejected(_) => 3,
             StoreError::NotFound(_) => 4,
             StoreError::NothingEligible(_) => 5,
-            StoreError::BadInput(_) => 65,
+            StoreError::BadInput(_) | StoreError::UnknownValue { .. } => 65,
             StoreError::Refused(_) => 1,
             StoreError::Database(_) => 1,
         }
     }
+}
+
+/// Parses the word read from `table`.`column` at the store's boundary: a word the binary has no
+/// name for is [`StoreError::UnknownValue`].
+pub(crate) fn stored<T>(
+    table: &'static str,
+    column: &'static str,
+    value: String,
+) -> Result<T, StoreError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    value
+        .parse()
+        .map_err(|error: T::Err| StoreError::UnknownValue {
+            table,
+            column,
+            reason: error.to_string(),
+            value: crate::core::text::clean(&value),
+        })
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -184,4 +214,26 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::RunStatus;
+
+    #[test]
+    fn a_stored_word_parses_or_names_its_table_column_and_value() {
+        let status: Result<RunStatus, _> = stored("runs", "status", "queued".to_owned());
+        assert!(matches!(status, Ok(RunStatus::Queued)));
+        let error = stored::<RunStatus>("runs", "status", "pausd\u{1b}".to_owned())
+            .expect_err("an unknown status");
+        assert_eq!(error.exit_code(), 65);
+        let message = error.to_string();
+        assert!(
+            message.starts_with(
+                "unexpected value in the database: runs.status is \"pausd\\u{1b}\" (unknown value"
+            ),
+            "{message}"
+        );
+    }
 }

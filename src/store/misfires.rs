@@ -6,6 +6,7 @@ use serde::Serialize;
 use tokio_postgres::{GenericClient, Row};
 
 use super::StoreError;
+use crate::core::TriggerName;
 
 /// One misfire record, as `inspect misfires` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -60,15 +61,17 @@ const LIST: &str = "SELECT misfire_id, project_id, trigger_id, trigger_revision,
     ORDER BY misfire_id DESC
     LIMIT $4";
 
-/// Misfire records, newest first: of `trigger` (`(project, trigger)`) or of every trigger,
+/// Misfire records, newest first: of `trigger` or of every trigger,
 /// recorded within `since_ms` of now (any age when `None`), at most `limit`.
 pub async fn list(
     client: &impl GenericClient,
-    trigger: Option<(&str, &str)>,
+    trigger: Option<&TriggerName>,
     since_ms: Option<i64>,
     limit: i64,
 ) -> Result<Vec<MisfireRecord>, StoreError> {
-    let (project, trigger) = trigger.unzip();
+    let (project, trigger) = trigger
+        .map(|name| (&name.project_id, &name.trigger_id))
+        .unzip();
     let rows = client
         .query(LIST, &[&project, &trigger, &since_ms, &limit])
         .await?;
@@ -113,7 +116,7 @@ pub async fn counts(
     client: &impl GenericClient,
     rows: &[(&str, &str, i64)],
     retention_ms: i64,
-) -> Result<Vec<((String, String), i64)>, StoreError> {
+) -> Result<Vec<(TriggerName, i64)>, StoreError> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
@@ -127,6 +130,9 @@ pub async fn counts(
         )
         .await?
         .iter()
-        .map(|row| ((row.get(0), row.get(1)), row.get(2)))
+        .map(|row| {
+            let name = TriggerName::new(row.get::<_, String>(0), row.get::<_, String>(1));
+            (name, row.get(2))
+        })
         .collect())
 }

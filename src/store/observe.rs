@@ -107,7 +107,7 @@ pub enum ServerRole {
 }
 
 impl ServerRole {
-    /// `standby, replay lag 1s200ms` (or `replay lag unknown`); nothing for the primary, which
+    /// `standby, replay lag 1.2s` (or `replay lag unknown`); nothing for the primary, which
     /// is what every header assumes.
     pub fn header(&self) -> Option<String> {
         match self {
@@ -116,7 +116,7 @@ impl ServerRole {
                 replay_lag: Some(lag),
             } => Some(format!(
                 "standby, replay lag {}",
-                crate::core::duration::format_duration(*lag)
+                crate::core::time::span(i64::try_from(lag.as_millis()).unwrap_or(i64::MAX))
             )),
             ServerRole::Standby { replay_lag: None } => {
                 Some("standby, replay lag unknown".to_owned())
@@ -163,7 +163,7 @@ mod tests {
         };
         assert_eq!(
             lagging.header().as_deref(),
-            Some("standby, replay lag 1s200ms")
+            Some("standby, replay lag 1.2s")
         );
         let unknown = ServerRole::Standby { replay_lag: None };
         assert_eq!(

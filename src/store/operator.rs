@@ -15,20 +15,13 @@ use uuid::Uuid;
 
 use super::admit::admit;
 use super::claim::{claim_due, claim_one, claimed_by_fence, release, would_claim};
-use super::read::{Diagnosis, trigger_detail};
+use super::read::trigger_detail;
 use super::{
     Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
     StoreError,
 };
-use crate::core::{ClaimFence, Decision};
-
-/// The part of a fence a script passes back: the token names one claim, the version proves it
-/// is still the latest (docs/DESIGN.md §4.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct FenceRef {
-    pub token: Uuid,
-    pub version: i64,
-}
+use crate::core::diagnose::Diagnosis;
+use crate::core::{ClaimFence, Decision, FenceRef, TriggerName};
 
 /// A claim that an expiry cleared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -128,7 +121,7 @@ const EXPIRE_OWNER: &str = concat!(
 /// [`StoreError::NothingEligible`] with the reason, or [`StoreError::NotFound`].
 pub async fn claim(
     store: &Store,
-    target: Option<(&str, &str)>,
+    target: Option<&TriggerName>,
     owner: &str,
     lease_ms: i64,
     dry_run: bool,
@@ -149,29 +142,25 @@ pub async fn claim(
             None => StoreError::NothingEligible(
                 "no schedule row is due and unclaimed (see `qlsched inspect schedules`)".into(),
             ),
-            Some((project_id, trigger_id)) => {
-                not_eligible(store, &client, project_id, trigger_id).await
-            }
+            Some(trigger) => not_eligible(store, &client, trigger).await,
         }),
     }
 }
 
 async fn claim_and_audit(
     client: &ClientWrapper,
-    target: Option<(&str, &str)>,
+    target: Option<&TriggerName>,
     owner: &str,
     lease_ms: i64,
 ) -> Result<Option<ClaimedRow>, StoreError> {
     let row = match target {
-        Some((project_id, trigger_id)) => {
-            claim_one(&**client, project_id, trigger_id, owner, lease_ms).await?
-        }
+        Some(trigger) => claim_one(&**client, trigger, owner, lease_ms).await?,
         None => claim_due(client, owner, 1, lease_ms, &mut 0).await?.pop(),
     };
     if let Some(row) = &row {
         write_audit(
             &**client,
-            (&row.project_id, &row.trigger_id),
+            &row.name(),
             "claim",
             &Actor {
                 name: owner,
@@ -187,13 +176,8 @@ async fn claim_and_audit(
 
 /// Why the named row could not be claimed: the trigger's diagnosis, or that a replica holds the
 /// row locked at this very moment (the claim skips locked rows rather than wait).
-async fn not_eligible(
-    store: &Store,
-    client: &ClientWrapper,
-    project_id: &str,
-    trigger_id: &str,
-) -> StoreError {
-    let detail = match trigger_detail(client, store.schema(), project_id, trigger_id).await {
+async fn not_eligible(store: &Store, client: &ClientWrapper, trigger: &TriggerName) -> StoreError {
+    let detail = match trigger_detail(client, store.schema(), trigger).await {
         Ok(detail) => detail,
         Err(error) => return error,
     };
@@ -206,31 +190,20 @@ async fn not_eligible(
         }
         other => format!("{}; {}", other.reason(), other.fix()),
     };
-    StoreError::NothingEligible(format!(
-        "{project_id}/{trigger_id} is not eligible: {reason}"
-    ))
+    StoreError::NothingEligible(format!("{trigger} is not eligible: {reason}"))
 }
 
 /// The named row as claimed under `fence`, for an admission by a script; a fence that no longer
 /// holds is [`StoreError::FenceRejected`] saying what holds now.
 pub async fn claimed(
     store: &Store,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     fence: FenceRef,
 ) -> Result<ClaimedRow, StoreError> {
     let client = store.client().await?;
-    match claimed_by_fence(
-        &**client,
-        project_id,
-        trigger_id,
-        fence.token,
-        fence.version,
-    )
-    .await?
-    {
+    match claimed_by_fence(&**client, trigger, fence.token, fence.version).await? {
         Some(row) => Ok(row),
-        None => Err(fence_rejected(store, &client, project_id, trigger_id, fence).await),
+        None => Err(fence_rejected(store, &client, trigger, fence).await),
     }
 }
 
@@ -254,14 +227,11 @@ pub async fn admit_claimed(
         .await?
         .pop()
         .unwrap_or(AdmissionOutcome::FenceLost);
-    let fence = FenceRef {
-        token: row.fence.token,
-        version: row.fence.version,
-    };
+    let fence = row.fence.reference();
     let refusal = match &outcome {
         AdmissionOutcome::Rejected { reason } => Some(reason.clone()),
         AdmissionOutcome::FenceLost => {
-            match fence_rejected(store, &client, &row.project_id, &row.trigger_id, fence).await {
+            match fence_rejected(store, &client, &row.name(), fence).await {
                 StoreError::Refused(reason) => Some(reason),
                 lost => return Err(lost),
             }
@@ -273,7 +243,7 @@ pub async fn admit_claimed(
         // digest): give it back rather than leave the row blocked for the rest of the lease.
         // The release takes a connection of its own; the operator's pool has one.
         drop(client);
-        let released = release_claim(store, &row.project_id, &row.trigger_id, fence, actor).await;
+        let released = release_claim(store, &row.name(), fence, actor).await;
         let claim = match released {
             Ok(_) => "the claim was released".to_owned(),
             Err(error) => {
@@ -281,13 +251,13 @@ pub async fn admit_claimed(
             }
         };
         return Err(StoreError::Refused(format!(
-            "the admission of {}/{} refused it: {reason}; {claim}",
-            row.project_id, row.trigger_id
+            "the admission of {} refused it: {reason}; {claim}",
+            row.name()
         )));
     }
     write_audit(
         &**client,
-        (&row.project_id, &row.trigger_id),
+        &row.name(),
         "admit",
         actor,
         Some(fence_json(Some(&row.fence), row.fence.version)),
@@ -300,43 +270,39 @@ pub async fn admit_claimed(
 /// Gives the named row's claim back if `fence` still names it, and audits the release.
 pub async fn release_claim(
     store: &Store,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     fence: FenceRef,
     actor: &Actor<'_>,
 ) -> Result<ClaimFence, StoreError> {
     let client = store.client().await?;
     client.batch_execute(BEGIN).await?;
-    let released = release_locked(&client, project_id, trigger_id, fence, actor).await;
+    let released = release_locked(&client, trigger, fence, actor).await;
     match finish(&client, released, false).await? {
         Some(before) => Ok(before),
-        None => Err(fence_rejected(store, &client, project_id, trigger_id, fence).await),
+        None => Err(fence_rejected(store, &client, trigger, fence).await),
     }
 }
 
 async fn release_locked(
     client: &ClientWrapper,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     fence: FenceRef,
     actor: &Actor<'_>,
 ) -> Result<Option<ClaimFence>, StoreError> {
-    let Some(current) = lock_claim(&**client, project_id, trigger_id).await? else {
-        return Err(StoreError::NotFound(format!(
-            "trigger {project_id}/{trigger_id}"
-        )));
+    let Some(current) = lock_claim(&**client, trigger).await? else {
+        return Err(StoreError::NotFound(format!("trigger {trigger}")));
     };
     // An expired claim no longer holds (docs/DESIGN.md §5.4, exit 3), as `claim admit` finds it;
     // clearing one is what `expire` is for.
     let Some(before) = current
         .fence
-        .filter(|f| names(f, fence) && !current.expired)
+        .filter(|f| f.is_named_by(fence) && !current.expired)
     else {
         return Ok(None);
     };
     let request = ReleaseRequest {
-        project_id: project_id.to_owned(),
-        trigger_id: trigger_id.to_owned(),
+        project_id: trigger.project_id.clone(),
+        trigger_id: trigger.trigger_id.clone(),
         owner: before.owner.clone(),
         token: before.token,
         version: before.version,
@@ -346,7 +312,7 @@ async fn release_locked(
     }
     write_audit(
         &**client,
-        (project_id, trigger_id),
+        trigger,
         "release",
         actor,
         Some(fence_json(Some(&before), before.version)),
@@ -361,50 +327,46 @@ async fn release_locked(
 /// given, else [`StoreError::NothingEligible`].
 pub async fn expire(
     store: &Store,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     fence: Option<FenceRef>,
     actor: &Actor<'_>,
     dry_run: bool,
 ) -> Result<Expired, StoreError> {
     let client = store.client().await?;
     client.batch_execute(BEGIN).await?;
-    let expired = expire_locked(&client, project_id, trigger_id, fence, actor).await;
+    let expired = expire_locked(&client, trigger, fence, actor).await;
     match finish(&client, expired, dry_run).await? {
         Some(expired) => Ok(expired),
         None => Err(match fence {
-            Some(fence) => fence_rejected(store, &client, project_id, trigger_id, fence).await,
-            None => StoreError::NothingEligible(format!(
-                "{project_id}/{trigger_id} holds no claim; nothing to expire"
-            )),
+            Some(fence) => fence_rejected(store, &client, trigger, fence).await,
+            None => {
+                StoreError::NothingEligible(format!("{trigger} holds no claim; nothing to expire"))
+            }
         }),
     }
 }
 
 async fn expire_locked(
     client: &ClientWrapper,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     fence: Option<FenceRef>,
     actor: &Actor<'_>,
 ) -> Result<Option<Expired>, StoreError> {
-    let Some(current) = lock_claim(&**client, project_id, trigger_id).await? else {
-        return Err(StoreError::NotFound(format!(
-            "trigger {project_id}/{trigger_id}"
-        )));
+    let Some(current) = lock_claim(&**client, trigger).await? else {
+        return Err(StoreError::NotFound(format!("trigger {trigger}")));
     };
     let Some(held) = current.fence else {
         return Ok(None);
     };
-    if fence.is_some_and(|fence| !names(&held, fence)) {
+    if fence.is_some_and(|fence| !held.is_named_by(fence)) {
         return Ok(None);
     }
     let rows = client
         .query(
             EXPIRE_ONE,
             &[
-                &project_id,
-                &trigger_id,
+                &trigger.project_id,
+                &trigger.trigger_id,
                 &actor.name,
                 &actor.reason,
                 &held.token,
@@ -485,11 +447,10 @@ struct LockedClaim {
 
 async fn lock_claim(
     client: &impl GenericClient,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
 ) -> Result<Option<LockedClaim>, StoreError> {
     let Some(row) = client
-        .query_opt(LOCK_CLAIM, &[&project_id, &trigger_id])
+        .query_opt(LOCK_CLAIM, &[&trigger.project_id, &trigger.trigger_id])
         .await?
     else {
         return Ok(None);
@@ -510,26 +471,19 @@ async fn lock_claim(
     Ok(Some(LockedClaim { fence, expired }))
 }
 
-/// Does the operator's `fence` name this claim? Token and version together name one claim
-/// exactly once (see [`ClaimFence`]).
-fn names(claim: &ClaimFence, fence: FenceRef) -> bool {
-    claim.token == fence.token && claim.version == fence.version
-}
-
 /// The refusal of a fence that no longer holds, saying what holds instead.
 async fn fence_rejected(
     store: &Store,
     client: &ClientWrapper,
-    project_id: &str,
-    trigger_id: &str,
+    trigger: &TriggerName,
     fence: FenceRef,
 ) -> StoreError {
-    let detail = match trigger_detail(client, store.schema(), project_id, trigger_id).await {
+    let detail = match trigger_detail(client, store.schema(), trigger).await {
         Ok(detail) => detail,
         Err(error) => return error,
     };
     let given = format!(
-        "the claim {} at version {} on {project_id}/{trigger_id}",
+        "the claim {} at version {} on {trigger}",
         fence.token, fence.version
     );
     let Some(state) = &detail.state else {
@@ -546,7 +500,7 @@ async fn fence_rejected(
         ),
         Some(claim) if claim.expired => format!(
             "no longer holds: it expired {} ago",
-            crate::core::format_ms(-claim.remaining_ms)
+            crate::core::time::span(-claim.remaining_ms)
         ),
         // The claim is intact, so the admission refused a definition that moved under it. The
         // diagnosis names the known causes; the ones it does not check (a new task revision or
@@ -568,7 +522,7 @@ async fn fence_rejected(
 
 async fn write_audit(
     client: &impl GenericClient,
-    (project_id, trigger_id): (&str, &str),
+    trigger: &TriggerName,
     action: &str,
     actor: &Actor<'_>,
     fence_before: Option<Value>,
@@ -578,8 +532,8 @@ async fn write_audit(
         .execute(
             INSERT_AUDIT,
             &[
-                &project_id,
-                &trigger_id,
+                &trigger.project_id,
+                &trigger.trigger_id,
                 &action,
                 &actor.name,
                 &actor.reason,

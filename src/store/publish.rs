@@ -12,8 +12,9 @@ use tokio_postgres::Client;
 use uuid::Uuid;
 
 use super::StoreError;
-use crate::core::CronSchedule;
+use super::error::stored;
 use crate::core::manifest::{Manifest, ProjectDef, TaskDef, TriggerDef};
+use crate::core::{Change, CronSchedule, ProjectStatus};
 
 /// What publishing did to one definition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -22,8 +23,7 @@ pub struct PublishedItem {
     pub kind: &'static str,
     /// `PROJECT`, or `PROJECT/TASK`, or `PROJECT/TRIGGER`.
     pub name: String,
-    /// `created`, `changed` or `unchanged`.
-    pub change: &'static str,
+    pub change: Change,
     /// The revision after publishing (tasks and triggers).
     pub revision: Option<i64>,
     /// A changed trigger: the manifest fields that differ from the stored revision.
@@ -42,7 +42,7 @@ pub struct PublishReport {
 }
 
 impl PublishReport {
-    pub fn count(&self, change: &str) -> usize {
+    pub fn count(&self, change: Change) -> usize {
         self.items
             .iter()
             .filter(|item| item.change == change)
@@ -149,9 +149,9 @@ pub async fn publish(
         .iter()
         .filter(|p| {
             let change = match stored.projects.get(&p.id) {
-                None => "created",
-                Some(status) if status != p.status.as_str() => "changed",
-                Some(_) => "unchanged",
+                None => Change::Created,
+                Some(status) if *status != p.status => Change::Changed,
+                Some(_) => Change::Unchanged,
             };
             items.push(PublishedItem {
                 kind: "project",
@@ -161,7 +161,7 @@ pub async fn publish(
                 changed_fields: None,
                 next_occurrence_ms: None,
             });
-            change != "unchanged"
+            change != Change::Unchanged
         })
         .collect();
     transaction
@@ -191,7 +191,7 @@ pub async fn publish(
             ) else {
                 continue;
             };
-            if change == "changed" {
+            if change == Change::Changed {
                 changed_tasks.push((project, task));
             }
             tasks.push((project, task, Uuid::now_v7()));
@@ -335,7 +335,7 @@ pub async fn publish(
         .await?;
 
     transaction.commit().await?;
-    if items.iter().any(|item| item.change != "unchanged") {
+    if items.iter().any(|item| item.change != Change::Unchanged) {
         // Statistics now, not at autovacuum's next pass: a planner without them misjudges every
         // statement that joins these tables. The claim does not depend on them (its plan is
         // pinned), the read models do. The publish has committed; a failure here only warns.
@@ -365,9 +365,9 @@ async fn dry_run_report(
             kind: "project",
             name: p.id.clone(),
             change: match stored.projects.get(&p.id) {
-                None => "created",
-                Some(status) if status != p.status.as_str() => "changed",
-                Some(_) => "unchanged",
+                None => Change::Created,
+                Some(status) if *status != p.status => Change::Changed,
+                Some(_) => Change::Unchanged,
             },
             revision: None,
             changed_fields: None,
@@ -379,9 +379,11 @@ async fn dry_run_report(
                 key: &(String, String),
                 digest: &str| {
         let (change, revision) = match stored.get(key) {
-            None => ("created", 1),
-            Some((revision, stored_digest)) if stored_digest != digest => ("changed", revision + 1),
-            Some((revision, _)) => ("unchanged", *revision),
+            None => (Change::Created, 1),
+            Some((revision, stored_digest)) if stored_digest != digest => {
+                (Change::Changed, revision + 1)
+            }
+            Some((revision, _)) => (Change::Unchanged, *revision),
         };
         PublishedItem {
             kind,
@@ -403,7 +405,7 @@ async fn dry_run_report(
             let key = (project.id.clone(), trigger.id.clone());
             let mut item = diff("trigger", &stored.triggers, &key, &trigger.content_digest);
             // As publish reports it: the fields that changed, and the next occurrence.
-            if item.change != "unchanged" {
+            if item.change != Change::Unchanged {
                 item.changed_fields = stored
                     .trigger_fields
                     .get(&key)
@@ -424,7 +426,7 @@ async fn dry_run_report(
 
 /// The stored state the manifest is diffed against.
 struct Stored {
-    projects: HashMap<String, String>,
+    projects: HashMap<String, ProjectStatus>,
     tasks: HashMap<(String, String), (i64, String)>,
     triggers: HashMap<(String, String), (i64, String)>,
     trigger_fields: HashMap<(String, String), TriggerFields>,
@@ -470,8 +472,8 @@ impl Stored {
             .query(READ_PROJECTS, &[&project_ids])
             .await?
             .iter()
-            .map(|row| (row.get(0), row.get(1)))
-            .collect();
+            .map(|row| Ok((row.get(0), stored("projects", "status", row.get(1))?)))
+            .collect::<Result<_, StoreError>>()?;
         let keyed = |rows: Vec<tokio_postgres::Row>| {
             rows.iter()
                 .map(|row| ((row.get(0), row.get(1)), (row.get(2), row.get(3))))
@@ -516,10 +518,10 @@ fn change_of(
     digest: &str,
     kind: &'static str,
     items: &mut Vec<PublishedItem>,
-) -> Option<&'static str> {
+) -> Option<Change> {
     match stored.get(key) {
-        None => Some("created"),
-        Some((_, stored_digest)) if stored_digest != digest => Some("changed"),
+        None => Some(Change::Created),
+        Some((_, stored_digest)) if stored_digest != digest => Some(Change::Changed),
         Some((revision, _)) => {
             items.push(unchanged(kind, key, *revision));
             None
@@ -531,7 +533,7 @@ fn unchanged(kind: &'static str, key: &(String, String), revision: i64) -> Publi
     PublishedItem {
         kind,
         name: join(key),
-        change: "unchanged",
+        change: Change::Unchanged,
         revision: Some(revision),
         changed_fields: None,
         next_occurrence_ms: None,

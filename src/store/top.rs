@@ -137,25 +137,3 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
         server,
     })
 }
-
-/// `PROJECT/TRIGGER`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct TriggerKey {
-    pub project_id: String,
-    pub trigger_id: String,
-}
-
-impl TriggerKey {
-    pub fn new(project_id: impl Into<String>, trigger_id: impl Into<String>) -> Self {
-        TriggerKey {
-            project_id: project_id.into(),
-            trigger_id: trigger_id.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for TriggerKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.project_id, self.trigger_id)
-    }
-}

@@ -14,8 +14,10 @@ use ratatui::widgets::{
 
 use super::input::KEYS;
 use super::state::{App, ExpireRequest, Modal, PanelRow, PauseRequest, SortOrder, key_of};
+use crate::core::TriggerName;
 use crate::core::text::clean;
-use crate::store::read::{PauseView, ScheduleRow, ScheduleState, TriggerDetail, utc};
+use crate::core::time::{clock, span, utc};
+use crate::store::read::{PauseView, ScheduleRow, ScheduleState, TriggerDetail};
 
 /// The schedules table's columns and what each shows: the `?` overlay and `man qlsched-top` list
 /// them from here.
@@ -136,7 +138,10 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     } else {
         Span::styled(" LIVE ", theme.fg(Color::Green))
     };
-    let rate = format!("every {}", seconds(app.refresh.as_millis()));
+    let rate = format!(
+        "every {}",
+        span(i64::try_from(app.refresh.as_millis()).unwrap_or(i64::MAX))
+    );
     let mut first = vec![Span::styled("qlsched top", theme.title())];
     let mut second = Vec::new();
     match &app.snapshot {
@@ -468,7 +473,9 @@ fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
             };
             Row::new(vec![
                 Cell::from(Span::styled(mark, theme.alarm())),
-                Cell::from(clean(&format!("{}/{}", row.project_id, row.trigger_id))),
+                Cell::from(clean(
+                    &TriggerName::new(&row.project_id, &row.trigger_id).to_string(),
+                )),
                 Cell::from(Span::styled(label, style)),
                 Cell::from(next),
                 Cell::from(lag),
@@ -534,7 +541,9 @@ fn draw_recent(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
         .map(|run| {
             Row::new(vec![
                 Cell::from(format!("{} ago", span(now - run.created_at_ms))),
-                Cell::from(clean(&format!("{}/{}", run.project_id, run.trigger_id))),
+                Cell::from(clean(
+                    &TriggerName::new(&run.project_id, &run.trigger_id).to_string(),
+                )),
                 Cell::from(clock(run.scheduled_for_ms)),
                 Cell::from(run.run_id.to_string()),
                 Cell::from(clean(&run.idempotency_key)),
@@ -927,36 +936,12 @@ fn draw_confirm(frame: &mut Frame, body: Rect, app: &App, request: &ExpireReques
     );
 }
 
-/// `HH:MM:SS.mmm` (UTC) of an epoch-millisecond instant.
-fn clock(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map_or_else(|| ms.to_string(), |t| t.format("%H:%M:%S%.3f").to_string())
-}
-
-/// A refresh interval in seconds: `1s`, `0.25s`, `7.5s`.
-fn seconds(ms: u128) -> String {
-    let text = format!("{:.2}", ms as f64 / 1000.0);
-    format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
-}
-
-/// A span as `in 4.2s` or `3.0s ago`.
+/// A span as `in 4.2s` or `3s ago`.
 fn signed(ms: i64) -> String {
     if ms >= 0 {
         format!("in {}", span(ms))
     } else {
         format!("{} ago", span(-ms))
-    }
-}
-
-/// A non-negative span, compact: `850ms`, `12.3s`, `4m05s`, `3h12m`, `2d04h`.
-pub fn span(ms: i64) -> String {
-    let ms = ms.max(0).unsigned_abs();
-    match ms {
-        0..1_000 => format!("{ms}ms"),
-        1_000..60_000 => format!("{}.{}s", ms / 1_000, ms % 1_000 / 100),
-        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1_000),
-        3_600_000..86_400_000 => format!("{}h{:02}m", ms / 3_600_000, ms % 3_600_000 / 60_000),
-        _ => format!("{}d{:02}h", ms / 86_400_000, ms % 86_400_000 / 3_600_000),
     }
 }
 
@@ -1084,7 +1069,7 @@ mod tests {
 
     /// Selects `globex/paused` (paused by an operator) in the busy cluster.
     fn select_paused(app: &mut App) {
-        app.selected = Some(crate::store::top::TriggerKey::new("globex", "paused"));
+        app.selected = Some(crate::core::TriggerName::new("globex", "paused"));
     }
 
     #[test]

@@ -6,13 +6,15 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::state::{App, Snapshot};
+use crate::core::TriggerName;
+use crate::core::diagnose::Diagnosis;
 use crate::store::observe::ServerRole;
 use crate::store::read::{
-    ClaimView, Diagnosis, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState,
-    ScheduleView, StateCounts, TriggerDetail, TriggerState, TriggerView,
+    ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
+    StateCounts, TriggerDetail, TriggerState, TriggerView,
 };
 use crate::store::replicas::ReplicaView;
-use crate::store::top::{TopSummary, TriggerKey};
+use crate::store::top::TopSummary;
 
 /// 2026-12-02T12:00:00.000Z.
 pub const NOW: i64 = 1_796_212_800_000;
@@ -116,7 +118,7 @@ fn run(n: u128, project: &str, trigger: &str, ago_ms: i64) -> RunView {
         task_revision: 1,
         execution_revision_id: token(99),
         idempotency_key: format!("ql3:cron:v1:{trigger}:1:{scheduled}"),
-        status: "queued".to_owned(),
+        status: crate::core::RunStatus::Queued,
         scheduled_for_ms: scheduled,
         created_at_ms: NOW - ago_ms,
         queued_at_ms: Some(NOW - ago_ms),
@@ -302,9 +304,9 @@ pub fn stuck() -> App {
         });
         snapshot
             .misfires
-            .insert(TriggerKey::new("acme", "report-5s"), 3);
+            .insert(TriggerName::new("acme", "report-5s"), 3);
         snapshot.misfires.insert(
-            TriggerKey::new("globex", "sync-b"),
+            TriggerName::new("globex", "sync-b"),
             crate::store::misfires::COUNT_CAP,
         );
     }
@@ -328,7 +330,7 @@ pub fn stuck_detail() -> TriggerDetail {
         state: schedule.map(|schedule| TriggerState {
             now_ms: NOW,
             definition: TriggerView {
-                project_status: "active".to_owned(),
+                project_status: crate::core::ProjectStatus::Active,
                 task_id: "report".to_owned(),
                 revision: 1,
                 enabled: true,
@@ -356,7 +358,7 @@ pub fn paused_detail() -> TriggerDetail {
     let row = app
         .snapshot
         .as_ref()
-        .and_then(|s| s.row_of(&TriggerKey::new("globex", "paused")))
+        .and_then(|s| s.row_of(&TriggerName::new("globex", "paused")))
         .cloned();
     detail.project_id = "globex".to_owned();
     detail.trigger_id = "paused".to_owned();

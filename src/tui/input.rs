@@ -401,7 +401,7 @@ mod tests {
         let rows: Vec<String> = app
             .visible_schedules()
             .iter()
-            .map(|r| format!("{}/{}", r.project_id, r.trigger_id))
+            .map(|r| crate::core::TriggerName::new(&r.project_id, &r.trigger_id).to_string())
             .collect();
         assert_eq!(rows, ["globex/sync-b"], "an owner matches");
         assert_eq!(selected(&app), "globex/sync-b");
@@ -554,7 +554,7 @@ mod tests {
         );
         assert_eq!(app.modal, Modal::None);
 
-        app.selected = Some(crate::store::top::TriggerKey::new("globex", "paused"));
+        app.selected = Some(crate::core::TriggerName::new("globex", "paused"));
         press(&mut app, KeyCode::Char('p'));
         let Modal::ConfirmPause(request) = app.modal.clone() else {
             panic!("confirmation open")

@@ -11,11 +11,12 @@ use tokio_postgres::IsolationLevel;
 
 use super::state::{ExpireRequest, LoadRequest, Notice, PauseRequest, Snapshot};
 use crate::core::MISFIRE_RETENTION_MS;
-use crate::core::duration::utc;
+use crate::core::TriggerName;
+use crate::core::time::utc;
 use crate::store::control::{self, PauseReport};
-use crate::store::operator::{self, Actor, Expired, FenceRef};
+use crate::store::operator::{self, Actor, Expired};
 use crate::store::read;
-use crate::store::top::{TriggerKey, top_summary};
+use crate::store::top::top_summary;
 use crate::store::{Store, StoreError};
 
 /// Schedule rows a snapshot carries from the head of the claim order (plus up to as many held
@@ -43,7 +44,7 @@ pub enum LoadEvent {
 /// the detail, when asked for, is `inspect trigger`'s own read.
 pub async fn read_snapshot(
     store: &Store,
-    detail: Option<&TriggerKey>,
+    detail: Option<&TriggerName>,
 ) -> Result<Snapshot, StoreError> {
     let started = Instant::now();
     let mut client = store.client().await?;
@@ -75,13 +76,10 @@ pub async fn read_snapshot(
     let misfires = crate::store::misfires::counts(reads, &keys, MISFIRE_RETENTION_MS)
         .await?
         .into_iter()
-        .map(|((project_id, trigger_id), n)| (TriggerKey::new(project_id, trigger_id), n))
         .collect();
     transaction.commit().await?;
     let detail = match detail {
-        Some(key) => Some(
-            read::trigger_detail(&client, store.schema(), &key.project_id, &key.trigger_id).await?,
-        ),
+        Some(key) => Some(read::trigger_detail(&client, store.schema(), key).await?),
         None => None,
     };
     Ok(Snapshot {
@@ -114,7 +112,9 @@ pub fn spawn(
                 .await
                 {
                     Ok(Ok(snapshot)) => LoadEvent::Snapshot(Box::new(snapshot)),
-                    Ok(Err(error)) => LoadEvent::Failed(one_line(&error.to_string())),
+                    Ok(Err(error)) => {
+                        LoadEvent::Failed(crate::core::text::clean_message(&error.to_string()))
+                    }
                     Err(_) => LoadEvent::Failed(format!(
                         "a refresh took longer than {} s",
                         REFRESH_TIMEOUT.as_secs()
@@ -145,7 +145,7 @@ pub fn spawn_expire(
     tokio::spawn(async move {
         let outcome = expire(&store, &request, &actor)
             .await
-            .map_err(|error| one_line(&error.to_string()));
+            .map_err(|error| crate::core::text::clean_message(&error.to_string()));
         // The event loop may have quit meanwhile; the expiry stands either way.
         let _ = events.send(LoadEvent::Expired(outcome)).await;
     });
@@ -157,23 +157,12 @@ pub async fn expire(
     request: &ExpireRequest,
     actor: &str,
 ) -> Result<Expired, StoreError> {
-    let fence = FenceRef {
-        token: request.fence.token,
-        version: request.fence.version,
-    };
+    let fence = request.fence.reference();
     let actor = Actor {
         name: actor,
         reason: Some("expired from qlsched top"),
     };
-    operator::expire(
-        store,
-        &request.key.project_id,
-        &request.key.trigger_id,
-        Some(fence),
-        &actor,
-        false,
-    )
-    .await
+    operator::expire(store, &request.key, Some(fence), &actor, false).await
 }
 
 /// Pauses or resumes a trigger on its own task, as `qlsched pause` / `resume` do (audited as
@@ -260,13 +249,9 @@ pub fn pause_notice(request: &PauseRequest, outcome: &Result<PauseReport, StoreE
                 other => other.to_string(),
             };
             Notice {
-                text: format!("{verb}: {}", one_line(&why)),
+                text: format!("{verb}: {}", crate::core::text::clean_message(&why)),
                 is_error: true,
             }
         }
     }
-}
-
-fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -104,8 +104,10 @@ pub async fn run(
                     app.notice = Some(match outcome {
                         Ok(done) => Notice {
                             text: format!(
-                                "expired the claim of {} on {}/{} (claim version now {})",
-                                done.fence_before.owner, done.project_id, done.trigger_id, done.claim_version
+                                "expired the claim of {} on {} (claim version now {})",
+                                done.fence_before.owner,
+                                crate::core::TriggerName::new(&done.project_id, &done.trigger_id),
+                                done.claim_version
                             ),
                             is_error: false,
                         },

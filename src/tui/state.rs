@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::ClaimFence;
+use crate::core::TriggerName;
 use crate::store::read::{
     ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
     TriggerDetail,
 };
 use crate::store::replicas::ReplicaView;
-use crate::store::top::{TopSummary, TriggerKey};
+use crate::store::top::TopSummary;
 
 /// Refresh rate bounds and steps (default 1 s, 0.25 to 10 s).
 pub const REFRESH_DEFAULT: Duration = Duration::from_secs(1);
@@ -32,7 +33,7 @@ pub struct Snapshot {
     pub recent: Vec<RunView>,
     /// Misfire records still in retention of each loaded row's current trigger revision (rows
     /// without one are absent), at most `store::misfires::COUNT_CAP` each.
-    pub misfires: BTreeMap<TriggerKey, i64>,
+    pub misfires: BTreeMap<TriggerName, i64>,
     /// What `inspect trigger` says about the trigger the detail pane shows.
     pub detail: Option<TriggerDetail>,
     /// How long the refresh took (shown in the header).
@@ -45,14 +46,14 @@ impl Snapshot {
     }
 
     /// The claim recorded on a schedule row, with its fence.
-    pub fn claim_of(&self, key: &TriggerKey) -> Option<&ClaimView> {
+    pub fn claim_of(&self, key: &TriggerName) -> Option<&ClaimView> {
         self.claims
             .iter()
             .find(|c| c.project_id == key.project_id && c.trigger_id == key.trigger_id)
     }
 
     /// The loaded schedule row of `key`.
-    pub fn row_of(&self, key: &TriggerKey) -> Option<&ScheduleRow> {
+    pub fn row_of(&self, key: &TriggerName) -> Option<&ScheduleRow> {
         self.schedules
             .iter()
             .find(|r| r.project_id == key.project_id && r.trigger_id == key.trigger_id)
@@ -149,7 +150,7 @@ impl SortOrder {
 /// the expiry refuses if the claim moved in the meantime.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpireRequest {
-    pub key: TriggerKey,
+    pub key: TriggerName,
     pub fence: ClaimFence,
     /// Whether its lease had already run out when the dialog opened.
     pub expired: bool,
@@ -158,7 +159,7 @@ pub struct ExpireRequest {
 /// The pause or resume an operator asked for (`p`), with the row as the dialog showed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PauseRequest {
-    pub key: TriggerKey,
+    pub key: TriggerName,
     /// Resume a paused row; otherwise pause it.
     pub resume: bool,
     /// The pause shown (a resume's), who, when and why.
@@ -181,7 +182,7 @@ pub enum Modal {
     },
     /// The selected trigger's detail.
     Detail {
-        key: TriggerKey,
+        key: TriggerName,
     },
     /// "Expire this claim?", showing the fence.
     ConfirmExpire(ExpireRequest),
@@ -216,7 +217,7 @@ pub struct App {
     pub snapshot: Option<Snapshot>,
     pub stale: Option<Stale>,
     /// The selected schedule row, by key so that it survives a refresh that reorders rows.
-    pub selected: Option<TriggerKey>,
+    pub selected: Option<TriggerName>,
     /// Applied filter: part of `PROJECT/TRIGGER` or of the claim owner.
     pub filter: String,
     pub sort: SortOrder,
@@ -300,7 +301,9 @@ impl App {
 
     fn matches_filter(&self, row: &ScheduleRow) -> bool {
         self.filter.is_empty()
-            || format!("{}/{}", row.project_id, row.trigger_id).contains(&self.filter)
+            || TriggerName::new(&row.project_id, &row.trigger_id)
+                .to_string()
+                .contains(&self.filter)
             || row
                 .claim_owner
                 .as_deref()
@@ -317,7 +320,9 @@ impl App {
             .iter()
             .filter(|run| {
                 self.filter.is_empty()
-                    || format!("{}/{}", run.project_id, run.trigger_id).contains(&self.filter)
+                    || TriggerName::new(&run.project_id, &run.trigger_id)
+                        .to_string()
+                        .contains(&self.filter)
             })
             .collect()
     }
@@ -391,7 +396,7 @@ impl App {
 pub struct LoadRequest {
     pub refresh: Duration,
     pub paused: bool,
-    pub detail: Option<TriggerKey>,
+    pub detail: Option<TriggerName>,
 }
 
 impl Default for LoadRequest {
@@ -416,6 +421,6 @@ fn urgency(state: ScheduleState) -> u8 {
     }
 }
 
-pub fn key_of(row: &ScheduleView) -> TriggerKey {
-    TriggerKey::new(row.project_id.clone(), row.trigger_id.clone())
+pub fn key_of(row: &ScheduleView) -> TriggerName {
+    TriggerName::new(row.project_id.clone(), row.trigger_id.clone())
 }

@@ -203,7 +203,7 @@ async fn a_lost_occurrence_is_a_gap_that_inspect_invariants_names() {
         "{text}"
     );
     assert!(text.contains("p/t"), "{text}");
-    assert!(text.contains(&qlsched::core::duration::utc(lost)), "{text}");
+    assert!(text.contains(&qlsched::core::time::utc(lost)), "{text}");
 
     let json = qlsched(Some(&db), &["-o", "json", "inspect", "invariants"], None);
     assert_eq!(code(&json), 1);

@@ -132,7 +132,10 @@ async fn suspended_disabled_and_revision_mismatched_rows_are_not_claimed() {
     let store = db.store("test").await;
     let claimed = claim(&store, "o", 16, 60_000).await;
     assert_eq!(
-        claimed.iter().map(|r| r.name()).collect::<Vec<_>>(),
+        claimed
+            .iter()
+            .map(|r| r.name().to_string())
+            .collect::<Vec<_>>(),
         ["live/ok"]
     );
 }

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::util::{TestDb, bin, code, manifest, qlsched, sleep_ms, stderr, stdout};
+use qlsched::core::TriggerName;
 use qlsched::store::StoreError;
-use qlsched::store::operator::{self, Actor, FenceRef};
+use qlsched::store::operator::{self, Actor};
 
 /// A trigger firing every second, `p/tick`, on project `p`.
 fn every_second() -> Value {
@@ -203,16 +204,25 @@ async fn the_old_holders_admission_fails_its_fence_after_an_expire() {
         name: "test",
         reason: None,
     };
-    let row = operator::claim(&store, Some(("p", "tick")), "old-holder", 30_000, false)
-        .await
-        .expect("claim");
-    let fence = FenceRef {
-        token: row.fence.token,
-        version: row.fence.version,
-    };
-    operator::expire(&store, "p", "tick", Some(fence), &actor, false)
-        .await
-        .expect("expire");
+    let row = operator::claim(
+        &store,
+        Some(&TriggerName::new("p", "tick")),
+        "old-holder",
+        30_000,
+        false,
+    )
+    .await
+    .expect("claim");
+    let fence = row.fence.reference();
+    operator::expire(
+        &store,
+        &TriggerName::new("p", "tick"),
+        Some(fence),
+        &actor,
+        false,
+    )
+    .await
+    .expect("expire");
 
     let schedule = qlsched::core::CronSchedule::parse("* * * * * *", "UTC").expect("cron");
     let decision = qlsched::coordinator::decide_claimed(&row, &schedule).expect("decide");

@@ -6,9 +6,9 @@
 //! key).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use qlsched::core::TriggerName;
 use qlsched::store::StoreError;
 use qlsched::store::observe::ServerRole;
-use qlsched::store::top::TriggerKey;
 use qlsched::tui::input::{Effect, handle_key};
 use qlsched::tui::load::{expire, pause_notice, pause_or_resume, read_snapshot};
 use qlsched::tui::state::{App, Modal, PanelRow};
@@ -77,7 +77,7 @@ async fn e_and_y_expire_exactly_the_fenced_claim() {
 
     let mut app = App::new(db.url(), "qlsched".to_owned(), false, false);
     app.apply_snapshot(read_snapshot(&store, None).await.expect("snapshot"));
-    let dead = TriggerKey::new("p", "dead");
+    let dead = TriggerName::new("p", "dead");
     app.selected = Some(dead.clone());
     assert_eq!(
         app.selected_row().map(|r| r.trigger_id.as_str()),
@@ -121,7 +121,7 @@ async fn e_and_y_expire_exactly_the_fenced_claim() {
 
     // A claim that moved between the dialog and the confirmation is left alone.
     app.apply_snapshot(read_snapshot(&store, None).await.expect("snapshot"));
-    app.selected = Some(TriggerKey::new("p", "alive"));
+    app.selected = Some(TriggerName::new("p", "alive"));
     press(&mut app, 'e');
     let Some(Effect::Expire(stale)) = press(&mut app, 'y') else {
         panic!("y confirms");
@@ -166,7 +166,7 @@ async fn p_and_y_pause_and_resume_through_store_control_and_an_observer_is_refus
     let store = db.store("qlsched top test").await;
     let mut app = App::new(db.url(), "qlsched".to_owned(), false, false);
     app.apply_snapshot(read_snapshot(&store, None).await.expect("snapshot"));
-    app.selected = Some(TriggerKey::new("p", "busy"));
+    app.selected = Some(TriggerName::new("p", "busy"));
 
     // An observer's login: asked and confirmed, refused by the database, nothing changed.
     let observer = LoginRole::create(&db, "qlsched_observer").await;
@@ -236,7 +236,7 @@ async fn p_and_y_pause_and_resume_through_store_control_and_an_observer_is_refus
         "paused and disabled counted apart"
     );
     let row = snapshot
-        .row_of(&TriggerKey::new("p", "busy"))
+        .row_of(&TriggerName::new("p", "busy"))
         .expect("row loaded");
     assert_eq!(
         row.paused.as_ref().map(|p| p.paused_by.as_str()),
@@ -244,7 +244,7 @@ async fn p_and_y_pause_and_resume_through_store_control_and_an_observer_is_refus
     );
     assert!(
         snapshot
-            .row_of(&TriggerKey::new("p", "off"))
+            .row_of(&TriggerName::new("p", "off"))
             .is_some_and(|r| r.paused.is_none())
     );
     app.apply_snapshot(snapshot);
@@ -504,14 +504,14 @@ async fn misfire_counts_follow_the_revision_and_the_retention_and_manual_claiman
     let store = db.store("qlsched top test").await;
     let snapshot = read_snapshot(&store, None).await.expect("snapshot");
     assert_eq!(
-        snapshot.misfires.get(&TriggerKey::new("p", "late")),
+        snapshot.misfires.get(&TriggerName::new("p", "late")),
         Some(&2)
     );
     assert_eq!(
-        snapshot.misfires.get(&TriggerKey::new("p", "many")),
+        snapshot.misfires.get(&TriggerName::new("p", "many")),
         Some(&qlsched::store::misfires::COUNT_CAP)
     );
-    assert_eq!(snapshot.misfires.get(&TriggerKey::new("p", "calm")), None);
+    assert_eq!(snapshot.misfires.get(&TriggerName::new("p", "calm")), None);
     let bob = snapshot
         .summary
         .owners

@@ -1,0 +1,432 @@
+//! `qlsched inspect`: read-only views of the scheduler's state, through the read models `top`
+//! also draws (docs/DESIGN.md §5.1). The session is read-only, and the statements need only the
+//! observer role's grants. [`run`] opens the session and hands each view to a step of its own;
+//! the tables are written by `render`.
+
+mod render;
+
+use std::time::Duration;
+
+use clap::builder::TypedValueParser;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use tokio_postgres::Client;
+use uuid::Uuid;
+
+use super::args::OutputFormat;
+use super::args::{Access, at_least, duration_arg};
+use super::error::exit;
+use super::output::emit;
+use super::{CliError, Global};
+use crate::coordinator::duration_ms;
+use crate::core::TriggerName;
+use crate::core::diagnose::Diagnosis;
+use crate::core::time::utc;
+use crate::store::accounting::{AccountingReport, occurrence_accounting};
+use crate::store::invariants::{InvariantCounts, invariant_counts};
+use crate::store::migrate::{VerifyFinding, check_ready, require_ledger, verify};
+use crate::store::misfires;
+use crate::store::observe::{ServerRole, server_role};
+use crate::store::read::{
+    self, ScheduleFilter, ScheduleState, ScheduleView, Summary, TriggerDetail,
+};
+use crate::store::recovery::recovery_report;
+use crate::store::replicas::{self, ReplicaView};
+use crate::store::{SchemaName, StoreError};
+use render::{
+    render_audit, render_claims, render_invariants, render_misfires, render_recovery,
+    render_replicas, render_run, render_run_rows, render_schedules, render_summary, render_trigger,
+};
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    #[command(subcommand)]
+    pub what: Option<InspectWhat>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InspectWhat {
+    /// Schedule rows, most urgent first (claim order).
+    Schedules {
+        /// Only rows of this project.
+        #[arg(long, value_name = "PROJECT")]
+        project: Option<String>,
+        /// Only rows in this state (`paused`: rows an operator paused, whatever else holds).
+        #[arg(long, value_parser = state_arg())]
+        state: Option<StateFilter>,
+        /// Only rows claimed by this owner.
+        #[arg(long)]
+        owner: Option<String>,
+        /// At most this many rows.
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
+        limit: i64,
+    },
+    /// Claims held, by owner, with the lease left in database time.
+    Claims {
+        /// Only claims of this owner.
+        #[arg(long)]
+        owner: Option<String>,
+        /// Only claims past their lease that nobody took over.
+        #[arg(long)]
+        expired: bool,
+        /// At most this many claims.
+        #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = at_least(1))]
+        limit: i64,
+    },
+    /// Admitted runs, newest first.
+    Runs {
+        /// Only runs of this trigger.
+        #[arg(long, value_name = "PROJECT/TRIGGER")]
+        trigger: Option<TriggerName>,
+        /// Only runs created within this long (e.g. 10m).
+        #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
+        since: Option<Duration>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
+        limit: i64,
+    },
+    /// One run with its attempt and events.
+    Run {
+        /// The run id (a UUID).
+        #[arg(value_name = "RUN_ID")]
+        run_id: String,
+    },
+    /// A trigger's definition, cursor, claim, recent runs and audit, and why it is not firing.
+    Trigger {
+        /// The trigger, as PROJECT/TRIGGER.
+        #[arg(value_name = "PROJECT/TRIGGER")]
+        trigger: TriggerName,
+    },
+    /// Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates).
+    Recovery {
+        /// At most this many candidates listed, oldest run first.
+        #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = at_least(1))]
+        limit: i64,
+    },
+    /// Operator actions on schedule rows, newest first.
+    Audit {
+        /// Only actions on this trigger.
+        #[arg(long, value_name = "PROJECT/TRIGGER")]
+        trigger: Option<TriggerName>,
+        /// At most this many audit rows.
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
+        limit: i64,
+    },
+    /// Registered replicas: live, stale (no heartbeat for longer than lease + cadence), stopped.
+    Replicas,
+    /// Misfire records: occurrences passed over beyond their grace, newest first.
+    Misfires {
+        /// Only records of this trigger.
+        #[arg(long, value_name = "PROJECT/TRIGGER")]
+        trigger: Option<TriggerName>,
+        /// Only records written within this long (e.g. 1h).
+        #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
+        since: Option<Duration>,
+        /// At most this many records.
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
+        limit: i64,
+    },
+    /// Check what the scheduler promises (one run per occurrence, every occurrence a run or
+    /// inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every
+    /// failure.
+    Invariants {
+        /// How far back occurrences are accounted for (at most the 7-day retention of misfire
+        /// records).
+        #[arg(long, default_value = "1h", value_parser = duration_arg, allow_hyphen_values = true)]
+        since: Duration,
+    },
+}
+
+/// `--state`: a schedule state, or `paused`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateFilter {
+    State(ScheduleState),
+    Paused,
+}
+
+fn state_arg() -> impl TypedValueParser<Value = StateFilter> {
+    clap::builder::PossibleValuesParser::new(ScheduleState::NAMES.into_iter().chain(["paused"]))
+        .try_map(|name| match name.as_str() {
+            "paused" => Ok(StateFilter::Paused),
+            other => other.parse::<ScheduleState>().map(StateFilter::State),
+        })
+}
+
+pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
+    // A malformed run id is bad input before any connection is opened.
+    let run_id = match &args.what {
+        Some(InspectWhat::Run { run_id }) => Some(parse_run_id(run_id)?),
+        _ => None,
+    };
+    let settings = global.connection.settings(Access::Read)?;
+    let schema = &global.connection.schema;
+    let client = settings.connect(schema, "qlsched inspect").await?;
+    read::read_only(&client).await?;
+    // The summary and `inspect trigger` report an unready schema as part of their answer. Every
+    // other view reads what is there (during an upgrade too) but needs the tables, and says why
+    // they are missing rather than which.
+    if !matches!(args.what, None | Some(InspectWhat::Trigger { .. })) {
+        require_ledger(&client, schema).await?;
+    }
+    let format = global.format;
+    match args.what {
+        None => summary(&client, schema, format).await,
+        Some(InspectWhat::Schedules {
+            project,
+            state,
+            owner,
+            limit,
+        }) => {
+            let filter = ScheduleFilter {
+                project_id: project,
+                state: match state {
+                    Some(StateFilter::State(state)) => Some(state),
+                    _ => None,
+                },
+                paused: state == Some(StateFilter::Paused),
+                owner,
+                limit,
+            };
+            schedules(&client, &filter, format).await
+        }
+        Some(InspectWhat::Claims {
+            owner,
+            expired,
+            limit,
+        }) => emit(
+            format,
+            &read::claims(&client, owner.as_deref(), expired, limit).await?,
+            |rows| render_claims(rows),
+        ),
+        Some(InspectWhat::Runs {
+            trigger,
+            since,
+            limit,
+        }) => emit(
+            format,
+            &read::runs_with_origin(&client, trigger.as_ref(), since.map(duration_ms), limit)
+                .await?,
+            |rows| render_run_rows(rows),
+        ),
+        Some(InspectWhat::Run { .. }) => match run_id {
+            Some(run_id) => emit(
+                format,
+                &read::run_detail(&client, run_id).await?,
+                render_run,
+            ),
+            None => Ok(()),
+        },
+        Some(InspectWhat::Trigger { trigger }) => {
+            trigger_view(&client, schema, &trigger, format).await
+        }
+        Some(InspectWhat::Recovery { limit }) => emit(
+            format,
+            &recovery_report(&client, limit).await?,
+            render_recovery,
+        ),
+        Some(InspectWhat::Audit { trigger, limit }) => emit(
+            format,
+            &read::audit(&client, trigger.as_ref(), limit).await?,
+            |rows| render_audit(rows),
+        ),
+        Some(InspectWhat::Replicas) => emit(format, &replicas::list(&client).await?, |rows| {
+            render_replicas(rows)
+        }),
+        Some(InspectWhat::Misfires {
+            trigger,
+            since,
+            limit,
+        }) => emit(
+            format,
+            &misfires::list(&client, trigger.as_ref(), since.map(duration_ms), limit).await?,
+            |rows| render_misfires(rows),
+        ),
+        Some(InspectWhat::Invariants { since }) => invariants(&client, schema, since, format).await,
+    }
+}
+
+/// A run id as typed; a malformed one is bad input (exit 65).
+fn parse_run_id(run_id: &str) -> Result<Uuid, CliError> {
+    Uuid::parse_str(run_id).map_err(|error| {
+        CliError::BadInput(format!(
+            "invalid run id \"{}\": {error}",
+            crate::core::text::clean(run_id)
+        ))
+    })
+}
+
+/// `inspect` without a view. The first look must not hide what stops every replica: a schema
+/// `run` would refuse is named at the top and exits 78, after the counts.
+async fn summary(
+    client: &Client,
+    schema: &SchemaName,
+    format: OutputFormat,
+) -> Result<(), CliError> {
+    let schema_problem = match check_ready(client, schema).await {
+        Ok(()) => None,
+        Err(StoreError::SchemaNotReady(problem)) => Some(problem),
+        Err(error) => return Err(error.into()),
+    };
+    let summary = match read::summary(client).await {
+        Ok(summary) => summary,
+        // No tables to count (an empty schema): the readiness problem says why.
+        Err(StoreError::SchemaNotReady(_)) if schema_problem.is_some() => {
+            return Err(StoreError::SchemaNotReady(schema_problem.unwrap_or_default()).into());
+        }
+        Err(error) => return Err(error.into()),
+    };
+    // A schema without the registry yet (the problem above says so) has no replicas.
+    let replicas = match replicas::list(client).await {
+        Ok(rows) => rows,
+        Err(StoreError::SchemaNotReady(_)) => Vec::new(),
+        Err(error) => return Err(error.into()),
+    };
+    let replicas = replicas
+        .into_iter()
+        .filter(|r| r.liveness != "stopped")
+        .collect();
+    let report = SummaryReport {
+        server: server_role(client).await?,
+        summary,
+        replicas,
+        schema_problem,
+    };
+    emit(format, &report, render_summary)?;
+    match report.schema_problem {
+        None => Ok(()),
+        Some(problem) => Err(CliError::Findings {
+            message: format!("schema not ready: {problem}"),
+            code: exit::CONFIG,
+        }),
+    }
+}
+
+/// `inspect schedules`: the rows, then who paused which and why.
+async fn schedules(
+    client: &Client,
+    filter: &ScheduleFilter,
+    format: OutputFormat,
+) -> Result<(), CliError> {
+    let rows = read::schedules_with_pause(client, filter).await?;
+    emit(format, &rows, |rows| {
+        let views: Vec<ScheduleView> = rows.iter().map(|r| r.schedule.clone()).collect();
+        let mut out = render_schedules(&views);
+        for (r, p) in rows.iter().filter_map(|r| Some((r, r.paused.as_ref()?))) {
+            out.push_str(&format!(
+                "\n{} paused by {} at {}: {}",
+                TriggerName::new(&r.project_id, &r.trigger_id),
+                p.paused_by,
+                utc(p.paused_at_ms),
+                p.reason.as_deref().unwrap_or("no reason given")
+            ));
+        }
+        out
+    })
+}
+
+/// `inspect trigger P/T`: why it is not firing, what that rests on, and its occurrences. An
+/// unready schema is the answer, and exits 78.
+async fn trigger_view(
+    client: &Client,
+    schema: &SchemaName,
+    trigger: &TriggerName,
+    format: OutputFormat,
+) -> Result<(), CliError> {
+    let detail = read::trigger_detail(client, schema, trigger).await?;
+    let occurrences = detail.state.as_ref().and_then(|state| {
+        let d = &state.definition;
+        super::cron::trigger_occurrences(&d.cron_expr, &d.time_zone, state.now_ms)
+    });
+    let shown = TriggerShown {
+        detail: &detail,
+        occurrences,
+    };
+    emit(format, &shown, |shown| {
+        let mut out = render_trigger(shown.detail);
+        if let Some(o) = &shown.occurrences {
+            out = format!("{out}\n{}", super::cron::render_trigger_occurrences(o));
+        }
+        out
+    })?;
+    match &detail.why_not_firing {
+        Diagnosis::SchemaNotReady { .. } => Err(CliError::Findings {
+            message: detail.why_not_firing.reason(),
+            code: exit::CONFIG,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `inspect invariants`: exits 1 listing every failure.
+async fn invariants(
+    client: &Client,
+    schema: &SchemaName,
+    since: Duration,
+    format: OutputFormat,
+) -> Result<(), CliError> {
+    let report = InvariantReport::new(
+        invariant_counts(client).await?,
+        occurrence_accounting(client, duration_ms(since)).await?,
+        verify(client, schema).await?,
+    );
+    emit(format, &report, render_invariants)?;
+    if report.ok {
+        Ok(())
+    } else {
+        Err(CliError::Findings {
+            message: format!("{} invariant(s) failed", report.failures.len()),
+            code: exit::UNEXPECTED,
+        })
+    }
+}
+
+/// `inspect invariants`: the counts, and every failure (violated promise or grant difference).
+#[derive(Debug, Serialize)]
+struct InvariantReport {
+    ok: bool,
+    counts: InvariantCounts,
+    accounting: AccountingReport,
+    failures: Vec<String>,
+    grants: Vec<VerifyFinding>,
+}
+
+impl InvariantReport {
+    fn new(
+        counts: InvariantCounts,
+        accounting: AccountingReport,
+        grants: Vec<VerifyFinding>,
+    ) -> Self {
+        let mut failures = counts.violations();
+        failures.extend(accounting.violations());
+        failures.extend(grants.iter().map(|f| f.message.clone()));
+        InvariantReport {
+            ok: failures.is_empty(),
+            counts,
+            accounting,
+            failures,
+            grants,
+        }
+    }
+}
+
+/// `inspect` without a view: the summary, and what keeps the schema from being ready.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryReport {
+    /// Primary, or a standby with its replay lag: a standby's answers may be behind.
+    pub server: ServerRole,
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Registered replicas that have not stopped: live ones (a heartbeat within their lease and
+    /// cadence), then stale ones.
+    pub replicas: Vec<ReplicaView>,
+    /// Why `run` would refuse this schema (`migrate verify` has the details); null when ready.
+    pub schema_problem: Option<String>,
+}
+
+/// `inspect trigger` with the trigger's previous and next occurrences.
+#[derive(serde::Serialize)]
+struct TriggerShown<'a> {
+    #[serde(flatten)]
+    detail: &'a TriggerDetail,
+    occurrences: Option<super::cron::TriggerOccurrences>,
+}

@@ -1,0 +1,489 @@
+//! The tables `inspect` prints for people (`-o table`); `-o json` writes the same values as they
+//! are.
+
+use super::{InvariantReport, SummaryReport};
+use crate::cli::output::{opt, table};
+use crate::core::TriggerName;
+use crate::core::time::{span, utc};
+use crate::store::misfires::MisfireRecord;
+use crate::store::read::{
+    self, AuditView, ClaimView, RunDetail, RunView, ScheduleView, TriggerDetail,
+};
+use crate::store::recovery::RecoveryReport;
+use crate::store::replicas::ReplicaView;
+
+pub(super) fn render_summary(report: &SummaryReport) -> String {
+    let s = &report.summary;
+    let c = &s.schedules;
+    let mut out = match &report.schema_problem {
+        Some(problem) => format!(
+            "SCHEMA NOT READY, replicas refuse to start: {problem} (see `qlsched migrate verify`)\n"
+        ),
+        None => String::new(),
+    };
+    if let Some(standby) = report.server.header() {
+        out.push_str(&format!(
+            "server: {standby} (what follows may be behind the primary)\n"
+        ));
+    }
+    out += &table(
+        &["schedules", "rows"],
+        [
+            ("due", c.due),
+            ("claimed", c.claimed),
+            ("expired claim", c.expired_claim),
+            ("not due", c.not_due),
+            ("paused", c.paused),
+            ("disabled", c.disabled),
+            ("uninitialized", c.uninitialized),
+            ("total", c.total),
+        ]
+        .into_iter()
+        .map(|(state, n)| vec![state.to_owned(), n.to_string()]),
+    );
+    out.push_str(&format!(
+        "\nschema version {}, database time {}, {} admissions in the last minute\n",
+        s.schema_version,
+        utc(s.now_ms),
+        s.admissions_last_minute
+    ));
+    out.push_str(&match &s.oldest_overdue {
+        Some(o) => format!(
+            "oldest overdue: {} due at {}, lag {}\n",
+            TriggerName::new(&o.project_id, &o.trigger_id),
+            utc(o.next_fire_at_ms),
+            span(o.lag_ms)
+        ),
+        None => "oldest overdue: none unclaimed\n".to_owned(),
+    });
+    let held = &s.claimed_overdue;
+    if let Some(o) = &held.oldest {
+        out.push_str(&format!(
+            "claimed and overdue: {} row{}, oldest {} due at {}, lag {}, held by {}{}\n",
+            held.count,
+            if held.count == 1 { "" } else { "s" },
+            TriggerName::new(&o.project_id, &o.trigger_id),
+            utc(o.next_fire_at_ms),
+            span(o.lag_ms),
+            crate::core::text::clean(&o.owner),
+            if o.claim_expired {
+                " (claim expired, not taken over)"
+            } else {
+                " (claim still valid)"
+            }
+        ));
+    }
+    if !s.owners.is_empty() {
+        out.push_str(&table(
+            &[
+                "owner",
+                "claims",
+                "expired",
+                "last claim",
+                "admissions last minute",
+            ],
+            s.owners.iter().map(|o| {
+                vec![
+                    o.owner.clone(),
+                    o.claims.to_string(),
+                    o.expired.to_string(),
+                    utc(o.last_claim_at_ms),
+                    o.admissions_last_minute.to_string(),
+                ]
+            }),
+        ));
+    }
+    let live = report
+        .replicas
+        .iter()
+        .filter(|r| r.liveness == "live")
+        .count();
+    out.push_str(&format!(
+        "replicas: {live} live{}\n",
+        match report.replicas.len() - live {
+            0 => String::new(),
+            stale => format!(", {stale} stale (no heartbeat for longer than lease + cadence)"),
+        }
+    ));
+    if !report.replicas.is_empty() {
+        out.push_str(&render_replicas(&report.replicas));
+    }
+    out
+}
+
+pub(super) fn render_replicas(rows: &[ReplicaView]) -> String {
+    table(
+        &[
+            "replica",
+            "liveness",
+            "host",
+            "pid",
+            "heartbeat",
+            "started",
+            "rounds (failed)",
+            "admissions",
+            "misfires",
+            "fence lost",
+            "last error",
+        ],
+        rows.iter().map(|r| {
+            vec![
+                crate::core::text::clean(&r.owner),
+                if r.state == "draining" {
+                    format!("{} (draining)", r.liveness)
+                } else {
+                    r.liveness.clone()
+                },
+                crate::core::text::clean(&r.host),
+                r.pid.to_string(),
+                format!("{} ago", span(r.heartbeat_age_ms)),
+                utc(r.started_at_ms),
+                format!("{} ({})", r.rounds, r.failed_rounds),
+                r.admissions.to_string(),
+                r.misfires.to_string(),
+                r.fence_losses.to_string(),
+                opt(r.last_error.as_deref().map(crate::core::text::clean)),
+            ]
+        }),
+    )
+}
+
+pub(super) fn render_schedules(rows: &[ScheduleView]) -> String {
+    table(
+        &[
+            "trigger",
+            "state",
+            "next fire",
+            "due in",
+            "owner",
+            "claim version",
+        ],
+        rows.iter().map(|s| {
+            vec![
+                TriggerName::new(&s.project_id, &s.trigger_id).to_string(),
+                s.state.to_string(),
+                opt(s.next_fire_at_ms.map(utc)),
+                opt(s.due_in_ms.map(span)),
+                opt(s.claim_owner.clone()),
+                s.claim_version.to_string(),
+            ]
+        }),
+    )
+}
+
+pub(super) fn render_claims(rows: &[ClaimView]) -> String {
+    table(
+        &[
+            "trigger",
+            "owner",
+            "version",
+            "token",
+            "acquired",
+            "lease left",
+        ],
+        rows.iter().map(|c| {
+            vec![
+                TriggerName::new(&c.project_id, &c.trigger_id).to_string(),
+                c.owner.clone(),
+                c.version.to_string(),
+                c.token.to_string(),
+                utc(c.acquired_at_ms),
+                if c.expired {
+                    format!("expired {} ago", span(-c.remaining_ms))
+                } else {
+                    span(c.remaining_ms)
+                },
+            ]
+        }),
+    )
+}
+
+pub(super) fn render_runs(rows: &[RunView]) -> String {
+    table(
+        &["run", "trigger", "scheduled for", "status", "created"],
+        rows.iter().map(|r| {
+            vec![
+                r.run_id.to_string(),
+                TriggerName::new(&r.project_id, &r.trigger_id).to_string(),
+                utc(r.scheduled_for_ms),
+                r.status.to_string(),
+                utc(r.created_at_ms),
+            ]
+        }),
+    )
+}
+
+/// `inspect runs`: as [`render_runs`], with each run's origin.
+pub(super) fn render_run_rows(rows: &[read::RunRow]) -> String {
+    table(
+        &[
+            "run",
+            "trigger",
+            "origin",
+            "scheduled for",
+            "status",
+            "created",
+        ],
+        rows.iter().map(|r| {
+            vec![
+                r.run_id.to_string(),
+                TriggerName::new(&r.project_id, &r.trigger_id).to_string(),
+                r.origin.clone(),
+                utc(r.scheduled_for_ms),
+                r.status.to_string(),
+                utc(r.created_at_ms),
+            ]
+        }),
+    )
+}
+
+pub(super) fn render_run(detail: &RunDetail) -> String {
+    let r = &detail.run;
+    let mut out = format!(
+        "run {} of {} (revision {}), task {} revision {}\n{} {} run scheduled for {}, key {}\n",
+        r.run_id,
+        TriggerName::new(&r.project_id, &r.trigger_id),
+        r.trigger_revision,
+        r.task_id,
+        r.task_revision,
+        r.status,
+        r.origin,
+        utc(r.scheduled_for_ms),
+        r.idempotency_key
+    );
+    out.push_str(&table(
+        &["attempt", "id", "executor", "state", "worker"],
+        detail.attempts.iter().map(|a| {
+            vec![
+                a.attempt_no.to_string(),
+                a.attempt_id.to_string(),
+                a.executor.clone(),
+                a.state.clone(),
+                opt(a.worker_id.clone()),
+            ]
+        }),
+    ));
+    out.push('\n');
+    out.push_str(&table(
+        &["seq", "event", "at", "payload"],
+        detail.events.iter().map(|e| {
+            vec![
+                e.seq.to_string(),
+                e.event_type.clone(),
+                utc(e.at_ms),
+                e.payload.to_string(),
+            ]
+        }),
+    ));
+    out
+}
+
+pub(super) fn render_trigger(detail: &TriggerDetail) -> String {
+    let why = &detail.why_not_firing;
+    let headline = format!(
+        "{}: {}\nfix: {}",
+        TriggerName::new(&detail.project_id, &detail.trigger_id),
+        why.reason(),
+        why.fix()
+    );
+    let Some(state) = &detail.state else {
+        return headline;
+    };
+    let d = &state.definition;
+    let s = &state.schedule;
+    let mut rows = vec![
+        vec!["project status".to_owned(), d.project_status.to_string()],
+        vec!["enabled".to_owned(), d.enabled.to_string()],
+        vec!["task".to_owned(), d.task_id.clone()],
+        vec!["revision".to_owned(), d.revision.to_string()],
+        vec![
+            "cron".to_owned(),
+            format!("{} ({})", d.cron_expr, d.time_zone),
+        ],
+        vec![
+            "misfire".to_owned(),
+            format!("{}, grace {}", d.misfire_policy, span(d.misfire_grace_ms)),
+        ],
+        vec!["state".to_owned(), s.state.to_string()],
+        vec!["cursor".to_owned(), opt(s.next_fire_at_ms.map(utc))],
+        vec![
+            "last scheduled".to_owned(),
+            opt(s.last_scheduled_at_ms.map(utc)),
+        ],
+        vec![
+            "versions".to_owned(),
+            format!(
+                "schedule revision {}, state {}, claim {}",
+                s.trigger_revision, s.state_version, s.claim_version
+            ),
+        ],
+        vec!["database time".to_owned(), utc(state.now_ms)],
+    ];
+    if let Some(c) = &state.claim {
+        rows.push(vec![
+            "claim".to_owned(),
+            format!(
+                "{} token {} version {}, {}",
+                c.owner,
+                c.token,
+                c.version,
+                if c.expired {
+                    format!("expired {} ago", span(-c.remaining_ms))
+                } else {
+                    format!("{} left", span(c.remaining_ms))
+                }
+            ),
+        ]);
+    }
+    let mut out = format!("{headline}\n{}", table(&["trigger", "value"], rows));
+    if !state.recent_runs.is_empty() {
+        out.push('\n');
+        out.push_str(&render_runs(&state.recent_runs));
+    }
+    if !state.recent_misfires.is_empty() {
+        out.push('\n');
+        out.push_str(&render_misfires(&state.recent_misfires));
+    }
+    if !state.audit.is_empty() {
+        out.push('\n');
+        out.push_str(&render_audit(&state.audit));
+    }
+    out
+}
+
+pub(super) fn render_recovery(report: &RecoveryReport) -> String {
+    let mut out = format!(
+        "{} pristine queued runs (the dispatcher's), {} drifted\n",
+        report.pristine, report.drifted
+    );
+    if !report.candidates.is_empty() {
+        out.push_str(&table(
+            &["run", "trigger", "status", "drift"],
+            report.candidates.iter().map(|c| {
+                vec![
+                    c.run_id.to_string(),
+                    TriggerName::new(&c.project_id, &c.trigger_id).to_string(),
+                    c.run_status.clone(),
+                    c.drift.join("; "),
+                ]
+            }),
+        ));
+    }
+    out
+}
+
+pub(super) fn render_audit(rows: &[AuditView]) -> String {
+    let version = |fence: &Option<serde_json::Value>| {
+        opt(fence
+            .as_ref()
+            .and_then(|f| f.get("version"))
+            .and_then(serde_json::Value::as_i64))
+    };
+    table(
+        &[
+            "id",
+            "trigger",
+            "action",
+            "actor",
+            "at",
+            "version before",
+            "version after",
+            "reason",
+        ],
+        rows.iter().map(|a| {
+            vec![
+                a.audit_id.to_string(),
+                TriggerName::new(&a.project_id, &a.trigger_id).to_string(),
+                a.action.clone(),
+                a.actor.clone(),
+                utc(a.at_ms),
+                version(&a.fence_before),
+                version(&a.fence_after),
+                opt(a.reason.clone()),
+            ]
+        }),
+    )
+}
+
+pub(super) fn render_invariants(report: &InvariantReport) -> String {
+    let a = &report.accounting;
+    let accounted = format!(
+        "{} occurrences of {} triggers since {} accounted for",
+        a.occurrences,
+        a.triggers,
+        utc(a.since_ms)
+    );
+    if report.ok {
+        return format!(
+            "every invariant holds ({} runs, {} claims held; {accounted}); every role holds exactly \
+             its grants",
+            report.counts.runs, report.counts.claims_held
+        );
+    }
+    let mut out = table(
+        &["failure"],
+        report.failures.iter().map(|f| vec![f.clone()]),
+    );
+    let listed = a
+        .gaps
+        .iter()
+        .map(|g| (g, "no run, no misfire record"))
+        .chain(
+            a.duplicates
+                .iter()
+                .map(|d| (d, "more than one run, or off the pattern")),
+        );
+    let rows: Vec<Vec<String>> = listed
+        .map(|(finding, what)| {
+            vec![
+                TriggerName::new(&finding.project_id, &finding.trigger_id).to_string(),
+                finding.trigger_revision.to_string(),
+                utc(finding.occurrence_ms),
+                what.to_owned(),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        out.push('\n');
+        out += &table(&["trigger", "revision", "occurrence", "finding"], rows);
+    }
+    out
+}
+
+pub(super) fn render_misfires(rows: &[MisfireRecord]) -> String {
+    table(
+        &[
+            "trigger",
+            "rev",
+            "first passed over",
+            "last passed over",
+            "count",
+            "policy",
+            "reason",
+            "owner",
+            "recorded",
+        ],
+        rows.iter().map(|m| {
+            vec![
+                TriggerName::new(&m.project_id, &m.trigger_id).to_string(),
+                m.trigger_revision.to_string(),
+                utc(m.first_occurrence_ms),
+                utc(m.last_occurrence_ms),
+                misfire_count(m),
+                m.policy.clone(),
+                m.reason.clone(),
+                m.owner.clone(),
+                utc(m.recorded_at_ms),
+            ]
+        }),
+    )
+}
+
+/// A record's count as people read it: `12`, or `10000+` where counting stopped at its cap.
+fn misfire_count(m: &MisfireRecord) -> String {
+    if m.occurrences_exact {
+        m.occurrences.to_string()
+    } else {
+        format!("{}+", m.occurrences)
+    }
+}

@@ -1,0 +1,60 @@
+//! The operator's read models: what `inspect` prints and the `top` dashboard draws, one query
+//! each, so that both always show the same facts (docs/DESIGN.md §5.1).
+//!
+//! Everything here is SELECT-only, within the observer role's grants, and every comparison with a
+//! lease or a cursor uses the database's clock (`now_ms()` inside the statement), never this
+//! node's (§4.1). The per-trigger and per-owner views are index lookups, so they stay cheap at
+//! a million schedule rows; the summary's state counts are one sequential scan (docs/OPERATIONS.md
+//! has the figures).
+//!
+//! One file per read model: [`summary`], [`schedules`], [`claims`], [`runs`], [`audit`] and
+//! [`trigger`]; misfire records are `store::misfires`, replicas `store::replicas`.
+
+use tokio_postgres::Client;
+
+use super::StoreError;
+
+/// The state of a schedule row `s` joined to its trigger `t` and project `p`, as SQL: the same
+/// order of precedence as [`ScheduleState`].
+macro_rules! state_case {
+    () => {
+        "CASE WHEN p.status <> 'active' OR NOT t.enabled OR s.paused_at_ms IS NOT NULL
+                  THEN 'disabled'
+              WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+              WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+              WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+              WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+              ELSE 'not_due' END"
+    };
+}
+
+mod audit;
+mod claims;
+mod runs;
+mod schedules;
+mod summary;
+mod trigger;
+
+pub use audit::{AuditView, audit};
+pub use claims::{ClaimView, claims};
+pub use runs::{
+    AttemptView, EventView, RunDetail, RunRow, RunView, run_detail, runs, runs_with_origin,
+};
+pub use schedules::{
+    PauseView, ScheduleFilter, ScheduleRow, ScheduleState, ScheduleView, schedules,
+    schedules_with_pause, urgent_schedules,
+};
+pub use summary::{
+    ClaimedOverdue, HeldOverdue, Overdue, OwnerClaims, StateCounts, Summary, owners, summary,
+};
+pub use trigger::{TriggerDetail, TriggerState, TriggerView, trigger_detail};
+
+// Every later transaction of this session is read-only: an inspecting session cannot write, even
+// through a superuser login.
+const READ_ONLY: &str = "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY";
+
+/// Makes `client`'s session read-only, for inspection.
+pub async fn read_only(client: &Client) -> Result<(), StoreError> {
+    client.batch_execute(READ_ONLY).await?;
+    Ok(())
+}
