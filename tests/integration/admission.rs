@@ -247,7 +247,6 @@ async fn serialization_failures_are_retried_a_bounded_number_of_times_then_repor
         matches!(error, StoreError::RetriesExhausted { attempts: 4, .. }),
         "{error}"
     );
-    assert_eq!(error.exit_code(), 75);
     assert_eq!((stats.transactions, stats.serialization_retries), (4, 3));
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
 }
