@@ -171,16 +171,6 @@ impl OwnServer {
             .expect("connect to the test's own server")
     }
 
-    /// One bigint from `sql` on `dbname`.
-    pub async fn count(&self, dbname: &str, sql: &str) -> i64 {
-        self.client(dbname)
-            .await
-            .query_one(sql, &[])
-            .await
-            .expect(sql)
-            .get(0)
-    }
-
     /// Waits until this standby has replayed everything `primary` has written so far.
     pub async fn caught_up_with(&self, primary: &OwnServer) {
         let lsn: String = primary
@@ -209,10 +199,6 @@ impl OwnServer {
         }
     }
 
-    /// The server's log, to show when something fails.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.data.join("server.log")).unwrap_or_default()
-    }
 }
 
 /// Stops the server at once; the first server of a directory stops every other one in it (its

@@ -7,8 +7,6 @@
 //! teardown: that server is never dropped, and its watchdog stops and deletes it when this process
 //! exits (docs/DECISIONS.md). A server that cannot be had fails the test; nothing here skips.
 
-#![allow(dead_code)]
-
 pub mod cluster;
 pub mod pg_tls;
 pub mod wire;
