@@ -198,7 +198,6 @@ impl OwnServer {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-
 }
 
 /// Stops the server at once; the first server of a directory stops every other one in it (its

@@ -398,6 +398,31 @@ pub async fn eventually_count(db: &TestDb, limit: Duration, sql: &str, at_least:
     eventually(limit, sql, || async { db.count(sql).await >= at_least }).await;
 }
 
+/// Waits until every claim `owner` holds is past its lease in database time (the fact a
+/// takeover waits for), within 30 s.
+pub async fn until_expired(db: &TestDb, owner: &str) {
+    let sql = format!(
+        "SELECT count(*) FROM trigger_schedules
+         WHERE claim_owner = '{owner}' AND claim_expires_at_ms > now_ms()"
+    );
+    eventually(Duration::from_secs(30), &sql, || async {
+        db.count(&sql).await == 0
+    })
+    .await;
+}
+
+/// Waits until at least `rows` schedule rows are due in database time (their cursor has come),
+/// within 30 s.
+pub async fn until_due(db: &TestDb, rows: i64) {
+    eventually_count(
+        db,
+        Duration::from_secs(30),
+        "SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms <= now_ms()",
+        rows,
+    )
+    .await;
+}
+
 /// A manifest with one project `p` holding one task `t` and the given triggers.
 pub fn manifest(triggers: serde_json::Value) -> serde_json::Value {
     serde_json::json!({
