@@ -9,7 +9,7 @@ use qlsched::store::{ConnectionSettings, Store};
 
 use super::{every_second_triggers, now_ms, replica, runs_by, triggers_fired_since};
 use crate::util::cluster::OwnServer;
-use crate::util::{assert_invariants_on, code, eventually, qlsched, schema, stderr};
+use crate::util::{assert_invariants_on, code, eventually, qlsched, schema, stderr, stdout};
 
 const DB: &str = "drill";
 
@@ -239,6 +239,18 @@ async fn target_session_attrs_picks_the_host_as_libpq_does() {
         "{}",
         stderr(&alone)
     );
+    // A reader on the standby says where it is, in the header and in JSON.
+    standby.caught_up_with(&primary).await;
+    let header = qlsched(None, &["-D", &only_standby, "inspect"], None);
+    assert_eq!(code(&header), 0, "{}", stderr(&header));
+    assert!(
+        stdout(&header).contains("standby, replay lag"),
+        "{}",
+        stdout(&header)
+    );
+    let json = qlsched(None, &["-D", &only_standby, "inspect", "-o", "json"], None);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&json)).expect("inspect -o json");
+    assert_eq!(json["server"]["role"], "standby", "{json}");
     let unknown = qlsched(
         None,
         &["-D", &both("target_session_attrs=master"), "inspect"],
