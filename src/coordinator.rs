@@ -2,98 +2,26 @@
 //! row outside any lock, admit what fires, advance what initializes or skips, and release what
 //! turned out not to be due. One round at a time; [`crate::lifecycle`] owns the timer.
 
+mod identity;
+mod report;
+
+pub use identity::{decide_claimed, duration_ms, run_identity};
+pub use report::{AdmittedRun, PassedOver, RoundReport};
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Object;
-use serde::Serialize;
 use tokio_postgres::CancelToken;
-use uuid::Uuid;
 
-use crate::core::{
-    CoordinatorConfig, CronSchedule, Decision, DecisionInput, decide, idempotency_key, run_id,
-};
+use crate::core::{CoordinatorConfig, CronSchedule, Decision};
 use crate::store::admit::admit;
 use crate::store::claim::{claim_for_round, release};
 use crate::store::replicas::Heartbeat;
 use crate::store::{
-    Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
-    StoreError,
+    Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, Store, StoreError,
 };
-
-/// What one round did. Counts are of claimed rows; durations are wall time on this replica.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RoundReport {
-    pub owner: String,
-    pub claimed: usize,
-    pub fired: usize,
-    pub initialized: usize,
-    pub skipped: usize,
-    /// Misfire records written: decisions that passed occurrences over (beyond the grace).
-    pub misfires: usize,
-    /// Occurrences inside those records (a lower bound where a record's count is).
-    pub occurrences_passed_over: u64,
-    /// Each of those records' policy, reason and occurrences, for metrics labelled by them.
-    #[serde(skip)]
-    pub passed_over: Vec<PassedOver>,
-    /// Claims given back: rows not due after all, and admissions that did not commit.
-    pub released: usize,
-    pub fence_lost: usize,
-    /// Admissions the database refused (a constraint or consistency check); their claims are
-    /// left to expire, and the other rows of the round are admitted regardless.
-    pub rejected: usize,
-    /// Rows whose stored cron could not be evaluated: left claimed until the lease expires, which
-    /// paces the retry, and logged.
-    pub undecidable: usize,
-    /// Rows admitted on their own after their batch failed that could not be settled (retries
-    /// ran out, or the database went away): their claims are released when the database can be
-    /// reached, and the rows are claimed again by a later round.
-    pub unsettled: usize,
-    pub transactions: u32,
-    pub serialization_retries: u32,
-    pub batch_fallbacks: u32,
-    /// Exchanges with the server this round waited on (claim, admission, release), counted by
-    /// the store where the statements are sent.
-    pub round_trips: u32,
-    #[serde(serialize_with = "as_ms")]
-    pub claim_time: Duration,
-    #[serde(serialize_with = "as_ms")]
-    pub admit_time: Duration,
-    /// The occurrences this round admitted.
-    pub admitted: Vec<AdmittedRun>,
-    /// When, on this replica's monotonic clock, the next occurrence falls due: the earliest of
-    /// the cursors this round wrote and the next one the database reported at the claim. In the
-    /// past when a row is still due (a replica catching up). `None` when the round learned
-    /// nothing (it failed to claim).
-    #[serde(skip)]
-    pub next_due_at: Option<Instant>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AdmittedRun {
-    pub project_id: String,
-    pub trigger_id: String,
-    #[serde(flatten)]
-    pub run: RunIdentity,
-    pub misfired: bool,
-    /// Database time of the claim the run was admitted under (the schedule lag's start point is
-    /// `run.scheduled_for_ms`, both on the database clock).
-    #[serde(skip)]
-    pub claimed_at_ms: i64,
-}
-
-/// One misfire record a round wrote: its policy, reason and occurrences passed over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PassedOver {
-    pub policy: crate::core::MisfirePolicy,
-    pub reason: crate::core::MisfireReason,
-    pub occurrences: u64,
-}
-
-fn as_ms<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
-}
 
 /// The pooled connection of one round. A round dropped before it finished (its lease ran out, or
 /// a stop could not wait for it) is followed by a cancel request, and a cancel request names the
@@ -567,73 +495,4 @@ impl Coordinator {
     fn settle_all(&self) {
         self.lock_held().clear();
     }
-}
-
-/// The decision on a claimed row, taken at its claim time (docs/DESIGN.md §4.1): what a
-/// round does for every row it claims, and what a manual `qlsched claim` shows and admits.
-pub fn decide_claimed(
-    row: &ClaimedRow,
-    schedule: &CronSchedule,
-) -> Result<Decision, crate::core::CoreError> {
-    let definition = &row.definition;
-    decide(&DecisionInput {
-        schedule,
-        policy: definition.misfire_policy,
-        grace_ms: definition.misfire_grace_ms,
-        cursor_ms: row.cursor_ms,
-        now_ms: row.claimed_at_ms,
-    })
-}
-
-/// A run identity is allocated here alone, for a decision that fires (docs/DESIGN.md §4.4). The run
-/// id leads with a shard of the claim owner (`core::run_id` says why); the attempt id, which no
-/// admission reads back, is a plain UUIDv7.
-pub fn run_identity(row: &ClaimedRow, decision: &Decision) -> Option<RunIdentity> {
-    let Decision::Fire {
-        scheduled_for_ms, ..
-    } = *decision
-    else {
-        return None;
-    };
-    Some(RunIdentity {
-        run_id: new_run_id(row),
-        attempt_id: new_attempt_id(row),
-        idempotency_key: idempotency_key(
-            &row.name().to_string(),
-            row.trigger_revision,
-            scheduled_for_ms,
-        ),
-        scheduled_for_ms,
-    })
-}
-
-/// A run id for the admission of `row`: sharded by its claim owner, timed by its claim, which
-/// the database clocked (index locality only: nothing reads the time back).
-fn new_run_id(row: &ClaimedRow) -> Uuid {
-    let random = Uuid::new_v4();
-    let mut entropy = [0u8; 8];
-    entropy.copy_from_slice(&random.as_bytes()[8..16]);
-    run_id(&row.fence.owner, claimed_unix_ms(row), entropy)
-}
-
-/// An attempt id for the admission of `row`: UUIDv7 timed, like the run id, by the claim's
-/// database time, with random bits for uniqueness.
-fn new_attempt_id(row: &ClaimedRow) -> Uuid {
-    let ms = claimed_unix_ms(row);
-    let at = uuid::Timestamp::from_unix(
-        uuid::NoContext,
-        ms / 1000,
-        u32::try_from(ms % 1000).unwrap_or(0) * 1_000_000,
-    );
-    Uuid::new_v7(at)
-}
-
-/// The claim's database time as unix milliseconds (a clock before 1970 reads as 0).
-fn claimed_unix_ms(row: &ClaimedRow) -> u64 {
-    u64::try_from(row.claimed_at_ms).unwrap_or(0)
-}
-
-/// Milliseconds of a duration that configuration bounds keep far below `i64::MAX`.
-pub fn duration_ms(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }

@@ -1,0 +1,81 @@
+//! What a round reports: counts, timings, and each admitted run, for the lifecycle's observers
+//! (the demo, `top`, the bench, the metrics) and the replica's summary.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::store::RunIdentity;
+
+/// What one round did. Counts are of claimed rows; durations are wall time on this replica.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RoundReport {
+    pub owner: String,
+    pub claimed: usize,
+    pub fired: usize,
+    pub initialized: usize,
+    pub skipped: usize,
+    /// Misfire records written: decisions that passed occurrences over (beyond the grace).
+    pub misfires: usize,
+    /// Occurrences inside those records (a lower bound where a record's count is).
+    pub occurrences_passed_over: u64,
+    /// Each of those records' policy, reason and occurrences, for metrics labelled by them.
+    #[serde(skip)]
+    pub passed_over: Vec<PassedOver>,
+    /// Claims given back: rows not due after all, and admissions that did not commit.
+    pub released: usize,
+    pub fence_lost: usize,
+    /// Admissions the database refused (a constraint or consistency check); their claims are
+    /// left to expire, and the other rows of the round are admitted regardless.
+    pub rejected: usize,
+    /// Rows whose stored cron could not be evaluated: left claimed until the lease expires, which
+    /// paces the retry, and logged.
+    pub undecidable: usize,
+    /// Rows admitted on their own after their batch failed that could not be settled (retries
+    /// ran out, or the database went away): their claims are released when the database can be
+    /// reached, and the rows are claimed again by a later round.
+    pub unsettled: usize,
+    pub transactions: u32,
+    pub serialization_retries: u32,
+    pub batch_fallbacks: u32,
+    /// Exchanges with the server this round waited on (claim, admission, release), counted by
+    /// the store where the statements are sent.
+    pub round_trips: u32,
+    #[serde(serialize_with = "as_ms")]
+    pub claim_time: Duration,
+    #[serde(serialize_with = "as_ms")]
+    pub admit_time: Duration,
+    /// The occurrences this round admitted.
+    pub admitted: Vec<AdmittedRun>,
+    /// When, on this replica's monotonic clock, the next occurrence falls due: the earliest of
+    /// the cursors this round wrote and the next one the database reported at the claim. In the
+    /// past when a row is still due (a replica catching up). `None` when the round learned
+    /// nothing (it failed to claim).
+    #[serde(skip)]
+    pub next_due_at: Option<Instant>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AdmittedRun {
+    pub project_id: String,
+    pub trigger_id: String,
+    #[serde(flatten)]
+    pub run: RunIdentity,
+    pub misfired: bool,
+    /// Database time of the claim the run was admitted under (the schedule lag's start point is
+    /// `run.scheduled_for_ms`, both on the database clock).
+    #[serde(skip)]
+    pub claimed_at_ms: i64,
+}
+
+/// One misfire record a round wrote: its policy, reason and occurrences passed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassedOver {
+    pub policy: crate::core::MisfirePolicy,
+    pub reason: crate::core::MisfireReason,
+    pub occurrences: u64,
+}
+
+fn as_ms<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
+}
