@@ -137,3 +137,7 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
         server,
     })
 }
+
+super::statements::statements! {
+    TOP_COUNTS: Observer,
+}
