@@ -155,18 +155,6 @@ pub enum BenchError {
     Config(String),
 }
 
-impl BenchError {
-    /// The exit status of docs/DESIGN.md §5.4.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            BenchError::Store(error) => error.exit_code(),
-            BenchError::Core(error) => error.exit_code(),
-            BenchError::Manifest(error) => error.exit_code(),
-            BenchError::Config(_) => 78,
-        }
-    }
-}
-
 /// Runs the whole bench against the server `server` names. The scratch database is dropped
 /// afterwards, whatever happened, unless `config.keep`.
 pub async fn run_bench(

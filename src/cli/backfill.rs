@@ -15,7 +15,7 @@ use super::identity::operator_name;
 use super::output::{emit, table};
 use super::prompt::{ask, interactive};
 use super::signals::Shutdown;
-use super::{CliError, Global, exit};
+use super::{CliError, ExitStatus, Global};
 use crate::core::CronSchedule;
 use crate::core::TriggerName;
 use crate::core::time::utc;
@@ -189,7 +189,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
                  continues where this one stopped",
                 report.admitted
             ),
-            code: exit::INTERRUPTED,
+            status: ExitStatus::Interrupted,
         });
     }
     Ok(())

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{Access, duration_arg};
-use super::error::exit;
+use super::error::ExitStatus;
 use super::output::{emit, table};
 use super::signals::Shutdown;
 use super::{CliError, Global};
@@ -193,7 +193,7 @@ async fn interrupted(
     };
     CliError::Findings {
         message: format!("bench interrupted by {signal}; {what}"),
-        code: exit::INTERRUPTED,
+        status: ExitStatus::Interrupted,
     }
 }
 
@@ -205,7 +205,7 @@ fn verdict(problems: Vec<String>) -> Result<(), CliError> {
     } else {
         Err(CliError::Findings {
             message: format!("bench: {}", problems.join("; ")),
-            code: exit::UNEXPECTED,
+            status: ExitStatus::Unexpected,
         })
     }
 }

@@ -320,7 +320,7 @@ impl Interrupts {
             eprintln!(
                 "qlsched: {signal} again: stopping now; a claim already taken expires with its lease"
             );
-            std::process::exit(i32::from(super::exit::INTERRUPTED));
+            std::process::exit(i32::from(super::ExitStatus::Interrupted.code()));
         }
         eprintln!(
             "qlsched: {signal}: waiting for the database step in flight (once more stops at once, \

@@ -3,7 +3,7 @@
 use clap::{Args, Subcommand};
 
 use super::args::Access;
-use super::error::exit;
+use super::error::ExitStatus;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
 use crate::core::time::{span, utc};
@@ -54,7 +54,7 @@ pub async fn run(args: MigrateArgs, global: &Global) -> Result<(), CliError> {
                         "schema {schema}: {} difference(s) from the expected schema",
                         report.findings.len()
                     ),
-                    code: exit::CONFIG,
+                    status: ExitStatus::Config,
                 })
             }
         }

@@ -30,13 +30,13 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use args::{ColorChoice, ConfirmArgs, ConnectionArgs, OutputArgs, OutputFormat};
 pub use demo::{DEMO_DATABASE, DEMO_MARK};
-pub use error::{CliError, exit};
+pub use error::{CliError, ExitStatus};
 
 /// PostgreSQL row-lease cluster scheduler: exactly-once cron admission across leaderless
 /// replicas, and the operator's instrument for it.
 #[derive(Debug, Parser)]
 #[command(name = "qlsched", version, long_version = LONG_VERSION, about, long_about = None, propagate_version = true)]
-#[command(after_long_help = AFTER_HELP)]
+#[command(after_long_help = after_help())]
 pub struct Cli {
     #[command(flatten)]
     pub connection: ConnectionArgs,
@@ -74,15 +74,14 @@ pub enum LogFormat {
     Json,
 }
 
-pub(crate) const AFTER_HELP: &str = "\
-Exit status: 0 success, 1 unexpected error, 2 usage error (any flag value malformed or out of
-range), 3 fence rejected, 4 not found, 5 nothing eligible, 65 bad input data, 69 database
-unavailable, 75 transient conflict (retries exhausted), 77 permission denied, 78 schema not ready
-or configuration from the environment invalid, 130 interrupted. With -o json, errors are JSON on
-stderr.
-
-Logs go to stderr; set QLSCHED_LOG (e.g. debug, or qlsched=trace) to change their level, and
---log-format json (QLSCHED_LOG_FORMAT) for one JSON object per line.";
+pub(crate) fn after_help() -> String {
+    format!(
+        "{} With -o json, errors are JSON on stderr.\n\n\
+         Logs go to stderr; set QLSCHED_LOG (e.g. debug, or qlsched=trace) to change their level, \
+         and --log-format json (QLSCHED_LOG_FORMAT) for one JSON object per line.",
+        ExitStatus::help_line()
+    )
+}
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -209,7 +208,7 @@ fn report(error: &CliError, format: OutputFormat) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let message = crate::core::text::clean_message(&error.to_string());
-    let code = error.exit_code();
+    let status = error.status();
     match format {
         OutputFormat::Json => eprintln!("{}", error.json(&message)),
         // A log pipeline reads every line of stderr as an object, the last one too.
@@ -218,14 +217,14 @@ fn report(error: &CliError, format: OutputFormat) -> ExitCode {
                 "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
                 "level": "ERROR",
                 "message": message,
-                "exit_code": code,
+                "exit_code": status.code(),
                 "target": "qlsched",
             });
             eprintln!("{line}");
         }
         OutputFormat::Table => eprintln!("qlsched: {message}"),
     }
-    ExitCode::from(code)
+    ExitCode::from(status)
 }
 
 /// The log format chosen on the command line, for the error that ends a command.
@@ -253,7 +252,9 @@ fn usage_error(error: &clap::Error) -> ExitCode {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         return match error.print() {
-            Ok(()) => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(exit::UNEXPECTED)),
+            Ok(()) => ExitCode::from(
+                u8::try_from(error.exit_code()).unwrap_or(ExitStatus::Unexpected.code()),
+            ),
             // `qlsched --help | head`: a closed stdout ends quietly, as for every command. Help
             // shown for a missing argument is a usage error on stderr and keeps its status.
             Err(failed)
@@ -262,7 +263,7 @@ fn usage_error(error: &clap::Error) -> ExitCode {
             {
                 ExitCode::SUCCESS
             }
-            Err(_) => ExitCode::from(exit::UNEXPECTED),
+            Err(_) => ExitCode::from(ExitStatus::Unexpected),
         };
     }
     let text = error.render().to_string();
@@ -279,7 +280,7 @@ fn usage_error(error: &clap::Error) -> ExitCode {
     } else {
         eprintln!("qlsched: {message}");
     }
-    ExitCode::from(exit::USAGE)
+    ExitCode::from(ExitStatus::Usage)
 }
 
 /// Logs go to stderr. Long-running commands log at info, one-shot commands only warnings, unless

@@ -77,11 +77,6 @@ impl ManifestError {
             message: message.into(),
         }
     }
-
-    /// Bad input data (docs/DESIGN.md §5.4).
-    pub fn exit_code(&self) -> u8 {
-        65
-    }
 }
 
 /// Parses and validates a manifest, applying defaults and computing content digests.
@@ -505,7 +500,6 @@ mod tests {
         .unwrap_err();
         assert_eq!(error.path, "$.projects[0].tasks[0].execution.env.A[1]");
         assert!(error.message.contains("NUL"), "{error}");
-        assert_eq!(error.exit_code(), 65);
         let error =
             parse_manifest(&with(r#"{"kind": "remote_worker", "a\u0000b": 1}"#)).unwrap_err();
         assert_eq!(error.path, "$.projects[0].tasks[0].execution.a\\u{0}b");
@@ -626,7 +620,6 @@ mod tests {
         let e = parse_manifest("{\n  \"projects\": [,]\n}").unwrap_err();
         assert_eq!(e.path, "$");
         assert!(e.message.contains("line 2 column"), "{}", e.message);
-        assert_eq!(e.exit_code(), 65);
         assert_eq!(
             parse_manifest(r#"{"projects":[]} x"#).unwrap_err().path,
             "$"

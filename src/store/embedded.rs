@@ -58,7 +58,7 @@ fi
 rm -rf "$3"
 "#;
 
-/// Why no embedded server: each maps to one exit status of the README's table.
+/// Why no embedded server: each maps (in `cli::error`) to one exit status of the README's table.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbeddedError {
     /// No `initdb` and `pg_ctl` of a supported version where we looked. Retrying cannot help;
@@ -75,13 +75,6 @@ pub enum EmbeddedError {
 }
 
 impl EmbeddedError {
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            EmbeddedError::NotFound(_) | EmbeddedError::Root(_) => 78,
-            EmbeddedError::Failed { .. } => 69,
-        }
-    }
-
     fn io(step: &'static str, what: &Path, error: &std::io::Error) -> Self {
         EmbeddedError::Failed {
             step,
@@ -587,11 +580,10 @@ mod tests {
         assert_eq!(parse_passwd(passwd, "nobody"), None);
     }
 
-    /// The refusal says what to do, and both refusals are configuration errors (78).
+    /// The refusal says what to do.
     #[test]
     fn refusals_say_what_to_do() {
         let root = EmbeddedError::Root(root_refusal());
-        assert_eq!(root.exit_code(), 78);
         for advice in ["ordinary user", "useradd --system", "--database-url"] {
             assert!(root.to_string().contains(advice), "{root}");
         }

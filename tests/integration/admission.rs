@@ -137,7 +137,7 @@ async fn the_first_holder_loses_the_fence_race_and_writes_nothing() {
     one_due_trigger(&db, json!({})).await;
     let (first, second) = (db.store("first").await, db.store("second").await);
     let stale = claim(&first, "first", 1, 500).await;
-    sleep_ms(800).await;
+    crate::util::until_expired(&db, "first").await;
     let fresh = claim(&second, "second", 1, 60_000).await;
     assert_eq!(fresh.len(), 1, "taken over after expiry");
 
@@ -247,7 +247,6 @@ async fn serialization_failures_are_retried_a_bounded_number_of_times_then_repor
         matches!(error, StoreError::RetriesExhausted { attempts: 4, .. }),
         "{error}"
     );
-    assert_eq!(error.exit_code(), 75);
     assert_eq!((stats.transactions, stats.serialization_retries), (4, 3));
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
 }

@@ -94,7 +94,7 @@ async fn an_expired_claim_is_taken_over_only_after_database_time_passes_its_expi
         )
         .await
         .expect("database time has not passed the expiry yet");
-    sleep_ms(2_500).await;
+    crate::util::until_expired(&db, "first").await;
     let taken = claim(&second, "second", 1, 60_000).await;
     assert_eq!(taken.len(), 1, "taken over after expiry");
     let (old, new) = (&held[0].fence, &taken[0].fence);

@@ -5,6 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
+use qlsched::cli::{CliError, ExitStatus};
 use qlsched::store::{ConnectionSettings, StoreError};
 
 use crate::util::pg_tls::{CERT_USER, PASSWORD_USER, TlsServers, servers};
@@ -37,15 +38,23 @@ async fn connect(
     Ok(row.get(0))
 }
 
+/// The status the command would exit with, through the one table of `cli::error`, and the
+/// message it would print.
+fn exit_of(error: StoreError) -> (ExitStatus, String) {
+    let message = error.to_string();
+    (CliError::from(error).status(), message)
+}
+
 #[track_caller]
-fn assert_fails(result: Result<bool, StoreError>, exit: u8, needle: &str, context: &str) {
+fn assert_fails(result: Result<bool, StoreError>, exit: ExitStatus, needle: &str, context: &str) {
     match result {
-        Ok(tls) => panic!("{context}: connected (tls: {tls}), expected exit {exit}"),
+        Ok(tls) => panic!("{context}: connected (tls: {tls}), expected exit {exit:?}"),
         Err(error) => {
-            assert_eq!(error.exit_code(), exit, "{context}: {error}");
+            let (status, message) = exit_of(error);
+            assert_eq!(status, exit, "{context}: {message}");
             assert!(
-                error.to_string().contains(needle),
-                "{context}: {error:?} should say {needle:?}"
+                message.contains(needle),
+                "{context}: {message:?} should say {needle:?}"
             );
         }
     }
@@ -90,14 +99,14 @@ async fn every_sslmode_against_a_server_that_requires_tls() {
     );
     assert_fails(
         connect(servers, &servers.tls("postgres", "sslmode=disable"), &[]).await,
-        77,
+        ExitStatus::NoPermission,
         "no encryption",
         "disable against a TLS-only server",
     );
     // Verifying needs a root certificate, and HOME has no ~/.postgresql/root.crt.
     assert_fails(
         connect(servers, &servers.tls("postgres", "sslmode=verify-ca"), &[]).await,
-        78,
+        ExitStatus::Config,
         "root certificate file",
         "verify-ca without sslrootcert",
     );
@@ -120,7 +129,7 @@ async fn every_sslmode_against_a_server_without_tls() {
     ] {
         assert_fails(
             connect(servers, &servers.plain(&extra), &[]).await,
-            69,
+            ExitStatus::Unavailable,
             "does not accept TLS",
             &extra,
         );
@@ -146,7 +155,7 @@ async fn a_certificate_for_another_host_fails_verify_full_only() {
             &[],
         )
         .await,
-        77,
+        ExitStatus::NoPermission,
         "does not name the host \"db.elsewhere.example\"",
         "verify-full, wrong host name",
     );
@@ -192,7 +201,7 @@ async fn a_certificate_from_an_unknown_ca_is_refused() {
         let extra = format!("sslmode={mode} {other}");
         assert_fails(
             connect(servers, &servers.tls("postgres", &extra), &[]).await,
-            77,
+            ExitStatus::NoPermission,
             "unknown CA",
             &extra,
         );
@@ -203,14 +212,15 @@ async fn a_certificate_from_an_unknown_ca_is_refused() {
     let error = connect(servers, &servers.tls("postgres", &extra), &[])
         .await
         .expect_err("refused both ways");
-    assert_eq!(error.exit_code(), 77, "{error}");
+    let (status, error) = exit_of(error);
+    assert_eq!(status, ExitStatus::NoPermission, "{error}");
     for needle in ["with TLS first", "unknown CA", "no encryption"] {
-        assert!(error.to_string().contains(needle), "{needle}: {error}");
+        assert!(error.contains(needle), "{needle}: {error}");
     }
     // The system's roots do not know a throw-away CA either.
     assert_fails(
         connect(servers, &servers.tls("postgres", "sslrootcert=system"), &[]).await,
-        77,
+        ExitStatus::NoPermission,
         "unknown CA",
         "sslrootcert=system",
     );
@@ -227,8 +237,9 @@ async fn a_certificate_from_an_unknown_ca_is_refused() {
         .connect(&schema(), "qlsched tests")
         .await
         .expect_err("the default root certificate is used");
-    assert_eq!(error.exit_code(), 77, "{error}");
-    assert!(error.to_string().contains("root.crt"), "{error}");
+    let (status, error) = exit_of(error);
+    assert_eq!(status, ExitStatus::NoPermission, "{error}");
+    assert!(error.contains("root.crt"), "{error}");
 }
 
 /// `hostssl ... cert` in pg_hba: the login is the client certificate's CN.
@@ -261,7 +272,7 @@ async fn a_client_certificate_where_the_server_requires_one() {
     );
     assert_fails(
         connect(servers, &servers.tls(CERT_USER, "sslmode=require"), &[]).await,
-        77,
+        ExitStatus::NoPermission,
         "certificate",
         "without a client certificate",
     );
@@ -276,7 +287,7 @@ async fn a_client_certificate_where_the_server_requires_one() {
     );
     assert_fails(
         connect(servers, &servers.tls(CERT_USER, &extra), &[]).await,
-        78,
+        ExitStatus::Config,
         "group or world access",
         "a readable key",
     );
@@ -349,9 +360,10 @@ async fn the_password_file_as_libpq_reads_it() {
     )
     .await
     .expect_err("a wrong password");
-    assert_eq!(error.exit_code(), 77, "{error}");
-    assert!(error.to_string().contains("password file"), "{error}");
-    assert!(!error.to_string().contains("not-the-password"), "{error}");
+    let (status, error) = exit_of(error);
+    assert_eq!(status, ExitStatus::NoPermission, "{error}");
+    assert!(error.contains("password file"), "{error}");
+    assert!(!error.contains("not-the-password"), "{error}");
     // No line for this port: no password at all.
     let other_port = servers.passfile(
         &format!("127.0.0.1:{}:postgres:{PASSWORD_USER}:{pw}\n", port + 1),
@@ -364,7 +376,7 @@ async fn the_password_file_as_libpq_reads_it() {
             &[],
         )
         .await,
-        77,
+        ExitStatus::NoPermission,
         "password",
         "no matching line",
     );

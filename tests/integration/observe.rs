@@ -348,7 +348,9 @@ async fn json_logs_are_one_object_per_line_and_never_show_the_password() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    sleep_ms(2500).await;
+    // Connected, migrated-schema checks done, a round admitted: every kind of line has been logged.
+    crate::util::eventually_count(&db, Duration::from_secs(20), "SELECT count(*) FROM runs", 2)
+        .await;
     let output = terminate(child);
     assert!(output.status.success());
     // The same password given to a server that is not there: the error that ends the command.

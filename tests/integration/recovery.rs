@@ -23,7 +23,7 @@ async fn four_queued_runs(db: &TestDb) {
         },
     );
     coordinator.run_round().await.expect("initialize");
-    sleep_ms(1_100).await;
+    crate::util::until_due(db, 4).await;
     assert_eq!(coordinator.run_round().await.expect("fire").fired, 4);
 }
 

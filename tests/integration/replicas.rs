@@ -285,14 +285,17 @@ async fn backends_terminated_mid_round_never_duplicate_or_lose_an_occurrence() {
             .len();
     }
     let runs_before_calm = db.count("SELECT count(*) FROM runs").await;
-    sleep_ms(4_000).await;
+    // The replica keeps admitting after its backends were terminated.
+    eventually_count(
+        &db,
+        Duration::from_secs(10),
+        "SELECT count(*) FROM runs",
+        runs_before_calm + 1,
+    )
+    .await;
     let stop = lifecycle.stop().await;
     assert!(stop.drained);
     let counts = assert_invariants(&db).await;
-    assert!(
-        counts.runs > runs_before_calm,
-        "the replica kept admitting after its backends were terminated"
-    );
     assert_eq!(counts.claims_held, 0);
 }
 

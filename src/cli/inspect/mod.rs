@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::args::OutputFormat;
 use super::args::{Access, at_least, duration_arg};
-use super::error::exit;
+use super::error::ExitStatus;
 use super::output::emit;
 use super::{CliError, Global};
 use crate::coordinator::duration_ms;
@@ -294,10 +294,7 @@ async fn summary(
     emit(format, &report, render_summary)?;
     match report.schema_problem {
         None => Ok(()),
-        Some(problem) => Err(CliError::Findings {
-            message: format!("schema not ready: {problem}"),
-            code: exit::CONFIG,
-        }),
+        Some(problem) => Err(StoreError::SchemaNotReady(problem).into()),
     }
 }
 
@@ -349,10 +346,9 @@ async fn trigger_view(
         out
     })?;
     match &detail.why_not_firing {
-        Diagnosis::SchemaNotReady { .. } => Err(CliError::Findings {
-            message: detail.why_not_firing.reason(),
-            code: exit::CONFIG,
-        }),
+        Diagnosis::SchemaNotReady { detail } => {
+            Err(StoreError::SchemaNotReady(detail.clone()).into())
+        }
         _ => Ok(()),
     }
 }
@@ -375,7 +371,7 @@ async fn invariants(
     } else {
         Err(CliError::Findings {
             message: format!("{} invariant(s) failed", report.failures.len()),
-            code: exit::UNEXPECTED,
+            status: ExitStatus::Unexpected,
         })
     }
 }

@@ -5,11 +5,11 @@
 use std::time::{Duration, Instant};
 
 use qlsched::store::connect::SessionAttrs;
-use qlsched::store::{ConnectionSettings, Store};
+use qlsched::store::{ConnectionSettings, Store, StoreError};
 
 use super::{every_second_triggers, now_ms, replica, runs_by, triggers_fired_since};
 use crate::util::cluster::OwnServer;
-use crate::util::{assert_invariants_on, code, eventually, qlsched, schema, stderr};
+use crate::util::{assert_invariants_on, code, eventually, qlsched, schema, stderr, stdout};
 
 const DB: &str = "drill";
 
@@ -179,7 +179,7 @@ async fn target_session_attrs_picks_the_host_as_libpq_does() {
     .connect(&schema(), "qlsched tests")
     .await
     .expect_err("no primary in the list");
-    assert_eq!(refused.exit_code(), 69, "{refused}");
+    assert!(matches!(refused, StoreError::Unavailable(_)), "{refused:?}");
     assert!(
         refused.to_string().contains("target_session_attrs=primary"),
         "{refused}"
@@ -239,6 +239,18 @@ async fn target_session_attrs_picks_the_host_as_libpq_does() {
         "{}",
         stderr(&alone)
     );
+    // A reader on the standby says where it is, in the header and in JSON.
+    standby.caught_up_with(&primary).await;
+    let header = qlsched(None, &["-D", &only_standby, "inspect"], None);
+    assert_eq!(code(&header), 0, "{}", stderr(&header));
+    assert!(
+        stdout(&header).contains("standby, replay lag"),
+        "{}",
+        stdout(&header)
+    );
+    let json = qlsched(None, &["-D", &only_standby, "inspect", "-o", "json"], None);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&json)).expect("inspect -o json");
+    assert_eq!(json["server"]["role"], "standby", "{json}");
     let unknown = qlsched(
         None,
         &["-D", &both("target_session_attrs=master"), "inspect"],

@@ -171,16 +171,6 @@ impl OwnServer {
             .expect("connect to the test's own server")
     }
 
-    /// One bigint from `sql` on `dbname`.
-    pub async fn count(&self, dbname: &str, sql: &str) -> i64 {
-        self.client(dbname)
-            .await
-            .query_one(sql, &[])
-            .await
-            .expect(sql)
-            .get(0)
-    }
-
     /// Waits until this standby has replayed everything `primary` has written so far.
     pub async fn caught_up_with(&self, primary: &OwnServer) {
         let lsn: String = primary
@@ -207,11 +197,6 @@ impl OwnServer {
             assert!(Instant::now() < deadline, "standby never replayed {lsn}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-
-    /// The server's log, to show when something fails.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.data.join("server.log")).unwrap_or_default()
     }
 }
 

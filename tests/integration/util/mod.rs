@@ -7,8 +7,6 @@
 //! teardown: that server is never dropped, and its watchdog stops and deletes it when this process
 //! exits (docs/DECISIONS.md). A server that cannot be had fails the test; nothing here skips.
 
-#![allow(dead_code)]
-
 pub mod cluster;
 pub mod pg_tls;
 pub mod wire;
@@ -398,6 +396,31 @@ where
 /// [`eventually`] for a count: waits until `sql` (one bigint) reaches at least `at_least`.
 pub async fn eventually_count(db: &TestDb, limit: Duration, sql: &str, at_least: i64) {
     eventually(limit, sql, || async { db.count(sql).await >= at_least }).await;
+}
+
+/// Waits until every claim `owner` holds is past its lease in database time (the fact a
+/// takeover waits for), within 30 s.
+pub async fn until_expired(db: &TestDb, owner: &str) {
+    let sql = format!(
+        "SELECT count(*) FROM trigger_schedules
+         WHERE claim_owner = '{owner}' AND claim_expires_at_ms > now_ms()"
+    );
+    eventually(Duration::from_secs(30), &sql, || async {
+        db.count(&sql).await == 0
+    })
+    .await;
+}
+
+/// Waits until at least `rows` schedule rows are due in database time (their cursor has come),
+/// within 30 s.
+pub async fn until_due(db: &TestDb, rows: i64) {
+    eventually_count(
+        db,
+        Duration::from_secs(30),
+        "SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms <= now_ms()",
+        rows,
+    )
+    .await;
 }
 
 /// A manifest with one project `p` holding one task `t` and the given triggers.

@@ -1,0 +1,315 @@
+//! The body's panels: replicas, schedules (with their state and lease cells), recent admissions.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::Span;
+use ratatui::widgets::*;
+
+use super::*;
+
+/// The replicas panel: registered replicas that have not stopped, live or stale, idle ones
+/// included (the registry, as `inspect replicas` reads it), then claim owners without a running
+/// replica: an operator's manual claims, or a stopped replica's leftovers.
+pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let panel = app
+        .snapshot
+        .as_ref()
+        .map(|s| s.panel_rows())
+        .unwrap_or_default();
+    let (mut live, mut stale, mut others) = (0, 0, 0);
+    let rows: Vec<Row> = panel
+        .iter()
+        .map(|row| {
+            let (name, state, heartbeat, owner) = match *row {
+                PanelRow::Replica { replica, claims } => {
+                    let state = match (replica.liveness.as_str(), replica.state.as_str()) {
+                        ("live", "draining") => Span::raw("draining"),
+                        ("live", _) => Span::styled("live", theme.fg(Color::Green)),
+                        _ => Span::styled("STALE", theme.alarm()),
+                    };
+                    if replica.liveness == "live" {
+                        live += 1;
+                    } else {
+                        stale += 1;
+                    }
+                    let heartbeat = format!("{} ago", span(replica.heartbeat_age_ms));
+                    (&replica.owner, state, heartbeat, claims)
+                }
+                PanelRow::Other { owner, stopped } => {
+                    others += 1;
+                    let state = if stopped {
+                        Span::styled("stopped", theme.dim())
+                    } else {
+                        Span::raw("operator")
+                    };
+                    (&owner.owner, state, "-".to_owned(), Some(owner))
+                }
+            };
+            let stale_row =
+                matches!(row, PanelRow::Replica { replica, .. } if replica.liveness != "live");
+            let all_expired = owner.is_some_and(|o| o.expired > 0 && o.claims == 0);
+            let status = if stale_row {
+                Span::styled("! no heartbeat", theme.alarm())
+            } else if all_expired {
+                Span::styled("! ALL CLAIMS EXPIRED", theme.alarm())
+            } else if owner.is_some_and(|o| o.expired > 0) {
+                Span::styled("some claims expired", theme.warn())
+            } else if owner.is_none() {
+                Span::styled("idle", theme.dim())
+            } else {
+                Span::raw("")
+            };
+            let style = if stale_row || all_expired {
+                theme.alarm()
+            } else {
+                Style::new()
+            };
+            let count = |pick: fn(&crate::store::read::OwnerClaims) -> i64| {
+                owner.map_or_else(|| "0".to_owned(), |o| pick(o).to_string())
+            };
+            Row::new(vec![
+                Cell::from(clean(name)),
+                Cell::from(state),
+                Cell::from(heartbeat),
+                Cell::from(count(|o| o.claims)),
+                Cell::from(count(|o| o.expired)),
+                Cell::from(owner.map_or_else(
+                    || "-".to_owned(),
+                    |o| format!("{} ago", span(now - o.last_claim_at_ms)),
+                )),
+                Cell::from(count(|o| o.admissions_last_minute)),
+                Cell::from(status),
+            ])
+            .style(style)
+        })
+        .collect();
+    let empty = rows.is_empty();
+    let title = format!(
+        "Replicas: {live} live{}{}",
+        if stale > 0 {
+            format!(", {stale} STALE")
+        } else {
+            String::new()
+        },
+        if others > 0 {
+            format!("; other claim owners: {others}")
+        } else {
+            String::new()
+        }
+    );
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Fill(2),
+            Constraint::Length(8),
+            Constraint::Length(10),
+            Constraint::Length(6),
+            Constraint::Length(7),
+            Constraint::Length(11),
+            Constraint::Length(6),
+            Constraint::Fill(2),
+        ],
+    )
+    .header(
+        Row::new([
+            "replica or owner",
+            "state",
+            "heartbeat",
+            "claims",
+            "expired",
+            "last claim",
+            "adm/1m",
+            "",
+        ])
+        .style(theme.title()),
+    )
+    .block(block(&title, theme));
+    frame.render_widget(table, area);
+    if empty {
+        let inner = Rect {
+            y: area.y + 2,
+            height: 1,
+            ..area.inner(ratatui::layout::Margin::new(1, 0))
+        };
+        frame.render_widget(
+            Paragraph::new("no replica is registered as running, and no owner holds a claim")
+                .style(theme.dim()),
+            inner,
+        );
+    }
+}
+
+/// How a row reads in the state column, and how loud. A paused row reads paused whatever else
+/// holds (the read model counts it among the disabled), as `inspect trigger` names the pause first.
+pub(super) fn state_label(row: &ScheduleRow, theme: Theme) -> (&'static str, Style) {
+    if row.paused.is_some() {
+        return ("paused", theme.warn());
+    }
+    match row.state {
+        ScheduleState::ExpiredClaim => ("EXPIRED", theme.alarm()),
+        ScheduleState::Claimed => ("claimed", theme.fg(Color::Cyan)),
+        ScheduleState::Due => ("due", theme.warn()),
+        ScheduleState::Uninitialized => ("uninit", Style::new()),
+        ScheduleState::NotDue => ("waiting", Style::new()),
+        ScheduleState::Disabled => ("disabled", theme.dim()),
+    }
+}
+
+/// The lease as a bar of what is left, and the time left; an expired lease shows how long ago.
+/// The lease bar of a claimed row, from the row itself: a claim writes its acquired time into
+/// `updated_at_ms`, and nothing else writes a claimed row, so no lookup in the claims list is
+/// needed (nor is a claim beyond the loaded list shown without its bar).
+pub(super) fn lease_cell(app: &App, row: &ScheduleRow, width: usize) -> String {
+    let (Some(snapshot), Some(expires_at_ms)) = (&app.snapshot, row.claim_expires_at_ms) else {
+        return String::new();
+    };
+    let remaining = expires_at_ms - snapshot.now_ms();
+    if remaining <= 0 {
+        return format!("{:░<bar$} -{}", "", span(-remaining), bar = width);
+    }
+    let total = (expires_at_ms - row.updated_at_ms).max(1);
+    let filled = usize::try_from((remaining * width as i64 + total - 1) / total)
+        .unwrap_or(width)
+        .min(width);
+    format!(
+        "{}{} {}",
+        "█".repeat(filled),
+        "░".repeat(width - filled),
+        span(remaining)
+    )
+}
+
+pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let rows = app.visible_schedules();
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let wide = area.width >= 110;
+    let bar = if wide { 10 } else { 5 };
+    let table_rows: Vec<Row> = rows
+        .iter()
+        .map(|row| {
+            let (label, style) = state_label(row, theme);
+            let mark = if row.state == ScheduleState::ExpiredClaim {
+                "!"
+            } else {
+                " "
+            };
+            // A switched-off row is not due now, however old its cursor.
+            let next = match row.next_fire_at_ms {
+                Some(next) if next > now => format!("in {}", span(next - now)),
+                Some(_) if row.state != ScheduleState::Disabled => "now".to_owned(),
+                _ => "-".to_owned(),
+            };
+            let lag = match row.next_fire_at_ms {
+                Some(next) if next <= now && row.state != ScheduleState::Disabled => {
+                    span(now - next)
+                }
+                _ => "-".to_owned(),
+            };
+            let misfires = app
+                .snapshot
+                .as_ref()
+                .and_then(|s| s.misfires.get(&key_of(row)).copied())
+                .unwrap_or(0);
+            let misfires = if misfires >= crate::store::misfires::COUNT_CAP {
+                format!("{}+", crate::store::misfires::COUNT_CAP - 1)
+            } else {
+                misfires.to_string()
+            };
+            Row::new(vec![
+                Cell::from(Span::styled(mark, theme.alarm())),
+                Cell::from(clean(
+                    &TriggerName::new(&row.project_id, &row.trigger_id).to_string(),
+                )),
+                Cell::from(Span::styled(label, style)),
+                Cell::from(next),
+                Cell::from(lag),
+                Cell::from(
+                    row.claim_owner
+                        .as_deref()
+                        .map_or_else(|| "-".to_owned(), clean),
+                ),
+                Cell::from(lease_cell(app, row, bar)),
+                Cell::from(row.claim_version.to_string()),
+                Cell::from(row.state_version.to_string()),
+                Cell::from(misfires),
+            ])
+        })
+        .collect();
+    let shown = table_rows.len();
+    let total = app.snapshot.as_ref().map_or(0, |s| s.schedules.len());
+    let title = if app.filter.is_empty() {
+        format!("Schedules, most urgent first ({shown} of {total} loaded)")
+    } else {
+        format!(
+            "Schedules matching /{} ({shown} of {total} loaded)",
+            clean(&app.filter)
+        )
+    };
+    let table = Table::new(
+        table_rows,
+        [
+            Constraint::Length(1),
+            Constraint::Fill(2),
+            Constraint::Length(8),
+            Constraint::Length(9),
+            Constraint::Length(7),
+            Constraint::Fill(1),
+            Constraint::Length(u16::try_from(bar + 8).unwrap_or(13)),
+            Constraint::Length(4),
+            Constraint::Length(4),
+            Constraint::Length(3),
+        ],
+    )
+    .header(
+        Row::new(
+            COLUMNS
+                .iter()
+                .map(|(name, _)| if *name == "!" { "" } else { *name }),
+        )
+        .style(theme.title()),
+    )
+    .row_highlight_style(theme.selected())
+    // A symbol as well as the reverse video, so the selection shows in any terminal.
+    .highlight_symbol("›")
+    .highlight_spacing(HighlightSpacing::Always)
+    .block(block(&title, theme));
+    let mut state = TableState::default().with_selected(app.selected_index());
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+pub(super) fn draw_recent(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let runs = app.visible_recent();
+    let rows: Vec<Row> = runs
+        .iter()
+        .map(|run| {
+            Row::new(vec![
+                Cell::from(format!("{} ago", span(now - run.created_at_ms))),
+                Cell::from(clean(
+                    &TriggerName::new(&run.project_id, &run.trigger_id).to_string(),
+                )),
+                Cell::from(clock(run.scheduled_for_ms)),
+                Cell::from(run.run_id.to_string()),
+                Cell::from(clean(&run.idempotency_key)),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(10),
+            Constraint::Fill(2),
+            Constraint::Length(12),
+            Constraint::Fill(2),
+            Constraint::Fill(3),
+        ],
+    )
+    .header(
+        Row::new(["admitted", "trigger", "scheduled", "run", "idempotency key"])
+            .style(theme.title()),
+    )
+    .block(block("Recent admissions", theme));
+    frame.render_widget(table, area);
+}

@@ -1,0 +1,370 @@
+//! What opens over the body: help, the filter prompt, the detail pane and the confirmations.
+
+use ratatui::Frame;
+use ratatui::layout::{Alignment, Rect};
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::*;
+
+use super::*;
+
+/// A rectangle of `width` × `height` centred in `area`, shrunk to fit.
+pub(super) fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
+
+pub(super) fn draw_popup(
+    frame: &mut Frame,
+    area: Rect,
+    title: &str,
+    text: Text<'static>,
+    theme: Theme,
+) {
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(text)
+            .block(block(title, theme))
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+pub(super) fn draw_help(frame: &mut Frame, body: Rect, theme: Theme) {
+    let mut lines: Vec<Line> = KEYS
+        .iter()
+        .map(|(keys, what)| {
+            Line::from(vec![
+                Span::styled(format!("{keys:<16}"), theme.title()),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    lines.push(Line::raw(""));
+    lines.extend(COLUMNS.iter().map(|(column, what)| {
+        Line::from(vec![
+            Span::styled(format!("{column:<16}"), theme.title()),
+            Span::raw(*what),
+        ])
+    }));
+    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
+    let area = centered(body, 104, height);
+    draw_popup(
+        frame,
+        area,
+        "Keys and columns; times are database time (? or Esc closes)",
+        Text::from(lines),
+        theme,
+    );
+}
+
+pub(super) fn draw_filter(frame: &mut Frame, body: Rect, input: &str, theme: Theme) {
+    let area = Rect {
+        y: body.y + body.height.saturating_sub(3),
+        height: 3.min(body.height),
+        ..body
+    };
+    let line = Line::from(vec![
+        Span::raw(format!("/{}", clean(input))),
+        Span::styled("█", theme.dim()),
+        Span::styled(
+            "   part of PROJECT/TRIGGER or owner; Enter applies, Esc cancels",
+            theme.dim(),
+        ),
+    ]);
+    draw_popup(frame, area, "Filter", Text::from(line), theme);
+}
+
+pub(super) fn field(name: &str, value: String, theme: Theme) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{name:<15}"), theme.title()),
+        Span::raw(value),
+    ])
+}
+
+/// Runs the detail panel lists (its title counts these, not what was loaded).
+pub(super) const DETAIL_RUNS: usize = 5;
+
+pub(super) fn draw_detail(
+    frame: &mut Frame,
+    body: Rect,
+    name: &str,
+    detail: Option<&TriggerDetail>,
+    pause: Option<&PauseView>,
+    theme: Theme,
+) {
+    let area = centered(
+        body,
+        body.width.saturating_sub(4),
+        body.height.saturating_sub(2),
+    );
+    let Some(detail) = detail else {
+        draw_popup(frame, area, name, Text::from("loading…"), theme);
+        return;
+    };
+    let diagnosis = &detail.why_not_firing;
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("why not firing ", theme.title()),
+            Span::styled(diagnosis.reason(), theme.warn()),
+        ]),
+        field("fix", diagnosis.fix().to_owned(), theme),
+    ];
+    if let Some(state) = &detail.state {
+        let now = state.now_ms;
+        if let Some(pause) = pause {
+            lines.push(field(
+                "paused",
+                format!("{} · p resumes", pause_text(pause, now)),
+                theme,
+            ));
+        }
+        let d = &state.definition;
+        let s = &state.schedule;
+        lines.push(field(
+            "definition",
+            format!(
+                "cron \"{}\" in {} · misfire {} (grace {}) · revision {} · {} · project {} · task {}",
+                d.cron_expr,
+                d.time_zone,
+                d.misfire_policy,
+                span(d.misfire_grace_ms),
+                d.revision,
+                if d.enabled { "enabled" } else { "disabled" },
+                d.project_status,
+                d.task_id
+            ),
+            theme,
+        ));
+        lines.push(field(
+            "schedule",
+            format!(
+                "{} · next {} · last {} · revision {} · state v{} · claim v{}",
+                if pause.is_some() {
+                    "paused"
+                } else {
+                    s.state.as_str()
+                },
+                s.next_fire_at_ms.map_or_else(
+                    || "-".to_owned(),
+                    |n| format!("{} ({})", utc(n), signed(n - now))
+                ),
+                s.last_scheduled_at_ms.map_or_else(|| "-".to_owned(), utc),
+                s.trigger_revision,
+                s.state_version,
+                s.claim_version
+            ),
+            theme,
+        ));
+        match &state.claim {
+            Some(claim) => lines.push(field(
+                "claim",
+                format!(
+                    "{} · token {} · v{} · acquired {} · expires {} ({})",
+                    claim.owner,
+                    claim.token,
+                    claim.version,
+                    utc(claim.acquired_at_ms),
+                    utc(claim.expires_at_ms),
+                    signed(claim.remaining_ms)
+                ),
+                theme,
+            )),
+            None => lines.push(field("claim", "none".to_owned(), theme)),
+        }
+        let runs = &state.recent_runs[..state.recent_runs.len().min(DETAIL_RUNS)];
+        lines.push(Line::styled(
+            format!("latest runs ({})", runs.len()),
+            theme.title(),
+        ));
+        for run in runs {
+            lines.push(Line::raw(format!(
+                "  {}  {}  {}",
+                utc(run.scheduled_for_ms),
+                run.status,
+                clean(&run.idempotency_key)
+            )));
+        }
+        if !state.audit.is_empty() {
+            lines.push(Line::styled("operator actions", theme.title()));
+            for entry in state.audit.iter().take(3) {
+                lines.push(Line::raw(format!(
+                    "  {}  {} by {}{}",
+                    utc(entry.at_ms),
+                    entry.action,
+                    entry.actor,
+                    entry
+                        .reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                )));
+            }
+        }
+    }
+    draw_popup(
+        frame,
+        area,
+        &format!("{name} (Esc closes)"),
+        Text::from(lines),
+        theme,
+    );
+}
+
+/// `by ops@host at 2026-…Z (3m05s ago): why`.
+pub(super) fn pause_text(pause: &PauseView, now: i64) -> String {
+    format!(
+        "by {} at {} ({} ago): {}",
+        clean(&pause.paused_by),
+        utc(pause.paused_at_ms),
+        span(now - pause.paused_at_ms),
+        pause
+            .reason
+            .as_deref()
+            .map_or_else(|| "no reason given".to_owned(), clean)
+    )
+}
+
+pub(super) fn draw_confirm_pause(
+    frame: &mut Frame,
+    body: Rect,
+    app: &App,
+    request: &PauseRequest,
+    theme: Theme,
+) {
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let verb = if request.resume { "Resume" } else { "Pause" };
+    let mut lines = vec![
+        Line::styled(format!("{verb} {}?", request.key), theme.title()),
+        Line::raw(""),
+    ];
+    match &request.paused {
+        Some(pause) if request.resume => {
+            lines.push(field("paused by", clean(&pause.paused_by), theme));
+            lines.push(field(
+                "at",
+                format!(
+                    "{} ({} ago)",
+                    utc(pause.paused_at_ms),
+                    span(now - pause.paused_at_ms)
+                ),
+                theme,
+            ));
+            lines.push(field(
+                "reason",
+                pause
+                    .reason
+                    .as_deref()
+                    .map_or_else(|| "no reason given".to_owned(), clean),
+                theme,
+            ));
+            lines.push(Line::raw(""));
+            lines.push(Line::raw(
+                "The occurrences that passed while paused are recorded as one misfire record,",
+            ));
+            lines.push(Line::raw(
+                "not run (backfill admits them if wanted); the cursor moves to the first",
+            ));
+            lines.push(Line::raw(
+                "occurrence from now. A disabled trigger stays disabled. Audited.",
+            ));
+        }
+        _ => {
+            let claim = match &request.claim_owner {
+                Some(owner) => format!("{} is voided: its admission fails its fence", clean(owner)),
+                None => "none in flight".to_owned(),
+            };
+            lines.push(field("claim", claim, theme));
+            lines.push(field("reason", "paused from qlsched top".to_owned(), theme));
+            lines.push(Line::raw(""));
+            lines.push(Line::raw(
+                "No replica claims it until it is resumed (p again, or qlsched resume).",
+            ));
+            lines.push(Line::raw(
+                "The manifest's enabled is left as it is, and publish leaves the pause. Audited.",
+            ));
+        }
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::styled("[y]", theme.alarm()),
+        Span::raw(format!(" {}  ", verb.to_lowercase())),
+        Span::styled("[n/Esc]", theme.title()),
+        Span::raw(" cancel"),
+    ]));
+    let area = centered(body, 84, 13);
+    draw_popup(
+        frame,
+        area,
+        &format!("{verb} trigger"),
+        Text::from(lines).alignment(Alignment::Left),
+        theme,
+    );
+}
+
+pub(super) fn draw_confirm(
+    frame: &mut Frame,
+    body: Rect,
+    app: &App,
+    request: &ExpireRequest,
+    theme: Theme,
+) {
+    let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
+    let fence = &request.fence;
+    let lease = if fence.expires_at_ms <= now {
+        format!(
+            "{} (expired {} ago)",
+            utc(fence.expires_at_ms),
+            span(now - fence.expires_at_ms)
+        )
+    } else {
+        format!(
+            "{} (in {}: the lease is still running)",
+            utc(fence.expires_at_ms),
+            span(fence.expires_at_ms - now)
+        )
+    };
+    let lines = vec![
+        Line::styled(
+            format!("Expire the claim on {}?", request.key),
+            theme.title(),
+        ),
+        Line::raw(""),
+        field("owner", clean(&fence.owner), theme),
+        field("token", fence.token.to_string(), theme),
+        field("claim version", fence.version.to_string(), theme),
+        field("expires", lease, theme),
+        Line::raw(""),
+        Line::raw("Only this exact claim is expired: if it moved since, nothing changes."),
+        Line::raw("Its holder's admission will fail its fence. The expiry is audited."),
+        Line::raw(""),
+        Line::from(vec![
+            Span::styled("[y]", theme.alarm()),
+            Span::raw(" expire  "),
+            Span::styled("[n/Esc]", theme.title()),
+            Span::raw(" cancel"),
+        ]),
+    ];
+    let area = centered(body, 76, 13);
+    draw_popup(
+        frame,
+        area,
+        "Expire claim",
+        Text::from(lines).alignment(Alignment::Left),
+        theme,
+    );
+}
+
+/// A span as `in 4.2s` or `3s ago`.
+pub(super) fn signed(ms: i64) -> String {
+    if ms >= 0 {
+        format!("in {}", span(ms))
+    } else {
+        format!("{} ago", span(-ms))
+    }
+}
