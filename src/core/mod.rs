@@ -1,7 +1,7 @@
 //! Pure scheduler logic (docs/DESIGN.md §2): cron evaluation, the misfire decider, the claim fence,
-//! idempotency keys, the run-id layout, manifest validation and configuration bounds. Nothing
-//! here does I/O or reads a clock; every "now" is passed in, taken from the database by the
-//! caller (docs/DESIGN.md §4.1).
+//! idempotency keys, the run-id layout, manifest validation, the publish plan and configuration
+//! bounds. Nothing here does I/O or reads a clock; every "now" is passed in, taken from the
+//! database by the caller (docs/DESIGN.md §4.1).
 
 pub mod accounting;
 pub mod config;
@@ -14,6 +14,7 @@ pub mod fence;
 pub mod idempotency;
 pub mod manifest;
 pub mod name;
+pub mod publish_plan;
 pub mod run_id;
 pub mod status;
 pub mod text;

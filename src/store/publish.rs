@@ -1,54 +1,21 @@
 //! Publishing definitions: one admin transaction that upserts projects, execution revisions,
 //! tasks, triggers and their schedule rows (docs/DESIGN.md §4.2).
 //!
-//! The manifest is diffed against the stored definitions by content digest, then written with a
-//! fixed number of set-based statements, so publishing ten thousand triggers costs the same
-//! handful of round trips as publishing one. An unchanged definition is not written at all.
+//! The stored definitions of the projects the manifest names are read, `core::publish_plan`
+//! decides what changes, and the plan is written with a fixed number of set-based statements, so
+//! publishing ten thousand triggers costs the same handful of round trips as publishing one. An
+//! unchanged definition is not written at all.
 
 use std::collections::HashMap;
 
-use serde::Serialize;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Transaction};
 use uuid::Uuid;
 
 use super::StoreError;
 use super::error::stored;
-use crate::core::manifest::{Manifest, ProjectDef, TaskDef, TriggerDef};
-use crate::core::{Change, CronSchedule, ProjectStatus};
-
-/// What publishing did to one definition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PublishedItem {
-    /// `project`, `task` or `trigger`.
-    pub kind: &'static str,
-    /// `PROJECT`, or `PROJECT/TASK`, or `PROJECT/TRIGGER`.
-    pub name: String,
-    pub change: Change,
-    /// The revision after publishing (tasks and triggers).
-    pub revision: Option<i64>,
-    /// A changed trigger: the manifest fields that differ from the stored revision.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub changed_fields: Option<Vec<&'static str>>,
-    /// A created or changed trigger: its first occurrence after the database's now, where its
-    /// new cursor will start (docs/DESIGN.md §4.4).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_occurrence_ms: Option<i64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PublishReport {
-    pub dry_run: bool,
-    pub items: Vec<PublishedItem>,
-}
-
-impl PublishReport {
-    pub fn count(&self, change: Change) -> usize {
-        self.items
-            .iter()
-            .filter(|item| item.change == change)
-            .count()
-    }
-}
+use crate::core::manifest::{Manifest, TriggerDef};
+use crate::core::publish_plan::{Current, PublishPlan, StoredHead, StoredTriggerFields, plan};
+pub use crate::core::publish_plan::{PublishReport, PublishedItem};
 
 // Publishers of one database take turns; admissions are not blocked by this lock.
 const LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('qlsched.publish'))";
@@ -129,7 +96,7 @@ const UPSERT_SCHEDULES: &str = "INSERT INTO trigger_schedules
 // migration 0004: ANALYZE needs the owner, and the publisher is not).
 const ANALYZE: &str = "SELECT analyze_definitions()";
 
-/// Publishes `manifest` in one transaction; with `dry_run`, reports the same and rolls back.
+/// Publishes `manifest` in one transaction; with `dry_run`, reports the same and writes nothing.
 pub async fn publish(
     client: &mut Client,
     manifest: &Manifest,
@@ -140,36 +107,54 @@ pub async fn publish(
     }
     let transaction = client.transaction().await?;
     transaction.execute(LOCK, &[]).await?;
-    let project_ids: Vec<String> = manifest.projects.iter().map(|p| p.id.clone()).collect();
-    let stored = Stored::read(&transaction, &project_ids).await?;
-    let mut items = Vec::new();
+    let current = read_current(&transaction, manifest).await?;
+    let mut plan = plan(manifest, &current);
+    apply(&transaction, &mut plan).await?;
+    transaction.commit().await?;
+    if plan.writes() {
+        // Statistics now, not at autovacuum's next pass: a planner without them misjudges every
+        // statement that joins these tables. The claim does not depend on them (its plan is
+        // pinned), the read models do. The publish has committed; a failure here only warns.
+        if let Err(error) = client.execute(ANALYZE, &[]).await {
+            tracing::warn!(%error, "published, but could not analyze the definition tables");
+        }
+    }
+    Ok(plan.report(false))
+}
 
-    let projects: Vec<&ProjectDef> = manifest
-        .projects
-        .iter()
-        .filter(|p| {
-            let change = match stored.projects.get(&p.id) {
-                None => Change::Created,
-                Some(status) if *status != p.status => Change::Changed,
-                Some(_) => Change::Unchanged,
-            };
-            items.push(PublishedItem {
-                kind: "project",
-                name: p.id.clone(),
-                change,
-                revision: None,
-                changed_fields: None,
-                next_occurrence_ms: None,
-            });
-            change != Change::Unchanged
-        })
-        .collect();
+/// `--dry-run`: the plan from SELECTs alone, in a READ ONLY transaction, so that a login that may
+/// only read (`qlsched_observer`) can see what a publish would change. It takes no publish lock:
+/// it waits for no publisher and holds none up. The revisions are those the publish would write:
+/// 1 for a new definition, the stored revision plus one for a changed one.
+async fn dry_run_report(
+    client: &mut Client,
+    manifest: &Manifest,
+) -> Result<PublishReport, StoreError> {
+    let transaction = client.build_transaction().read_only(true).start().await?;
+    let current = read_current(&transaction, manifest).await?;
+    transaction.rollback().await?;
+    Ok(plan(manifest, &current).report(true))
+}
+
+/// Writes `plan`: projects, execution revisions and tasks, the claims the changed tasks void,
+/// triggers and their schedule rows. Every statement runs, with empty arrays when nothing of its
+/// kind changes. The revisions reported for written tasks and triggers are those the database
+/// returned.
+async fn apply(
+    transaction: &Transaction<'_>,
+    plan: &mut PublishPlan<'_>,
+) -> Result<(), StoreError> {
     transaction
         .execute(
             UPSERT_PROJECTS,
             &[
-                &projects.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
-                &projects
+                &plan
+                    .projects
+                    .iter()
+                    .map(|p| p.id.clone())
+                    .collect::<Vec<_>>(),
+                &plan
+                    .projects
                     .iter()
                     .map(|p| p.status.as_str().to_owned())
                     .collect::<Vec<_>>(),
@@ -177,46 +162,18 @@ pub async fn publish(
         )
         .await?;
 
-    let mut tasks: Vec<(&ProjectDef, &TaskDef, Uuid)> = Vec::new();
-    let mut changed_tasks: Vec<(&ProjectDef, &TaskDef)> = Vec::new();
-    for project in &manifest.projects {
-        for task in &project.tasks {
-            let key = (project.id.clone(), task.id.clone());
-            let Some(change) = change_of(
-                &stored.tasks,
-                &key,
-                &task.content_digest,
-                "task",
-                &mut items,
-            ) else {
-                continue;
-            };
-            if change == Change::Changed {
-                changed_tasks.push((project, task));
-            }
-            tasks.push((project, task, Uuid::now_v7()));
-            items.push(PublishedItem {
-                kind: "task",
-                name: join(&key),
-                change,
-                revision: None,
-                changed_fields: None,
-                next_occurrence_ms: None,
-            });
-        }
-    }
+    let revision_ids: Vec<Uuid> = plan.tasks.iter().map(|_| Uuid::now_v7()).collect();
+    let task_projects: Vec<String> = plan.tasks.iter().map(|(p, _)| p.id.clone()).collect();
     transaction
         .execute(
             INSERT_EXECUTION_REVISIONS,
             &[
-                &tasks.iter().map(|(_, _, id)| *id).collect::<Vec<_>>(),
-                &tasks
+                &revision_ids,
+                &task_projects,
+                &plan
+                    .tasks
                     .iter()
-                    .map(|(p, _, _)| p.id.clone())
-                    .collect::<Vec<_>>(),
-                &tasks
-                    .iter()
-                    .map(|(_, t, _)| t.execution.clone())
+                    .map(|(_, t)| t.execution.clone())
                     .collect::<Vec<_>>(),
             ],
         )
@@ -225,32 +182,33 @@ pub async fn publish(
         .query(
             UPSERT_TASKS,
             &[
-                &tasks
+                &task_projects,
+                &plan
+                    .tasks
                     .iter()
-                    .map(|(p, _, _)| p.id.clone())
+                    .map(|(_, t)| t.id.clone())
                     .collect::<Vec<_>>(),
-                &tasks
+                &plan
+                    .tasks
                     .iter()
-                    .map(|(_, t, _)| t.id.clone())
+                    .map(|(_, t)| t.content_digest.clone())
                     .collect::<Vec<_>>(),
-                &tasks
-                    .iter()
-                    .map(|(_, t, _)| t.content_digest.clone())
-                    .collect::<Vec<_>>(),
-                &tasks.iter().map(|(_, _, id)| *id).collect::<Vec<_>>(),
+                &revision_ids,
             ],
         )
         .await?;
-    fill_revisions(&mut items, "task", &task_revisions);
+    fill_revisions(&mut plan.items, "task", &task_revisions);
     transaction
         .execute(
             VOID_CLAIMS_OF_TASKS,
             &[
-                &changed_tasks
+                &plan
+                    .voided_tasks
                     .iter()
                     .map(|(p, _)| p.id.clone())
                     .collect::<Vec<_>>(),
-                &changed_tasks
+                &plan
+                    .voided_tasks
                     .iter()
                     .map(|(_, t)| t.id.clone())
                     .collect::<Vec<_>>(),
@@ -258,62 +216,38 @@ pub async fn publish(
         )
         .await?;
 
-    let mut triggers: Vec<(&ProjectDef, &TriggerDef)> = Vec::new();
-    for project in &manifest.projects {
-        for trigger in &project.triggers {
-            let key = (project.id.clone(), trigger.id.clone());
-            let Some(change) = change_of(
-                &stored.triggers,
-                &key,
-                &trigger.content_digest,
-                "trigger",
-                &mut items,
-            ) else {
-                continue;
-            };
-            triggers.push((project, trigger));
-            let changed_fields = stored
-                .trigger_fields
-                .get(&key)
-                .map(|before| before.differences(trigger));
-            let next_occurrence_ms = CronSchedule::parse(&trigger.cron_expr, &trigger.time_zone)
-                .and_then(|schedule| schedule.next_after(stored.now_ms))
-                .ok();
-            items.push(PublishedItem {
-                kind: "trigger",
-                name: join(&key),
-                change,
-                revision: None,
-                changed_fields,
-                next_occurrence_ms,
-            });
-        }
-    }
-    let column =
-        |f: &dyn Fn(&TriggerDef) -> String| triggers.iter().map(|(_, t)| f(t)).collect::<Vec<_>>();
+    let triggers = &plan.triggers;
+    let column = |f: &dyn Fn(&TriggerDef) -> String| {
+        triggers.iter().map(|(_, t, _)| f(t)).collect::<Vec<_>>()
+    };
     let trigger_revisions = transaction
         .query(
             UPSERT_TRIGGERS,
             &[
                 &triggers
                     .iter()
-                    .map(|(p, _)| p.id.clone())
+                    .map(|(p, _, _)| p.id.clone())
                     .collect::<Vec<_>>(),
                 &column(&|t| t.id.clone()),
                 &column(&|t| t.task.clone()),
-                &triggers.iter().map(|(_, t)| t.enabled).collect::<Vec<_>>(),
+                &triggers
+                    .iter()
+                    .map(|(_, t, _)| t.enabled)
+                    .collect::<Vec<_>>(),
                 &column(&|t| t.cron_expr.clone()),
                 &column(&|t| t.time_zone.clone()),
                 &column(&|t| t.misfire.as_str().to_owned()),
                 &triggers
                     .iter()
-                    .map(|(_, t)| t.misfire_grace_ms)
+                    .map(|(_, t, _)| t.misfire_grace_ms)
                     .collect::<Vec<_>>(),
                 &column(&|t| t.content_digest.clone()),
             ],
         )
         .await?;
-    fill_revisions(&mut items, "trigger", &trigger_revisions);
+    fill_revisions(&mut plan.items, "trigger", &trigger_revisions);
+    // The schedule rows of the triggers written, at the revisions the database gave them:
+    // created for a new trigger, reset for a changed one.
     transaction
         .execute(
             UPSERT_SCHEDULES,
@@ -333,214 +267,61 @@ pub async fn publish(
             ],
         )
         .await?;
-
-    transaction.commit().await?;
-    if items.iter().any(|item| item.change != Change::Unchanged) {
-        // Statistics now, not at autovacuum's next pass: a planner without them misjudges every
-        // statement that joins these tables. The claim does not depend on them (its plan is
-        // pinned), the read models do. The publish has committed; a failure here only warns.
-        if let Err(error) = client.execute(ANALYZE, &[]).await {
-            tracing::warn!(%error, "published, but could not analyze the definition tables");
-        }
-    }
-    Ok(PublishReport { dry_run, items })
+    Ok(())
 }
 
-/// `--dry-run`: the same diff from SELECTs alone, in a READ ONLY transaction, so that a login
-/// that may only read (`qlsched_observer`) can see what a publish would change. It takes no
-/// publish lock: it waits for no publisher and holds none up. The revisions are those the
-/// publish would write: 1 for a new definition, the stored revision plus one for a changed one.
-async fn dry_run_report(
-    client: &mut Client,
+/// The stored definitions of the projects `manifest` names, and the database's now.
+async fn read_current(
+    transaction: &Transaction<'_>,
     manifest: &Manifest,
-) -> Result<PublishReport, StoreError> {
-    let transaction = client.build_transaction().read_only(true).start().await?;
+) -> Result<Current, StoreError> {
     let project_ids: Vec<String> = manifest.projects.iter().map(|p| p.id.clone()).collect();
-    let stored = Stored::read(&transaction, &project_ids).await?;
-    transaction.rollback().await?;
-    let mut items: Vec<PublishedItem> = manifest
-        .projects
+    let projects = transaction
+        .query(READ_PROJECTS, &[&project_ids])
+        .await?
         .iter()
-        .map(|p| PublishedItem {
-            kind: "project",
-            name: p.id.clone(),
-            change: match stored.projects.get(&p.id) {
-                None => Change::Created,
-                Some(status) if *status != p.status => Change::Changed,
-                Some(_) => Change::Unchanged,
-            },
-            revision: None,
-            changed_fields: None,
-            next_occurrence_ms: None,
-        })
-        .collect();
-    let diff = |kind: &'static str,
-                stored: &HashMap<(String, String), (i64, String)>,
-                key: &(String, String),
-                digest: &str| {
-        let (change, revision) = match stored.get(key) {
-            None => (Change::Created, 1),
-            Some((revision, stored_digest)) if stored_digest != digest => {
-                (Change::Changed, revision + 1)
-            }
-            Some((revision, _)) => (Change::Unchanged, *revision),
-        };
-        PublishedItem {
-            kind,
-            name: join(key),
-            change,
-            revision: Some(revision),
-            changed_fields: None,
-            next_occurrence_ms: None,
-        }
+        .map(|row| Ok((row.get(0), stored("projects", "status", row.get(1))?)))
+        .collect::<Result<_, StoreError>>()?;
+    let heads = |rows: Vec<tokio_postgres::Row>| {
+        rows.iter()
+            .map(|row| {
+                (
+                    (row.get(0), row.get(1)),
+                    StoredHead {
+                        revision: row.get(2),
+                        digest: row.get(3),
+                    },
+                )
+            })
+            .collect()
     };
-    for project in &manifest.projects {
-        for task in &project.tasks {
-            let key = (project.id.clone(), task.id.clone());
-            items.push(diff("task", &stored.tasks, &key, &task.content_digest));
-        }
-    }
-    for project in &manifest.projects {
-        for trigger in &project.triggers {
-            let key = (project.id.clone(), trigger.id.clone());
-            let mut item = diff("trigger", &stored.triggers, &key, &trigger.content_digest);
-            // As publish reports it: the fields that changed, and the next occurrence.
-            if item.change != Change::Unchanged {
-                item.changed_fields = stored
-                    .trigger_fields
-                    .get(&key)
-                    .map(|before| before.differences(trigger));
-                item.next_occurrence_ms =
-                    CronSchedule::parse(&trigger.cron_expr, &trigger.time_zone)
-                        .and_then(|schedule| schedule.next_after(stored.now_ms))
-                        .ok();
-            }
-            items.push(item);
-        }
-    }
-    Ok(PublishReport {
-        dry_run: true,
-        items,
+    Ok(Current {
+        projects,
+        tasks: heads(transaction.query(READ_TASKS, &[&project_ids]).await?),
+        triggers: heads(transaction.query(READ_TRIGGERS, &[&project_ids]).await?),
+        trigger_fields: transaction
+            .query(READ_TRIGGER_FIELDS, &[&project_ids])
+            .await?
+            .iter()
+            .map(|row| {
+                (
+                    (row.get(0), row.get(1)),
+                    StoredTriggerFields {
+                        task: row.get(2),
+                        cron: row.get(3),
+                        time_zone: row.get(4),
+                        misfire: row.get(5),
+                        misfire_grace_ms: row.get(6),
+                        enabled: row.get(7),
+                    },
+                )
+            })
+            .collect(),
+        now_ms: transaction.query_one(NOW, &[]).await?.get(0),
     })
 }
 
-/// The stored state the manifest is diffed against.
-struct Stored {
-    projects: HashMap<String, ProjectStatus>,
-    tasks: HashMap<(String, String), (i64, String)>,
-    triggers: HashMap<(String, String), (i64, String)>,
-    trigger_fields: HashMap<(String, String), TriggerFields>,
-    now_ms: i64,
-}
-
-/// A stored trigger's fields, as the manifest names them.
-struct TriggerFields {
-    task: String,
-    cron: String,
-    time_zone: String,
-    misfire: String,
-    misfire_grace_ms: i64,
-    enabled: bool,
-}
-
-impl TriggerFields {
-    /// The manifest fields of `new` that differ from these, in the manifest's order.
-    fn differences(&self, new: &TriggerDef) -> Vec<&'static str> {
-        [
-            ("task", self.task != new.task),
-            ("cron", self.cron != new.cron_expr),
-            ("time_zone", self.time_zone != new.time_zone),
-            ("misfire", self.misfire != new.misfire.as_str()),
-            (
-                "misfire_grace",
-                self.misfire_grace_ms != new.misfire_grace_ms,
-            ),
-            ("enabled", self.enabled != new.enabled),
-        ]
-        .into_iter()
-        .filter_map(|(name, differs)| differs.then_some(name))
-        .collect()
-    }
-}
-
-impl Stored {
-    async fn read(
-        transaction: &tokio_postgres::Transaction<'_>,
-        project_ids: &[String],
-    ) -> Result<Self, StoreError> {
-        let projects = transaction
-            .query(READ_PROJECTS, &[&project_ids])
-            .await?
-            .iter()
-            .map(|row| Ok((row.get(0), stored("projects", "status", row.get(1))?)))
-            .collect::<Result<_, StoreError>>()?;
-        let keyed = |rows: Vec<tokio_postgres::Row>| {
-            rows.iter()
-                .map(|row| ((row.get(0), row.get(1)), (row.get(2), row.get(3))))
-                .collect()
-        };
-        Ok(Stored {
-            projects,
-            tasks: keyed(transaction.query(READ_TASKS, &[&project_ids]).await?),
-            triggers: keyed(transaction.query(READ_TRIGGERS, &[&project_ids]).await?),
-            trigger_fields: transaction
-                .query(READ_TRIGGER_FIELDS, &[&project_ids])
-                .await?
-                .iter()
-                .map(|row| {
-                    (
-                        (row.get(0), row.get(1)),
-                        TriggerFields {
-                            task: row.get(2),
-                            cron: row.get(3),
-                            time_zone: row.get(4),
-                            misfire: row.get(5),
-                            misfire_grace_ms: row.get(6),
-                            enabled: row.get(7),
-                        },
-                    )
-                })
-                .collect(),
-            now_ms: transaction.query_one(NOW, &[]).await?.get(0),
-        })
-    }
-}
-
-fn join((project, item): &(String, String)) -> String {
-    format!("{project}/{item}")
-}
-
-/// `created` or `changed` for a definition to write; `None` for an unchanged one, which is
-/// recorded in `items` as such (with its stored revision) and not written.
-fn change_of(
-    stored: &HashMap<(String, String), (i64, String)>,
-    key: &(String, String),
-    digest: &str,
-    kind: &'static str,
-    items: &mut Vec<PublishedItem>,
-) -> Option<Change> {
-    match stored.get(key) {
-        None => Some(Change::Created),
-        Some((_, stored_digest)) if stored_digest != digest => Some(Change::Changed),
-        Some((revision, _)) => {
-            items.push(unchanged(kind, key, *revision));
-            None
-        }
-    }
-}
-
-fn unchanged(kind: &'static str, key: &(String, String), revision: i64) -> PublishedItem {
-    PublishedItem {
-        kind,
-        name: join(key),
-        change: Change::Unchanged,
-        revision: Some(revision),
-        changed_fields: None,
-        next_occurrence_ms: None,
-    }
-}
-
-/// Copies the revisions a RETURNING clause reported into the matching report items.
+/// Copies the revisions a RETURNING clause reported into the matching written items.
 fn fill_revisions(items: &mut [PublishedItem], kind: &str, rows: &[tokio_postgres::Row]) {
     let revisions: HashMap<String, i64> = rows
         .iter()
@@ -551,11 +332,10 @@ fn fill_revisions(items: &mut [PublishedItem], kind: &str, rows: &[tokio_postgre
             )
         })
         .collect();
-    for item in items
-        .iter_mut()
-        .filter(|item| item.kind == kind && item.revision.is_none())
-    {
-        item.revision = revisions.get(&item.name).copied();
+    for item in items.iter_mut().filter(|item| item.kind == kind) {
+        if let Some(revision) = revisions.get(&item.name) {
+            item.revision = Some(*revision);
+        }
     }
 }
 

@@ -14,14 +14,22 @@
 //! The replicas panel reads the replica registry (`super::replicas`, live and stale replicas,
 //! idle ones included) beside the claim owners, and the header whether the server is a standby
 //! (`super::observe::server_role`, the same read as `inspect`'s).
+//!
+//! [`snapshot`] is the dashboard's whole list read: the summary, the most urgent schedule rows,
+//! the held claims, the newest admissions and the misfire counts of the loaded rows, in one
+//! REPEATABLE READ READ ONLY transaction, so that they describe the same instant. The screen
+//! (`tui::load`) only says how many rows of each it wants.
 
+use deadpool_postgres::ClientWrapper;
 use serde::Serialize;
-use tokio_postgres::GenericClient;
+use tokio_postgres::{GenericClient, IsolationLevel};
 
 use super::StoreError;
+use super::misfires;
 use super::observe::{ServerRole, server_role};
-use super::read::{self, OwnerClaims, StateCounts};
+use super::read::{self, ClaimView, OwnerClaims, RunView, ScheduleRow, StateCounts};
 use super::replicas::{self, ReplicaView};
+use crate::core::{MISFIRE_RETENTION_MS, TriggerName};
 
 /// Below this many rows (by the planner's estimate) the total is counted; above, estimated.
 pub const COUNT_EXACT_BELOW: i64 = 100_000;
@@ -135,6 +143,75 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
         owners,
         replicas,
         server,
+    })
+}
+
+/// How many rows of each list [`snapshot`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotLimits {
+    /// Schedule rows from the head of the claim order.
+    pub schedules: i64,
+    /// Held claims, valid or expired.
+    pub claims: i64,
+    /// Newest admissions.
+    pub recent: i64,
+}
+
+/// The dashboard's rows at one database instant (see [`snapshot`]).
+#[derive(Debug, Clone)]
+pub struct TopRows {
+    pub summary: TopSummary,
+    /// The most urgent schedule rows (claim order), each with its pause.
+    pub schedules: Vec<ScheduleRow>,
+    /// Held claims (valid or expired) with their full fences.
+    pub claims: Vec<ClaimView>,
+    /// The newest admissions.
+    pub recent: Vec<RunView>,
+    /// Misfire records still in retention of each loaded schedule row's current revision; rows
+    /// without one are absent.
+    pub misfires: Vec<(TriggerName, i64)>,
+}
+
+/// Reads the dashboard's rows. The list statements run pipelined in one REPEATABLE READ READ
+/// ONLY transaction, so counts, owners, claims, schedules and admissions describe the same
+/// instant; the misfire counts follow in the same transaction, for the schedule rows read.
+pub async fn snapshot(
+    client: &mut ClientWrapper,
+    limits: SnapshotLimits,
+) -> Result<TopRows, StoreError> {
+    let transaction = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let reads: &tokio_postgres::Transaction = &transaction;
+    let (summary, schedules, claims, recent) = tokio::join!(
+        top_summary(reads),
+        read::urgent_schedules(reads, limits.schedules),
+        read::claims(reads, None, false, limits.claims),
+        read::runs(reads, None, None, limits.recent),
+    );
+    let (summary, schedules, claims, recent) = (summary?, schedules?, claims?, recent?);
+    // Misfire records of the loaded rows' current revisions: one grouped read, index-bounded.
+    let keys: Vec<(&str, &str, i64)> = schedules
+        .iter()
+        .map(|row| {
+            (
+                row.project_id.as_str(),
+                row.trigger_id.as_str(),
+                row.trigger_revision,
+            )
+        })
+        .collect();
+    let misfires = misfires::counts(reads, &keys, MISFIRE_RETENTION_MS).await?;
+    transaction.commit().await?;
+    Ok(TopRows {
+        summary,
+        schedules,
+        claims,
+        recent,
+        misfires,
     })
 }
 

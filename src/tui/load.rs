@@ -7,16 +7,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use tokio_postgres::IsolationLevel;
 
 use super::state::{ExpireRequest, LoadRequest, Notice, PauseRequest, Snapshot};
-use crate::core::MISFIRE_RETENTION_MS;
 use crate::core::TriggerName;
 use crate::core::time::utc;
 use crate::store::control::{self, PauseReport};
 use crate::store::operator::{self, Actor, Expired};
 use crate::store::read;
-use crate::store::top::top_summary;
+use crate::store::top::{self, SnapshotLimits};
 use crate::store::{Store, StoreError};
 
 /// Schedule rows a snapshot carries from the head of the claim order (plus up to as many held
@@ -26,6 +24,12 @@ pub const SCHEDULE_ROWS: i64 = 200;
 pub const CLAIM_ROWS: i64 = 500;
 /// Admissions a snapshot carries.
 pub const RECENT_ROWS: i64 = 30;
+/// What a snapshot reads, by the counts above.
+const LIMITS: SnapshotLimits = SnapshotLimits {
+    schedules: SCHEDULE_ROWS,
+    claims: CLAIM_ROWS,
+    recent: RECENT_ROWS,
+};
 /// A refresh that takes longer than this counts as failed; the screen says so.
 const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -39,55 +43,25 @@ pub enum LoadEvent {
     Paused(Notice),
 }
 
-/// Reads one snapshot. The list statements run pipelined in one REPEATABLE READ READ ONLY
-/// transaction, so counts, owners, claims, schedules and admissions describe the same instant;
-/// the detail, when asked for, is `inspect trigger`'s own read.
+/// Reads one snapshot: the dashboard's rows at one database instant ([`top::snapshot`]), then
+/// the detail, when asked for, through `inspect trigger`'s own read.
 pub async fn read_snapshot(
     store: &Store,
     detail: Option<&TriggerName>,
 ) -> Result<Snapshot, StoreError> {
     let started = Instant::now();
     let mut client = store.client().await?;
-    let transaction = client
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await?;
-    let reads: &tokio_postgres::Transaction = &transaction;
-    let (summary, schedules, claims, recent) = tokio::join!(
-        top_summary(reads),
-        read::urgent_schedules(reads, SCHEDULE_ROWS),
-        read::claims(reads, None, false, CLAIM_ROWS),
-        read::runs(reads, None, None, RECENT_ROWS),
-    );
-    let (summary, schedules, claims, recent) = (summary?, schedules?, claims?, recent?);
-    // Misfire records of the loaded rows' current revisions: one grouped read, index-bounded.
-    let keys: Vec<(&str, &str, i64)> = schedules
-        .iter()
-        .map(|row| {
-            (
-                row.project_id.as_str(),
-                row.trigger_id.as_str(),
-                row.trigger_revision,
-            )
-        })
-        .collect();
-    let misfires = crate::store::misfires::counts(reads, &keys, MISFIRE_RETENTION_MS)
-        .await?
-        .into_iter()
-        .collect();
-    transaction.commit().await?;
+    let rows = top::snapshot(&mut client, LIMITS).await?;
     let detail = match detail {
         Some(key) => Some(read::trigger_detail(&client, store.schema(), key).await?),
         None => None,
     };
     Ok(Snapshot {
-        summary,
-        schedules,
-        claims,
-        recent,
-        misfires,
+        summary: rows.summary,
+        schedules: rows.schedules,
+        claims: rows.claims,
+        recent: rows.recent,
+        misfires: rows.misfires.into_iter().collect(),
         detail,
         took: started.elapsed(),
     })
