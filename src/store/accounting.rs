@@ -65,6 +65,9 @@ impl AccountingReport {
 // spans of that revision between the start (the later of the window's and the revision's first
 // cursor) and the cursor, at one snapshot. A manual run (`qlsched fire`) is no cron occurrence
 // and is left out; a backfilled one is its occurrence's run. The window starts $1 ms before the database's now.
+// The window's start when no schedule row is in it.
+const SINCE: &str = "SELECT now_ms() - $1::int8";
+
 const ACCOUNTING: &str = "WITH w AS (SELECT now_ms() - $1::int8 AS since_ms)
 SELECT s.project_id, s.trigger_id, s.trigger_revision, t.cron_expr, t.time_zone,
        greatest(s.accounted_from_ms, w.since_ms) AS from_ms, s.next_fire_at_ms AS cursor_ms,
@@ -103,10 +106,7 @@ pub async fn occurrence_accounting(
     let mut schedules: HashMap<(String, String), CronSchedule> = HashMap::new();
     report.since_ms = match rows.first() {
         Some(row) => row.get("since_ms"),
-        None => client
-            .query_one("SELECT now_ms() - $1::int8", &[&window_ms])
-            .await?
-            .get(0),
+        None => client.query_one(SINCE, &[&window_ms]).await?.get(0),
     };
     for row in &rows {
         let project_id: String = row.get("project_id");
@@ -164,4 +164,9 @@ pub async fn occurrence_accounting(
         }
     }
     Ok(report)
+}
+
+super::statements::statements! {
+    ACCOUNTING: Observer,
+    SINCE: Observer,
 }

@@ -44,12 +44,14 @@
 //! `interleaved_admissions_of_neighbouring_rows_all_commit` (tests/integration/admission.rs)
 //! fails if either of the two is undone; docs/PERFORMANCE.md has what they measured.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use deadpool_postgres::ClientWrapper;
 use futures_util::future::join4;
 use serde::Serialize;
 use tokio_postgres::GenericClient;
+use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
 use super::StoreError;
@@ -116,20 +118,11 @@ pub struct AdmitStats {
 // taken on, against database time; then advance the schedule (the fence again in the UPDATE),
 // insert runs, attempts and events, and let admission_complete() raise if any row dropped out.
 // `$find` is how a claimed row is found (`Lookup`); the UPDATE finds it where `held` locked it.
-macro_rules! admit_statement {
+// What follows the `input` CTE, which `admission_statement` writes from `ADMISSION_INPUT`.
+macro_rules! admit_after_input {
     ($find:literal) => {
         concat!(
-            "WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[],
-                         $7::uuid[], $8::int8[], $9::text[], $10::int8[], $11::text[],
-                         $12::uuid[], $13::int8[], $14::int8[], $15::uuid[], $16::uuid[],
-                         $17::text[], $18::text[], $19::text[], $20::int8[], $21::int8[],
-                         $22::int8[], $23::bool[], $24::text[])
-        AS i(project_id, trigger_id, trigger_revision, state_version, cursor_ms, owner,
-             token, claim_version, trigger_digest, task_revision, task_digest,
-             execution_revision_id, next_fire_at_ms, scheduled_for_ms, run_id, attempt_id,
-             idempotency_key, decision, row_tid, misfire_first_ms, misfire_last_ms,
-             misfire_count, misfire_exact, misfire_reason)
+            "
 ), held AS (
     -- The claimed row, locked (FOR UPDATE also keeps the planner from pulling the subquery up
     -- and choosing another access path), then its whole fence; held_tid is where it is now.
@@ -238,15 +231,38 @@ enum Lookup {
 impl Lookup {
     fn statement(self) -> &'static str {
         match self {
-            Lookup::Tid => admit_statement!(
-                "s.ctid = i.row_tid::tid \
-                 AND s.project_id = i.project_id AND s.trigger_id = i.trigger_id"
-            ),
-            Lookup::Key => {
-                admit_statement!("s.project_id = i.project_id AND s.trigger_id = i.trigger_id")
-            }
+            Lookup::Tid => &ADMIT_BY_TID,
+            Lookup::Key => &ADMIT_BY_KEY,
         }
     }
+}
+
+static ADMIT_BY_TID: LazyLock<String> = LazyLock::new(|| {
+    admission_statement(admit_after_input!(
+        "s.ctid = i.row_tid::tid \
+         AND s.project_id = i.project_id AND s.trigger_id = i.trigger_id"
+    ))
+});
+static ADMIT_BY_KEY: LazyLock<String> = LazyLock::new(|| {
+    admission_statement(admit_after_input!(
+        "s.project_id = i.project_id AND s.trigger_id = i.trigger_id"
+    ))
+});
+
+/// The admission statement: its `input` CTE unnests one parameter per `ADMISSION_INPUT` column,
+/// in that order (`$1` the first), then `rest`. Built once per lookup, at its first use.
+fn admission_statement(rest: &str) -> String {
+    let arrays: Vec<String> = ADMISSION_INPUT
+        .iter()
+        .zip(1..)
+        .map(|((_, sql_type), n)| format!("${n}::{sql_type}[]"))
+        .collect();
+    let names: Vec<&str> = ADMISSION_INPUT.iter().map(|(name, _)| *name).collect();
+    format!(
+        "WITH input AS (\n    SELECT * FROM unnest({})\n        AS i({}){rest}",
+        arrays.join(", "),
+        names.join(", ")
+    )
 }
 
 const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
@@ -509,63 +525,73 @@ async fn admit_once(
     Ok(())
 }
 
-/// The admission statement's parameters, column by column.
-struct Columns {
-    project_id: Vec<String>,
-    trigger_id: Vec<String>,
-    trigger_revision: Vec<i64>,
-    state_version: Vec<i64>,
-    cursor_ms: Vec<Option<i64>>,
-    owner: Vec<String>,
-    token: Vec<Uuid>,
-    claim_version: Vec<i64>,
-    trigger_digest: Vec<String>,
-    task_revision: Vec<i64>,
-    task_digest: Vec<String>,
-    execution_revision_id: Vec<Uuid>,
-    next_fire_at_ms: Vec<i64>,
-    scheduled_for_ms: Vec<Option<i64>>,
-    run_id: Vec<Option<Uuid>>,
-    attempt_id: Vec<Option<Uuid>>,
-    idempotency_key: Vec<Option<String>>,
-    decision: Vec<String>,
-    row_tid: Vec<String>,
-    misfire_first_ms: Vec<Option<i64>>,
-    misfire_last_ms: Vec<Option<i64>>,
-    misfire_count: Vec<Option<i64>>,
-    misfire_exact: Vec<Option<bool>>,
-    misfire_reason: Vec<Option<&'static str>>,
+/// Declares the admission's input once: each column's name, the Rust type of its values and its
+/// SQL type. From it come `ADMISSION_INPUT` (which `admission_statement` writes the `unnest(...)
+/// AS i(...)` from), [`Columns`] and [`Columns::params`], so a parameter's position, name and
+/// type cannot disagree between the statement and the values bound to it.
+macro_rules! admission_input {
+    ($($name:ident: $rust:ty => $sql:literal),+ $(,)?) => {
+        /// The admission's input columns in parameter order: (column, SQL element type).
+        const ADMISSION_INPUT: &[(&str, &str)] = &[$((stringify!($name), $sql)),+];
+
+        /// The admission statement's parameters, column by column.
+        struct Columns {
+            $($name: Vec<$rust>,)+
+        }
+
+        impl Columns {
+            fn with_capacity(n: usize) -> Self {
+                Columns {
+                    $($name: Vec::with_capacity(n),)+
+                }
+            }
+
+            fn params(&self) -> [&(dyn ToSql + Sync); ADMISSION_INPUT.len()] {
+                [$(&self.$name),+]
+            }
+
+            /// Whether each column's values can be bound to its SQL array type, in order.
+            #[cfg(test)]
+            fn binds() -> Vec<(&'static str, bool)> {
+                vec![$((
+                    stringify!($name),
+                    <Vec<$rust> as ToSql>::accepts(&tests::array_type($sql)),
+                )),+]
+            }
+        }
+    };
+}
+
+admission_input! {
+    project_id: String => "text",
+    trigger_id: String => "text",
+    trigger_revision: i64 => "int8",
+    state_version: i64 => "int8",
+    cursor_ms: Option<i64> => "int8",
+    owner: String => "text",
+    token: Uuid => "uuid",
+    claim_version: i64 => "int8",
+    trigger_digest: String => "text",
+    task_revision: i64 => "int8",
+    task_digest: String => "text",
+    execution_revision_id: Uuid => "uuid",
+    next_fire_at_ms: i64 => "int8",
+    scheduled_for_ms: Option<i64> => "int8",
+    run_id: Option<Uuid> => "uuid",
+    attempt_id: Option<Uuid> => "uuid",
+    idempotency_key: Option<String> => "text",
+    decision: String => "text",
+    row_tid: String => "text",
+    misfire_first_ms: Option<i64> => "int8",
+    misfire_last_ms: Option<i64> => "int8",
+    misfire_count: Option<i64> => "int8",
+    misfire_exact: Option<bool> => "bool",
+    misfire_reason: Option<&'static str> => "text",
 }
 
 impl Columns {
     fn of(admissions: &[Admission<'_>]) -> Self {
-        let n = admissions.len();
-        let mut c = Columns {
-            project_id: Vec::with_capacity(n),
-            trigger_id: Vec::with_capacity(n),
-            trigger_revision: Vec::with_capacity(n),
-            state_version: Vec::with_capacity(n),
-            cursor_ms: Vec::with_capacity(n),
-            owner: Vec::with_capacity(n),
-            token: Vec::with_capacity(n),
-            claim_version: Vec::with_capacity(n),
-            trigger_digest: Vec::with_capacity(n),
-            task_revision: Vec::with_capacity(n),
-            task_digest: Vec::with_capacity(n),
-            execution_revision_id: Vec::with_capacity(n),
-            next_fire_at_ms: Vec::with_capacity(n),
-            scheduled_for_ms: Vec::with_capacity(n),
-            run_id: Vec::with_capacity(n),
-            attempt_id: Vec::with_capacity(n),
-            idempotency_key: Vec::with_capacity(n),
-            decision: Vec::with_capacity(n),
-            row_tid: Vec::with_capacity(n),
-            misfire_first_ms: Vec::with_capacity(n),
-            misfire_last_ms: Vec::with_capacity(n),
-            misfire_count: Vec::with_capacity(n),
-            misfire_exact: Vec::with_capacity(n),
-            misfire_reason: Vec::with_capacity(n),
-        };
+        let mut c = Columns::with_capacity(admissions.len());
         for Admission { row, decision, run } in admissions {
             let d = &row.definition;
             c.project_id.push(row.project_id.clone());
@@ -599,35 +625,6 @@ impl Columns {
         }
         c
     }
-
-    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 24] {
-        [
-            &self.project_id,
-            &self.trigger_id,
-            &self.trigger_revision,
-            &self.state_version,
-            &self.cursor_ms,
-            &self.owner,
-            &self.token,
-            &self.claim_version,
-            &self.trigger_digest,
-            &self.task_revision,
-            &self.task_digest,
-            &self.execution_revision_id,
-            &self.next_fire_at_ms,
-            &self.scheduled_for_ms,
-            &self.run_id,
-            &self.attempt_id,
-            &self.idempotency_key,
-            &self.decision,
-            &self.row_tid,
-            &self.misfire_first_ms,
-            &self.misfire_last_ms,
-            &self.misfire_count,
-            &self.misfire_exact,
-            &self.misfire_reason,
-        ]
-    }
 }
 
 /// The label recorded in the `run.created` event: on time, or the one occurrence a misfire admits.
@@ -635,5 +632,81 @@ fn decision_label(decision: &Decision) -> &'static str {
     match decision {
         Decision::Fire { misfired: true, .. } => "fire_once_misfire",
         other => other.kind(),
+    }
+}
+
+super::statements::statements! {
+    BEGIN_SERIALIZABLE: Runtime | Admin,
+    PIN_PLAN: Runtime | Admin,
+    ADMIT_BY_TID = { Lookup::Tid.statement() }: Runtime | Admin,
+    ADMIT_BY_KEY = { Lookup::Key.statement() }: Runtime | Admin,
+    COMMIT: Runtime | Admin,
+    SETTLE: Runtime,
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio_postgres::types::Type;
+
+    use super::*;
+
+    /// The array type of a column whose elements are `sql`.
+    pub(super) fn array_type(sql: &str) -> Type {
+        match sql {
+            "text" => Type::TEXT_ARRAY,
+            "int8" => Type::INT8_ARRAY,
+            "uuid" => Type::UUID_ARRAY,
+            "bool" => Type::BOOL_ARRAY,
+            other => panic!("no array type for {other} here"),
+        }
+    }
+
+    #[test]
+    fn the_admission_unnests_one_parameter_per_input_column_in_order() {
+        for lookup in [Lookup::Tid, Lookup::Key] {
+            let statement = lookup.statement();
+            let arrays: Vec<String> = ADMISSION_INPUT
+                .iter()
+                .zip(1..)
+                .map(|((_, sql_type), n)| format!("${n}::{sql_type}[]"))
+                .collect();
+            let unnest = format!("unnest({})", arrays.join(", "));
+            assert!(statement.contains(&unnest), "{statement}");
+            let names: Vec<&str> = ADMISSION_INPUT.iter().map(|(name, _)| *name).collect();
+            assert!(
+                statement.contains(&format!("AS i({})", names.join(", "))),
+                "{statement}"
+            );
+            let past_the_last = format!("${}", ADMISSION_INPUT.len() + 1);
+            assert!(!statement.contains(&past_the_last), "{statement}");
+        }
+        assert_eq!(ADMISSION_INPUT.len(), 24);
+        assert_eq!(ADMISSION_INPUT[0], ("project_id", "text"));
+        assert_eq!(ADMISSION_INPUT[23], ("misfire_reason", "text"));
+    }
+
+    #[test]
+    fn every_admission_column_binds_to_its_sql_type() {
+        let binds = Columns::binds();
+        assert_eq!(binds.len(), ADMISSION_INPUT.len());
+        for ((name, binds), (column, sql_type)) in binds.iter().zip(ADMISSION_INPUT) {
+            assert_eq!(name, column);
+            assert!(binds, "{name}'s values do not bind to {sql_type}[]");
+        }
+    }
+
+    #[test]
+    fn the_parameters_follow_the_input_columns() {
+        let columns = Columns::with_capacity(0);
+        assert_eq!(columns.params().len(), ADMISSION_INPUT.len());
+        // Each parameter is the field of its column: its address is that field's.
+        let fields: [*const (); 3] = [
+            std::ptr::from_ref(&columns.project_id).cast(),
+            std::ptr::from_ref(&columns.row_tid).cast(),
+            std::ptr::from_ref(&columns.misfire_reason).cast(),
+        ];
+        let params = columns.params();
+        let at = |i: usize| std::ptr::from_ref(params[i]).cast::<()>();
+        assert_eq!([at(0), at(18), at(23)], fields);
     }
 }

@@ -196,3 +196,18 @@ const MISFIRES: &str = "SELECT count(*) FROM misfires";
 pub async fn misfire_records(client: &impl GenericClient) -> Result<i64, StoreError> {
     Ok(client.query_one(MISFIRES, &[]).await?.get(0))
 }
+
+super::statements::statements! {
+    NOW_MS: Owner,
+    PLACE_CURSORS: Owner,
+    PAD_TRIGGERS: Owner,
+    PAD_SCHEDULES: Owner,
+    ANALYZE: Owner,
+    CREATE_PROBE: Owner,
+    PROBE_INSERT after CREATE_PROBE: Owner,
+    DROP_PROBE: Owner,
+    UNINITIALIZED: Owner,
+    RUNS_AT: Owner,
+    LAG: Owner,
+    MISFIRES: Owner,
+}

@@ -608,6 +608,17 @@ pub async fn claim_fates(
         .collect())
 }
 
+super::statements::statements! {
+    CLAIM_DUE: Runtime | Admin,
+    CLAIM_ONE: Admin,
+    CLAIMED_BY_FENCE: Admin,
+    RELEASE: Runtime | Admin,
+    WOULD_CLAIM: Observer,
+    PIN_CLAIM_PLAN: Runtime | Admin,
+    NEXT_DUE: Runtime,
+    CLAIM_FATES: Runtime,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -809,3 +809,19 @@ async fn resume_row(
         passed_over: Some(passed),
     })
 }
+
+super::statements::statements! {
+    BEGIN_SERIALIZABLE: Admin,
+    COMMIT: Admin,
+    ROLLBACK: Admin,
+    BEGIN: Admin,
+    LOCK_TARGET: Admin,
+    ADMIT_UNCLAIMED: Admin,
+    RUN_BY_KEY: Admin,
+    INSERT_AUDIT: Admin,
+    COUNT_ROWS: Admin,
+    PAUSE: Admin,
+    LOCK_PAUSED: Admin,
+    RESUME_ONE: Admin,
+    INSERT_PAUSED_MISFIRE: Admin,
+}

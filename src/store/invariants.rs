@@ -97,3 +97,7 @@ pub async fn invariant_counts(client: &impl GenericClient) -> Result<InvariantCo
         claims_held: row.get(7),
     })
 }
+
+super::statements::statements! {
+    COUNTS: Observer,
+}

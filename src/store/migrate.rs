@@ -172,6 +172,8 @@ pub struct MigrateReport {
 
 /// Key of the session advisory lock that serialises migrators of one schema.
 const LOCK_NAMESPACE: &str = "qlsched.migrate";
+const LOCK: &str = "SELECT pg_advisory_lock(hashtext($1), hashtext($2))";
+const UNLOCK: &str = "SELECT pg_advisory_unlock(hashtext($1), hashtext($2))";
 
 // The ledger; created before the first migration so that migration 0002 can grant on it.
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -202,18 +204,12 @@ pub async fn migrate_up(
     schema: &SchemaName,
 ) -> Result<MigrateReport, StoreError> {
     client
-        .execute(
-            "SELECT pg_advisory_lock(hashtext($1), hashtext($2))",
-            &[&LOCK_NAMESPACE, &schema.as_str()],
-        )
+        .execute(LOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
         .await?;
     let result = apply_pending(client, schema).await;
     // Unlock even after a failure; a closed connection releases the lock by itself.
     let _ = client
-        .execute(
-            "SELECT pg_advisory_unlock(hashtext($1), hashtext($2))",
-            &[&LOCK_NAMESPACE, &schema.as_str()],
-        )
+        .execute(UNLOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
         .await;
     result
 }
@@ -427,6 +423,8 @@ pub async fn check_ready(client: &Client, schema: &SchemaName) -> Result<(), Sto
 }
 
 // Which of `$1` (objects in schema `$3`) / `$2` (privileges) the session lacks.
+const CURRENT_USER: &str = "SELECT current_user::text";
+
 const MISSING_PRIVILEGES: &str = "SELECT o || ' (' || p || ')'
     FROM unnest($1::text[], $2::text[]) AS wanted(o, p)
     WHERE NOT CASE WHEN p = 'USAGE' THEN has_sequence_privilege(format('%I.%I', $3::text, o), p)
@@ -459,10 +457,7 @@ pub async fn check_capability(
     if missing.is_empty() {
         return Ok(());
     }
-    let user: String = client
-        .query_one("SELECT current_user::text", &[])
-        .await?
-        .get(0);
+    let user: String = client.query_one(CURRENT_USER, &[]).await?.get(0);
     Err(StoreError::PermissionDenied(format!(
         "login {user} lacks what {role} grants: {} (grant it {role})",
         missing.join(", ")
@@ -591,6 +586,19 @@ pub async fn verify(
 
 fn short(checksum: &str) -> &str {
     checksum.get(..12).unwrap_or(checksum)
+}
+
+super::statements::statements! {
+    LOCK: Owner,
+    UNLOCK: Owner,
+    CREATE_LEDGER: Owner,
+    LEDGER_EXISTS: Owner | Admin | Runtime | Observer,
+    READ_LEDGER: Owner | Admin | Runtime | Observer,
+    RECORD_MIGRATION: Owner,
+    CURRENT_USER: Runtime,
+    MISSING_PRIVILEGES: Runtime,
+    LIVE_GRANTS: Owner | Observer,
+    LIVE_ROLES: Owner | Observer,
 }
 
 #[cfg(test)]

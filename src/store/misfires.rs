@@ -136,3 +136,9 @@ pub async fn counts(
         })
         .collect())
 }
+
+super::statements::statements! {
+    LIST: Observer,
+    PRUNE: Runtime,
+    COUNTS: Observer,
+}

@@ -1,6 +1,7 @@
 //! The PostgreSQL adapter: the only place SQL lives (docs/DESIGN.md §2). Each statement is a
 //! `const` next to the function that runs it, with its intent in a comment; every value is a
-//! parameter.
+//! parameter. Each module lists its statements with the roles that run them (`statements!`), and
+//! a test prepares them all (`statements`).
 
 pub mod accounting;
 pub mod admit;
@@ -21,6 +22,7 @@ pub mod read;
 pub mod recovery;
 pub mod replicas;
 pub mod scratch;
+pub mod statements;
 pub mod tls;
 pub mod top;
 

@@ -149,6 +149,13 @@ pub async fn server_role(client: &impl GenericClient) -> Result<ServerRole, Stor
     })
 }
 
+super::statements::statements! {
+    IN_RECOVERY: Runtime,
+    GAUGES: Runtime,
+    NO_JIT: Runtime,
+    SERVER_ROLE: Runtime | Observer,
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -567,3 +567,15 @@ fn expired_row(row: &Row) -> Result<Expired, StoreError> {
         state_version: row.get(7),
     })
 }
+
+super::statements::statements! {
+    BEGIN: Admin,
+    BEGIN_READ_ONLY: Admin | Observer,
+    COMMIT: Admin,
+    ROLLBACK: Admin,
+    INSERT_AUDIT: Admin,
+    LOCK_CLAIM: Admin,
+    EXPIRE_ONE: Admin,
+    EXPIRE_OWNER: Admin,
+    OWNER_SEEN: Admin,
+}

@@ -338,3 +338,19 @@ fn fill_revisions(items: &mut [PublishedItem], kind: &str, rows: &[tokio_postgre
         }
     }
 }
+
+super::statements::statements! {
+    LOCK: Admin,
+    READ_PROJECTS: Admin,
+    READ_TASKS: Admin,
+    READ_TRIGGERS: Admin,
+    READ_TRIGGER_FIELDS: Admin,
+    NOW: Admin,
+    UPSERT_PROJECTS: Admin,
+    INSERT_EXECUTION_REVISIONS: Admin,
+    UPSERT_TASKS: Admin,
+    VOID_CLAIMS_OF_TASKS: Admin,
+    UPSERT_TRIGGERS: Admin,
+    UPSERT_SCHEDULES: Admin,
+    ANALYZE: Admin,
+}

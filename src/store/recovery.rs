@@ -34,8 +34,11 @@ pub struct RecoveryReport {
 }
 
 // The recovery source (queued runs, and runs with a claimed remote_worker attempt), each with its
-// newest attempt and every reason it differs from what an admission leaves behind.
-const CLASSIFIED: &str = "WITH source AS (
+// newest attempt and every reason it differs from what an admission leaves behind: the CTE both
+// statements below start with.
+macro_rules! classified {
+    () => {
+        "WITH source AS (
     SELECT run_id FROM runs WHERE status = 'queued'
     UNION
     SELECT run_id FROM attempts WHERE state = 'claimed' AND executor = 'remote_worker'
@@ -65,25 +68,30 @@ const CLASSIFIED: &str = "WITH source AS (
             CASE WHEN n.error IS NOT NULL THEN 'error is set' END
         ], NULL) AS drift
     FROM source JOIN runs r USING (run_id) LEFT JOIN newest n USING (run_id)
-)";
+) "
+    };
+}
 
-const COUNTS: &str = "SELECT count(*) FILTER (WHERE cardinality(drift) = 0),
-    count(*) FILTER (WHERE cardinality(drift) > 0) FROM classified";
+const COUNTS: &str = concat!(
+    classified!(),
+    "SELECT count(*) FILTER (WHERE cardinality(drift) = 0),
+    count(*) FILTER (WHERE cardinality(drift) > 0) FROM classified"
+);
 
-const DRIFTED: &str =
+const DRIFTED: &str = concat!(
+    classified!(),
     "SELECT run_id, project_id, trigger_id, status, attempt_id, attempt_no, state, drift
-    FROM classified WHERE cardinality(drift) > 0 ORDER BY created_at_ms, run_id LIMIT $1";
+    FROM classified WHERE cardinality(drift) > 0 ORDER BY created_at_ms, run_id LIMIT $1"
+);
 
 /// Classifies the recovery source; lists at most `limit` candidates.
 pub async fn recovery_report(
     client: &impl GenericClient,
     limit: i64,
 ) -> Result<RecoveryReport, StoreError> {
-    let counts = client
-        .query_one(&format!("{CLASSIFIED} {COUNTS}"), &[])
-        .await?;
+    let counts = client.query_one(COUNTS, &[]).await?;
     let candidates = client
-        .query(&format!("{CLASSIFIED} {DRIFTED}"), &[&limit])
+        .query(DRIFTED, &[&limit])
         .await?
         .iter()
         .map(|row| RecoveryCandidate {
@@ -102,4 +110,9 @@ pub async fn recovery_report(
         drifted: counts.get(1),
         candidates,
     })
+}
+
+super::statements::statements! {
+    COUNTS: Runtime | Observer,
+    DRIFTED: Runtime | Observer,
 }

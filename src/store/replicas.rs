@@ -161,3 +161,12 @@ const LIVE: &str = "SELECT count(*) FROM replicas
 pub async fn live_count(client: &impl GenericClient) -> Result<i64, StoreError> {
     Ok(client.query_one(LIVE, &[]).await?.get(0))
 }
+
+super::statements::statements! {
+    REGISTER: Runtime,
+    HEARTBEAT: Runtime,
+    MARK: Runtime,
+    FORGET: Runtime,
+    LIST: Observer,
+    LIVE: Observer,
+}

@@ -59,6 +59,10 @@ pub enum Recreated {
     Refused { comment: Option<String> },
 }
 
+// A database's comment, which marks it as one qlsched may drop and recreate.
+const DATABASE_COMMENT: &str =
+    "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1";
+
 /// Drops and recreates `name` only if no database of that name exists, or the one that does
 /// carries `mark` as its comment (or `adopt_unmarked`), then marks the new one. All on one
 /// connection, so that a database created by someone else between the look-up and the create
@@ -80,12 +84,7 @@ pub async fn recreate_marked_database(
     let client = settings
         .connect(&SchemaName::default(), "qlsched scratch")
         .await?;
-    let existing = client
-        .query_opt(
-            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1",
-            &[&name],
-        )
-        .await?;
+    let existing = client.query_opt(DATABASE_COMMENT, &[&name]).await?;
     if let Some(row) = existing {
         let comment: Option<String> = row.get(0);
         if comment.as_deref() != Some(mark) && !adopt_unmarked {
@@ -103,4 +102,8 @@ pub async fn recreate_marked_database(
         .batch_execute(&format!("COMMENT ON DATABASE \"{name}\" IS '{literal}'"))
         .await?;
     Ok(Recreated::Done)
+}
+
+super::statements::statements! {
+    DATABASE_COMMENT: Owner,
 }

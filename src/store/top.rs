@@ -214,3 +214,7 @@ pub async fn snapshot(
         misfires,
     })
 }
+
+super::statements::statements! {
+    TOP_COUNTS: Observer,
+}

@@ -23,4 +23,5 @@ mod publish;
 mod recovery;
 mod replicas;
 mod self_contained;
+mod statements;
 mod top;

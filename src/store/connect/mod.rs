@@ -418,5 +418,9 @@ impl ConnectionSettings {
     }
 }
 
+crate::store::statements::statements! {
+    @also open;
+}
+
 #[cfg(test)]
 mod tests;

@@ -350,6 +350,9 @@ pub(super) enum HostFailure {
     Mismatch { client: Client, reason: String },
 }
 
+const READ_ONLY_PROBE: &str = "SHOW transaction_read_only";
+const STANDBY_PROBE: &str = "SELECT pg_is_in_recovery()";
+
 /// Why `client`'s session is not what `wanted` asks for, or `None` when it is: one simple query
 /// (no statement to prepare), none for `any`. As libpq: writability is `transaction_read_only`,
 /// being a standby is `pg_is_in_recovery()`.
@@ -359,8 +362,8 @@ async fn session_mismatch(
 ) -> Result<Option<String>, tokio_postgres::Error> {
     let (query, yes) = match wanted {
         SessionAttrs::Any | SessionAttrs::PreferStandby => return Ok(None),
-        SessionAttrs::ReadWrite | SessionAttrs::ReadOnly => ("SHOW transaction_read_only", "on"),
-        SessionAttrs::Primary | SessionAttrs::Standby => ("SELECT pg_is_in_recovery()", "t"),
+        SessionAttrs::ReadWrite | SessionAttrs::ReadOnly => (READ_ONLY_PROBE, "on"),
+        SessionAttrs::Primary | SessionAttrs::Standby => (STANDBY_PROBE, "t"),
     };
     let value = client
         .simple_query(query)
@@ -453,4 +456,9 @@ fn passfile_host(target: &Target) -> String {
         Some(Host::Unix(path)) if path == Path::new(default_socket_dir()) => "localhost".to_owned(),
         _ => target.name(),
     }
+}
+
+crate::store::statements::statements! {
+    READ_ONLY_PROBE: Owner,
+    STANDBY_PROBE: Owner,
 }

@@ -56,3 +56,7 @@ pub async fn audit(
         })
         .collect())
 }
+
+crate::store::statements::statements! {
+    AUDIT: Observer,
+}

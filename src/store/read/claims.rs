@@ -88,3 +88,7 @@ pub(super) fn claim_of(row: &Row) -> Option<ClaimView> {
         expired: expires_at_ms? <= now_ms,
     })
 }
+
+crate::store::statements::statements! {
+    CLAIMS: Observer,
+}

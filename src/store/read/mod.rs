@@ -58,3 +58,8 @@ pub async fn read_only(client: &Client) -> Result<(), StoreError> {
     client.batch_execute(READ_ONLY).await?;
     Ok(())
 }
+
+crate::store::statements::statements! {
+    @also audit, claims, runs, schedules, summary, trigger;
+    READ_ONLY: Observer,
+}

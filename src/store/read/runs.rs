@@ -217,3 +217,11 @@ pub async fn run_detail(
         events,
     })
 }
+
+crate::store::statements::statements! {
+    RUNS_OF_TRIGGER: Observer,
+    RECENT_RUNS: Observer,
+    RUN: Observer,
+    ATTEMPTS_OF_RUN: Observer,
+    EVENTS_OF_RUN: Observer,
+}

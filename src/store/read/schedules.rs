@@ -266,3 +266,8 @@ impl std::ops::Deref for ScheduleRow {
         &self.schedule
     }
 }
+
+crate::store::statements::statements! {
+    SCHEDULES: Observer,
+    URGENT_SCHEDULES: Observer,
+}

@@ -239,3 +239,11 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
         admissions_last_minute,
     })
 }
+
+crate::store::statements::statements! {
+    STATE_COUNTS: Observer,
+    OWNERS: Observer,
+    OLDEST_OVERDUE: Observer,
+    CLAIMED_OVERDUE: Observer,
+    ADMISSIONS_LAST_MINUTE: Observer,
+}

@@ -166,3 +166,7 @@ fn facts_of(state: &TriggerState, digest_ok: bool, pause: Option<PauseView>) -> 
         due_in_ms: schedule.due_in_ms,
     }
 }
+
+crate::store::statements::statements! {
+    TRIGGER: Observer,
+}
