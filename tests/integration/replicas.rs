@@ -130,6 +130,20 @@ async fn a_replica_paused_for_less_than_the_grace_loses_no_occurrence() {
         .map(|i| json!({ "id": format!("t{i:02}"), "task": "t", "cron": "* * * * * *" }))
         .collect();
     db.publish(&manifest(json!(triggers))).await;
+    // Its admissions take 0.3 s longer (a tenth of the lease), so that it holds claims for a
+    // while in every round and a stop lands inside one at once, on a loaded machine too.
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION slow_paused() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF current_setting('application_name') = 'qlsched run paused' THEN PERFORM pg_sleep(0.3); END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE TRIGGER slow_paused BEFORE INSERT ON runs FOR EACH STATEMENT EXECUTE FUNCTION slow_paused();",
+        )
+        .await
+        .expect("slow the replica to be stopped");
     let paused = replica(&db, "paused");
     let other = replica(&db, "other");
     // Stopped while it holds claims: tried until the stop lands inside a round.
