@@ -3,6 +3,10 @@
 //! attempt, the `run.created` and `run.queued` events, and advances the schedule, clearing the
 //! claim (docs/DESIGN.md §4.5).
 //!
+//! One file of about 650 lines on purpose: the statement, its parameter list, the retries, the
+//! one-by-one fall-back and the settlement of an unknown outcome are one protocol, and each part
+//! is only correct given the others.
+//!
 //! Shape, chosen for throughput without weakening any of that:
 //! - A claimed batch is admitted by one statement, each row's fence checked in it. A batch that
 //!   fails (a lost fence, a refused row, retries exhausted) falls back to admitting its rows one

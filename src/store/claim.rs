@@ -3,6 +3,9 @@
 //!
 //! Nothing else happens while the row locks are held: the statement commits at once, and the
 //! cron decision is taken afterwards, outside any lock.
+//!
+//! The claim's eligibility, its statement, its plan settings and the fenced release share one
+//! file (about 620 lines): the release's fence is the claim's, and the plan is the statement's.
 
 use deadpool_postgres::ClientWrapper;
 use serde::Serialize;

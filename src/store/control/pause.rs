@@ -1,0 +1,316 @@
+//! `qlsched pause` and `resume` (docs/DESIGN.md §4.10): operational state on the schedule row,
+//! apart from the manifest's `enabled`. A pause moves the row's versions so that an admission
+//! decided before it fails its fence; a resume records what passed meanwhile as one misfire record
+//! and moves the cursor to the first occurrence at or after it. Both are audited.
+
+use deadpool_postgres::ClientWrapper;
+use serde::Serialize;
+use tokio_postgres::Row;
+
+use super::{INSERT_AUDIT, finish};
+use crate::core::TriggerName;
+use crate::store::StoreError;
+
+/// A row a pause or a resume changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseChange {
+    pub project_id: String,
+    pub trigger_id: String,
+    /// When the row was paused (database time), by whom and why.
+    pub paused_at_ms: i64,
+    pub paused_by: String,
+    pub reason: Option<String>,
+    /// Pause: the owner of the claim in flight that the pause voided (its admission fails its
+    /// fence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub voided_claim_of: Option<String>,
+    /// Resume: the cursor after it (the first occurrence at or after the resume; null for a row
+    /// not initialized yet, which the next claim initializes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_fire_at_ms: Option<Option<i64>>,
+    /// Resume: the occurrences passed while paused, recorded as one misfire record (reason
+    /// `paused`); null when none passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passed_over: Option<Option<PassedOver>>,
+}
+
+/// The span a resume recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PassedOver {
+    pub first_ms: i64,
+    pub last_ms: i64,
+    pub count: u64,
+    pub count_exact: bool,
+}
+
+/// What a pause or a resume did: the rows it changed, and how many it left as they were
+/// (already paused, or not paused).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseReport {
+    pub changed: Vec<PauseChange>,
+    pub unchanged: i64,
+}
+
+// How many schedule rows project $1 (trigger $2, or all when NULL) has: none is "not found".
+const COUNT_ROWS: &str = "SELECT count(*) FROM trigger_schedules
+    WHERE project_id = $1 AND ($2::text IS NULL OR trigger_id = $2)";
+
+// Pause the unpaused rows of project $1 (trigger $2, or every row when NULL): who ($3), when
+// (database time), why ($4). A claim in flight is cleared and both versions move on, so an
+// admission decided before the pause fails its fence (as an expiry does); each row is audited
+// with its fence before and after, in the same statement.
+const PAUSE: &str = "WITH target AS (
+    SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
+    FROM trigger_schedules
+    WHERE project_id = $1 AND ($2::text IS NULL OR trigger_id = $2) AND paused_at_ms IS NULL
+    FOR UPDATE
+), paused AS (
+    UPDATE trigger_schedules s
+    SET paused_at_ms = now_ms(), paused_by = $3, pause_reason = $4,
+        claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+        claim_version = s.claim_version + 1, state_version = s.state_version + 1,
+        updated_at_ms = now_ms()
+    FROM target t
+    WHERE s.project_id = t.project_id AND s.trigger_id = t.trigger_id
+    RETURNING t.project_id, t.trigger_id, s.paused_at_ms, t.claim_owner, t.claim_token,
+              t.claim_version AS version_before, t.claim_expires_at_ms, s.claim_version
+), audited AS (
+    INSERT INTO schedule_audit
+        (project_id, trigger_id, action, actor, reason, at_ms, fence_before, fence_after)
+    SELECT project_id, trigger_id, 'pause', $3, $4, now_ms(),
+           CASE WHEN claim_token IS NOT NULL THEN
+               jsonb_build_object('owner', claim_owner, 'token', claim_token,
+                                  'version', version_before, 'expires_at_ms', claim_expires_at_ms)
+           END,
+           jsonb_build_object('owner', NULL, 'token', NULL, 'version', claim_version,
+                              'expires_at_ms', NULL)
+    FROM paused
+    RETURNING 1
+)
+SELECT project_id, trigger_id, paused_at_ms, claim_owner FROM paused
+ORDER BY project_id, trigger_id";
+
+// Lock the paused rows of project $1 (trigger $2, or all) with what a resume computes from:
+// the revision, the cursor, the pattern and the policy; and the database's now, the resume's time.
+const LOCK_PAUSED: &str =
+    "SELECT s.project_id, s.trigger_id, s.trigger_revision, s.next_fire_at_ms,
+        s.paused_at_ms, s.paused_by, s.pause_reason, t.cron_expr, t.time_zone, t.misfire_policy,
+        now_ms()
+    FROM trigger_schedules s
+    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+    WHERE s.project_id = $1 AND ($2::text IS NULL OR s.trigger_id = $2)
+      AND s.paused_at_ms IS NOT NULL
+    ORDER BY s.project_id, s.trigger_id
+    FOR UPDATE OF s";
+
+// Resume one locked row: the pause cleared, the cursor moved to $3 (the first occurrence at or
+// after the resume, or as it was), state_version moved on.
+const RESUME_ONE: &str = "UPDATE trigger_schedules
+    SET paused_at_ms = NULL, paused_by = NULL, pause_reason = NULL, next_fire_at_ms = $3,
+        state_version = state_version + 1, updated_at_ms = now_ms()
+    WHERE project_id = $1 AND trigger_id = $2";
+
+// The occurrences a pause passed over, as one misfire record with reason `paused`, so that
+// occurrence accounting stays whole.
+const INSERT_PAUSED_MISFIRE: &str = "INSERT INTO misfires
+        (project_id, trigger_id, trigger_revision, first_occurrence_ms, last_occurrence_ms,
+         occurrences, occurrences_exact, policy, reason, owner, decided_at_ms, recorded_at_ms)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'paused', $9, $10, now_ms())";
+
+// Manual actions on schedule rows are short READ COMMITTED transactions: the row locks keep the
+// rows still until the audit rows are in.
+const BEGIN: &str = "BEGIN";
+
+/// Pauses the trigger `target.1` of project `target.0`, or every trigger of the project.
+pub async fn pause(
+    client: &ClientWrapper,
+    (project_id, trigger_id): (&str, Option<&str>),
+    actor: &str,
+    reason: Option<&str>,
+    dry_run: bool,
+) -> Result<PauseReport, StoreError> {
+    client.batch_execute(BEGIN).await?;
+    let done = async {
+        let total: i64 = client
+            .query_one(COUNT_ROWS, &[&project_id, &trigger_id])
+            .await?
+            .get(0);
+        not_found_if_none(total, project_id, trigger_id)?;
+        let rows = client
+            .query(PAUSE, &[&project_id, &trigger_id, &actor, &reason])
+            .await?;
+        let changed: Vec<PauseChange> = rows
+            .iter()
+            .map(|row| PauseChange {
+                project_id: row.get(0),
+                trigger_id: row.get(1),
+                paused_at_ms: row.get(2),
+                paused_by: actor.to_owned(),
+                reason: reason.map(str::to_owned),
+                voided_claim_of: row.get(3),
+                next_fire_at_ms: None,
+                passed_over: None,
+            })
+            .collect();
+        Ok(PauseReport {
+            unchanged: total - changed.len() as i64,
+            changed,
+        })
+    }
+    .await;
+    finish(client, done, dry_run).await
+}
+
+fn not_found_if_none(
+    total: i64,
+    project_id: &str,
+    trigger_id: Option<&str>,
+) -> Result<(), StoreError> {
+    if total > 0 {
+        return Ok(());
+    }
+    Err(StoreError::NotFound(match trigger_id {
+        Some(trigger_id) => format!("trigger {}", TriggerName::new(project_id, trigger_id)),
+        None => format!("project {project_id} (no schedule rows)"),
+    }))
+}
+
+/// Resumes the paused trigger (or every paused trigger of the project): the occurrences that
+/// passed while it was paused are recorded as one misfire record (reason `paused`, the trigger's
+/// policy), none is admitted, and the cursor moves to the first occurrence at or after the
+/// resume (database time). A row not initialized stays so.
+pub async fn resume(
+    client: &ClientWrapper,
+    (project_id, trigger_id): (&str, Option<&str>),
+    actor: &str,
+    dry_run: bool,
+) -> Result<PauseReport, StoreError> {
+    client.batch_execute(BEGIN).await?;
+    let done = async {
+        let total: i64 = client
+            .query_one(COUNT_ROWS, &[&project_id, &trigger_id])
+            .await?
+            .get(0);
+        not_found_if_none(total, project_id, trigger_id)?;
+        let rows = client
+            .query(LOCK_PAUSED, &[&project_id, &trigger_id])
+            .await?;
+        let mut changed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            changed.push(resume_row(client, row, actor).await?);
+        }
+        Ok(PauseReport {
+            unchanged: total - changed.len() as i64,
+            changed,
+        })
+    }
+    .await;
+    finish(client, done, dry_run).await
+}
+
+async fn resume_row(
+    client: &ClientWrapper,
+    row: &Row,
+    actor: &str,
+) -> Result<PauseChange, StoreError> {
+    let name = TriggerName::new(row.get::<_, String>(0), row.get::<_, String>(1));
+    let TriggerName {
+        project_id,
+        trigger_id,
+    } = &name;
+    let revision: i64 = row.get(2);
+    let cursor: Option<i64> = row.get(3);
+    let (cron_expr, time_zone): (String, String) = (row.get(7), row.get(8));
+    let policy: String = row.get(9);
+    let now_ms: i64 = row.get(10);
+    let schedule = crate::core::CronSchedule::parse(&cron_expr, &time_zone).map_err(|error| {
+        StoreError::BadInput(format!(
+            "{name}: its stored cron cannot be evaluated ({error}); \
+             publish it again"
+        ))
+    })?;
+    let evaluate = |error: crate::core::CoreError| StoreError::BadInput(format!("{name}: {error}"));
+    let (next, passed) = match cursor {
+        None => (None, None),
+        Some(cursor) if cursor >= now_ms => (Some(cursor), None),
+        Some(cursor) => {
+            let next = schedule.next_at_or_after(now_ms).map_err(evaluate)?;
+            let first = schedule.next_at_or_after(cursor).map_err(evaluate)?;
+            let passed = if first < next {
+                let last = schedule
+                    .latest_before(next)
+                    .map_err(evaluate)?
+                    .unwrap_or(first);
+                let (count, count_exact) = schedule
+                    .count_between(first, last, crate::core::decide::MAX_COUNTED_MISFIRES)
+                    .map_err(evaluate)?;
+                Some(PassedOver {
+                    first_ms: first,
+                    last_ms: last,
+                    count,
+                    count_exact,
+                })
+            } else {
+                None
+            };
+            (Some(next), passed)
+        }
+    };
+    client
+        .execute(RESUME_ONE, &[project_id, trigger_id, &next])
+        .await?;
+    if let Some(p) = passed {
+        let count = i64::try_from(p.count).unwrap_or(i64::MAX);
+        client
+            .execute(
+                INSERT_PAUSED_MISFIRE,
+                &[
+                    project_id,
+                    trigger_id,
+                    &revision,
+                    &p.first_ms,
+                    &p.last_ms,
+                    &count,
+                    &p.count_exact,
+                    &policy,
+                    &actor,
+                    &now_ms,
+                ],
+            )
+            .await?;
+    }
+    let paused_by: String = row.get(5);
+    let reason = match passed {
+        Some(p) => format!(
+            "paused by {paused_by}; {}{} occurrences passed over, recorded as a misfire",
+            p.count,
+            if p.count_exact { "" } else { "+" }
+        ),
+        None => format!("paused by {paused_by}; no occurrence passed"),
+    };
+    client
+        .execute(
+            INSERT_AUDIT,
+            &[project_id, trigger_id, &"resume", &actor, &reason],
+        )
+        .await?;
+    Ok(PauseChange {
+        project_id: name.project_id,
+        trigger_id: name.trigger_id,
+        paused_at_ms: row.get(4),
+        paused_by,
+        reason: row.get(6),
+        voided_claim_of: None,
+        next_fire_at_ms: Some(next),
+        passed_over: Some(passed),
+    })
+}
+
+super::super::statements::statements! {
+    COUNT_ROWS: Admin,
+    PAUSE: Admin,
+    LOCK_PAUSED: Admin,
+    RESUME_ONE: Admin,
+    INSERT_PAUSED_MISFIRE: Admin,
+    BEGIN: Admin,
+}
