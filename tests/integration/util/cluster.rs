@@ -5,12 +5,11 @@
 //! watchdog does the same for every server of the directory should the test process die first.
 
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::pg_tls::{as_postgres, free_port, pg_bin, postgres_ids, run, write};
+use super::pg_tls::{as_postgres, free_port, pg_bin, postgres_ids, run, start_watchdog, write};
 
 /// One server: its data directory, its port, and how to drive it.
 pub struct OwnServer {
@@ -230,10 +229,6 @@ impl Drop for OwnServer {
 }
 
 /// Stops every server under `dir` and deletes it once this process has ended, however it ends.
-#[expect(
-    clippy::zombie_processes,
-    reason = "the watchdog must outlive this process; it is never waited for"
-)]
 fn watchdog(dir: &Path) {
     let script = format!(
         "while kill -0 {parent} 2>/dev/null; do sleep 1; done; \
@@ -243,12 +238,5 @@ fn watchdog(dir: &Path) {
         parent = std::process::id(),
         dir = dir.display()
     );
-    Command::new("/bin/sh")
-        .args(["-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("start the watchdog that stops the test's own servers");
+    start_watchdog(&script, "the test's own servers");
 }

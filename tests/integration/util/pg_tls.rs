@@ -273,10 +273,6 @@ fn start() -> TlsServers {
 }
 
 /// Stops the servers and deletes `dir` once this process has ended, pass, fail or abort.
-#[expect(
-    clippy::zombie_processes,
-    reason = "the watchdog must outlive this process; it is never waited for"
-)]
 fn watchdog(dir: &Path, data: &[&Path]) {
     let stops = data
         .iter()
@@ -294,14 +290,24 @@ fn watchdog(dir: &Path, data: &[&Path]) {
         parent = std::process::id(),
         dir = dir.display()
     );
+    start_watchdog(&script, "the test servers");
+}
+
+/// Runs `script` in a shell of its own process group, detached: a watchdog that outlives this
+/// process and cleans up after it (`what` names what it stops, for the failure message).
+#[expect(
+    clippy::zombie_processes,
+    reason = "the watchdog must outlive this process; it is never waited for"
+)]
+pub fn start_watchdog(script: &str, what: &str) {
     Command::new("/bin/sh")
-        .args(["-c", &script])
+        .args(["-c", script])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
-        .expect("start the watchdog that stops the test servers");
+        .unwrap_or_else(|error| panic!("start the watchdog that stops {what}: {error}"));
 }
 
 impl TlsServers {
