@@ -131,11 +131,7 @@ pub async fn pause(
 ) -> Result<PauseReport, StoreError> {
     client.batch_execute(BEGIN).await?;
     let done = async {
-        let total: i64 = client
-            .query_one(COUNT_ROWS, &[&project_id, &trigger_id])
-            .await?
-            .get(0);
-        not_found_if_none(total, project_id, trigger_id)?;
+        let total = require_rows(client, project_id, trigger_id).await?;
         let rows = client
             .query(PAUSE, &[&project_id, &trigger_id, &actor, &reason])
             .await?;
@@ -159,6 +155,20 @@ pub async fn pause(
     }
     .await;
     finish(client, done, dry_run).await
+}
+
+/// How many schedule rows the target has; [`StoreError::NotFound`] for none at all.
+async fn require_rows(
+    client: &ClientWrapper,
+    project_id: &str,
+    trigger_id: Option<&str>,
+) -> Result<i64, StoreError> {
+    let total: i64 = client
+        .query_one(COUNT_ROWS, &[&project_id, &trigger_id])
+        .await?
+        .get(0);
+    not_found_if_none(total, project_id, trigger_id)?;
+    Ok(total)
 }
 
 fn not_found_if_none(
@@ -187,11 +197,7 @@ pub async fn resume(
 ) -> Result<PauseReport, StoreError> {
     client.batch_execute(BEGIN).await?;
     let done = async {
-        let total: i64 = client
-            .query_one(COUNT_ROWS, &[&project_id, &trigger_id])
-            .await?
-            .get(0);
-        not_found_if_none(total, project_id, trigger_id)?;
+        let total = require_rows(client, project_id, trigger_id).await?;
         let rows = client
             .query(LOCK_PAUSED, &[&project_id, &trigger_id])
             .await?;
