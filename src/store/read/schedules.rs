@@ -164,12 +164,7 @@ pub async fn schedules_with_pause(
         )
         .await?
         .iter()
-        .map(|row| {
-            Ok(ScheduleRow {
-                schedule: schedule_view(row)?,
-                paused: pause_of(row),
-            })
-        })
+        .map(schedule_row)
         .collect()
 }
 
@@ -209,12 +204,7 @@ pub async fn urgent_schedules(
         .query(URGENT_SCHEDULES, &[&limit])
         .await?
         .iter()
-        .map(|row| {
-            Ok(ScheduleRow {
-                schedule: schedule_view(row)?,
-                paused: pause_of(row),
-            })
-        })
+        .map(schedule_row)
         .collect()
 }
 
@@ -270,4 +260,12 @@ impl std::ops::Deref for ScheduleRow {
 crate::store::statements::statements! {
     SCHEDULES: Observer,
     URGENT_SCHEDULES: Observer,
+}
+
+/// A schedule row with its pause, as both lists read them.
+fn schedule_row(row: &Row) -> Result<ScheduleRow, StoreError> {
+    Ok(ScheduleRow {
+        schedule: schedule_view(row)?,
+        paused: pause_of(row),
+    })
 }
