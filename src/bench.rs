@@ -471,7 +471,7 @@ pub async fn start_replicas(
 ) -> Result<Vec<Lifecycle>, BenchError> {
     let owners = (0..replicas).map(|replica| format!("{}-{replica}", coordinator.owner));
     let opened = InProcessReplicas::open(settings, schema, "qlsched bench", owners).await?;
-    Ok(opened.start(coordinator, Some(&events))?)
+    Ok(opened.start(coordinator, Some(&events)).await?)
 }
 
 /// `a / b`, or 0 when there is nothing to divide by.

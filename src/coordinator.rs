@@ -128,7 +128,13 @@ impl Coordinator {
         )
         .await
         {
-            Ok(claim) => claim,
+            Ok(trip) => {
+                if let (Some(unsent), Err(error)) = (heartbeat, &trip.heartbeat) {
+                    tracing::debug!(%error, "the registry's heartbeat failed; the next one carries its counts");
+                    self.heartbeat_not_sent(unsent);
+                }
+                trip.claim?
+            }
             Err(error) => {
                 if let Some(unsent) = heartbeat {
                     self.heartbeat_not_sent(unsent);

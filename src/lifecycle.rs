@@ -12,9 +12,9 @@ use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::coordinator::{Coordinator, RoundReport};
+use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT, RoundReport, duration_ms};
 use crate::core::{CoordinatorConfig, CoreError};
-use crate::store::{ConnectionSettings, SchemaName, Store, StoreError};
+use crate::store::{ConnectionSettings, SchemaName, Store, StoreError, replicas};
 
 /// What the lifecycle tells an observer (the demo, `top`, the bench, tests) after each round.
 #[derive(Debug, Clone)]
@@ -117,10 +117,12 @@ impl InProcessReplicas {
         Ok(InProcessReplicas { stores })
     }
 
-    /// Starts every replica's timer with `template`'s configuration under its own owner; each
-    /// reports its rounds to `events` when given. Every configuration is checked first: on an
-    /// error none is started.
-    pub fn start(
+    /// Registers every replica (docs/DESIGN.md §3, `replicas`) and starts its timer with
+    /// `template`'s configuration under its own owner; each reports its rounds to `events` when
+    /// given. Every configuration is checked first: on an error none is started. A registration
+    /// that fails is logged and the replica runs anyway: the registry is what people read, the
+    /// fence is what keeps the promises.
+    pub async fn start(
         self,
         template: &CoordinatorConfig,
         events: Option<&mpsc::UnboundedSender<RoundEvent>>,
@@ -136,18 +138,62 @@ impl InProcessReplicas {
                 config.validate().map(|()| (config, store))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(configured
-            .into_iter()
-            .map(|(config, store)| {
-                Lifecycle::start(Arc::new(Coordinator::new(store, config)), events.cloned())
-            })
-            .collect())
+        let mut lifecycles = Vec::with_capacity(configured.len());
+        for (config, store) in configured {
+            if let Err(error) = register(&store, &config).await {
+                tracing::warn!(%error, owner = %config.owner, "could not register the replica");
+            }
+            lifecycles.push(Lifecycle::start(
+                Arc::new(Coordinator::new(store, config)),
+                events.cloned(),
+            ));
+        }
+        Ok(lifecycles)
     }
 }
 
-/// Stops every replica at once (each drains its round within its drain timeout).
+/// Writes this process's replica `config.owner` into the registry (host, pid, version, lease and
+/// cadence), as running.
+pub async fn register(store: &Store, config: &CoordinatorConfig) -> Result<(), StoreError> {
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    replicas::register(
+        &**store.client().await?,
+        &replicas::Registration {
+            owner: &config.owner,
+            host: &host,
+            pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
+            version: env!("CARGO_PKG_VERSION"),
+            lease_ms: duration_ms(config.lease),
+            cadence_ms: duration_ms(config.cadence),
+        },
+    )
+    .await
+}
+
+/// Moves replica `owner`'s registry row to `state` (`draining`, `stopped`), within the time a
+/// give-back may take: a stop never waits on it longer, and a failure is only logged.
+pub async fn mark(store: &Store, owner: &str, state: &str) {
+    let marked = tokio::time::timeout(GIVE_BACK_TIMEOUT, async {
+        replicas::mark(&**store.client().await?, owner, state).await
+    })
+    .await;
+    match marked {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(%error, state, "could not update the replica registry"),
+        Err(_) => tracing::warn!(state, "could not update the replica registry: no answer"),
+    }
+}
+
+/// Stops every replica at once (each drains its round within its drain timeout) and marks it
+/// stopped in the registry.
 pub async fn stop_all(lifecycles: Vec<Lifecycle>) -> Vec<StopReport> {
-    futures_util::future::join_all(lifecycles.into_iter().map(Lifecycle::stop)).await
+    futures_util::future::join_all(lifecycles.into_iter().map(|lifecycle| async move {
+        let coordinator = lifecycle.coordinator.clone();
+        let report = lifecycle.stop().await;
+        mark(coordinator.store(), &coordinator.config().owner, "stopped").await;
+        report
+    }))
+    .await
 }
 
 async fn run_rounds(

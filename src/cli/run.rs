@@ -11,7 +11,6 @@ use super::args::{Access, duration_arg};
 use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::coordinator::Coordinator;
-use crate::coordinator::duration_ms;
 use crate::core::CoordinatorConfig;
 use crate::core::TriggerName;
 use crate::core::duration::format_duration;
@@ -137,22 +136,16 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
             crate::lifecycle::REPLICA_POOL_SIZE,
         )
         .await?;
-        check_ready(&**store.client().await?, schema).await?;
-        check_capability(&**store.client().await?, schema, RUNTIME_ROLE).await?;
-        log_recovery(&**store.client().await?).await?;
-        let host = gethostname::gethostname().to_string_lossy().into_owned();
-        replicas::register(
-            &**store.client().await?,
-            &replicas::Registration {
-                owner: &config.owner,
-                host: &host,
-                pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
-                version: env!("CARGO_PKG_VERSION"),
-                lease_ms: duration_ms(config.lease),
-                cadence_ms: duration_ms(config.cadence),
-            },
-        )
-        .await?;
+        // The startup checks and recovery's report on a session of their own: the pool's sessions
+        // carry the claim's plan settings, which those reads are not written for.
+        let startup = settings
+            .connect(schema, &format!("qlsched run {} startup", config.owner))
+            .await?;
+        check_ready(&startup, schema).await?;
+        check_capability(&startup, schema, RUNTIME_ROLE).await?;
+        log_recovery(&startup).await?;
+        drop(startup);
+        crate::lifecycle::register(&store, &config).await?;
         // The probes' and gauges' pool of one connection, so that a scrape never competes with
         // a round for a connection.
         let probes = match observer {
@@ -211,7 +204,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
             }
         }
     }
-    mark(&store, &owner, "draining").await;
+    crate::lifecycle::mark(&store, &owner, "draining").await;
     let stop = lifecycle.stop().await;
     // The round the stop drained reported after the loop above stopped listening: count it, or
     // the last summary leaves out what that round admitted.
@@ -221,7 +214,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         }
         totals.add(&event);
     }
-    mark(&store, &owner, "stopped").await;
+    crate::lifecycle::mark(&store, &owner, "stopped").await;
     if let Some(server) = server {
         server.abort();
     }
@@ -308,20 +301,6 @@ async fn housekeeping(store: &Store) {
             "housekeeping"
         ),
         Err(error) => tracing::warn!(%error, "housekeeping failed; trying again in a minute"),
-    }
-}
-
-/// Moves this replica's registry row to `state`, within the time a stop may take; a stop never
-/// waits on it longer.
-async fn mark(store: &Store, owner: &str, state: &str) {
-    let marked = tokio::time::timeout(crate::coordinator::GIVE_BACK_TIMEOUT, async {
-        replicas::mark(&**store.client().await?, owner, state).await
-    })
-    .await;
-    match marked {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::warn!(%error, state, "could not update the replica registry"),
-        Err(_) => tracing::warn!(state, "could not update the replica registry: no answer"),
     }
 }
 

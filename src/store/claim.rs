@@ -293,10 +293,12 @@ pub const CLAIM_PLAN_SETTINGS: [&str; 5] = [
     "enable_mergejoin",
 ];
 
-/// [`CLAIM_PLAN_SETTINGS`] off, as startup options of a replica's sessions. Every statement of a
-/// replica is a lookup by key or a walk of an index (the admission pins the same settings for
-/// its own transaction), so none of them needs what these forbid; a statement with no other way
-/// still gets its plan, at a higher estimated cost.
+/// [`CLAIM_PLAN_SETTINGS`] off, as startup options of a replica's pool. What runs on that pool
+/// is the round (the claim; the admission, which turns sequential scans and hash and merge joins
+/// off for its own transaction anyway; releases and settlements by key) and the minute's
+/// housekeeping; none of it needs what these forbid, and a statement with no other way still
+/// gets its plan, at a higher estimated cost. The startup checks and recovery's report run on a
+/// session of their own.
 pub const REPLICA_SESSION_OPTIONS: &str = "-c enable_seqscan=off -c enable_bitmapscan=off \
     -c enable_sort=off -c enable_hashjoin=off -c enable_mergejoin=off";
 
@@ -343,8 +345,18 @@ pub struct RoundClaim {
     /// a database instant into a local one without comparing the two clocks.
     pub now_ms: i64,
     pub received: std::time::Instant,
-    /// The earliest cursor later than `now_ms`, if any.
+    /// The earliest cursor later than `now_ms`, if any (also `None` when that read failed: the
+    /// replica then sleeps one cadence).
     pub next_due_ms: Option<i64>,
+}
+
+/// What one claim round trip did. Its statements commit one by one, so each has its own
+/// outcome: claimed rows are the replica's even when a later statement failed (they must be
+/// admitted or given back, not dropped), and a heartbeat that failed is sent again.
+#[derive(Debug)]
+pub struct ClaimTrip {
+    pub claim: Result<RoundClaim, StoreError>,
+    pub heartbeat: Result<(), StoreError>,
 }
 
 /// A replica's claim, one statement committed at once on a session started with
@@ -358,7 +370,7 @@ pub async fn claim_for_round(
     lease_ms: i64,
     heartbeat: Option<&Heartbeat>,
     round_trips: &mut u32,
-) -> Result<RoundClaim, StoreError> {
+) -> Result<ClaimTrip, StoreError> {
     let prepared_before = client.statement_cache.size();
     let claim = client.prepare_cached(CLAIM_DUE).await?;
     let next_due = client.prepare_cached(NEXT_DUE).await?;
@@ -380,32 +392,40 @@ pub async fn claim_for_round(
                     ],
                 )
                 .await
-                .map(|_| ()),
+                .map(|_| ())
+                .map_err(StoreError::from),
             None => Ok(()),
         }
     };
     // One round trip: the requests leave in order on the one connection (join polls in order).
     // Each commits by itself: the claim at once, as docs/DESIGN.md §4.3 requires.
-    let (rows, clock, beaten) = futures_util::future::join3(
+    let (rows, clock, heartbeat) = futures_util::future::join3(
         client.query(&claim, &[&owner, &budget, &lease_ms]),
         client.query_one(&next_due, &[]),
         beat,
     )
     .await;
     let received = std::time::Instant::now();
-    let rows = rows?;
-    let clock = clock?;
-    beaten?;
-    let rows = rows
-        .iter()
-        .map(ClaimedRow::from_row)
-        .collect::<Result<_, _>>()?;
-    Ok(RoundClaim {
-        rows,
-        now_ms: clock.get(0),
-        received,
-        next_due_ms: clock.get(1),
-    })
+    let claim = rows.map_err(StoreError::from).and_then(|rows| {
+        let rows = rows
+            .iter()
+            .map(ClaimedRow::from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let (now_ms, next_due_ms) = match clock {
+            Ok(clock) => (clock.get(0), clock.get(1)),
+            Err(error) => {
+                tracing::debug!(%error, "the next-due read after a claim failed; sleeping one cadence");
+                (0, None)
+            }
+        };
+        Ok(RoundClaim {
+            rows,
+            now_ms,
+            received,
+            next_due_ms,
+        })
+    });
+    Ok(ClaimTrip { claim, heartbeat })
 }
 
 /// Statements this connection prepared (one round trip each) since its cache held `before`.
@@ -617,7 +637,7 @@ super::statements::statements! {
     CLAIMED_BY_FENCE: Admin,
     RELEASE: Runtime | Admin,
     WOULD_CLAIM: Observer,
-    PIN_CLAIM_PLAN: Runtime | Admin,
+    PIN_CLAIM_PLAN: Admin,
     NEXT_DUE: Runtime,
     CLAIM_FATES: Runtime,
 }

@@ -64,7 +64,7 @@ pub struct Heartbeat {
 }
 
 // A heartbeat of owner $1: database time, the counters moved on, the last error kept unless a
-// newer one came. Rides in the claim's transaction, so it costs no round trip of its own.
+// newer one came. Pipelined with the claim, so it costs no round trip of its own.
 pub(crate) const HEARTBEAT: &str = "UPDATE replicas SET heartbeat_at_ms = now_ms(),
         last_round_at_ms = now_ms(), rounds = rounds + $2, failed_rounds = failed_rounds + $3,
         admissions = admissions + $4, misfires = misfires + $5, fence_losses = fence_losses + $6,

@@ -267,10 +267,14 @@ async fn backends_terminated_mid_round_never_duplicate_or_lose_an_occurrence() {
         )
         .await
         .expect("widen");
-    let store =
-        qlsched::store::Store::open(&db.settings, &crate::util::schema(), "doomed-replica", 2)
-            .await
-            .expect("pool");
+    let store = qlsched::store::Store::open_replica(
+        &db.settings,
+        &crate::util::schema(),
+        "doomed-replica",
+        2,
+    )
+    .await
+    .expect("pool");
     let config = CoordinatorConfig {
         owner: "doomed".into(),
         lease: Duration::from_secs(2),

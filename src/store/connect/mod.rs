@@ -130,15 +130,24 @@ impl SettingsSource {
     }
 }
 
-/// The `PG*` variables qlsched reads, as libpq does.
-const LIBPQ_VARIABLES: [&str; 7] = [
+/// The `PG*` variables qlsched reads, as libpq does: any one of them set means settings were
+/// given (the demo never replaces given settings with a throw-away server). A test checks that
+/// every `PG*` name this module reads is here.
+const LIBPQ_VARIABLES: [&str; 14] = [
     "PGHOST",
     "PGPORT",
     "PGUSER",
     "PGDATABASE",
     "PGPASSWORD",
+    "PGPASSFILE",
+    "PGSERVICE",
     "PGSSLMODE",
+    "PGSSLROOTCERT",
+    "PGSSLCERT",
+    "PGSSLKEY",
     "PGAPPNAME",
+    "PGCONNECT_TIMEOUT",
+    "PGTARGETSESSIONATTRS",
 ];
 
 /// Resolved connection settings for one PostgreSQL database.

@@ -32,8 +32,10 @@ impl ConnectionSettings {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
-        // The pool bounds a connection as a whole; every host gets its connect_timeout.
-        let hosts = u32::try_from(self.targets().len()).unwrap_or(1).max(1);
+        // The pool bounds a connection as a whole; every host gets its connect_timeout, on every
+        // pass over the list (`prefer-standby` makes two).
+        let hosts = self.targets().len() * self.session_attrs.passes().len();
+        let hosts = u32::try_from(hosts).unwrap_or(u32::MAX).max(1);
         let create_timeout = self
             .connect_timeout
             .map_or(Duration::from_secs(15), |limit| limit * hosts);

@@ -45,15 +45,23 @@ fn nothing_given_is_told_apart_from_the_pg_environment() {
         let value = match name {
             "PGPORT" => "5432",
             "PGSSLMODE" => "disable",
+            "PGCONNECT_TIMEOUT" => "5",
+            "PGTARGETSESSIONATTRS" => "any",
             _ => "x",
         };
         let env = move |key: &str| (key == name).then(|| value.to_owned());
-        let settings = ConnectionSettings::resolve_with(None, env).expect(name);
-        assert_eq!(
-            settings.source(),
-            SettingsSource::LibpqEnvironment,
-            "{name}"
-        );
+        match ConnectionSettings::resolve_with(None, env) {
+            Ok(settings) => assert_eq!(
+                settings.source(),
+                SettingsSource::LibpqEnvironment,
+                "{name}"
+            ),
+            // Service files are refused by name: given, and said so.
+            Err(StoreError::Config(message)) if name == "PGSERVICE" => {
+                assert!(message.contains("PGSERVICE"), "{message}");
+            }
+            Err(error) => panic!("{name}: {error:?}"),
+        }
     }
 }
 
@@ -335,4 +343,27 @@ fn session_options_keep_the_connection_strings_own() {
             .as_str()
         )
     );
+}
+
+/// Every `PG*` variable the settings read is one of those that count as a setting given.
+#[test]
+fn every_pg_variable_read_is_listed() {
+    let sources = [
+        include_str!("mod.rs"),
+        include_str!("parse.rs"),
+        include_str!("open.rs"),
+        include_str!("pool.rs"),
+    ];
+    for source in sources {
+        for (at, _) in source.match_indices("\"PG") {
+            let name: String = source[at + 1..]
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                .collect();
+            assert!(
+                LIBPQ_VARIABLES.contains(&name.as_str()),
+                "{name} is read but not listed"
+            );
+        }
+    }
 }

@@ -143,8 +143,7 @@ impl TestDb {
             .expect("connect to the test database")
     }
 
-    /// A pool of its own, as a replica would have.
-    /// A pool as a replica opens it (its sessions carry the claim's plan settings).
+    /// A pool of its own, as a replica opens it (its sessions carry the claim's plan settings).
     pub async fn store(&self, application_name: &str) -> Store {
         Store::open_replica(&self.settings, &schema(), application_name, 4)
             .await
@@ -575,6 +574,8 @@ pub async fn claim(
     let client = store.client().await.expect("pooled connection");
     qlsched::store::claim::claim_for_round(&client, owner, budget, lease_ms, None, &mut 0)
         .await
+        .expect("claim sent")
+        .claim
         .expect("claim")
         .rows
 }
