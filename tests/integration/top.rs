@@ -307,12 +307,7 @@ async fn the_replicas_panel_reads_the_registry_and_a_primary_is_no_standby() {
         )
         .await
         .expect("age a heartbeat");
-    let held = qlsched(
-        Some(&db),
-        &["claim", "p/calm", "--hold", "--owner", "ops-bob"],
-        None,
-    );
-    assert_eq!(code(&held), 0, "{}", stderr(&held));
+    hold_by_hand(&db, "p/calm", "ops-bob");
 
     let store = db.store("qlsched top test").await;
     let snapshot = read_snapshot(&store, None).await.expect("snapshot");
@@ -357,6 +352,16 @@ fn replica(db: &TestDb, owner: &str) -> crate::util::ReplicaProcess {
         &db.url(),
         &["--owner", owner, "--lease", "5s", "--cadence", "200ms"],
     )
+}
+
+/// `trigger` claimed and held by hand by `owner`, as an operator does with `qlsched claim --hold`.
+fn hold_by_hand(db: &TestDb, trigger: &str, owner: &str) {
+    let held = qlsched(
+        Some(db),
+        &["claim", trigger, "--hold", "--owner", owner],
+        None,
+    );
+    assert_eq!(code(&held), 0, "{}", stderr(&held));
 }
 
 /// The selected `p/tock` row of the schedules table (the header names the filter `/p/tock`).
@@ -495,12 +500,7 @@ async fn misfire_counts_follow_the_revision_and_the_retention_and_manual_claiman
         )
         .await
         .expect("misfire records");
-    let held = qlsched(
-        Some(&db),
-        &["claim", "p/calm", "--hold", "--owner", "ops-bob"],
-        None,
-    );
-    assert_eq!(code(&held), 0, "{}", stderr(&held));
+    hold_by_hand(&db, "p/calm", "ops-bob");
     let store = db.store("qlsched top test").await;
     let snapshot = read_snapshot(&store, None).await.expect("snapshot");
     assert_eq!(

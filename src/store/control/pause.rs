@@ -51,6 +51,14 @@ pub struct PauseReport {
     pub unchanged: i64,
 }
 
+impl PauseReport {
+    /// The rows changed, out of the target's `total`; the rest were left as they were.
+    fn of(total: i64, changed: Vec<PauseChange>) -> Self {
+        let unchanged = total - i64::try_from(changed.len()).unwrap_or(i64::MAX);
+        PauseReport { changed, unchanged }
+    }
+}
+
 // How many schedule rows project $1 (trigger $2, or all when NULL) has: none is "not found".
 const COUNT_ROWS: &str = "SELECT count(*) FROM trigger_schedules
     WHERE project_id = $1 AND ($2::text IS NULL OR trigger_id = $2)";
@@ -148,10 +156,7 @@ pub async fn pause(
                 passed_over: None,
             })
             .collect();
-        Ok(PauseReport {
-            unchanged: total - changed.len() as i64,
-            changed,
-        })
+        Ok(PauseReport::of(total, changed))
     }
     .await;
     finish(client, done, dry_run).await
@@ -205,10 +210,7 @@ pub async fn resume(
         for row in &rows {
             changed.push(resume_row(client, row, actor).await?);
         }
-        Ok(PauseReport {
-            unchanged: total - changed.len() as i64,
-            changed,
-        })
+        Ok(PauseReport::of(total, changed))
     }
     .await;
     finish(client, done, dry_run).await

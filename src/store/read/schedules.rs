@@ -111,17 +111,25 @@ pub struct ScheduleFilter {
     pub limit: i64,
 }
 
+/// The columns after `state` that [`schedule_row`] reads, of a schedule row `s`.
+macro_rules! schedule_columns {
+    () => {
+        "s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+         s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
+         s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+         s.paused_at_ms, s.paused_by, s.pause_reason"
+    };
+}
+
 // Schedule rows, most urgent first (claim order), filtered. Unset filters are NULL parameters;
 // each statement is planned with its values, so a set owner or project uses its index.
 const SCHEDULES: &str = concat!(
     "SELECT * FROM (
         SELECT s.project_id, s.trigger_id, ",
     state_case!(),
-    " AS state,
-               s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-               s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
-               s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
-               s.paused_at_ms, s.paused_by, s.pause_reason
+    " AS state, ",
+    schedule_columns!(),
+    "
         FROM trigger_schedules s
         JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
         JOIN projects p ON p.project_id = s.project_id
@@ -182,11 +190,9 @@ const URGENT_SCHEDULES: &str = concat!(
     )
     SELECT s.project_id, s.trigger_id, ",
     state_case!(),
-    " AS state,
-           s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-           s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
-           s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
-           s.paused_at_ms, s.paused_by, s.pause_reason
+    " AS state, ",
+    schedule_columns!(),
+    "
     FROM keys
     JOIN trigger_schedules s ON s.project_id = keys.project_id AND s.trigger_id = keys.trigger_id
     JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
