@@ -6,6 +6,8 @@
 pub mod accounting;
 pub mod config;
 pub mod cron;
+#[cfg(test)]
+mod cron_oracle;
 pub mod decide;
 pub mod diagnose;
 pub mod duration;
