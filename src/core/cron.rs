@@ -1,17 +1,33 @@
-//! Cron evaluation in a time zone, in epoch milliseconds, on top of croner 4.0.3 (the first release
-//! without the spring-forward double fire; docs/DESIGN.md §7). This module owns which expressions
-//! qlsched accepts (docs/DESIGN.md §5.3) and how DST gaps and folds resolve; the tests pin croner's
-//! behaviour so an upgrade that changes it fails here first.
+//! Cron as cron users know it, evaluated in a time zone, in epoch milliseconds.
+//!
+//! This module owns which expressions qlsched accepts and what their occurrences are: the grammar
+//! and day rule of cronie (`man 5 crontab`), and cronie's daylight-saving rule applied in each
+//! trigger's own zone (docs/DECISIONS.md, "Cron"). It is qlsched's own small parser and
+//! evaluator, because no crate does what is needed: the crates at hand read the day fields, a `*`
+//! inside a list and the daylight-saving changes otherwise than cronie, and the replicas'
+//! decision, the accounting, `backfill`, `inspect trigger` and `qlsched cron` must all agree with
+//! what a crontab user expects. Every one of them goes through [`CronSchedule`].
+//!
+//! An expression becomes a bit set per field; a search walks wall-clock (zone-free) times with
+//! those sets, and each matching wall time is mapped to instants by chrono-tz with the rule:
+//!
+//! - a *fixed-time* job (neither its minute nor its hour field, nor a six-field expression's
+//!   seconds field, begins with `*`) runs a wall time that a spring-forward gap skips once, at the
+//!   instant the gap ends (several skipped wall times are that one occurrence), and a wall time an
+//!   autumn fold repeats once, at its first instant;
+//! - any other (*wildcard*) job follows the wall clock: every instant whose wall time matches,
+//!   both instants of a repeated wall time, none for a skipped one.
 
-use chrono::{DateTime, TimeZone as _};
-use chrono_tz::Tz;
-use croner::Cron;
-use croner::parser::{CronParser, Seconds};
+use chrono::{
+    DateTime, Datelike as _, LocalResult, NaiveDate, NaiveDateTime, Offset as _, TimeZone as _,
+};
+use chrono_tz::{GapInfo, Tz};
 
 use super::error::CoreError;
 
-/// The `@` macros qlsched accepts, with the five-field pattern each stands for. croner knows most of
-/// these but not `@midnight`, so they are expanded here, in one place.
+/// The `@` macros qlsched accepts, with the five-field pattern each stands for; the expansion has
+/// the same `*` flags cronie sets for the macro (`@hourly` is a wildcard job, the others are
+/// fixed-time).
 const MACROS: [(&str, &str); 7] = [
     ("@yearly", "0 0 1 1 *"),
     ("@annually", "0 0 1 1 *"),
@@ -22,21 +38,122 @@ const MACROS: [(&str, &str); 7] = [
     ("@hourly", "0 * * * *"),
 ];
 
-/// Where the "does it ever fire" check starts; any pattern that fires at all fires within a few
-/// years of any instant, since qlsched refuses year fields.
-const VALIDATION_ORIGIN_MS: i64 = 946_684_800_000; // 2000-01-01T00:00:00Z
+/// The instants qlsched evaluates cron in, in epoch seconds: 0001-01-01T00:00:00Z to
+/// 9999-12-31T23:59:59Z, the years RFC 3339 can write. Before the first there is no occurrence;
+/// after the last, none is found.
+pub const FIRST_INSTANT_S: i64 = -62_135_596_800;
+pub const LAST_INSTANT_S: i64 = 253_402_300_799;
+/// Wall-clock searches stop two days beyond the instants, past any zone's offset.
+const WALL_MARGIN_S: i64 = 2 * DAY_S;
+const DAY_S: i64 = 86_400;
+
+/// One field of the expression: its name in messages, its bounds and its names, if any.
+struct FieldKind {
+    name: &'static str,
+    low: u32,
+    high: u32,
+    names: &'static [&'static str],
+    /// How a message suggests a name and its number (`use MON or 1`).
+    noun: &'static str,
+}
+
+const SECOND: FieldKind = FieldKind {
+    name: "second",
+    low: 0,
+    high: 59,
+    names: &[],
+    noun: "",
+};
+const MINUTE: FieldKind = FieldKind {
+    name: "minute",
+    low: 0,
+    high: 59,
+    names: &[],
+    noun: "",
+};
+const HOUR: FieldKind = FieldKind {
+    name: "hour",
+    low: 0,
+    high: 23,
+    names: &[],
+    noun: "",
+};
+const DAY_OF_MONTH: FieldKind = FieldKind {
+    name: "day-of-month",
+    low: 1,
+    high: 31,
+    names: &[],
+    noun: "",
+};
+const MONTH: FieldKind = FieldKind {
+    name: "month",
+    low: 1,
+    high: 12,
+    names: &[
+        "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+    ],
+    noun: "month",
+};
+const DAY_OF_WEEK: FieldKind = FieldKind {
+    name: "day-of-week",
+    low: 0,
+    high: 7,
+    names: &["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"],
+    noun: "day",
+};
+
+/// A parsed field: the values it allows (bit `v` for value `v`) and whether it begins with `*`,
+/// which is what cronie's day and daylight-saving rules look at.
+struct Parsed {
+    bits: u64,
+    star: bool,
+}
+
+/// The expression as bit sets, and the two flags the rules need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fields {
+    seconds: u64,
+    minutes: u64,
+    hours: u64,
+    /// Bits 1 to 31.
+    days_of_month: u64,
+    /// Bits 1 to 12.
+    months: u64,
+    /// Bits 0 to 6, Sunday 0 (a 7 is read as 0).
+    days_of_week: u64,
+    /// Day-of-month OR day-of-week, when both are restricted (neither begins with `*`); AND
+    /// otherwise, as cronie reads them.
+    either_day: bool,
+    /// No time field begins with `*`: gaps and folds run its wall times once.
+    fixed_time: bool,
+}
 
 /// A validated cron expression bound to its time zone.
 ///
-/// Occurrences are wall clock times in the zone, with croner's DST rules (pinned by the tests
-/// below): a fixed-time job whose time falls in a spring-forward gap fires once, at the first
-/// instant after the gap; in an autumn fold a fixed-time job fires on the earlier instant only,
-/// while an interval job (such as every 15 minutes) fires on both, which are distinct instants.
+/// Occurrences are whole seconds. See the module docs for the daylight-saving rule.
 #[derive(Debug, Clone)]
 pub struct CronSchedule {
-    cron: Cron,
+    fields: Fields,
     time_zone: Tz,
     expr: String,
+}
+
+/// How a wall time exists in the zone.
+enum Wall {
+    Once(i64),
+    /// A fold: the first and the second instant.
+    Twice(i64, i64),
+    /// A gap: the instant the gap ends, when chrono-tz knows it.
+    Skipped(Option<i64>),
+}
+
+/// A fold around a repeated wall time: the repeated wall times `[start, end)` and the offsets
+/// before and after.
+struct Fold {
+    start: i64,
+    end: i64,
+    first_offset: i64,
+    second_offset: i64,
 }
 
 impl CronSchedule {
@@ -44,26 +161,25 @@ impl CronSchedule {
     ///
     /// # Errors
     ///
-    /// [`CoreError::InvalidCron`] for a malformed expression, [`CoreError::UnknownTimeZone`] for a
-    /// zone chrono-tz does not know, [`CoreError::NoOccurrence`] for a pattern that never fires
-    /// (such as February 30).
+    /// [`CoreError::InvalidCron`] for a malformed expression, with the field and the token as
+    /// written; [`CoreError::UnknownTimeZone`] for a zone chrono-tz does not know;
+    /// [`CoreError::NoOccurrence`] for a pattern that never fires (such as February 30).
     pub fn parse(expr: &str, time_zone: &str) -> Result<Self, CoreError> {
         let time_zone: Tz = time_zone
             .parse()
             .map_err(|_| CoreError::UnknownTimeZone(time_zone.to_owned()))?;
         let pattern = expand(expr)?;
-        let cron = CronParser::builder()
-            .seconds(Seconds::Optional)
-            .build()
-            .parse(pattern)
-            .map_err(|e| invalid(expr, e.to_string()))?;
-        let schedule = Self {
-            cron,
+        let fields = parse_fields(pattern).map_err(|reason| invalid(expr, reason))?;
+        if !fields.can_fire() {
+            return Err(CoreError::NoOccurrence {
+                expr: expr.to_owned(),
+            });
+        }
+        Ok(Self {
+            fields,
             time_zone,
             expr: expr.to_owned(),
-        };
-        schedule.next_after(VALIDATION_ORIGIN_MS)?;
-        Ok(schedule)
+        })
     }
 
     /// The expression as written, before macro expansion.
@@ -76,23 +192,35 @@ impl CronSchedule {
         self.time_zone.name()
     }
 
+    /// Whether the gap and fold rule for fixed-time jobs applies (module docs).
+    pub fn is_fixed_time(&self) -> bool {
+        self.fields.fixed_time
+    }
+
     /// The first occurrence strictly after `at_ms`.
     ///
     /// # Errors
     ///
-    /// [`CoreError::NoOccurrence`] when there is none before croner's upper year limit, and
-    /// [`CoreError::OutOfBounds`] when `at_ms` is not a representable instant.
+    /// [`CoreError::NoOccurrence`] when there is none up to 9999-12-31T23:59:59Z, the last
+    /// instant qlsched evaluates cron in ([`LAST_INSTANT_S`]).
     pub fn next_after(&self, at_ms: i64) -> Result<i64, CoreError> {
-        let at = self.whole_second_at_or_before(at_ms)?;
-        self.cron
-            .find_next_occurrence(&at, false)
-            .map(|next| next.timestamp_millis())
-            .map_err(|_| CoreError::NoOccurrence {
+        let at = at_ms.div_euclid(1_000).max(FIRST_INSTANT_S - 1);
+        let next = if at >= LAST_INSTANT_S {
+            None
+        } else if self.fields.fixed_time {
+            self.next_fixed(at)
+        } else {
+            self.next_wildcard(at)
+        };
+        next.filter(|&s| s <= LAST_INSTANT_S)
+            .map(|s| s * 1_000)
+            .ok_or_else(|| CoreError::NoOccurrence {
                 expr: self.expr.clone(),
             })
     }
 
-    /// The latest occurrence at or before `at_ms`, or `None` when the pattern never fired before it.
+    /// The latest occurrence at or before `at_ms`, or `None` when the pattern never fired before
+    /// it (or `at_ms` is before 0001-01-01).
     ///
     /// This is one backward search from `at_ms`, so its cost does not depend on how many occurrences
     /// lie between `at_ms` and any cursor (docs/DESIGN.md §4.4): finding L costs the same for one
@@ -100,16 +228,18 @@ impl CronSchedule {
     ///
     /// # Errors
     ///
-    /// [`CoreError::OutOfBounds`] when `at_ms` is not a representable instant.
+    /// None today; the `Result` keeps the signature of the other searches.
     pub fn latest_at_or_before(&self, at_ms: i64) -> Result<Option<i64>, CoreError> {
-        let at = self.whole_second_at_or_before(at_ms)?;
-        // croner reports "no earlier match" as a search error (year limit or search budget); the
-        // pattern was proven to fire at parse time, so any failure here means none before `at_ms`.
-        Ok(self
-            .cron
-            .find_previous_occurrence(&at, true)
-            .ok()
-            .map(|latest| latest.timestamp_millis()))
+        let at = at_ms.div_euclid(1_000).min(LAST_INSTANT_S);
+        if at < FIRST_INSTANT_S {
+            return Ok(None);
+        }
+        let latest = if self.fields.fixed_time {
+            self.latest_fixed(at)
+        } else {
+            self.latest_wildcard(at)
+        };
+        Ok(latest.filter(|&s| s >= FIRST_INSTANT_S).map(|s| s * 1_000))
     }
 
     /// The first occurrence at or after `at_ms`.
@@ -145,13 +275,18 @@ impl CronSchedule {
         cap: u64,
     ) -> Result<(u64, bool), CoreError> {
         let mut count = 0;
-        let mut at = self.next_at_or_after(first_ms)?;
+        let Some(mut at) = self.next_or_end(first_ms.saturating_sub(1))? else {
+            return Ok((0, true));
+        };
         while at <= last_ms {
             if count == cap {
                 return Ok((cap, false));
             }
             count += 1;
-            at = self.next_after(at)?;
+            match self.next_or_end(at)? {
+                Some(next) => at = next,
+                None => break,
+            }
         }
         Ok((count, true))
     }
@@ -171,38 +306,364 @@ impl CronSchedule {
         if from_ms >= to_ms {
             return Ok(out);
         }
-        let mut at = self.next_at_or_after(from_ms)?;
-        while at < to_ms && out.len() < limit {
-            out.push(at);
-            at = self.next_after(at)?;
+        let mut at = self.next_or_end(from_ms.saturating_sub(1))?;
+        while let Some(next) = at
+            && next < to_ms
+            && out.len() < limit
+        {
+            out.push(next);
+            at = self.next_or_end(next)?;
         }
         Ok(out)
     }
 
-    /// croner searches whole seconds; flooring first keeps "strictly after" and "at or before"
-    /// exact for instants with a millisecond part.
-    fn whole_second_at_or_before(&self, at_ms: i64) -> Result<DateTime<Tz>, CoreError> {
-        self.time_zone
-            .timestamp_opt(at_ms.div_euclid(1_000), 0)
-            .single()
-            .ok_or_else(|| CoreError::OutOfBounds {
-                field: "time",
-                value: at_ms.to_string(),
-                bounds: "a representable instant in epoch milliseconds",
-            })
+    /// [`CronSchedule::next_after`], with the end of the evaluated instants as `None`: a walk
+    /// that reaches year 9999 has simply listed everything.
+    fn next_or_end(&self, at_ms: i64) -> Result<Option<i64>, CoreError> {
+        match self.next_after(at_ms) {
+            Ok(next) => Ok(Some(next)),
+            Err(CoreError::NoOccurrence { .. }) => Ok(None),
+            Err(other) => Err(other),
+        }
     }
+
+    // The searches, in epoch seconds and wall seconds (seconds on a zone-free clock). `at` is a
+    // whole second; the wall time of an instant is `at + offset`.
+
+    /// Fixed-time: the occurrences are the matching wall times mapped by "first instant, or the
+    /// gap's end", a map that never decreases; so the next occurrence is the map of the first
+    /// match past the wall times that map to `at` or before.
+    fn next_fixed(&self, at: i64) -> Option<i64> {
+        let wall = self.wall_of(at);
+        let from = match self.resolve(wall) {
+            // In a fold's second pass every repeated wall time already ran.
+            Wall::Twice(first, _) if first != at => self.fold(wall, first, at).end,
+            _ => wall + 1,
+        };
+        let mut from = from;
+        loop {
+            let matched = self.fields.next_match(from, wall_limit_up())?;
+            match self.resolve(matched) {
+                Wall::Once(t) | Wall::Twice(t, _) | Wall::Skipped(Some(t)) => return Some(t),
+                Wall::Skipped(None) => from = matched + 1,
+            }
+        }
+    }
+
+    fn latest_fixed(&self, at: i64) -> Option<i64> {
+        let wall = self.wall_of(at);
+        let to = match self.resolve(wall) {
+            Wall::Twice(first, _) if first != at => self.fold(wall, first, at).end - 1,
+            _ => wall,
+        };
+        let mut to = to;
+        loop {
+            let matched = self.fields.previous_match(to, wall_limit_down())?;
+            match self.resolve(matched) {
+                Wall::Once(t) | Wall::Twice(t, _) | Wall::Skipped(Some(t)) => return Some(t),
+                Wall::Skipped(None) => to = matched - 1,
+            }
+        }
+    }
+
+    /// Wildcard: every instant whose wall time matches. Outside folds that is the first match
+    /// past `at`'s wall time; in a fold, the rest of the pass `at` is in comes first, then (from
+    /// the first pass) the second pass from the fold's start.
+    fn next_wildcard(&self, at: i64) -> Option<i64> {
+        let wall = self.wall_of(at);
+        let Wall::Twice(first, second) = self.resolve(wall) else {
+            return self.first_instant_from(wall + 1);
+        };
+        let fold = self.fold(wall, first, second);
+        let in_fold = |w: Option<i64>| w.filter(|&w| w < fold.end);
+        if at == first {
+            if let Some(w) = in_fold(self.fields.next_match(wall + 1, fold.end)) {
+                return Some(w - fold.first_offset);
+            }
+            if let Some(w) = in_fold(self.fields.next_match(fold.start, fold.end)) {
+                return Some(w - fold.second_offset);
+            }
+        } else if let Some(w) = in_fold(self.fields.next_match(wall + 1, fold.end)) {
+            return Some(w - fold.second_offset);
+        }
+        self.first_instant_from(fold.end)
+    }
+
+    fn latest_wildcard(&self, at: i64) -> Option<i64> {
+        let wall = self.wall_of(at);
+        let Wall::Twice(first, second) = self.resolve(wall) else {
+            return self.last_instant_to(wall);
+        };
+        let fold = self.fold(wall, first, second);
+        let in_fold = |w: Option<i64>| w.filter(|&w| w >= fold.start);
+        if at == second {
+            if let Some(w) = in_fold(self.fields.previous_match(wall, fold.start)) {
+                return Some(w - fold.second_offset);
+            }
+            if let Some(w) = in_fold(self.fields.previous_match(fold.end - 1, fold.start)) {
+                return Some(w - fold.first_offset);
+            }
+        } else if let Some(w) = in_fold(self.fields.previous_match(wall, fold.start)) {
+            return Some(w - fold.first_offset);
+        }
+        self.last_instant_to(fold.start - 1)
+    }
+
+    /// The earliest instant of the first matching wall time at or after `from` that exists.
+    fn first_instant_from(&self, mut from: i64) -> Option<i64> {
+        loop {
+            let matched = self.fields.next_match(from, wall_limit_up())?;
+            match self.resolve(matched) {
+                Wall::Once(t) | Wall::Twice(t, _) => return Some(t),
+                Wall::Skipped(Some(end)) => from = self.wall_of(end).max(matched + 1),
+                Wall::Skipped(None) => from = matched + 1,
+            }
+        }
+    }
+
+    /// The latest instant of the last matching wall time at or before `to` that exists.
+    fn last_instant_to(&self, mut to: i64) -> Option<i64> {
+        loop {
+            let matched = self.fields.previous_match(to, wall_limit_down())?;
+            match self.resolve(matched) {
+                Wall::Once(t) | Wall::Twice(_, t) => return Some(t),
+                Wall::Skipped(_) => to = matched - 1,
+            }
+        }
+    }
+
+    fn offset_at(&self, at: i64) -> i64 {
+        DateTime::from_timestamp(at, 0).map_or(0, |t| {
+            i64::from(
+                self.time_zone
+                    .offset_from_utc_datetime(&t.naive_utc())
+                    .fix()
+                    .local_minus_utc(),
+            )
+        })
+    }
+
+    fn wall_of(&self, at: i64) -> i64 {
+        at + self.offset_at(at)
+    }
+
+    fn resolve(&self, wall: i64) -> Wall {
+        let Some(naive) = naive(wall) else {
+            return Wall::Skipped(None);
+        };
+        match self.time_zone.from_local_datetime(&naive) {
+            LocalResult::Single(t) => Wall::Once(t.timestamp()),
+            LocalResult::Ambiguous(a, b) => {
+                let (a, b) = (a.timestamp(), b.timestamp());
+                Wall::Twice(a.min(b), a.max(b))
+            }
+            LocalResult::None => Wall::Skipped(
+                GapInfo::new(&naive, &self.time_zone)
+                    .and_then(|gap| gap.end)
+                    .map(|end| end.timestamp()),
+            ),
+        }
+    }
+
+    /// The fold around a wall time that exists at `first` and `second`: the change is the one
+    /// instant in `(first, second]` where the offset drops, found by bisection.
+    fn fold(&self, wall: i64, first: i64, second: i64) -> Fold {
+        let first_offset = wall - first;
+        let second_offset = wall - second;
+        let (mut before, mut change) = (first, second);
+        while change - before > 1 {
+            let mid = before + (change - before) / 2;
+            if self.offset_at(mid) == first_offset {
+                before = mid;
+            } else {
+                change = mid;
+            }
+        }
+        Fold {
+            start: change + second_offset,
+            end: change + first_offset,
+            first_offset,
+            second_offset,
+        }
+    }
+}
+
+fn wall_limit_up() -> i64 {
+    LAST_INSTANT_S + WALL_MARGIN_S
+}
+
+fn wall_limit_down() -> i64 {
+    FIRST_INSTANT_S - WALL_MARGIN_S
+}
+
+fn naive(wall: i64) -> Option<NaiveDateTime> {
+    DateTime::from_timestamp(wall, 0).map(|t| t.naive_utc())
+}
+
+fn date_of(day: i64) -> Option<NaiveDate> {
+    i32::try_from(day + 719_163)
+        .ok()
+        .and_then(NaiveDate::from_num_days_from_ce_opt)
+}
+
+/// The lowest set bit at or above `from`.
+fn next_bit(bits: u64, from: i64) -> Option<i64> {
+    if !(0..64).contains(&from) {
+        return None;
+    }
+    let masked = bits & (u64::MAX << from);
+    (masked != 0).then(|| i64::from(masked.trailing_zeros()))
+}
+
+/// The highest set bit at or below `to`.
+fn previous_bit(bits: u64, to: i64) -> Option<i64> {
+    if to < 0 {
+        return None;
+    }
+    let masked = bits & (u64::MAX >> (63 - to.min(63)));
+    (masked != 0).then(|| 63 - i64::from(masked.leading_zeros()))
+}
+
+impl Fields {
+    fn day_matches(&self, date: NaiveDate) -> bool {
+        let dom = self.days_of_month & (1 << date.day()) != 0;
+        let dow = self.days_of_week & (1 << date.weekday().num_days_from_sunday()) != 0;
+        if self.either_day {
+            dom || dow
+        } else {
+            dom && dow
+        }
+    }
+
+    /// Whether some day of the 400-year Gregorian cycle matches. Only a day-of-month list read
+    /// with AND can fail: every month and day pair that exists falls on every weekday.
+    fn can_fire(&self) -> bool {
+        if self.either_day {
+            return true;
+        }
+        (1..=12).any(|month| {
+            self.months & (1 << month) != 0 && {
+                let longest = if month == 2 { 29 } else { days_in(2000, month) };
+                (1..=longest).any(|d| self.days_of_month & (1 << d) != 0)
+            }
+        })
+    }
+
+    /// The first time of day at or after `from` seconds since midnight.
+    fn next_time_of_day(&self, from: i64) -> Option<i64> {
+        let (mut hour, mut minute, mut second) = (from / 3600, from / 60 % 60, from % 60);
+        loop {
+            let h = next_bit(self.hours, hour)?;
+            if h != hour {
+                (hour, minute, second) = (h, 0, 0);
+            }
+            let Some(m) = next_bit(self.minutes, minute) else {
+                (hour, minute, second) = (hour + 1, 0, 0);
+                continue;
+            };
+            if m != minute {
+                (minute, second) = (m, 0);
+            }
+            match next_bit(self.seconds, second) {
+                Some(s) => return Some(hour * 3600 + minute * 60 + s),
+                None => (minute, second) = (minute + 1, 0),
+            }
+        }
+    }
+
+    /// The last time of day at or before `to` seconds since midnight.
+    fn previous_time_of_day(&self, to: i64) -> Option<i64> {
+        let (mut hour, mut minute, mut second) = (to / 3600, to / 60 % 60, to % 60);
+        loop {
+            let h = previous_bit(self.hours, hour)?;
+            if h != hour {
+                (hour, minute, second) = (h, 59, 59);
+            }
+            let Some(m) = previous_bit(self.minutes, minute) else {
+                (hour, minute, second) = (hour - 1, 59, 59);
+                continue;
+            };
+            if m != minute {
+                (minute, second) = (m, 59);
+            }
+            match previous_bit(self.seconds, second) {
+                Some(s) => return Some(hour * 3600 + minute * 60 + s),
+                None => (minute, second) = (minute - 1, 59),
+            }
+        }
+    }
+
+    /// The first matching wall time at or after `from`, up to `limit`.
+    fn next_match(&self, from: i64, limit: i64) -> Option<i64> {
+        let mut day = from.div_euclid(DAY_S);
+        let mut time = from.rem_euclid(DAY_S);
+        while day * DAY_S <= limit {
+            let date = date_of(day)?;
+            if self.months & (1 << date.month()) == 0 {
+                // The first of the next month.
+                day += i64::from(days_in(date.year(), date.month()) - date.day()) + 1;
+                time = 0;
+                continue;
+            }
+            if self.day_matches(date)
+                && let Some(t) = self.next_time_of_day(time)
+            {
+                let found = day * DAY_S + t;
+                return (found <= limit).then_some(found);
+            }
+            day += 1;
+            time = 0;
+        }
+        None
+    }
+
+    /// The last matching wall time at or before `to`, down to `limit`.
+    fn previous_match(&self, to: i64, limit: i64) -> Option<i64> {
+        let mut day = to.div_euclid(DAY_S);
+        let mut time = to.rem_euclid(DAY_S);
+        while (day + 1) * DAY_S > limit {
+            let date = date_of(day)?;
+            if self.months & (1 << date.month()) == 0 {
+                // The last day of the previous month.
+                day -= i64::from(date.day());
+                time = DAY_S - 1;
+                continue;
+            }
+            if self.day_matches(date)
+                && let Some(t) = self.previous_time_of_day(time)
+            {
+                let found = day * DAY_S + t;
+                return (found >= limit).then_some(found);
+            }
+            day -= 1;
+            time = DAY_S - 1;
+        }
+        None
+    }
+}
+
+fn days_in(year: i32, month: u32) -> u32 {
+    let (y, m) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    NaiveDate::from_ymd_opt(y, m, 1)
+        .and_then(|next| next.pred_opt())
+        .map_or(31, |last| last.day())
 }
 
 /// How daylight saving time bears on one occurrence in its zone (`qlsched cron` marks them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DstNote {
-    /// The wall time the pattern names was skipped by a spring-forward gap: the occurrence moved
-    /// to the first instant after the gap, and its wall time is not one the pattern names.
+    /// A fixed-time job's wall time (one or more) was skipped by a spring-forward gap: it runs
+    /// once, here, at the instant the gap ends.
     GapMoved,
     /// The wall time repeats in an autumn fold, and this is its first instant.
     FoldFirst,
-    /// The wall time repeats in an autumn fold, and this is its second instant.
+    /// The wall time repeats in an autumn fold, and this is its second instant (wildcard jobs
+    /// only).
     FoldSecond,
 }
 
@@ -210,7 +671,7 @@ impl DstNote {
     /// A few words for a table.
     pub fn describe(self) -> &'static str {
         match self {
-            DstNote::GapMoved => "moved: its wall time falls in a DST gap",
+            DstNote::GapMoved => "moved: DST gap skipped its wall time; runs once at the jump",
             DstNote::FoldFirst => "DST fold: wall time repeats, first instant",
             DstNote::FoldSecond => "DST fold: wall time repeats, second instant",
         }
@@ -229,28 +690,27 @@ impl CronSchedule {
             )
     }
 
-    /// Whether a DST gap moved the occurrence at `at_ms`, or a fold repeats its wall time.
+    /// Whether the occurrence at `at_ms` stands for wall times a gap skipped, or its wall time
+    /// repeats in a fold.
     pub fn dst_note(&self, at_ms: i64) -> Option<DstNote> {
-        use chrono::LocalResult;
-        let local = self.time_zone.timestamp_millis_opt(at_ms).single()?;
-        if let LocalResult::Ambiguous(first, _) =
-            self.time_zone.from_local_datetime(&local.naive_local())
-        {
-            return Some(if first.timestamp_millis() == at_ms {
+        let at = at_ms.div_euclid(1_000);
+        let wall = self.wall_of(at);
+        if let Wall::Twice(first, _) = self.resolve(wall) {
+            return Some(if first == at {
                 DstNote::FoldFirst
             } else {
                 DstNote::FoldSecond
             });
         }
-        match self.cron.is_time_matching(&local) {
-            Ok(false) => Some(DstNote::GapMoved),
-            _ => None,
-        }
+        let before = self.wall_of(at - 1);
+        let skipped_a_match = self.fields.fixed_time
+            && wall - before > 1
+            && self.fields.next_match(before + 1, wall - 1).is_some();
+        skipped_a_match.then_some(DstNote::GapMoved)
     }
 }
 
-/// Checks the shape croner would otherwise accept too loosely (a seventh, year field; unknown
-/// macros) and returns the pattern to hand to croner.
+/// Checks the shape (a seventh, year field; unknown macros) and returns the fields' text.
 fn expand(expr: &str) -> Result<&str, CoreError> {
     let trimmed = expr.trim();
     if trimmed.starts_with('@') {
@@ -273,6 +733,166 @@ fn expand(expr: &str) -> Result<&str, CoreError> {
             format!("expected five fields, or six with leading seconds; got {n}"),
         )),
     }
+}
+
+fn parse_fields(pattern: &str) -> Result<Fields, String> {
+    let texts: Vec<&str> = pattern.split_whitespace().collect();
+    let (second, rest) = match texts.len() {
+        6 => (Some(parse_field(&SECOND, texts[0])?), &texts[1..]),
+        _ => (None, &texts[..]),
+    };
+    let minute = parse_field(&MINUTE, rest[0])?;
+    let hour = parse_field(&HOUR, rest[1])?;
+    let dom = parse_field(&DAY_OF_MONTH, rest[2])?;
+    let month = parse_field(&MONTH, rest[3])?;
+    let dow = parse_field(&DAY_OF_WEEK, rest[4])?;
+    let second_star = second.as_ref().is_some_and(|s| s.star);
+    Ok(Fields {
+        seconds: second.map_or(1, |s| s.bits),
+        minutes: minute.bits,
+        hours: hour.bits,
+        days_of_month: dom.bits,
+        months: month.bits,
+        // Sunday is 0 and 7.
+        days_of_week: (dow.bits | (dow.bits >> 7)) & 0x7f,
+        either_day: !dom.star && !dow.star,
+        fixed_time: !minute.star && !hour.star && !second_star,
+    })
+}
+
+/// One field: a comma list of `*`, `*/step`, `value`, `low-high` and `low-high/step`, as cronie
+/// reads it; the messages quote the field and the element as written.
+fn parse_field(kind: &FieldKind, text: &str) -> Result<Parsed, String> {
+    let mut bits = 0u64;
+    for element in text.split(',') {
+        if element.is_empty() {
+            return Err(format!(
+                "field {}: '{text}' has an empty list element",
+                kind.name
+            ));
+        }
+        let (low, high, step) = parse_element(kind, element)?;
+        let mut v = Some(low);
+        while let Some(value) = v.filter(|&value| value <= high) {
+            bits |= 1 << value;
+            v = value.checked_add(step);
+        }
+    }
+    Ok(Parsed {
+        bits,
+        star: text.starts_with('*'),
+    })
+}
+
+fn parse_element(kind: &FieldKind, element: &str) -> Result<(u32, u32, u32), String> {
+    let name = kind.name;
+    if element.contains('~') {
+        return Err(format!(
+            "field {name}: '{element}': ~ (a random value each crond picks for itself) is refused: \
+             every replica must read one schedule"
+        ));
+    }
+    let (range, step) = match element.split_once('/') {
+        None => (element, None),
+        Some((range, step_text)) => {
+            let digits = !step_text.is_empty() && step_text.bytes().all(|b| b.is_ascii_digit());
+            let step = match digits.then(|| step_text.parse::<u32>().ok()).flatten() {
+                Some(0) => {
+                    return Err(format!(
+                        "field {name}: '{element}': a step must be 1 or more"
+                    ));
+                }
+                Some(step) => step,
+                None => {
+                    return Err(format!(
+                        "field {name}: '{element}': the step '{step_text}' is not a number"
+                    ));
+                }
+            };
+            (range, Some(step))
+        }
+    };
+    if range == "*" {
+        return Ok((kind.low, kind.high, step.unwrap_or(1)));
+    }
+    let Some((low_text, high_text)) = range.split_once('-') else {
+        let value = parse_value(kind, range)?;
+        if let Some(step) = step {
+            return Err(format!(
+                "field {name}: '{element}': a step follows * or a range, such as {range}-{}/{step}",
+                kind.high
+            ));
+        }
+        return Ok((value, value, 1));
+    };
+    if low_text.is_empty() || high_text.is_empty() {
+        return Err(format!(
+            "field {name}: '{element}' is not a range: a value is missing beside '-'"
+        ));
+    }
+    let low = parse_value(kind, low_text)?;
+    let mut high = parse_value(kind, high_text)?;
+    // cronie reads a day-of-week range ending on Sunday written as 0 (FRI-SUN) as ending on 7.
+    if kind.name == DAY_OF_WEEK.name && high == 0 && low > 0 {
+        high = 7;
+    }
+    if low > high {
+        return Err(format!(
+            "field {name}: '{element}' is a reversed range; write the lower value first"
+        ));
+    }
+    Ok((low, high, step.unwrap_or(1)))
+}
+
+fn parse_value(kind: &FieldKind, token: &str) -> Result<u32, String> {
+    let name = kind.name;
+    let (low, high) = (kind.low, kind.high);
+    if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+        return match token.parse::<u32>() {
+            Ok(v) if (low..=high).contains(&v) => Ok(v),
+            _ => Err(format!(
+                "field {name}: '{token}' is out of range {low}-{high}"
+            )),
+        };
+    }
+    if let Some(index) = kind
+        .names
+        .iter()
+        .position(|n| n.eq_ignore_ascii_case(token))
+    {
+        return Ok(u32::try_from(index).unwrap_or(0) + low);
+    }
+    if token == "?" {
+        return Err(format!(
+            "field {name}: '?' is Quartz syntax, not cron's; write *"
+        ));
+    }
+    if token.contains('#') || token.ends_with(['L', 'l', 'W', 'w']) && token.len() <= 3 {
+        return Err(format!(
+            "field {name}: '{token}': L, W and # are Quartz syntax that cron does not have"
+        ));
+    }
+    if !kind.names.is_empty() {
+        if let Some(index) = kind.names.iter().position(|n| {
+            token.len() > 3 && token.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(n))
+        }) {
+            return Err(format!(
+                "field {name}: '{token}' is not a {} name; use {} or {}",
+                kind.noun,
+                kind.names[index],
+                u32::try_from(index).unwrap_or(0) + low
+            ));
+        }
+        return Err(format!(
+            "field {name}: '{token}' is not a {noun} name ({}-{}) or a number {low}-{high}",
+            kind.names[0],
+            kind.names[kind.names.len() - 1],
+            noun = kind.noun
+        ));
+    }
+    Err(format!(
+        "field {name}: '{token}' is not a number {low}-{high}"
+    ))
 }
 
 fn macro_reason(name: &str) -> String {
