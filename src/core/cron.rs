@@ -1061,8 +1061,8 @@ mod tests {
         assert_eq!(s.latest_at_or_before(before_year_one).unwrap(), None);
     }
 
-    /// croner carries a fixed-time job whose wall clock time falls in the spring-forward gap to the
-    /// first instant after the gap (03:00 local), once.
+    /// A fixed-time job whose wall clock time falls in the spring-forward gap runs at the first
+    /// instant after the gap (03:00 local), once.
     #[test]
     fn daily_job_in_spring_gap_fires_once_at_the_gap_end() {
         for (zone, (y, mo, d)) in [
@@ -1168,5 +1168,273 @@ mod tests {
             assert_eq!(s.dst_note(first + 2 * HOUR), None, "{zone}");
             assert!(s.local_text(first).contains(":30:00"), "{zone}");
         }
+    }
+    /// The occurrences of `expr` in `zone` in `[from, to)`, as UTC text for readable assertions.
+    fn listed(expr: &str, zone: &str, from: i64, to: i64) -> Vec<String> {
+        let s = CronSchedule::parse(expr, zone).unwrap();
+        s.occurrences_between(from, to, 1_000)
+            .unwrap()
+            .into_iter()
+            .map(crate::core::time::utc)
+            .collect()
+    }
+
+    fn day_in_utc(y: i32, mo: u32, d: u32) -> (i64, i64) {
+        let start = day_start_utc(y, mo, d);
+        (start - 24 * HOUR, start + 24 * HOUR)
+    }
+
+    /// The worked examples of docs/DECISIONS.md, Europe/Berlin, spring 2027: 02:00-02:59 does not
+    /// exist on 28 March. Fixed-time jobs run their skipped wall times once, at 03:00 CEST
+    /// (01:00Z); a wildcard job has no 02:xx that day.
+    #[test]
+    fn worked_examples_berlin_spring() {
+        let (from, to) = day_in_utc(2027, 3, 28);
+        let berlin = |expr| listed(expr, "Europe/Berlin", from, to);
+        assert_eq!(
+            berlin("30 2 * * *"),
+            ["2027-03-27T01:30:00.000Z", "2027-03-28T01:00:00.000Z"]
+        );
+        assert_eq!(
+            berlin("30 2,14 * * *"),
+            [
+                "2027-03-27T01:30:00.000Z",
+                "2027-03-27T13:30:00.000Z",
+                "2027-03-28T01:00:00.000Z",
+                "2027-03-28T12:30:00.000Z"
+            ]
+        );
+        assert_eq!(
+            berlin("0,30 2 * * *"),
+            [
+                "2027-03-27T01:00:00.000Z",
+                "2027-03-27T01:30:00.000Z",
+                "2027-03-28T01:00:00.000Z"
+            ]
+        );
+        let quarters = berlin("*/15 * * * *");
+        let around: Vec<&str> = quarters
+            .iter()
+            .map(String::as_str)
+            .filter(|t| t.starts_with("2027-03-28T00:") || t.starts_with("2027-03-28T01:00"))
+            .collect();
+        assert_eq!(
+            around,
+            [
+                "2027-03-28T00:00:00.000Z",
+                "2027-03-28T00:15:00.000Z",
+                "2027-03-28T00:30:00.000Z",
+                "2027-03-28T00:45:00.000Z",
+                "2027-03-28T01:00:00.000Z"
+            ],
+            "01:45 CET is followed by 03:00 CEST"
+        );
+        // Still every 15 minutes of real time: the gap removes wall times, not instants.
+        assert_eq!(quarters.len(), 48 * 4);
+    }
+
+    /// Europe/Berlin, autumn 2027: 02:00-02:59 happens twice on 31 October, first in CEST (00:xxZ)
+    /// then in CET (01:xxZ). Fixed-time jobs run once, in CEST; a wildcard job runs both.
+    #[test]
+    fn worked_examples_berlin_autumn() {
+        let (from, to) = day_in_utc(2027, 10, 31);
+        let berlin = |expr| listed(expr, "Europe/Berlin", from, to);
+        assert_eq!(
+            berlin("30 2 * * *"),
+            ["2027-10-30T00:30:00.000Z", "2027-10-31T00:30:00.000Z"]
+        );
+        assert_eq!(
+            berlin("30 2,14 * * *"),
+            [
+                "2027-10-30T00:30:00.000Z",
+                "2027-10-30T12:30:00.000Z",
+                "2027-10-31T00:30:00.000Z",
+                "2027-10-31T13:30:00.000Z"
+            ]
+        );
+        assert_eq!(
+            berlin("0,30 2 * * *")[2..],
+            ["2027-10-31T00:00:00.000Z", "2027-10-31T00:30:00.000Z"]
+        );
+        let in_the_fold: Vec<String> = berlin("*/15 * * * *")
+            .into_iter()
+            .filter(|t| t.starts_with("2027-10-31T00:") || t.starts_with("2027-10-31T01:"))
+            .collect();
+        assert_eq!(in_the_fold.len(), 8, "{in_the_fold:?}");
+        // The wildcard `*/30 2 * * *` follows the clock too: four runs in the repeated hour.
+        assert_eq!(berlin("*/30 2 * * *")[2..].len(), 4);
+    }
+
+    /// Australia/Lord_Howe moves its clock by half an hour: 02:00-02:29 is skipped on 3 October
+    /// 2027 (to +11:00), 01:30-01:59 repeats on 4 April 2027 (back to +10:30).
+    #[test]
+    fn worked_examples_lord_howe() {
+        let (from, to) = day_in_utc(2027, 10, 3);
+        let gap = |expr| listed(expr, "Australia/Lord_Howe", from - 24 * HOUR, to - 24 * HOUR);
+        // 02:15 and 02:20 run once, at 02:30 +11:00 (15:30Z the day before in UTC).
+        assert!(gap("15,20 2 * * *").contains(&"2027-10-02T15:30:00.000Z".to_owned()));
+        assert_eq!(
+            gap("15,20 2 * * *")
+                .iter()
+                .filter(|t| t.starts_with("2027-10-02T15"))
+                .count(),
+            1
+        );
+        assert!(gap("*/10 2 * * *").iter().all(|t| !t.starts_with("2027-10-02T15:2")));
+        let (from, to) = day_in_utc(2027, 4, 4);
+        let fold = |expr| listed(expr, "Australia/Lord_Howe", from - 24 * HOUR, to - 24 * HOUR);
+        let fixed = fold("45 1 * * *");
+        assert!(fixed.contains(&"2027-04-03T14:45:00.000Z".to_owned()), "{fixed:?}");
+        assert!(!fixed.contains(&"2027-04-03T15:15:00.000Z".to_owned()), "{fixed:?}");
+        let wildcard = fold("*/15 1 * * *");
+        for t in ["2027-04-03T14:45:00.000Z", "2027-04-03T15:15:00.000Z"] {
+            assert!(wildcard.contains(&t.to_owned()), "{t}: {wildcard:?}");
+        }
+    }
+
+    /// cronie's flags: a job is fixed-time when no time field begins with `*`.
+    #[test]
+    fn fixed_time_is_no_time_field_beginning_with_a_star() {
+        for (expr, fixed) in [
+            ("30 2 * * *", true),
+            ("30 2,14 * * *", true),
+            ("0,30 2 * * *", true),
+            ("0 1-3 * * *", true),
+            ("0-59/15 2 * * *", true),
+            ("7,*/15 2 * * *", true),
+            ("*/15 2 * * *", false),
+            ("*/15,7 2 * * *", false),
+            ("0 * * * *", false),
+            ("0 */2 * * *", false),
+            ("0 30 2 * * *", true),
+            ("* 30 2 * * *", false),
+            ("*/10 30 2 * * *", false),
+            ("@daily", true),
+            ("@weekly", true),
+            ("@hourly", false),
+        ] {
+            let s = CronSchedule::parse(expr, "UTC").unwrap();
+            assert_eq!(s.is_fixed_time(), fixed, "{expr}");
+        }
+    }
+
+    fn next_days(expr: &str, n: usize) -> Vec<String> {
+        listed(expr, "UTC", utc(2026, 1, 1, 0, 0, 0), utc(2027, 1, 1, 0, 0, 0))
+            .into_iter()
+            .take(n)
+            .map(|t| t[..10].to_owned())
+            .collect()
+    }
+
+    /// The day rule: day-of-month OR day-of-week only when both are restricted; a field that
+    /// begins with `*` (such as `*/2`) is unrestricted, so the other alone decides with AND.
+    #[test]
+    fn day_fields_are_read_as_cronie_reads_them() {
+        // Odd days of the month that are Mondays.
+        assert_eq!(
+            next_days("0 0 */2 * 1", 4),
+            ["2026-01-05", "2026-01-19", "2026-02-09", "2026-02-23"]
+        );
+        // The 1st, the 15th, and every Monday.
+        assert_eq!(
+            next_days("0 0 1,15 * MON", 5),
+            ["2026-01-01", "2026-01-05", "2026-01-12", "2026-01-15", "2026-01-19"]
+        );
+        // Sunday is 0, 7 and SUN; FRI-SUN ends on Sunday.
+        let sundays = next_days("0 0 * * 0", 3);
+        assert_eq!(sundays, ["2026-01-04", "2026-01-11", "2026-01-18"]);
+        assert_eq!(next_days("0 0 * * 7", 3), sundays);
+        assert_eq!(next_days("0 0 * * sun", 3), sundays);
+        assert_eq!(
+            next_days("0 0 * * FRI-SUN", 4),
+            ["2026-01-02", "2026-01-03", "2026-01-04", "2026-01-09"]
+        );
+        // February 29 and the 31st.
+        assert_eq!(next_days("0 0 29 2 *", 1), Vec::<String>::new());
+        assert_eq!(
+            CronSchedule::parse("0 0 29 FEB *", "UTC")
+                .unwrap()
+                .next_after(utc(2026, 1, 1, 0, 0, 0))
+                .unwrap(),
+            utc(2028, 2, 29, 0, 0, 0)
+        );
+        assert_eq!(
+            next_days("0 0 31 * *", 3),
+            ["2026-01-31", "2026-03-31", "2026-05-31"]
+        );
+        // A * inside a list is all values, as cronie reads it.
+        assert_eq!(next_days("0 0 *,5 * *", 2), ["2026-01-01", "2026-01-02"]);
+    }
+
+    /// The messages quote the field and the token as written.
+    #[test]
+    fn messages_name_the_field_and_quote_the_token() {
+        for (expr, message) in [
+            ("0 1, * * *", "field hour: '1,' has an empty list element"),
+            ("0 ,1 * * *", "field hour: ',1' has an empty list element"),
+            (
+                "0 0 * * Monday",
+                "field day-of-week: 'Monday' is not a day name; use MON or 1",
+            ),
+            (
+                "0 0 1 January *",
+                "field month: 'January' is not a month name; use JAN or 1",
+            ),
+            (
+                "0 0 * * sat/3",
+                "field day-of-week: 'sat/3': a step follows * or a range, such as sat-7/3",
+            ),
+            (
+                "0 5-1 * * *",
+                "field hour: '5-1' is a reversed range; write the lower value first",
+            ),
+            ("61 * * * *", "field minute: '61' is out of range 0-59"),
+            ("0 0 0 * *", "field day-of-month: '0' is out of range 1-31"),
+            ("0 0 * 13 *", "field month: '13' is out of range 1-12"),
+            ("0 0 * * 8", "field day-of-week: '8' is out of range 0-7"),
+            ("*/0 * * * *", "field minute: '*/0': a step must be 1 or more"),
+            ("*/x * * * *", "field minute: '*/x': the step 'x' is not a number"),
+            ("x * * * *", "field minute: 'x' is not a number 0-59"),
+            ("0 0 ? * *", "field day-of-month: '?' is Quartz syntax, not cron's; write *"),
+            ("0 0 L * *", "field day-of-month: 'L': L, W and # are Quartz syntax"),
+            ("0 0 15W * *", "field day-of-month: '15W': L, W and # are Quartz syntax"),
+            ("0 0 * * 5#3", "field day-of-week: '5#3': L, W and # are Quartz syntax"),
+            ("0 0 * * 5L", "field day-of-week: '5L': L, W and # are Quartz syntax"),
+            ("0~30 * * * *", "field minute: '0~30': ~ (a random value"),
+            ("-5 * * * *", "field minute: '-5' is not a range"),
+            ("61 0 0 * * *", "field second: '61' is out of range 0-59"),
+            ("0 0 * * xyz", "field day-of-week: 'xyz' is not a day name (SUN-SAT) or a number 0-7"),
+        ] {
+            let got = reason(expr);
+            assert!(got.starts_with(message), "{expr}: {got}");
+        }
+    }
+
+    /// The same pattern in five fields and in six with seconds 0 is one schedule.
+    #[test]
+    fn five_fields_are_six_with_second_zero() {
+        let five = CronSchedule::parse("30 2,14 * * *", "Europe/Berlin").unwrap();
+        let six = CronSchedule::parse("0 30 2,14 * * *", "Europe/Berlin").unwrap();
+        assert_eq!(five.fields, six.fields);
+    }
+
+    /// Occurrences end at 9999-12-31T23:59:59Z; nothing is found past it, and nothing is owed
+    /// before 0001-01-01.
+    #[test]
+    fn the_evaluated_instants_end_in_year_9999() {
+        let yearly = CronSchedule::parse("0 0 1 1 *", "UTC").unwrap();
+        let last = utc(9999, 1, 1, 0, 0, 0);
+        assert_eq!(yearly.next_after(last - 1).unwrap(), last);
+        assert!(matches!(
+            yearly.next_after(last),
+            Err(CoreError::NoOccurrence { .. })
+        ));
+        assert_eq!(yearly.count_between(last, i64::MAX, 10).unwrap(), (1, true));
+        assert_eq!(yearly.latest_at_or_before(i64::MAX).unwrap(), Some(last));
+        assert_eq!(yearly.latest_at_or_before(i64::MIN).unwrap(), None);
+        assert_eq!(
+            yearly.next_after(i64::MIN).unwrap(),
+            utc(1, 1, 1, 0, 0, 0)
+        );
     }
 }
