@@ -1270,7 +1270,14 @@ mod tests {
     #[test]
     fn worked_examples_lord_howe() {
         let (from, to) = day_in_utc(2027, 10, 3);
-        let gap = |expr| listed(expr, "Australia/Lord_Howe", from - 24 * HOUR, to - 24 * HOUR);
+        let gap = |expr| {
+            listed(
+                expr,
+                "Australia/Lord_Howe",
+                from - 24 * HOUR,
+                to - 24 * HOUR,
+            )
+        };
         // 02:15 and 02:20 run once, at 02:30 +11:00 (15:30Z the day before in UTC).
         assert!(gap("15,20 2 * * *").contains(&"2027-10-02T15:30:00.000Z".to_owned()));
         assert_eq!(
@@ -1280,12 +1287,29 @@ mod tests {
                 .count(),
             1
         );
-        assert!(gap("*/10 2 * * *").iter().all(|t| !t.starts_with("2027-10-02T15:2")));
+        assert!(
+            gap("*/10 2 * * *")
+                .iter()
+                .all(|t| !t.starts_with("2027-10-02T15:2"))
+        );
         let (from, to) = day_in_utc(2027, 4, 4);
-        let fold = |expr| listed(expr, "Australia/Lord_Howe", from - 24 * HOUR, to - 24 * HOUR);
+        let fold = |expr| {
+            listed(
+                expr,
+                "Australia/Lord_Howe",
+                from - 24 * HOUR,
+                to - 24 * HOUR,
+            )
+        };
         let fixed = fold("45 1 * * *");
-        assert!(fixed.contains(&"2027-04-03T14:45:00.000Z".to_owned()), "{fixed:?}");
-        assert!(!fixed.contains(&"2027-04-03T15:15:00.000Z".to_owned()), "{fixed:?}");
+        assert!(
+            fixed.contains(&"2027-04-03T14:45:00.000Z".to_owned()),
+            "{fixed:?}"
+        );
+        assert!(
+            !fixed.contains(&"2027-04-03T15:15:00.000Z".to_owned()),
+            "{fixed:?}"
+        );
         let wildcard = fold("*/15 1 * * *");
         for t in ["2027-04-03T14:45:00.000Z", "2027-04-03T15:15:00.000Z"] {
             assert!(wildcard.contains(&t.to_owned()), "{t}: {wildcard:?}");
@@ -1319,11 +1343,16 @@ mod tests {
     }
 
     fn next_days(expr: &str, n: usize) -> Vec<String> {
-        listed(expr, "UTC", utc(2026, 1, 1, 0, 0, 0), utc(2027, 1, 1, 0, 0, 0))
-            .into_iter()
-            .take(n)
-            .map(|t| t[..10].to_owned())
-            .collect()
+        listed(
+            expr,
+            "UTC",
+            utc(2026, 1, 1, 0, 0, 0),
+            utc(2027, 1, 1, 0, 0, 0),
+        )
+        .into_iter()
+        .take(n)
+        .map(|t| t[..10].to_owned())
+        .collect()
     }
 
     /// The day rule: day-of-month OR day-of-week only when both are restricted; a field that
@@ -1338,7 +1367,13 @@ mod tests {
         // The 1st, the 15th, and every Monday.
         assert_eq!(
             next_days("0 0 1,15 * MON", 5),
-            ["2026-01-01", "2026-01-05", "2026-01-12", "2026-01-15", "2026-01-19"]
+            [
+                "2026-01-01",
+                "2026-01-05",
+                "2026-01-12",
+                "2026-01-15",
+                "2026-01-19"
+            ]
         );
         // Sunday is 0, 7 and SUN; FRI-SUN ends on Sunday.
         let sundays = next_days("0 0 * * 0", 3);
@@ -1392,18 +1427,42 @@ mod tests {
             ("0 0 0 * *", "field day-of-month: '0' is out of range 1-31"),
             ("0 0 * 13 *", "field month: '13' is out of range 1-12"),
             ("0 0 * * 8", "field day-of-week: '8' is out of range 0-7"),
-            ("*/0 * * * *", "field minute: '*/0': a step must be 1 or more"),
-            ("*/x * * * *", "field minute: '*/x': the step 'x' is not a number"),
+            (
+                "*/0 * * * *",
+                "field minute: '*/0': a step must be 1 or more",
+            ),
+            (
+                "*/x * * * *",
+                "field minute: '*/x': the step 'x' is not a number",
+            ),
             ("x * * * *", "field minute: 'x' is not a number 0-59"),
-            ("0 0 ? * *", "field day-of-month: '?' is Quartz syntax, not cron's; write *"),
-            ("0 0 L * *", "field day-of-month: 'L': L, W and # are Quartz syntax"),
-            ("0 0 15W * *", "field day-of-month: '15W': L, W and # are Quartz syntax"),
-            ("0 0 * * 5#3", "field day-of-week: '5#3': L, W and # are Quartz syntax"),
-            ("0 0 * * 5L", "field day-of-week: '5L': L, W and # are Quartz syntax"),
+            (
+                "0 0 ? * *",
+                "field day-of-month: '?' is Quartz syntax, not cron's; write *",
+            ),
+            (
+                "0 0 L * *",
+                "field day-of-month: 'L': L, W and # are Quartz syntax",
+            ),
+            (
+                "0 0 15W * *",
+                "field day-of-month: '15W': L, W and # are Quartz syntax",
+            ),
+            (
+                "0 0 * * 5#3",
+                "field day-of-week: '5#3': L, W and # are Quartz syntax",
+            ),
+            (
+                "0 0 * * 5L",
+                "field day-of-week: '5L': L, W and # are Quartz syntax",
+            ),
             ("0~30 * * * *", "field minute: '0~30': ~ (a random value"),
             ("-5 * * * *", "field minute: '-5' is not a range"),
             ("61 0 0 * * *", "field second: '61' is out of range 0-59"),
-            ("0 0 * * xyz", "field day-of-week: 'xyz' is not a day name (SUN-SAT) or a number 0-7"),
+            (
+                "0 0 * * xyz",
+                "field day-of-week: 'xyz' is not a day name (SUN-SAT) or a number 0-7",
+            ),
         ] {
             let got = reason(expr);
             assert!(got.starts_with(message), "{expr}: {got}");
@@ -1432,9 +1491,6 @@ mod tests {
         assert_eq!(yearly.count_between(last, i64::MAX, 10).unwrap(), (1, true));
         assert_eq!(yearly.latest_at_or_before(i64::MAX).unwrap(), Some(last));
         assert_eq!(yearly.latest_at_or_before(i64::MIN).unwrap(), None);
-        assert_eq!(
-            yearly.next_after(i64::MIN).unwrap(),
-            utc(1, 1, 1, 0, 0, 0)
-        );
+        assert_eq!(yearly.next_after(i64::MIN).unwrap(), utc(1, 1, 1, 0, 0, 0));
     }
 }

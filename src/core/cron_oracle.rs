@@ -21,6 +21,7 @@ use proptest::strategy::ValueTree as _;
 use proptest::test_runner::{Config, TestRunner};
 
 use super::cron::CronSchedule;
+use super::decide::{Decision, DecisionInput, MisfirePolicy, decide};
 
 /// One element of a field's comma list, as written.
 #[derive(Debug, Clone)]
@@ -639,5 +640,61 @@ proptest! {
     #[test]
     fn six_fields_agree_with_the_oracle_over_the_years((spec, (zone, from)) in case(&FAMILIES[3])) {
         check(&FAMILIES[3], &spec, zone, from)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
+
+    /// The replicas' accounting across a change, against the oracle: deciding again and again at
+    /// one now, from a cursor a day and more back, every occurrence the oracle lists is a run or
+    /// inside a misfire span, none twice, and each span counts exactly the oracle's occurrences
+    /// in it.
+    #[test]
+    fn decisions_account_for_the_oracles_occurrences_across_a_change(
+        (spec, (zone, from)) in case(&FAMILIES[0]),
+        policy in prop_oneof![Just(MisfirePolicy::Skip), Just(MisfirePolicy::FireOnce)],
+        grace_s in prop_oneof![Just(0i64), 0i64..=3 * 3600, Just(2 * 86_400)],
+    ) {
+        let tz: Tz = ZONES[zone].parse().unwrap();
+        let now = from + FAMILIES[0].window;
+        let Ok(schedule) = CronSchedule::parse(&spec.text(), ZONES[zone]) else {
+            prop_assert!(oracle(&spec, tz, from, now).is_empty());
+            return Ok(());
+        };
+        let cursor = schedule.next_at_or_after(from * 1000).unwrap();
+        let owed: Vec<i64> = oracle(&spec, tz, from, now + 1)
+            .into_iter()
+            .map(|s| s * 1000)
+            .collect();
+        let mut accounted = Vec::new();
+        let mut at = cursor;
+        for _ in 0..=owed.len() + 1 {
+            let d = decide(&DecisionInput {
+                schedule: &schedule,
+                policy,
+                grace_ms: grace_s * 1000,
+                cursor_ms: Some(at),
+                now_ms: now * 1000,
+            })
+            .unwrap();
+            if let Some(span) = d.passed_over() {
+                let inside: Vec<i64> = owed
+                    .iter()
+                    .copied()
+                    .filter(|&o| o >= span.first_ms && o <= span.last_ms)
+                    .collect();
+                prop_assert_eq!(span.count, inside.len() as u64, "{}", spec.text());
+                accounted.extend(inside);
+            }
+            match d {
+                Decision::Fire { scheduled_for_ms, .. } => accounted.push(scheduled_for_ms),
+                Decision::NotDue { .. } => break,
+                _ => {}
+            }
+            at = d.next_fire_at_ms();
+        }
+        accounted.sort_unstable();
+        prop_assert_eq!(&accounted, &owed, "{} in {}", spec.text(), ZONES[zone]);
     }
 }

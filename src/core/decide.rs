@@ -277,7 +277,7 @@ pub fn decide(input: &DecisionInput) -> Result<Decision, CoreError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use chrono::{TimeZone as _, Utc};
+    use chrono::{Datelike as _, TimeZone as _, Utc};
     use chrono_tz::Tz;
     use proptest::prelude::*;
 
@@ -739,6 +739,194 @@ mod tests {
                 fired.windows(2).all(|w| w[1] - w[0] == 15 * MINUTE),
                 "{zone}: {fired:?}"
             );
+        }
+    }
+
+    /// A zone, the day of a change, and four jobs with the local times each runs that day.
+    type ChangeDay = (
+        &'static str,
+        (i32, u32, u32),
+        [(&'static str, &'static [&'static str]); 4],
+    );
+
+    /// The replicas' decision over the daylight-saving changes of 2027 in three zones, for a
+    /// single-time, a list, a range and a step job: deciding on time, occurrence after
+    /// occurrence, fires exactly the local times docs/DECISIONS.md's rule gives, each once; and
+    /// one late `fire_once` decision at the day's end accounts for the same number of
+    /// occurrences (one fired, the rest in one misfire span).
+    #[test]
+    fn decisions_over_the_daylight_saving_changes_fire_each_occurrence_once() {
+        let cases: [ChangeDay; 6] = [
+            (
+                "Europe/Berlin",
+                (2027, 3, 28),
+                [
+                    ("30 2 * * *", &["03:00+02:00"]),
+                    (
+                        "0,30 2,14 * * *",
+                        &["03:00+02:00", "14:00+02:00", "14:30+02:00"],
+                    ),
+                    ("0 1-3 * * *", &["01:00+01:00", "03:00+02:00"]),
+                    ("*/20 2 * * *", &[]),
+                ],
+            ),
+            (
+                "Europe/Berlin",
+                (2027, 10, 31),
+                [
+                    ("30 2 * * *", &["02:30+02:00"]),
+                    (
+                        "0,30 2,14 * * *",
+                        &["02:00+02:00", "02:30+02:00", "14:00+01:00", "14:30+01:00"],
+                    ),
+                    (
+                        "0 1-3 * * *",
+                        &["01:00+02:00", "02:00+02:00", "03:00+01:00"],
+                    ),
+                    (
+                        "*/20 2 * * *",
+                        &[
+                            "02:00+02:00",
+                            "02:20+02:00",
+                            "02:40+02:00",
+                            "02:00+01:00",
+                            "02:20+01:00",
+                            "02:40+01:00",
+                        ],
+                    ),
+                ],
+            ),
+            (
+                "America/New_York",
+                (2027, 3, 14),
+                [
+                    ("30 2 * * *", &["03:00-04:00"]),
+                    (
+                        "0,30 2,14 * * *",
+                        &["03:00-04:00", "14:00-04:00", "14:30-04:00"],
+                    ),
+                    ("0 1-3 * * *", &["01:00-05:00", "03:00-04:00"]),
+                    ("*/20 2 * * *", &[]),
+                ],
+            ),
+            (
+                "America/New_York",
+                (2027, 11, 7),
+                [
+                    ("30 1 * * *", &["01:30-04:00"]),
+                    (
+                        "0,30 1,14 * * *",
+                        &["01:00-04:00", "01:30-04:00", "14:00-05:00", "14:30-05:00"],
+                    ),
+                    (
+                        "0 0-2 * * *",
+                        &["00:00-04:00", "01:00-04:00", "02:00-05:00"],
+                    ),
+                    (
+                        "*/20 1 * * *",
+                        &[
+                            "01:00-04:00",
+                            "01:20-04:00",
+                            "01:40-04:00",
+                            "01:00-05:00",
+                            "01:20-05:00",
+                            "01:40-05:00",
+                        ],
+                    ),
+                ],
+            ),
+            (
+                "Australia/Lord_Howe",
+                (2027, 10, 3),
+                [
+                    ("15 2 * * *", &["02:30+11:00"]),
+                    (
+                        "0,15,45 2,14 * * *",
+                        &[
+                            "02:30+11:00",
+                            "02:45+11:00",
+                            "14:00+11:00",
+                            "14:15+11:00",
+                            "14:45+11:00",
+                        ],
+                    ),
+                    ("10-40/10 2 * * *", &["02:30+11:00", "02:40+11:00"]),
+                    ("*/20 2 * * *", &["02:40+11:00"]),
+                ],
+            ),
+            (
+                "Australia/Lord_Howe",
+                (2027, 4, 4),
+                [
+                    ("45 1 * * *", &["01:45+11:00"]),
+                    (
+                        "15,45 1,14 * * *",
+                        &["01:15+11:00", "01:45+11:00", "14:15+10:30", "14:45+10:30"],
+                    ),
+                    (
+                        "30-50/10 1 * * *",
+                        &["01:30+11:00", "01:40+11:00", "01:50+11:00"],
+                    ),
+                    (
+                        "*/20 1 * * *",
+                        &["01:00+11:00", "01:20+11:00", "01:40+11:00", "01:40+10:30"],
+                    ),
+                ],
+            ),
+        ];
+        for (zone, (y, mo, d), jobs) in cases {
+            let tz: Tz = zone.parse().unwrap();
+            let day_start = local(zone, y, mo, d, 0, 0);
+            let day_end = day_start + 24 * HOUR + 2 * HOUR;
+            let in_day =
+                |ms: i64| ms >= day_start && tz.timestamp_millis_opt(ms).unwrap().day() == d;
+            let text = |ms: i64| {
+                tz.timestamp_millis_opt(ms)
+                    .unwrap()
+                    .format("%H:%M%:z")
+                    .to_string()
+            };
+            for (expr, expected) in jobs {
+                let schedule = CronSchedule::parse(expr, zone).unwrap();
+                let decide_at = |policy, cursor_ms, now_ms| {
+                    decide(&DecisionInput {
+                        schedule: &schedule,
+                        policy,
+                        grace_ms: 0,
+                        cursor_ms,
+                        now_ms,
+                    })
+                    .unwrap()
+                };
+                let mut cursor =
+                    decide_at(MisfirePolicy::Skip, None, day_start - 1).next_fire_at_ms();
+                let mut fired = Vec::new();
+                while cursor < day_end {
+                    let Decision::Fire {
+                        scheduled_for_ms,
+                        next_fire_at_ms,
+                        late_ms: 0,
+                        ..
+                    } = decide_at(MisfirePolicy::Skip, Some(cursor), cursor)
+                    else {
+                        panic!("{zone} {expr}: an on-time decision that does not fire");
+                    };
+                    if in_day(scheduled_for_ms) {
+                        fired.push(text(scheduled_for_ms));
+                    }
+                    cursor = next_fire_at_ms;
+                }
+                assert_eq!(fired, *expected, "{zone} {y}-{mo}-{d} {expr}");
+                // Decided once, late, at the end of the day.
+                let first = schedule.next_at_or_after(day_start).unwrap();
+                let owed = schedule
+                    .occurrences_between(day_start, day_end, 100)
+                    .unwrap();
+                let late = decide_at(MisfirePolicy::FireOnce, Some(first), day_end);
+                let counted = late.passed_over().map_or(0, |span| span.count)
+                    + u64::from(matches!(late, Decision::Fire { .. }));
+                assert_eq!(counted, owed.len() as u64, "{zone} {expr}: {late:?}");
+            }
         }
     }
 
