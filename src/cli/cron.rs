@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::output::{emit, table};
 use super::{CliError, Global};
 use crate::core::CronSchedule;
-use crate::core::cron::DstNote;
+use crate::core::cron::{DstNote, FIRST_INSTANT_S, LAST_INSTANT_S};
 use crate::core::time::utc;
 
 #[derive(Debug, Args)]
@@ -22,30 +22,48 @@ pub struct CronArgs {
     #[arg(long, short = 'z', value_name = "ZONE", default_value = "UTC")]
     pub time_zone: String,
 
-    /// How many occurrences to list (1 to 1000).
+    /// How many occurrences to list (1 to 1000). An expression with fewer occurrences left before
+    /// the year 10000 lists those, says so on stderr and exits 0.
     #[arg(long, short = 'n', value_name = "N", default_value_t = 10,
           value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub count: u16,
 
     /// List the occurrences at or after this instant (RFC 3339, such as 2026-03-29T00:00:00Z, or
-    /// epoch milliseconds) [default: now, this machine's clock].
+    /// epoch milliseconds; from 0001-01-01 to 9999-12-31 UTC) [default: now, this machine's
+    /// clock].
     #[arg(long, value_name = "TIME", value_parser = instant_arg)]
     pub from: Option<i64>,
 }
 
 /// An instant on the command line: RFC 3339 (`2026-03-29T00:00:00Z`, `2026-03-29T02:00:00+01:00`)
-/// or epoch milliseconds. Anything else is a usage error (exit 2), as a bad duration is.
+/// or epoch milliseconds, within the instants cron is evaluated in (years 1 to 9999 UTC).
+/// Anything else is a usage error (exit 2), as a bad duration is; clap's message quotes the value
+/// as given.
 pub fn instant_arg(text: &str) -> Result<i64, String> {
-    if let Ok(ms) = text.parse::<i64>() {
-        return Ok(ms);
+    const RANGE: &str = "out of range: cron is evaluated from 0001-01-01T00:00:00Z (epoch \
+                         milliseconds -62135596800000) to 9999-12-31T23:59:59.999Z \
+                         (253402300799999)";
+    let first = FIRST_INSTANT_S * 1_000;
+    let last = LAST_INSTANT_S * 1_000 + 999;
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return match text.parse::<i64>() {
+            Ok(ms) if (first..=last).contains(&ms) => Ok(ms),
+            _ => Err(RANGE.to_owned()),
+        };
     }
-    chrono::DateTime::parse_from_rfc3339(text)
+    let ms = chrono::DateTime::parse_from_rfc3339(text)
         .map(|t| t.timestamp_millis())
         .map_err(|error| {
             format!(
                 "expected an RFC 3339 time such as 2026-03-29T00:00:00Z, or epoch milliseconds: {error}"
             )
-        })
+        })?;
+    if (first..=last).contains(&ms) {
+        Ok(ms)
+    } else {
+        Err(RANGE.to_owned())
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -79,15 +97,21 @@ pub fn run(args: &CronArgs, global: &Global) -> Result<(), CliError> {
     let from_ms = args
         .from
         .unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
-    let mut occurrences = Vec::with_capacity(usize::from(args.count));
-    let mut at = schedule.next_at_or_after(from_ms)?;
-    for _ in 0..args.count {
-        occurrences.push(occurrence(&schedule, at));
-        match schedule.next_after(at) {
-            Ok(next) => at = next,
-            // A pattern past croner's last year ends the list; it did fire before.
-            Err(_) => break,
-        }
+    // Strictly increasing instants: an occurrence a gap moved or a fold repeats is listed once.
+    let occurrences: Vec<Occurrence> = schedule
+        .occurrences_between(from_ms, i64::MAX, usize::from(args.count))?
+        .into_iter()
+        .map(|at| occurrence(&schedule, at))
+        .collect();
+    if occurrences.len() < usize::from(args.count) {
+        eprintln!(
+            "qlsched: '{}' has {} of the {} occurrences asked for from {} to 9999-12-31T23:59:59Z, \
+             the last instant cron is evaluated in",
+            args.expr,
+            occurrences.len(),
+            args.count,
+            utc(from_ms)
+        );
     }
     let report = CronReport {
         expr: args.expr.clone(),
@@ -176,5 +200,22 @@ mod tests {
         );
         assert!(instant_arg("yesterday").is_err());
         assert!(instant_arg("2026-01-01").is_err());
+    }
+
+    #[test]
+    fn instants_are_within_the_years_cron_is_evaluated_in() {
+        assert_eq!(instant_arg("-62135596800000"), Ok(-62_135_596_800_000));
+        assert_eq!(instant_arg("253402300799999"), Ok(253_402_300_799_999));
+        for out in [
+            "-62135596800001",
+            "253402300800000",
+            "99999999999999999",
+            "99999999999999999999",
+            "-99999999999999999999",
+        ] {
+            let error = instant_arg(out).unwrap_err();
+            assert!(error.starts_with("out of range"), "{out}: {error}");
+        }
+        assert!(instant_arg("0000-12-31T23:59:59Z").is_err());
     }
 }

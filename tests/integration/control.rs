@@ -96,6 +96,100 @@ fn cron_marks_both_instants_of_a_fold() {
     }
 }
 
+/// A job written with a list is fixed-time as cronie defines it: on the spring-forward day its
+/// wall times in the gap run once, at the jump, marked moved; on the fall-back day its repeated
+/// wall time runs once, in the first offset. Nothing is listed twice.
+#[test]
+fn cron_lists_a_list_job_once_through_both_changes() {
+    let spring = dst_notes(
+        "0,30 2,14 * * *",
+        "Europe/Berlin",
+        "2027-03-28T00:00:00Z",
+        "3",
+    );
+    assert_eq!(
+        spring,
+        [
+            ("2027-03-28T01:00:00.000Z".to_owned(), json!("gap_moved")),
+            ("2027-03-28T12:00:00.000Z".to_owned(), Value::Null),
+            ("2027-03-28T12:30:00.000Z".to_owned(), Value::Null),
+        ]
+    );
+    let autumn = dst_notes(
+        "30 2,14 * * *",
+        "Europe/Berlin",
+        "2027-10-30T23:00:00Z",
+        "3",
+    );
+    assert_eq!(
+        autumn,
+        [
+            ("2027-10-31T00:30:00.000Z".to_owned(), json!("fold_first")),
+            ("2027-10-31T13:30:00.000Z".to_owned(), Value::Null),
+            ("2027-11-01T01:30:00.000Z".to_owned(), Value::Null),
+        ]
+    );
+    let table = stdout(&qlsched(
+        None,
+        &[
+            "cron",
+            "0,30 2 * * *",
+            "-z",
+            "Europe/Berlin",
+            "--from",
+            "2027-03-28T00:00:00Z",
+            "-n",
+            "1",
+        ],
+        None,
+    ));
+    assert!(table.contains("moved: DST gap"), "{table}");
+}
+
+/// `--from` and `--count` out of their range are usage errors (exit 2) that quote the value as
+/// given; an expression with fewer occurrences left than asked lists them and says so.
+#[test]
+fn cron_options_are_checked_and_a_short_list_is_explained() {
+    for args in [
+        ["--from", "99999999999999999"],
+        ["--from", "10000-01-01T00:00:00Z"],
+        ["--count", "1001"],
+        ["--count", "0"],
+    ] {
+        let output = qlsched(None, &["cron", "0 0 * * *", args[0], args[1]], None);
+        assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(&format!("'{}'", args[1])),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    let output = qlsched(
+        None,
+        &[
+            "cron",
+            "0 0 1 1 *",
+            "--from",
+            "9990-06-01T00:00:00Z",
+            "-n",
+            "20",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(
+        json_of(&output)["occurrences"].as_array().map(Vec::len),
+        Some(9)
+    );
+    assert!(
+        stderr(&output).contains("has 9 of the 20 occurrences asked for"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 /// `cron` refuses what publish refuses, with publish's message and exit 65, and needs no database.
 #[tokio::test]
 async fn cron_validates_as_publish_does() {
