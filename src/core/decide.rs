@@ -609,7 +609,7 @@ mod tests {
         }
     }
 
-    /// 02:30 does not exist on spring-forward day; croner carries it to 03:00 local, once.
+    /// 02:30 does not exist on spring-forward day; the fixed-time job runs at 03:00 local, once.
     #[test]
     fn dst_gap_fires_at_gap_end_once() {
         for (zone, (y, mo, d)) in [
