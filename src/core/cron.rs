@@ -2,11 +2,12 @@
 //!
 //! This module owns which expressions qlsched accepts and what their occurrences are: the grammar
 //! and day rule of cronie (`man 5 crontab`), and cronie's daylight-saving rule applied in each
-//! trigger's own zone (docs/DECISIONS.md, "Cron"). It is qlsched's own small parser and
-//! evaluator, because no crate does what is needed: the crates at hand read the day fields, a `*`
-//! inside a list and the daylight-saving changes otherwise than cronie, and the replicas'
-//! decision, the accounting, `backfill`, `inspect trigger` and `qlsched cron` must all agree with
-//! what a crontab user expects. Every one of them goes through [`CronSchedule`].
+//! trigger's own zone (docs/DECISIONS.md, "Cron, as cronie has it"). It is qlsched's own small
+//! parser and evaluator because no crate does what is needed: the crates at hand read the day
+//! fields, a `*` inside a list and the daylight-saving changes otherwise than cronie, and the
+//! replicas' decision, the accounting, `backfill`, `inspect trigger` and `qlsched cron` must all
+//! agree with what a crontab user expects. Every one of them goes through [`CronSchedule`]; the
+//! tests check it against an independent model (`core::cron_oracle`).
 //!
 //! An expression becomes a bit set per field; a search walks wall-clock (zone-free) times with
 //! those sets, and each matching wall time is mapped to instants by chrono-tz with the rule:
@@ -427,7 +428,8 @@ impl CronSchedule {
             let matched = self.fields.previous_match(to, wall_limit_down())?;
             match self.resolve(matched) {
                 Wall::Once(t) | Wall::Twice(_, t) => return Some(t),
-                Wall::Skipped(_) => to = matched - 1,
+                // Past the whole gap at once, not one skipped second at a time.
+                Wall::Skipped(_) => to = self.gap_start(matched).unwrap_or(matched) - 1,
             }
         }
     }
@@ -463,6 +465,14 @@ impl CronSchedule {
                     .map(|end| end.timestamp()),
             ),
         }
+    }
+
+    /// The first wall time of the gap `wall` falls in.
+    fn gap_start(&self, wall: i64) -> Option<i64> {
+        GapInfo::new(&naive(wall)?, &self.time_zone)
+            .and_then(|gap| gap.begin)
+            .map(|(start, _)| start.and_utc().timestamp())
+            .filter(|&start| start <= wall)
     }
 
     /// The fold around a wall time that exists at `first` and `second`: the change is the one
