@@ -1503,4 +1503,21 @@ mod tests {
         assert_eq!(yearly.latest_at_or_before(i64::MIN).unwrap(), None);
         assert_eq!(yearly.next_after(i64::MIN).unwrap(), utc(1, 1, 1, 0, 0, 0));
     }
+    /// A fixed-time list job's occurrence at the jump is marked moved; a wildcard job's occurrence
+    /// at the same instant is its own, not moved.
+    #[test]
+    fn the_occurrence_at_a_jump_is_marked_moved_for_fixed_time_jobs_only() {
+        let jump = utc(2027, 3, 28, 1, 0, 0);
+        for (expr, note) in [
+            ("0,30 2 * * *", Some(DstNote::GapMoved)),
+            ("0 2,3 * * *", Some(DstNote::GapMoved)),
+            ("0 3 * * *", None),
+            ("*/15 * * * *", None),
+            ("0 * * * *", None),
+        ] {
+            let s = CronSchedule::parse(expr, "Europe/Berlin").unwrap();
+            assert_eq!(s.next_at_or_after(jump).unwrap(), jump, "{expr}");
+            assert_eq!(s.dst_note(jump), note, "{expr}");
+        }
+    }
 }

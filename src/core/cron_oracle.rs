@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree as _;
 use proptest::test_runner::{Config, TestRunner};
 
-use super::cron::CronSchedule;
+use super::cron::{CronSchedule, DstNote};
 use super::decide::{Decision, DecisionInput, MisfirePolicy, decide};
 
 /// One element of a field's comma list, as written.
@@ -221,9 +221,18 @@ fn wall_of(tz: Tz, t: i64) -> i64 {
 
 /// The occurrences in `[from, to)` (epoch seconds) by the rule, walking every instant at `step`
 /// seconds (60 for five fields: every occurrence and every offset of the zones tested is a whole
-/// minute; 1 for six). The walk starts a day and a half early so that it has seen the first pass
-/// of a fold that straddles `from`.
+/// minute; 1 for six). The walk starts 65 minutes early, so that it has seen the first pass of a
+/// fold whose second pass overlaps `from` (the zones tested repeat an hour at most).
 pub fn oracle(spec: &Spec, tz: Tz, from: i64, to: i64) -> Vec<i64> {
+    walk(spec, tz, from, to)
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect()
+}
+
+/// [`oracle`], with whether each occurrence stands for wall times a gap skipped (what
+/// `qlsched cron` marks as moved).
+pub fn walk(spec: &Spec, tz: Tz, from: i64, to: i64) -> Vec<(i64, bool)> {
     let model = Model::of(spec);
     let step = if spec.second.is_some() { 1 } else { 60 };
     let mut t = (from - 65 * 60).div_euclid(step) * step;
@@ -232,20 +241,21 @@ pub fn oracle(spec: &Spec, tz: Tz, from: i64, to: i64) -> Vec<i64> {
     let mut out = Vec::new();
     while t < to {
         let wall = wall_of(tz, t);
-        let mut occurs = model.matches(wall) && (!model.fixed_time || wall > latest_wall);
+        let own = model.matches(wall) && (!model.fixed_time || wall > latest_wall);
+        let mut moved = false;
         if let Some(previous) = previous_wall
             && model.fixed_time
             && wall > previous + step
         {
             // The clock jumped: the wall times skipped run once, now.
             let mut skipped = previous + step;
-            while skipped < wall && !occurs {
-                occurs = model.matches(skipped);
+            while skipped < wall && !moved {
+                moved = model.matches(skipped);
                 skipped += step;
             }
         }
-        if occurs && t >= from {
-            out.push(t);
+        if (own || moved) && t >= from {
+            out.push((t, moved));
         }
         latest_wall = latest_wall.max(wall);
         previous_wall = Some(wall);
@@ -414,7 +424,8 @@ pub fn compare(spec: &Spec, zone_index: usize, from: i64, to: i64) -> Option<Str
         Ok(got) => got,
     };
     if got == expected {
-        return backward(spec, zone, &expected, from, to);
+        return backward(spec, zone, &expected, from, to)
+            .or_else(|| marks(spec, zone, tz, from, to));
     }
     let missing: Vec<_> = expected
         .iter()
@@ -487,6 +498,21 @@ fn backward(spec: &Spec, zone: &str, expected: &[i64], from: i64, to: i64) -> Op
         )),
         _ => None,
     }
+}
+
+/// `dst_note` marks an occurrence moved exactly when the oracle says it stands for wall times a gap
+/// skipped.
+fn marks(spec: &Spec, zone: &str, tz: Tz, from: i64, to: i64) -> Option<String> {
+    let schedule = CronSchedule::parse(&spec.text(), zone).unwrap();
+    walk(spec, tz, from, to).into_iter().find_map(|(t, moved)| {
+        let marked = schedule.dst_note(t * 1000) == Some(DstNote::GapMoved);
+        (marked != moved).then(|| {
+            format!(
+                "'{}' in {zone}: the occurrence at {t} is marked moved: {marked}, the oracle says {moved}",
+                spec.text()
+            )
+        })
+    })
 }
 
 /// The cases of one comparison family, as generated from a fixed seed.
