@@ -336,28 +336,29 @@ impl CronSchedule {
     /// match past the wall times that map to `at` or before.
     fn next_fixed(&self, at: i64) -> Option<i64> {
         let wall = self.wall_of(at);
-        let from = match self.resolve(wall) {
+        let mut from = match self.resolve(wall) {
             // In a fold's second pass every repeated wall time already ran.
             Wall::Twice(first, _) if first != at => self.fold(wall, first, at).end,
             _ => wall + 1,
         };
-        let mut from = from;
         loop {
             let matched = self.fields.next_match(from, wall_limit_up())?;
             match self.resolve(matched) {
                 Wall::Once(t) | Wall::Twice(t, _) | Wall::Skipped(Some(t)) => return Some(t),
+                // chrono-tz knows no end for this gap (the edge of its data): nothing to run.
                 Wall::Skipped(None) => from = matched + 1,
             }
         }
     }
 
+    /// The map of the last match among the wall times that map to `at` or before.
     fn latest_fixed(&self, at: i64) -> Option<i64> {
         let wall = self.wall_of(at);
-        let to = match self.resolve(wall) {
+        // In a fold's second pass, every repeated wall time ran at its first instant, before `at`.
+        let mut to = match self.resolve(wall) {
             Wall::Twice(first, _) if first != at => self.fold(wall, first, at).end - 1,
             _ => wall,
         };
-        let mut to = to;
         loop {
             let matched = self.fields.previous_match(to, wall_limit_down())?;
             match self.resolve(matched) {
