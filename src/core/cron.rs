@@ -849,7 +849,9 @@ fn parse_element(kind: &FieldKind, element: &str) -> Result<(u32, u32, u32), Str
     }
     if low > high {
         return Err(format!(
-            "field {name}: '{element}' is a reversed range; write the lower value first"
+            "field {name}: '{element}' is a reversed range; cron ranges do not wrap around: write \
+             {low_text}-{},{}-{high_text}",
+            kind.high, kind.low
         ));
     }
     Ok((low, high, step.unwrap_or(1)))
@@ -1431,8 +1433,14 @@ mod tests {
                 "field day-of-week: 'sat/3': a step follows * or a range, such as sat-7/3",
             ),
             (
-                "0 5-1 * * *",
-                "field hour: '5-1' is a reversed range; write the lower value first",
+                "0 22-2 * * *",
+                "field hour: '22-2' is a reversed range; cron ranges do not wrap around: write \
+                 22-23,0-2",
+            ),
+            (
+                "0 0 * DEC-FEB *",
+                "field month: 'DEC-FEB' is a reversed range; cron ranges do not wrap around: \
+                 write DEC-12,1-FEB",
             ),
             ("61 * * * *", "field minute: '61' is out of range 0-59"),
             ("0 0 0 * *", "field day-of-month: '0' is out of range 1-31"),
