@@ -724,3 +724,60 @@ proptest! {
         prop_assert_eq!(&accounted, &owed, "{} in {}", spec.text(), ZONES[zone]);
     }
 }
+
+/// A defect cron refuses, put into one field of a valid expression.
+#[derive(Debug, Clone, Copy)]
+enum Defect {
+    EmptyElement,
+    OutOfRange,
+    Reversed,
+    ZeroStep,
+    StepAfterValue,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+    /// What cron refuses is refused, and the message names the field and quotes the element as
+    /// written.
+    #[test]
+    fn defects_are_refused_naming_the_field_and_the_element(
+        spec in spec(true),
+        field in 0usize..6,
+        defect in prop_oneof![
+            Just(Defect::EmptyElement),
+            Just(Defect::OutOfRange),
+            Just(Defect::Reversed),
+            Just(Defect::ZeroStep),
+            Just(Defect::StepAfterValue),
+        ],
+    ) {
+        let fields: Vec<Field> = spec.second.iter().chain(&spec.fields).cloned().collect();
+        let (lo, hi) = fields[field].kind.bounds();
+        let name = ["second", "minute", "hour", "day-of-month", "month", "day-of-week"][field];
+        let text = fields[field].text();
+        let element = match defect {
+            Defect::EmptyElement => format!("{text},"),
+            Defect::OutOfRange => (hi + 1).to_string(),
+            Defect::Reversed => format!("{}-{}", lo + 2, lo + 1),
+            Defect::ZeroStep => "*/0".to_owned(),
+            Defect::StepAfterValue => format!("{lo}/2"),
+        };
+        let texts: Vec<String> = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| if i == field { element.clone() } else { f.text() })
+            .collect();
+        let expr = texts.join(" ");
+        let quoted = match defect {
+            Defect::EmptyElement => format!("field {name}: '{element}'"),
+            _ => format!("field {name}: '{element}"),
+        };
+        match CronSchedule::parse(&expr, "UTC") {
+            Err(crate::core::CoreError::InvalidCron { reason, .. }) => {
+                prop_assert!(reason.starts_with(&quoted), "{expr}: {reason}");
+            }
+            other => prop_assert!(false, "{expr}: {other:?}"),
+        }
+    }
+}
