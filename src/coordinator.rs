@@ -465,8 +465,9 @@ impl Coordinator {
         }
     }
 
-    /// What a round did, for the next heartbeat.
-    fn count_round(&self, result: &Result<RoundReport, StoreError>) {
+    /// What a round did, for the next heartbeat; the timer counts a round it had to cancel here
+    /// too, so the registry's failed rounds and last error say what the log said.
+    pub(crate) fn count_round(&self, result: &Result<RoundReport, StoreError>) {
         let mut heartbeat = self.lock_heartbeat();
         let pending = &mut heartbeat.1;
         pending.rounds += 1;

@@ -235,12 +235,15 @@ async fn run_rounds(
                     i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
                 );
                 let fates = fates_of(&coordinator, &held, lease).await;
-                Ok(Err(StoreError::TimedOut(format!(
+                let error = StoreError::TimedOut(format!(
                     "the round did not finish within the lease ({}): it ran {ran} (this process \
                      was stalled or the server did not answer); {fates}; cancelled, and its \
                      connection closed",
                     crate::core::format_duration(lease)
-                ))))
+                ));
+                let error = Err(error);
+                coordinator.count_round(&error);
+                Ok(error)
             }
         };
         let finished = Instant::now();
@@ -374,7 +377,27 @@ async fn fates_of(
     lease: std::time::Duration,
 ) -> String {
     if held.is_empty() {
-        return "it held no claim".to_owned();
+        // Nothing read back, but a claim may have been in flight: its rows carry this owner's
+        // name until their lease ends or another replica takes them.
+        let owner = &coordinator.config().owner;
+        let read = async {
+            let client = coordinator.store().client().await?;
+            crate::store::replicas::claimed_rows(&**client, owner).await
+        };
+        return match tokio::time::timeout(lease, read).await {
+            Ok(Ok((0, 0))) => "it held no claim".to_owned(),
+            Ok(Ok((valid, expired))) => format!(
+                "it held no claim it had read back, but {} row{} still carry a claim in its name \
+                 from a claim in flight ({valid} valid, {expired} expired: other replicas take \
+                 them once expired)",
+                valid + expired,
+                if valid + expired == 1 { "" } else { "s" }
+            ),
+            Ok(Err(error)) => format!("whether a claim was in flight is unknown: {error}"),
+            Err(_) => {
+                "whether a claim was in flight is unknown: the server did not answer".to_owned()
+            }
+        };
     }
     let read = async {
         let client = coordinator.store().client().await?;

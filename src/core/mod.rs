@@ -36,4 +36,4 @@ pub use manifest::{
 };
 pub use name::TriggerName;
 pub use run_id::run_id;
-pub use status::{Change, ClaimOutcome, RunStatus};
+pub use status::{Change, ClaimOutcome, Liveness, RunStatus};

@@ -12,9 +12,9 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::input::KEYS;
 use super::state::{App, ExpireRequest, Modal, PanelRow, PauseRequest, SortOrder, key_of};
-use crate::core::TriggerName;
 use crate::core::text::clean;
-use crate::core::time::{clock, span, utc};
+use crate::core::time::{clock, short_span, span, utc};
+use crate::core::{Liveness, TriggerName};
 use crate::store::read::{PauseView, ScheduleRow, ScheduleState, TriggerDetail};
 
 mod panels;

@@ -301,6 +301,7 @@ mod tests {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     use super::{Effect, handle_key};
+    use crate::core::Liveness;
     use crate::tui::fixtures;
     use crate::tui::state::{App, Modal, SortOrder};
 
@@ -586,7 +587,7 @@ mod tests {
     }
 
     #[test]
-    fn the_replicas_panel_lists_idle_replicas_flags_stale_ones_and_names_operators() {
+    fn the_replicas_panel_lists_idle_replicas_flags_stale_and_stalled_ones_and_names_operators() {
         use crate::tui::state::PanelRow;
 
         let app = fixtures::stuck();
@@ -612,20 +613,21 @@ mod tests {
             rows,
             [
                 "gone-replica stale 0",
+                "hung-replica stalled 0",
                 "demo-a live 1",
                 "demo-b live 1",
                 "demo-c live 1",
                 "demo-d live 0",
                 "ops-alice operator",
             ],
-            "stale first, the idle demo-d listed, the manual claimant not a replica"
+            "stale first, then stalled, the idle demo-d listed, the manual claimant not a replica"
         );
 
         let mut app = fixtures::stuck();
         if let Some(snapshot) = &mut app.snapshot {
             for replica in &mut snapshot.summary.replicas {
                 if replica.owner == "gone-replica" {
-                    replica.liveness = "stopped".to_owned();
+                    replica.liveness = Liveness::Stopped;
                 }
             }
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::ClaimFence;
-use crate::core::TriggerName;
+use crate::core::{Liveness, TriggerName};
 use crate::store::read::{
     ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
     TriggerDetail,
@@ -59,8 +59,8 @@ impl Snapshot {
             .find(|r| r.project_id == key.project_id && r.trigger_id == key.trigger_id)
     }
 
-    /// The replicas panel: registered replicas that have not stopped (stale ones first, since
-    /// they need a look, then live ones, idle ones too), each with the claims it holds and what
+    /// The replicas panel: registered replicas that have not stopped (stale and stalled ones
+    /// first, since they need a look, then live ones, idle ones too), each with the claims it holds and what
     /// it admitted in the last minute, then every other claim owner. An owner without a running
     /// registered replica is no replica: an operator's manual claims, or what a stopped replica
     /// left behind.
@@ -69,9 +69,9 @@ impl Snapshot {
         let mut running: Vec<&ReplicaView> = summary
             .replicas
             .iter()
-            .filter(|r| r.liveness != "stopped")
+            .filter(|r| r.liveness != Liveness::Stopped)
             .collect();
-        running.sort_by_key(|r| r.liveness == "live");
+        running.sort_by_key(|r| r.liveness.urgency());
         let owner_of = |name: &str| summary.owners.iter().find(|o| o.owner == name);
         let mut rows: Vec<PanelRow> = running
             .iter()

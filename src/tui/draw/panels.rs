@@ -18,23 +18,24 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
         .as_ref()
         .map(|s| s.panel_rows())
         .unwrap_or_default();
-    let (mut live, mut stale, mut others) = (0, 0, 0);
+    let (mut live, mut stalled, mut stale, mut others) = (0, 0, 0, 0);
     let rows: Vec<Row> = panel
         .iter()
         .map(|row| {
             let (name, state, heartbeat, owner) = match *row {
                 PanelRow::Replica { replica, claims } => {
-                    let state = match (replica.liveness.as_str(), replica.state.as_str()) {
-                        ("live", "draining") => Span::raw("draining"),
-                        ("live", _) => Span::styled("live", theme.fg(Color::Green)),
+                    let state = match (replica.liveness, replica.state.as_str()) {
+                        (Liveness::Live, "draining") => Span::raw("draining"),
+                        (Liveness::Live, _) => Span::styled("live", theme.fg(Color::Green)),
+                        (Liveness::Stalled, _) => Span::styled("STALLED", theme.warn()),
                         _ => Span::styled("STALE", theme.alarm()),
                     };
-                    if replica.liveness == "live" {
-                        live += 1;
-                    } else {
-                        stale += 1;
+                    match replica.liveness {
+                        Liveness::Live => live += 1,
+                        Liveness::Stalled => stalled += 1,
+                        _ => stale += 1,
                     }
-                    let heartbeat = format!("{} ago", span(replica.heartbeat_age_ms));
+                    let heartbeat = format!("{} ago", short_span(replica.heartbeat_age_ms));
                     (&replica.owner, state, heartbeat, claims)
                 }
                 PanelRow::Other { owner, stopped } => {
@@ -47,11 +48,16 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                     (&owner.owner, state, "-".to_owned(), Some(owner))
                 }
             };
-            let stale_row =
-                matches!(row, PanelRow::Replica { replica, .. } if replica.liveness != "live");
+            let liveness = match row {
+                PanelRow::Replica { replica, .. } => replica.liveness,
+                PanelRow::Other { .. } => Liveness::Live,
+            };
+            let stale_row = liveness == Liveness::Stale;
             let all_expired = owner.is_some_and(|o| o.expired > 0 && o.claims == 0);
             let status = if stale_row {
                 Span::styled("! no heartbeat", theme.alarm())
+            } else if liveness == Liveness::Stalled {
+                Span::styled("! heartbeat late", theme.warn())
             } else if all_expired {
                 Span::styled("! ALL CLAIMS EXPIRED", theme.alarm())
             } else if owner.is_some_and(|o| o.expired > 0) {
@@ -63,6 +69,8 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
             };
             let style = if stale_row || all_expired {
                 theme.alarm()
+            } else if liveness == Liveness::Stalled {
+                theme.warn()
             } else {
                 Style::new()
             };
@@ -77,7 +85,7 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                 Cell::from(count(|o| o.expired)),
                 Cell::from(owner.map_or_else(
                     || "-".to_owned(),
-                    |o| format!("{} ago", span(now - o.last_claim_at_ms)),
+                    |o| format!("{} ago", short_span(now - o.last_claim_at_ms)),
                 )),
                 Cell::from(count(|o| o.admissions_last_minute)),
                 Cell::from(status),
@@ -87,7 +95,12 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
         .collect();
     let empty = rows.is_empty();
     let title = format!(
-        "Replicas: {live} live{}{}",
+        "Replicas: {live} live{}{}{}",
+        if stalled > 0 {
+            format!(", {stalled} STALLED")
+        } else {
+            String::new()
+        },
         if stale > 0 {
             format!(", {stale} STALE")
         } else {
