@@ -406,6 +406,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l before-creation -d 'Admit the window\'s occurrences from before the trigger was first published too; without it they are left out, and the report counts them'
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l dry-run -d 'Show what would change and change nothing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s h -l help -d 'Print help (see more with \'--help\')'
