@@ -841,7 +841,8 @@ fn as_login(url: &str, args: &[&str]) -> std::process::Output {
 }
 
 /// Pause, resume, fire and backfill are the admin's (docs/DESIGN.md §3.2): an admin login does
-/// each, observer and runtime logins are refused with exit 77 and change nothing.
+/// each, observer and runtime logins are refused with exit 77, a message naming `qlsched_admin`,
+/// and change nothing.
 #[tokio::test]
 async fn operator_control_is_the_admins() {
     use crate::util::LoginRole;
@@ -853,9 +854,27 @@ async fn operator_control_is_the_admins() {
     for group in ["qlsched_observer", "qlsched_runtime"] {
         let login = LoginRole::create(&db, group).await;
         let url = login.url(&db);
-        for args in [vec!["pause", "p/x", "--yes"], vec!["fire", "p/x", "--yes"]] {
+        for args in [
+            vec!["pause", "p/x", "--yes"],
+            vec!["fire", "p/x", "--yes"],
+            vec![
+                "backfill",
+                "p/x",
+                "--from",
+                "0",
+                "--to",
+                "1000",
+                "--before-creation",
+                "--yes",
+            ],
+        ] {
             let output = as_login(&url, &args);
             assert_eq!(code(&output), 77, "{group} {args:?}: {}", stderr(&output));
+            assert!(
+                stderr(&output).contains("qlsched_admin"),
+                "the refusal names the role to grant: {group} {args:?}: {}",
+                stderr(&output)
+            );
         }
     }
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
