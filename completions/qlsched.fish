@@ -450,7 +450,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
-complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Disable `e` (expire) and `p` (pause, resume): look, never touch'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l read-only -l readonly -d 'Disable `e`, `E` (expire) and `p` (pause, resume): look, never touch. For people who must not write, whatever their login may do'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r

@@ -120,7 +120,7 @@ Watch the cluster live (q quits, ? lists every key):
   qlsched -D postgres://observer@db/prod top
 
 Look without being able to touch anything, refreshing every 5 s:
-  qlsched top --readonly --refresh 5s
+  qlsched top --read-only --refresh 5s
 
 In a stuck-claim investigation: select the row marked !, Enter shows why it is not firing, e shows
 its fence and expires exactly that claim after y (fenced and audited, as qlsched expire).

@@ -210,13 +210,13 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
             };
             // A switched-off row is not due now, however old its cursor.
             let next = match row.next_fire_at_ms {
-                Some(next) if next > now => format!("in {}", span(next - now)),
+                Some(next) if next > now => format!("in {}", short_span(next - now)),
                 Some(_) if row.state != ScheduleState::Disabled => "now".to_owned(),
                 _ => "-".to_owned(),
             };
             let lag = match row.next_fire_at_ms {
                 Some(next) if next <= now && row.state != ScheduleState::Disabled => {
-                    span(now - next)
+                    short_span(now - next)
                 }
                 _ => "-".to_owned(),
             };
@@ -250,10 +250,20 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
             ])
         })
         .collect();
+    let trigger_width = rows
+        .iter()
+        .map(|row| row.project_id.chars().count() + row.trigger_id.chars().count() + 1)
+        .max()
+        .unwrap_or(0)
+        .clamp(16, 48);
+    let trigger_width = u16::try_from(trigger_width).unwrap_or(48);
     let shown = table_rows.len();
     let total = app.snapshot.as_ref().map_or(0, |s| s.schedules.len());
     let title = if app.filter.is_empty() {
-        format!("Schedules, most urgent first ({shown} of {total} loaded)")
+        format!(
+            "Schedules, {} ({shown} of {total} loaded)",
+            app.sort.title()
+        )
     } else {
         format!(
             "Schedules matching /{} ({shown} of {total} loaded)",
@@ -264,7 +274,9 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
         table_rows,
         [
             Constraint::Length(1),
-            Constraint::Fill(2),
+            // As wide as the longest name shown (16 to 48 columns), not a share of the screen:
+            // a wide terminal gives the owner the rest.
+            Constraint::Length(trigger_width),
             Constraint::Length(8),
             Constraint::Length(9),
             Constraint::Length(7),
