@@ -840,6 +840,25 @@ fn as_login(url: &str, args: &[&str]) -> std::process::Output {
         .expect("run qlsched")
 }
 
+/// A trigger published again while paused has no cursor when it is resumed: the resume says
+/// when it will have one instead of a bare dash.
+#[tokio::test]
+async fn resume_after_a_republish_says_when_the_cursor_comes() {
+    let db = TestDb::new().await;
+    let publish = |cron: &str| manifest(json!([{ "id": "x", "task": "t", "cron": cron }]));
+    db.publish(&publish("* * * * * *")).await;
+    let paused = qlsched(Some(&db), &["pause", "p/x", "--yes"], None);
+    assert_eq!(code(&paused), 0, "{}", stderr(&paused));
+    db.publish(&publish("*/2 * * * * *")).await;
+    let resumed = qlsched(Some(&db), &["resume", "p/x", "--yes"], None);
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    let text = stdout(&resumed);
+    assert!(
+        text.contains("next when a replica initializes it"),
+        "{text}"
+    );
+}
+
 /// Pause, resume, fire and backfill are the admin's (docs/DESIGN.md §3.2): an admin login does
 /// each, observer and runtime logins are refused with exit 77, a message naming `qlsched_admin`,
 /// and change nothing.

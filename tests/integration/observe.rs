@@ -73,7 +73,14 @@ fn promtool_check(exposition: &str) {
     let mut child = match child {
         Ok(child) => child,
         Err(error) if std::env::var_os("CI").is_none() => {
-            eprintln!("promtool not found ({error}); .ci/run installs it and checks the scrape");
+            // Written to the process's stderr itself, not through eprintln!, which the test
+            // harness captures and throws away for a passing test: the developer sees it.
+            let _ = writeln!(
+                std::io::stderr(),
+                "\nNOTICE: promtool not found ({error}): the scrape was not checked with \
+                 `promtool check metrics` (Debian's prometheus package has it; .ci/run installs \
+                 it and CI requires it)"
+            );
             return;
         }
         Err(error) => panic!("promtool is required in CI: {error}"),

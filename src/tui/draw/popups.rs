@@ -194,10 +194,11 @@ pub(super) fn draw_detail(
             lines.push(Line::styled("operator actions", theme.title()));
             for entry in state.audit.iter().take(3) {
                 lines.push(Line::raw(format!(
-                    "  {}  {} by {}{}",
+                    "  {}  {} by {} (login {}){}",
                     utc(entry.at_ms),
                     entry.action,
                     entry.actor,
+                    entry.db_user,
                     entry
                         .reason
                         .as_deref()
