@@ -117,7 +117,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l dry-run -d '
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l owner -d 'Claim owner written into every lease, 1 to 200 characters [default: HOSTNAME:PID]' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l batch -d 'Claims per round (1..=256)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l batch -d 'Claims per round, pinned (1..=256) [default: adaptive, 16..=256, following the backlog]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l lease -d 'Lease of each claim, in database time (1s..=1h)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l cadence -d 'Time from the start of one round to the start of the next (10ms..=1h)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l drain-timeout -d 'How long a stop waits for the round in flight before releasing its claims (0s..=10m)' -r
@@ -471,7 +471,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s h -l help -d 'P
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l triggers -d 'Triggers to publish (through the real publish path)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l replicas -d 'In-process replicas, each with a pool of its own, as `qlsched run` starts one' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l batch -d 'Claims per round of every replica (1..=256)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l batch -d 'Claims per round of every replica, pinned (1..=256) [default: adaptive, as `qlsched run`]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l due-fraction -d 'Fraction of the triggers whose occurrence is due at once (0..=1); the rest are not due' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l rows-total -d 'Schedule rows in all: the triggers, plus rows that are never due [default: --triggers]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l duration -d 'Stop measuring after this long even if occurrences are still due (exit 1); at least 1s' -r

@@ -22,7 +22,7 @@ pub enum RoundEvent {
     Finished {
         started: Instant,
         finished: Instant,
-        report: RoundReport,
+        report: Box<RoundReport>,
     },
     Failed {
         started: Instant,
@@ -202,7 +202,6 @@ async fn run_rounds(
     events: Option<mpsc::UnboundedSender<RoundEvent>>,
 ) {
     let cadence = coordinator.config().cadence;
-    let batch = usize::from(coordinator.config().batch);
     // Replicas started together would otherwise claim in step, each round racing the others for
     // the same head of the claim order; a random phase within one cadence spreads them out.
     let phase = cadence.mul_f64(f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 256.0);
@@ -250,14 +249,14 @@ async fn run_rounds(
         let (full_budget, next_due_at) = match outcome {
             Ok(Ok(report)) => {
                 failures.recovered();
-                let full = report.claimed >= batch;
+                let full = report.claimed >= usize::from(report.batch);
                 let next_due_at = report.next_due_at;
                 emit(
                     &events,
                     RoundEvent::Finished {
                         started,
                         finished,
-                        report,
+                        report: Box::new(report),
                     },
                 );
                 (full, next_due_at)

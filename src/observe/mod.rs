@@ -385,6 +385,15 @@ impl Observer {
         if let Ok(replicas) = replicas {
             render_replicas(&mut text, &replicas);
         }
+        let batch = self.running().as_ref().map(|r| r.coordinator.batch());
+        if let Some(batch) = batch {
+            gauge(
+                &mut text,
+                "qlsched_claim_batch",
+                "Rows the next round claims at most: --batch, or where the adaptive batch stands.",
+                f64::from(batch),
+            );
+        }
         text
     }
 }
@@ -663,7 +672,7 @@ mod tests {
         RoundEvent::Finished {
             started,
             finished: started + Duration::from_millis(12),
-            report,
+            report: Box::new(report),
         }
     }
 

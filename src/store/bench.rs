@@ -51,6 +51,75 @@ const PROBE_INSERT: &str =
     "INSERT INTO bench_commit_probe (connection, at_ms) VALUES ($1, now_ms())";
 const DROP_PROBE: &str = "DROP TABLE IF EXISTS bench_commit_probe";
 
+// The batched-SQL ceiling: what the admission's writes cost with no claim, no decision and no
+// fence, as one statement a batch (runs, their attempts, two events each) into copies of the
+// three tables with their indexes and checks (no foreign keys: the copies stand alone). Its
+// rate in rows a second is the most a round's admission could reach on this server.
+// One statement (a DO block), so that it prepares like every other.
+const CREATE_BATCH_PROBE: &str = "DO $$ BEGIN
+        CREATE TABLE bench_ceiling_runs (LIKE runs INCLUDING ALL);
+        CREATE TABLE bench_ceiling_attempts (LIKE attempts INCLUDING ALL);
+        CREATE TABLE bench_ceiling_events (LIKE run_events INCLUDING ALL);
+    END $$";
+// Batch $3 rows of connection $1, its batch number $2.
+const BATCH_PROBE_INSERT: &str = "WITH r AS (
+        INSERT INTO bench_ceiling_runs (run_id, project_id, trigger_id, trigger_revision, task_id,
+            task_revision, execution_revision_id, idempotency_key, status, scheduled_for_ms,
+            created_at_ms, queued_at_ms, origin)
+        SELECT gen_random_uuid(), 'ceiling', 't' || g, 1, 'tick', 1, gen_random_uuid(),
+               'ceiling:' || $1::int4 || ':' || $2::int8 || ':' || g, 'queued', $2::int8,
+               now_ms(), now_ms(), 'cron'
+        FROM generate_series(1, $3::int4) g
+        RETURNING run_id
+    ), a AS (
+        INSERT INTO bench_ceiling_attempts (attempt_id, run_id, attempt_no, executor, state,
+            created_at_ms)
+        SELECT gen_random_uuid(), run_id, 1, 'remote_worker', 'claimed', now_ms() FROM r
+        RETURNING 1
+    ), e AS (
+        INSERT INTO bench_ceiling_events (run_id, seq, type, at_ms, payload)
+        SELECT r.run_id, x.seq, x.type, now_ms(), '{}'::jsonb
+        FROM r CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS x(seq, type)
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM r) + 0 * ((SELECT count(*) FROM a) + (SELECT count(*) FROM e))";
+const DROP_BATCH_PROBE: &str = "DROP TABLE IF EXISTS bench_ceiling_runs, bench_ceiling_attempts,
+    bench_ceiling_events";
+
+/// Creates the batched-SQL ceiling's tables.
+pub async fn create_batch_probe(client: &impl GenericClient) -> Result<(), StoreError> {
+    client.batch_execute(DROP_BATCH_PROBE).await?;
+    client.batch_execute(CREATE_BATCH_PROBE).await?;
+    Ok(())
+}
+
+/// Drops the batched-SQL ceiling's tables.
+pub async fn drop_batch_probe(client: &impl GenericClient) -> Result<(), StoreError> {
+    client.batch_execute(DROP_BATCH_PROBE).await?;
+    Ok(())
+}
+
+/// Commits batches of `rows` admissions' writes on `client` until `keep_going` says stop;
+/// returns the rows written.
+pub async fn probe_batches(
+    client: &Client,
+    connection: i32,
+    rows: i32,
+    mut keep_going: impl FnMut() -> bool,
+) -> Result<u64, StoreError> {
+    let insert = client.prepare(BATCH_PROBE_INSERT).await?;
+    let mut written = 0;
+    let mut batch: i64 = 0;
+    while keep_going() {
+        let row = client
+            .query_one(&insert, &[&connection, &batch, &rows])
+            .await?;
+        written += u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+        batch += 1;
+    }
+    Ok(written)
+}
+
 /// Database time in epoch milliseconds.
 pub async fn database_now_ms(client: &impl GenericClient) -> Result<i64, StoreError> {
     Ok(client.query_one(NOW_MS, &[]).await?.get(0))
@@ -206,6 +275,9 @@ super::statements::statements! {
     CREATE_PROBE: Owner,
     PROBE_INSERT after CREATE_PROBE: Owner,
     DROP_PROBE: Owner,
+    CREATE_BATCH_PROBE: Owner,
+    BATCH_PROBE_INSERT after CREATE_BATCH_PROBE: Owner,
+    DROP_BATCH_PROBE: Owner,
     UNINITIALIZED: Owner,
     RUNS_AT: Owner,
     LAG: Owner,
