@@ -314,7 +314,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__backfill)
-            opts="-y -D -o -h -V --from --to --max --yes --dry-run --database-url --schema --output --color --log-format --help --version"
+            opts="-y -D -o -h -V --from --to --before-creation --max --yes --dry-run --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2526,7 +2526,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__top)
-            opts="-D -o -h -V --readonly --refresh --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --readonly --read-only --refresh --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

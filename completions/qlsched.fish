@@ -117,7 +117,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l dry-run -d '
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l owner -d 'Claim owner written into every lease, 1 to 200 characters [default: HOSTNAME:PID]' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l batch -d 'Claims per round (1..=256)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l batch -d 'Claims per round, pinned (1..=256) [default: adaptive, 16..=256, following the backlog]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l lease -d 'Lease of each claim, in database time (1s..=1h)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l cadence -d 'Time from the start of one round to the start of the next (10ms..=1h)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l drain-timeout -d 'How long a stop waits for the round in flight before releasing its claims (0s..=10m)' -r
@@ -215,7 +215,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "replicas" -d 'Registered replicas: live, stale (no heartbeat for longer than lease + cadence), stopped'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "replicas" -d 'Registered replicas: live, stalled (no heartbeat for two cadences), stale (none for lease + cadence), stopped'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "misfires" -d 'Misfire records: occurrences passed over beyond their grace, newest first'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "invariants" -d 'Check what the scheduler promises (one run per occurrence, every occurrence a run or inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every failure'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -359,7 +359,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "replicas" -d 'Registered replicas: live, stale (no heartbeat for longer than lease + cadence), stopped'
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "replicas" -d 'Registered replicas: live, stalled (no heartbeat for two cadences), stale (none for lease + cadence), stopped'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "misfires" -d 'Misfire records: occurrences passed over beyond their grace, newest first'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "invariants" -d 'Check what the scheduler promises (one run per occurrence, every occurrence a run or inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every failure'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -406,6 +406,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l before-creation -d 'Admit the window\'s occurrences from before the trigger was first published too; without it they are left out, and the report counts them'
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s y -l yes -d 'Do it without asking (required when stdin is not a terminal)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l dry-run -d 'Show what would change and change nothing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -449,7 +450,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
-complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l readonly -d 'Disable `e` (expire) and `p` (pause, resume): look, never touch'
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l read-only -l readonly -d 'Disable `e`, `E` (expire) and `p` (pause, resume): look, never touch. For people who must not write, whatever their login may do'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l duration -d 'Stop by itself after this long (default: run until Ctrl-C)' -r
@@ -470,7 +471,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s h -l help -d 'P
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l triggers -d 'Triggers to publish (through the real publish path)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l replicas -d 'In-process replicas, each with a pool of its own, as `qlsched run` starts one' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l batch -d 'Claims per round of every replica (1..=256)' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l batch -d 'Claims per round of every replica, pinned (1..=256) [default: adaptive, as `qlsched run`]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l due-fraction -d 'Fraction of the triggers whose occurrence is due at once (0..=1); the rest are not due' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l rows-total -d 'Schedule rows in all: the triggers, plus rows that are never due [default: --triggers]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l duration -d 'Stop measuring after this long even if occurrences are still due (exit 1); at least 1s' -r
@@ -532,6 +533,6 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_su
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "trigger" -d 'A trigger\'s definition, cursor, claim, recent runs and audit, and why it is not firing'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "recovery" -d 'Queued runs left to the dispatcher (pristine) and drifted ones (recovery candidates)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "audit" -d 'Operator actions on schedule rows, newest first'
-complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "replicas" -d 'Registered replicas: live, stale (no heartbeat for longer than lease + cadence), stopped'
+complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "replicas" -d 'Registered replicas: live, stalled (no heartbeat for two cadences), stale (none for lease + cadence), stopped'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "misfires" -d 'Misfire records: occurrences passed over beyond their grace, newest first'
 complete -c qlsched -n "__fish_qlsched_using_subcommand help; and __fish_seen_subcommand_from inspect" -f -a "invariants" -d 'Check what the scheduler promises (one run per occurrence, every occurrence a run or inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every failure'

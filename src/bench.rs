@@ -15,11 +15,11 @@ use tokio::sync::mpsc;
 
 use crate::core::duration::format_duration;
 use crate::core::manifest::parse_manifest;
-use crate::core::{CoordinatorConfig, CoreError, CronSchedule, ManifestError};
+use crate::core::{Batch, CoordinatorConfig, CoreError, CronSchedule, MAX_BATCH, ManifestError};
 use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
 use crate::store::bench::{
-    create_commit_probe, database_now_ms, drop_commit_probe, pad_schedule, place_cursors,
-    probe_commits,
+    create_batch_probe, create_commit_probe, database_now_ms, drop_batch_probe, drop_commit_probe,
+    pad_schedule, place_cursors, probe_batches, probe_commits,
 };
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
@@ -71,7 +71,7 @@ pub struct BenchReport {
     pub due: u64,
     pub rows_total: u64,
     pub replicas: u8,
-    pub batch: u16,
+    pub batch: Batch,
     /// Runs admitted during the measurement.
     pub admitted: u64,
     /// All due occurrences were admitted before the cap.
@@ -328,7 +328,7 @@ fn bench_manifest(names: &[String], cron: &str) -> serde_json::Value {
 
 /// Single-row INSERT transactions per second that `connections` connections commit together in
 /// `time`: the rate durable commits can go at on this server, whatever does the committing.
-async fn commit_ceiling(
+pub(crate) async fn commit_ceiling(
     settings: &ConnectionSettings,
     schema: &SchemaName,
     connections: u8,
@@ -352,6 +352,37 @@ async fn commit_ceiling(
     let elapsed = started.elapsed().as_secs_f64();
     drop_commit_probe(&admin).await?;
     Ok(ratio(committed as f64, elapsed))
+}
+
+/// Admissions' writes per second (a run, its attempt and two events each) that `connections`
+/// connections commit together in `time`, in batches of [`MAX_BATCH`] rows as one statement:
+/// the most a round's admission could reach on this server, with no claim, decision or fence.
+pub(crate) async fn batched_ceiling(
+    settings: &ConnectionSettings,
+    schema: &SchemaName,
+    connections: u8,
+    time: Duration,
+) -> Result<f64, BenchError> {
+    let admin = settings.connect(schema, "qlsched bench ceiling").await?;
+    create_batch_probe(&admin).await?;
+    let mut clients = Vec::with_capacity(usize::from(connections));
+    for _ in 0..connections {
+        clients.push(settings.connect(schema, "qlsched bench ceiling").await?);
+    }
+    let started = Instant::now();
+    let deadline = started + time;
+    let probes = clients.iter().zip(0..).map(|(client, connection)| {
+        probe_batches(client, connection, i32::from(MAX_BATCH), move || {
+            Instant::now() < deadline
+        })
+    });
+    let written: u64 = futures_util::future::try_join_all(probes)
+        .await?
+        .into_iter()
+        .sum();
+    let elapsed = started.elapsed().as_secs_f64();
+    drop_batch_probe(&admin).await?;
+    Ok(ratio(written as f64, elapsed))
 }
 
 /// What the replicas did while admitting the burst.
@@ -475,7 +506,7 @@ pub async fn start_replicas(
 }
 
 /// `a / b`, or 0 when there is nothing to divide by.
-fn ratio(a: f64, b: f64) -> f64 {
+pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
 }
 

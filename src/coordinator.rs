@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Object;
 use tokio_postgres::CancelToken;
 
+use crate::core::batch::{RoundLoad, next_batch};
 use crate::core::{CoordinatorConfig, CronSchedule, Decision};
 use crate::store::admit::admit;
 use crate::store::claim::{claim_for_round, release};
@@ -59,6 +60,9 @@ pub struct Coordinator {
     heartbeat: Mutex<(Option<Instant>, Heartbeat)>,
     /// When the last round started, on this replica's clock: what `/healthz` reads.
     last_started: Mutex<Option<Instant>>,
+    /// The batch the next round claims with: the pinned one, or where the adaptive rule
+    /// (`core::batch`) left it.
+    batch: Mutex<u16>,
 }
 
 impl Coordinator {
@@ -67,13 +71,33 @@ impl Coordinator {
     pub fn new(store: Store, config: CoordinatorConfig) -> Self {
         Coordinator {
             store,
-            config,
             held: Mutex::new(Vec::new()),
             schedules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(None),
             heartbeat: Mutex::new((None, Heartbeat::default())),
             last_started: Mutex::new(None),
+            batch: Mutex::new(config.batch.initial()),
+            config,
         }
+    }
+
+    /// The batch the next round claims with.
+    pub fn batch(&self) -> u16 {
+        *self.batch.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next round's batch, from what this one did (`core::batch::next_batch`).
+    fn adapt_batch(&self, report: &RoundReport) {
+        let next = next_batch(
+            self.config.batch,
+            RoundLoad {
+                batch: report.batch,
+                claimed: report.claimed,
+                admit_time: report.admit_time,
+            },
+            self.config.lease,
+        );
+        *self.batch.lock().unwrap_or_else(|p| p.into_inner()) = next;
     }
 
     pub fn config(&self) -> &CoordinatorConfig {
@@ -102,6 +126,9 @@ impl Coordinator {
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.cancel_token());
         let result = self.round(client).await;
         self.count_round(&result);
+        if let Ok(report) = &result {
+            self.adapt_batch(report);
+        }
         self.in_flight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -114,6 +141,7 @@ impl Coordinator {
     async fn round(&self, client: &Object) -> Result<RoundReport, StoreError> {
         let mut report = RoundReport {
             owner: self.config.owner.clone(),
+            batch: self.batch(),
             ..RoundReport::default()
         };
         let started = Instant::now();
@@ -121,7 +149,7 @@ impl Coordinator {
         let claim = match claim_for_round(
             client,
             &self.config.owner,
-            i64::from(self.config.batch),
+            i64::from(report.batch),
             duration_ms(self.config.lease),
             heartbeat.as_ref(),
             &mut report.round_trips,
@@ -465,8 +493,9 @@ impl Coordinator {
         }
     }
 
-    /// What a round did, for the next heartbeat.
-    fn count_round(&self, result: &Result<RoundReport, StoreError>) {
+    /// What a round did, for the next heartbeat; the timer counts a round it had to cancel here
+    /// too, so the registry's failed rounds and last error say what the log said.
+    pub(crate) fn count_round(&self, result: &Result<RoundReport, StoreError>) {
         let mut heartbeat = self.lock_heartbeat();
         let pending = &mut heartbeat.1;
         pending.rounds += 1;

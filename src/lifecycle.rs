@@ -22,7 +22,7 @@ pub enum RoundEvent {
     Finished {
         started: Instant,
         finished: Instant,
-        report: RoundReport,
+        report: Box<RoundReport>,
     },
     Failed {
         started: Instant,
@@ -202,7 +202,6 @@ async fn run_rounds(
     events: Option<mpsc::UnboundedSender<RoundEvent>>,
 ) {
     let cadence = coordinator.config().cadence;
-    let batch = usize::from(coordinator.config().batch);
     // Replicas started together would otherwise claim in step, each round racing the others for
     // the same head of the claim order; a random phase within one cadence spreads them out.
     let phase = cadence.mul_f64(f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 256.0);
@@ -235,26 +234,29 @@ async fn run_rounds(
                     i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
                 );
                 let fates = fates_of(&coordinator, &held, lease).await;
-                Ok(Err(StoreError::TimedOut(format!(
+                let error = StoreError::TimedOut(format!(
                     "the round did not finish within the lease ({}): it ran {ran} (this process \
                      was stalled or the server did not answer); {fates}; cancelled, and its \
                      connection closed",
                     crate::core::format_duration(lease)
-                ))))
+                ));
+                let error = Err(error);
+                coordinator.count_round(&error);
+                Ok(error)
             }
         };
         let finished = Instant::now();
         let (full_budget, next_due_at) = match outcome {
             Ok(Ok(report)) => {
                 failures.recovered();
-                let full = report.claimed >= batch;
+                let full = report.claimed >= usize::from(report.batch);
                 let next_due_at = report.next_due_at;
                 emit(
                     &events,
                     RoundEvent::Finished {
                         started,
                         finished,
-                        report,
+                        report: Box::new(report),
                     },
                 );
                 (full, next_due_at)
@@ -374,7 +376,27 @@ async fn fates_of(
     lease: std::time::Duration,
 ) -> String {
     if held.is_empty() {
-        return "it held no claim".to_owned();
+        // Nothing read back, but a claim may have been in flight: its rows carry this owner's
+        // name until their lease ends or another replica takes them.
+        let owner = &coordinator.config().owner;
+        let read = async {
+            let client = coordinator.store().client().await?;
+            crate::store::replicas::claimed_rows(&**client, owner).await
+        };
+        return match tokio::time::timeout(lease, read).await {
+            Ok(Ok((0, 0))) => "it held no claim".to_owned(),
+            Ok(Ok((valid, expired))) => format!(
+                "it held no claim it had read back, but {} row{} still carry a claim in its name \
+                 from a claim in flight ({valid} valid, {expired} expired: other replicas take \
+                 them once expired)",
+                valid + expired,
+                if valid + expired == 1 { "" } else { "s" }
+            ),
+            Ok(Err(error)) => format!("whether a claim was in flight is unknown: {error}"),
+            Err(_) => {
+                "whether a claim was in flight is unknown: the server did not answer".to_owned()
+            }
+        };
     }
     let read = async {
         let client = coordinator.store().client().await?;

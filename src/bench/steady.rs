@@ -4,16 +4,24 @@
 //! window is measured: runs admitted for it, and the lag from the occurrence to the run's commit
 //! in database time (`created_at_ms - scheduled_for_ms`). Afterwards the invariants and the
 //! occurrence accounting are checked on what was written.
+//!
+//! Before the replicas start, the same run measures two ceilings on the same server: durable
+//! commits a second, and the admission's writes as batched SQL a second ([`super::batched_ceiling`]),
+//! so that each occurrence's admission rate reads as a share of what the server can do at that
+//! moment, on a shared machine whose speed moves from one run to the next. Over a long window
+//! the report gives the trend of the per-occurrence maximum lag: a least-squares slope, and the
+//! last three occurrences' worst lag against the first three's, since a lag that grows minute
+//! over minute at a steady load will, given time, pass the grace.
 
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::{BenchError, drop_unless_kept, start_replicas};
+use super::{BenchError, batched_ceiling, commit_ceiling, drop_unless_kept, ratio, start_replicas};
 use crate::core::duration::format_duration;
 use crate::core::manifest::parse_manifest;
-use crate::core::{CoordinatorConfig, CronSchedule};
+use crate::core::{Batch, CoordinatorConfig, CronSchedule};
 use crate::lifecycle::stop_all;
 use crate::store::accounting::occurrence_accounting;
 use crate::store::bench::{
@@ -43,6 +51,8 @@ pub struct SteadyConfig {
     pub window: Duration,
     /// The replicas' settings: `qlsched run`'s defaults unless flags say otherwise.
     pub coordinator: CoordinatorConfig,
+    /// How long each ceiling is probed, before the replicas start.
+    pub ceiling_time: Duration,
     pub database: String,
     pub keep: bool,
 }
@@ -53,11 +63,21 @@ pub struct SteadyReport {
     pub mode: &'static str,
     pub triggers: u32,
     pub replicas: u8,
-    pub batch: u16,
+    pub batch: Batch,
     pub cadence_ms: u64,
     pub cron: String,
     /// Per occurrence in the window, oldest first.
     pub occurrences: Vec<OccurrenceLag>,
+    /// Each occurrence's admission rate: its runs over the time from the occurrence to its last
+    /// run's commit, runs a second; in the order of `occurrences`.
+    pub admission_rates_per_s: Vec<f64>,
+    /// Single-row durable commits a second, with as many connections as replicas.
+    pub commit_ceiling_per_s: f64,
+    /// The admission's writes as batched SQL (256 a statement), runs a second, as many
+    /// connections as replicas.
+    pub batched_ceiling_per_s: f64,
+    /// How the worst lag of an occurrence moved over the window; none under two occurrences.
+    pub trend: Option<LagTrend>,
     /// Over every run of the window.
     pub overall: Option<OccurrenceLag>,
     /// Occurrences in the window with fewer runs than triggers.
@@ -72,6 +92,72 @@ pub struct SteadyReport {
     pub seed_s: f64,
     pub database: String,
     pub kept: bool,
+}
+
+/// How the per-occurrence maximum lag moved over the window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LagTrend {
+    /// Least-squares slope of the maximum lag over the occurrences, in milliseconds per minute
+    /// of the window: about 0 when the lag holds, positive when it grows.
+    pub max_lag_slope_ms_per_min: f64,
+    /// The worst maximum lag of the first three occurrences, and of the last three.
+    pub first_three_max_ms: i64,
+    pub last_three_max_ms: i64,
+    /// `last_three_max_ms / first_three_max_ms`.
+    pub last_over_first: f64,
+    /// The lowest occurrence's admission rate as a share of the batched-SQL ceiling.
+    pub min_rate_of_batched_ceiling: f64,
+}
+
+impl LagTrend {
+    /// The trend of `lags` (oldest first), with `rates` their admission rates; `None` under two.
+    pub fn of(lags: &[OccurrenceLag], rates: &[f64], batched_ceiling_per_s: f64) -> Option<Self> {
+        if lags.len() < 2 {
+            return None;
+        }
+        let points: Vec<(f64, f64)> = lags
+            .iter()
+            .map(|lag| {
+                (
+                    (lag.scheduled_for_ms - lags[0].scheduled_for_ms) as f64 / 60_000.0,
+                    lag.lag_max_ms as f64,
+                )
+            })
+            .collect();
+        let n = points.len() as f64;
+        let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+        let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+        let covariance: f64 = points
+            .iter()
+            .map(|(x, y)| (x - mean_x) * (y - mean_y))
+            .sum();
+        let variance: f64 = points.iter().map(|(x, _)| (x - mean_x).powi(2)).sum();
+        let slope = if variance > 0.0 {
+            covariance / variance
+        } else {
+            0.0
+        };
+        let worst = |part: &[OccurrenceLag]| part.iter().map(|l| l.lag_max_ms).max().unwrap_or(0);
+        let first = worst(&lags[..lags.len().min(3)]);
+        let last = worst(&lags[lags.len().saturating_sub(3)..]);
+        let min_rate = rates.iter().copied().fold(f64::INFINITY, f64::min);
+        Some(LagTrend {
+            max_lag_slope_ms_per_min: slope,
+            first_three_max_ms: first,
+            last_three_max_ms: last,
+            last_over_first: ratio(last as f64, first as f64),
+            min_rate_of_batched_ceiling: if min_rate.is_finite() {
+                ratio(min_rate, batched_ceiling_per_s)
+            } else {
+                0.0
+            },
+        })
+    }
+}
+
+/// An occurrence's runs over the time to its last run's commit, a second.
+fn admission_rate(lag: &OccurrenceLag) -> f64 {
+    ratio(lag.runs as f64, lag.lag_max_ms.max(1) as f64 / 1_000.0)
 }
 
 impl SteadyReport {
@@ -143,6 +229,10 @@ async fn measure(
     let manifest = parse_manifest(&steady_manifest(config).to_string())?;
     publish(&mut admin, &manifest, false).await?;
     let seed_s = seeding.elapsed().as_secs_f64();
+    let commit_ceiling_per_s =
+        commit_ceiling(&settings, schema, config.replicas, config.ceiling_time).await?;
+    let batched_ceiling_per_s =
+        batched_ceiling(&settings, schema, config.replicas, config.ceiling_time).await?;
     let started_ms = database_now_ms(&admin).await?;
 
     // Rounds report nothing the steady bench needs: it reads what was committed.
@@ -163,6 +253,8 @@ async fn measure(
 
     let mut lags = lag_by_occurrence(&admin, from_ms, to_ms).await?;
     let overall = lags.pop();
+    let rates: Vec<f64> = lags.iter().map(admission_rate).collect();
+    let trend = LagTrend::of(&lags, &rates, batched_ceiling_per_s);
     let expected = i64::from(config.triggers);
     let counts = invariant_counts(&admin).await?;
     let since_start = database_now_ms(&admin).await? - started_ms + 1_000;
@@ -176,6 +268,10 @@ async fn measure(
         cron: config.cron.clone(),
         short_occurrences: lags.iter().filter(|lag| lag.runs < expected).count(),
         occurrences: lags,
+        admission_rates_per_s: rates,
+        commit_ceiling_per_s,
+        batched_ceiling_per_s,
+        trend,
         overall,
         runs: counts.runs,
         duplicates: counts.duplicate_occurrences + accounting.duplicate_count as i64,
@@ -242,4 +338,41 @@ fn steady_manifest(config: &SteadyConfig) -> serde_json::Value {
             "triggers": triggers,
         }]
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn lag(minute: i64, max_ms: i64) -> OccurrenceLag {
+        OccurrenceLag {
+            scheduled_for_ms: minute * 60_000,
+            runs: 100_000,
+            lag_p50_ms: max_ms / 2,
+            lag_p99_ms: max_ms,
+            lag_max_ms: max_ms,
+        }
+    }
+
+    #[test]
+    fn a_lag_that_holds_has_no_slope_and_one_that_grows_shows_it() {
+        let flat: Vec<_> = (0..10).map(|m| lag(m, 12_000)).collect();
+        let rates: Vec<_> = flat.iter().map(admission_rate).collect();
+        let trend = LagTrend::of(&flat, &rates, 10_000.0).unwrap();
+        assert_eq!(trend.max_lag_slope_ms_per_min, 0.0);
+        assert_eq!(trend.last_over_first, 1.0);
+        // 100,000 runs in 12 s: 8,333 a second, 0.83 of a 10,000 ceiling.
+        assert!((trend.min_rate_of_batched_ceiling - 0.8333).abs() < 0.001);
+
+        let growing: Vec<_> = (0..10).map(|m| lag(m, 8_000 + 2_000 * m)).collect();
+        let rates: Vec<_> = growing.iter().map(admission_rate).collect();
+        let trend = LagTrend::of(&growing, &rates, 10_000.0).unwrap();
+        assert!((trend.max_lag_slope_ms_per_min - 2_000.0).abs() < 1e-6);
+        assert_eq!(
+            (trend.first_three_max_ms, trend.last_three_max_ms),
+            (12_000, 26_000)
+        );
+        assert!(LagTrend::of(&growing[..1], &rates[..1], 10_000.0).is_none());
+    }
 }

@@ -1,6 +1,10 @@
 //! `qlsched backfill P/T --from T1 --to T2`: admits the trigger's past cron occurrences in the
 //! window that have no run, each under its regular cron key, in bounded transactions
 //! (`store::control::backfill`, docs/DESIGN.md §4.10). A rerun admits nothing twice.
+//!
+//! Occurrences from before the trigger was first published are left out and counted unless
+//! `--before-creation` asks for them: a window typed a little too wide (`--from` yesterday for a
+//! trigger published this morning) must not quietly admit runs for a time the trigger never had.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -40,6 +44,11 @@ pub struct BackfillArgs {
     #[arg(long, value_name = "TIME", value_parser = instant_arg)]
     pub to: i64,
 
+    /// Admit the window's occurrences from before the trigger was first published too; without
+    /// it they are left out, and the report counts them.
+    #[arg(long)]
+    pub before_creation: bool,
+
     /// Refuse (exit 65, nothing written) a window with more occurrences than this.
     #[arg(long, value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -57,7 +66,12 @@ struct BackfillReport {
     trigger_revision: i64,
     from_ms: i64,
     to_ms: i64,
-    /// Occurrences of the pattern in the window.
+    /// When the trigger was first published.
+    first_published_at_ms: i64,
+    /// Occurrences in the window from before then, left out (0 with --before-creation).
+    before_creation: u64,
+    /// Occurrences of the pattern in the window (from its first publication on, unless
+    /// --before-creation).
     occurrences: u64,
     /// Occurrences that had a run already (the scheduler's, an earlier backfill's).
     already_admitted: u64,
@@ -97,11 +111,23 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
     }
     let schedule = CronSchedule::parse(&target.cron_expr, &target.time_zone)?;
     let cap = usize::try_from(args.max).unwrap_or(usize::MAX);
-    let occurrences = schedule.occurrences_between(
-        args.from,
-        args.to.saturating_add(1),
-        cap.saturating_add(1),
-    )?;
+    let from = if args.before_creation {
+        args.from
+    } else {
+        args.from.max(target.created_at_ms)
+    };
+    let before_creation = if from > args.from {
+        // Counted up to --max: past it the number is only a lower bound, and says enough.
+        let last = from.min(args.to.saturating_add(1)) - 1;
+        schedule.count_between(args.from, last, args.max)?.0
+    } else {
+        0
+    };
+    let occurrences = if from <= args.to {
+        schedule.occurrences_between(from, args.to.saturating_add(1), cap.saturating_add(1))?
+    } else {
+        Vec::new()
+    };
     if occurrences.len() > cap {
         return Err(CliError::BadInput(format!(
             "the window holds more than --max {} occurrences of {} ({}); narrow it or raise --max",
@@ -111,12 +137,21 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
     let dry_run = args.confirm.dry_run;
     if !args.confirm.yes && !dry_run && interactive() {
         let question = format!(
-            "backfill {} (revision {}): {} occurrences from {} to {}, those without a run? [y/N]",
+            "backfill {} (revision {}): {} occurrences from {} to {}, those without a run{}? \
+             [y/N]",
             args.trigger,
             target.trigger_revision,
             occurrences.len(),
-            utc(args.from),
-            utc(args.to)
+            utc(from),
+            utc(args.to),
+            if before_creation > 0 {
+                format!(
+                    " ({before_creation} before its first publication at {} left out)",
+                    utc(target.created_at_ms)
+                )
+            } else {
+                String::new()
+            }
         );
         if ask(&question).await? != "y" {
             return Err(CliError::Usage("not confirmed; nothing admitted".into()));
@@ -174,6 +209,8 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         trigger_revision: target.trigger_revision,
         from_ms: args.from,
         to_ms: args.to,
+        first_published_at_ms: target.created_at_ms,
+        before_creation,
         occurrences: occurrences.len() as u64,
         already_admitted: total.existing,
         admitted: total.admitted,
@@ -208,6 +245,18 @@ fn render(r: &BackfillReport) -> String {
         vec![
             "window".to_owned(),
             format!("{} to {}", utc(r.from_ms), utc(r.to_ms)),
+        ],
+        vec![
+            "before the trigger existed".to_owned(),
+            if r.before_creation > 0 {
+                format!(
+                    "{} left out (first published {}; --before-creation admits them)",
+                    r.before_creation,
+                    utc(r.first_published_at_ms)
+                )
+            } else {
+                format!("none (first published {})", utc(r.first_published_at_ms))
+            },
         ],
         vec!["occurrences".to_owned(), r.occurrences.to_string()],
         vec![

@@ -15,7 +15,7 @@ use crate::bench::steady::{SteadyConfig, SteadyReport, run_steady};
 use crate::bench::{BenchConfig, BenchReport, run_bench};
 use crate::core::duration::format_duration;
 use crate::core::time::utc;
-use crate::core::{CoordinatorConfig, DEFAULT_BATCH};
+use crate::core::{Batch, CoordinatorConfig};
 use crate::store::bench::OccurrenceLag;
 use crate::store::scratch::drop_database;
 
@@ -29,10 +29,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 4, allow_negative_numbers = true, value_parser = clap::value_parser!(u8).range(1..=64))]
     pub replicas: u8,
 
-    /// Claims per round of every replica (1..=256).
-    #[arg(long, default_value_t = DEFAULT_BATCH, allow_negative_numbers = true,
+    /// Claims per round of every replica, pinned (1..=256) [default: adaptive, as `qlsched run`].
+    #[arg(long, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::core::MAX_BATCH)))]
-    pub batch: u16,
+    pub batch: Option<u16>,
 
     /// Fraction of the triggers whose occurrence is due at once (0..=1); the rest are not due.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
@@ -92,7 +92,7 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
         replicas: args.replicas,
         coordinator: CoordinatorConfig {
             owner: format!("bench-{pid}"),
-            batch: args.batch,
+            batch: args.batch.map_or(Batch::Adaptive, Batch::Pinned),
             lease: args.lease,
             cadence: args.cadence.unwrap_or(BURST_CADENCE),
             ..CoordinatorConfig::default()
@@ -144,11 +144,12 @@ async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliErr
         window: args.window,
         coordinator: CoordinatorConfig {
             owner: format!("bench-{pid}"),
-            batch: args.batch,
+            batch: args.batch.map_or(Batch::Adaptive, Batch::Pinned),
             lease: args.lease,
             cadence: args.cadence.unwrap_or(defaults.cadence),
             ..defaults
         },
+        ceiling_time: args.ceiling_time,
         database: format!("qlsched_bench_{pid}"),
         keep: args.keep,
     };
@@ -211,21 +212,28 @@ fn verdict(problems: Vec<String>) -> Result<(), CliError> {
 }
 
 fn render_steady(report: &SteadyReport) -> String {
-    let lag_row = |label: String, lag: &OccurrenceLag| {
+    let lag_row = |label: String, lag: &OccurrenceLag, rate: Option<f64>| {
         vec![
             label,
             lag.runs.to_string(),
             lag.lag_p50_ms.to_string(),
             lag.lag_p99_ms.to_string(),
             lag.lag_max_ms.to_string(),
+            rate.map_or_else(|| "-".to_owned(), |r| format!("{r:.0}")),
+            rate.map_or_else(
+                || "-".to_owned(),
+                |r| format!("{:.2}", r / report.batched_ceiling_per_s.max(1.0)),
+            ),
         ]
     };
-    // Per occurrence for a minute-scale cron; a second-scale one is summed up in `overall`.
-    let mut rows: Vec<Vec<String>> = if report.occurrences.len() <= 20 {
+    // Per occurrence for a minute-scale cron (up to an hour's); a second-scale one is summed up
+    // in `overall`.
+    let mut rows: Vec<Vec<String>> = if report.occurrences.len() <= 60 {
         report
             .occurrences
             .iter()
-            .map(|lag| lag_row(utc(lag.scheduled_for_ms), lag))
+            .zip(&report.admission_rates_per_s)
+            .map(|(lag, rate)| lag_row(utc(lag.scheduled_for_ms), lag, Some(*rate)))
             .collect()
     } else {
         Vec::new()
@@ -234,6 +242,7 @@ fn render_steady(report: &SteadyReport) -> String {
         rows.push(lag_row(
             format!("all {} occurrences", report.occurrences.len()),
             overall,
+            None,
         ));
     }
     let mut out = table(
@@ -243,6 +252,8 @@ fn render_steady(report: &SteadyReport) -> String {
             "lag p50 ms",
             "lag p99 ms",
             "lag max ms",
+            "admitted/s",
+            "of batched ceiling",
         ],
         rows,
     );
@@ -259,6 +270,30 @@ fn render_steady(report: &SteadyReport) -> String {
                 format!(
                     "{} × {}, {} ms",
                     report.replicas, report.batch, report.cadence_ms
+                ),
+            ),
+            (
+                "ceilings (same run)",
+                format!(
+                    "{:.0} commits/s; {:.0} admissions/s as batched SQL",
+                    report.commit_ceiling_per_s, report.batched_ceiling_per_s
+                ),
+            ),
+            (
+                "max lag trend",
+                report.trend.as_ref().map_or_else(
+                    || "- (fewer than two occurrences)".to_owned(),
+                    |t| {
+                        format!(
+                            "{:+.0} ms a minute; last three {} ms vs first three {} ms ({:.2}×); \
+                             slowest occurrence at {:.2} of the batched ceiling",
+                            t.max_lag_slope_ms_per_min,
+                            t.last_three_max_ms,
+                            t.first_three_max_ms,
+                            t.last_over_first,
+                            t.min_rate_of_batched_ceiling
+                        )
+                    },
                 ),
             ),
             (

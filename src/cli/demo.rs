@@ -123,7 +123,7 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
         }
     };
     // A panic in the demo unwinds past `embedded`, whose Drop stops and deletes the server.
-    let shown = show(&args, global, &server, &mut shutdown).await;
+    let shown = show(&args, global, &server, embedded.is_none(), &mut shutdown).await;
     let Some(embedded) = embedded else {
         return shown;
     };
@@ -200,6 +200,7 @@ async fn show(
     args: &DemoArgs,
     global: &Global,
     server: &ConnectionSettings,
+    kept: bool,
     shutdown: &mut Shutdown,
 ) -> Result<(), CliError> {
     let schema = &global.connection.schema;
@@ -222,6 +223,7 @@ async fn show(
         let started = Instant::now();
         let watched = watch_in_top(&settings, global, args.duration, shutdown).await;
         stop_all(lifecycles).await;
+        say_kept(kept, &settings, args.database.as_str());
         report_invariants(&admin, started, "").await?;
         return watched;
     }
@@ -230,7 +232,20 @@ async fn show(
     drop(events);
     let started = Instant::now();
     let per_owner = print_admissions(lifecycles, received, args.duration, shutdown).await?;
+    say_kept(kept, &settings, args.database.as_str());
     report_invariants(&admin, started, &per_owner).await
+}
+
+/// Says that the demo's database stays (on a server the demo did not start): a reader may want
+/// to look at it, or may not want it there at all.
+fn say_kept(kept: bool, settings: &ConnectionSettings, name: &str) {
+    if kept {
+        eprintln!(
+            "qlsched demo: the database {name} is kept for a look (`qlsched -D '{}' inspect`); \
+             the next demo drops and recreates it, `DROP DATABASE {name}` removes it",
+            settings.conninfo()
+        );
+    }
 }
 
 /// `top` on the demo's database until `q`, a signal or the duration.

@@ -226,6 +226,23 @@ impl CliError {
         }
     }
 
+    /// A permission refusal that does not say which group role would do names it: the
+    /// server's "permission denied for table trigger_schedules" tells what was refused, not what
+    /// to grant.
+    pub fn naming_role(self, command: &str, role: &str) -> CliError {
+        match self {
+            CliError::Store(StoreError::PermissionDenied(message))
+                if !message.contains("qlsched_") =>
+            {
+                CliError::Store(StoreError::PermissionDenied(format!(
+                    "{message}: `qlsched {command}` needs a login granted {role} (GRANT {role} \
+                     TO <login>; the README's role table lists every command)"
+                )))
+            }
+            other => other,
+        }
+    }
+
     /// The status the process exits with.
     pub fn status(&self) -> ExitStatus {
         self.class().status

@@ -69,7 +69,7 @@ fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Re
     let mut out: Vec<u8> = Vec::new();
     page.render_title(&mut out)?;
     page.render_name_section(&mut out)?;
-    page.render_synopsis_section(&mut out)?;
+    synopsis(&mut out, command)?;
     page.render_description_section(&mut out)?;
     if command.get_arguments().any(|a| !a.is_hide_set()) {
         page.render_options_section(&mut out)?;
@@ -100,6 +100,63 @@ fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Re
     Ok(())
 }
 
+/// The SYNOPSIS with each option's value placeholder (`[--project PROJECT]`), which clap_mangen's
+/// own leaves out, so that a reader of the synopsis alone can tell a flag from an option.
+fn synopsis(out: &mut Vec<u8>, command: &clap::Command) -> std::io::Result<()> {
+    let bold = |text: &str| format!("\\fB{}\\fR", roff_escape(text));
+    let italic = |text: &str| format!("\\fI{}\\fR", roff_escape(text));
+    // Built, so that every argument knows how many values it takes.
+    let mut command = command.clone();
+    command.build();
+    let name = command.get_bin_name().unwrap_or(command.get_name());
+    let mut parts = vec![bold(name)];
+    let shown = command.get_arguments().filter(|a| {
+        !a.is_hide_set()
+            && !matches!(
+                a.get_action(),
+                clap::ArgAction::Help
+                    | clap::ArgAction::HelpShort
+                    | clap::ArgAction::HelpLong
+                    | clap::ArgAction::Version
+            )
+    });
+    for arg in shown {
+        let values: Vec<String> = arg
+            .get_value_names()
+            .map(|names| names.iter().map(|n| italic(n.as_str())).collect())
+            .unwrap_or_else(|| vec![italic(&arg.get_id().as_str().to_uppercase())]);
+        let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+        let text = if arg.is_positional() {
+            values.join(" ")
+        } else {
+            let mut names: Vec<String> = Vec::new();
+            if let Some(short) = arg.get_short() {
+                names.push(bold(&format!("-{short}")));
+            }
+            if let Some(long) = arg.get_long() {
+                names.push(bold(&format!("--{long}")));
+            }
+            let names = names.join("|");
+            if takes_value {
+                format!("{names} {}", values.join(" "))
+            } else {
+                names
+            }
+        };
+        parts.push(if arg.is_required_set() {
+            text
+        } else {
+            format!("[{text}]")
+        });
+    }
+    if command.get_subcommands().any(|s| !s.is_hide_set()) {
+        parts.push(italic("<subcommand>"));
+    }
+    writeln!(out, ".SH SYNOPSIS")?;
+    writeln!(out, "{}", parts.join(" "))?;
+    Ok(())
+}
+
 /// A section of plain paragraphs; a line starting with two spaces is kept as a literal line.
 fn section(out: &mut Vec<u8>, title: &str, body: &str) -> std::io::Result<()> {
     writeln!(out, ".SH \"{title}\"")?;
@@ -122,5 +179,27 @@ fn roff_escape(line: &str) -> String {
         format!("\\&{escaped}")
     } else {
         escaped
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    /// An option's synopsis shows its value; a flag's shows none; a required argument has no
+    /// brackets.
+    #[test]
+    fn the_synopsis_names_every_options_value() {
+        let root = super::super::command();
+        let backfill = root.find_subcommand("backfill").unwrap().clone();
+        let mut out = Vec::new();
+        super::synopsis(&mut out, &backfill.bin_name("qlsched backfill")).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(r"\fB\-\-from\fR \fITIME\fR")
+                && text.contains(r"[\fB\-\-max\fR \fIN\fR]")
+                && text.contains(r"[\fB\-\-dry\-run\fR]")
+                && text.contains(r"\fIPROJECT/TRIGGER\fR \fB"),
+            "{text}"
+        );
     }
 }

@@ -124,6 +124,53 @@ pub enum Command {
     Generate(generate::GenerateArgs),
 }
 
+impl Command {
+    /// The subcommand's name, as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Migrate(_) => "migrate",
+            Command::Publish(_) => "publish",
+            Command::Run(_) => "run",
+            Command::Claim(_) => "claim",
+            Command::Cron(_) => "cron",
+            Command::Inspect(_) => "inspect",
+            Command::Expire(_) => "expire",
+            Command::Fire(_) => "fire",
+            Command::Backfill(_) => "backfill",
+            Command::Pause(_) => "pause",
+            Command::Resume(_) => "resume",
+            Command::Top(_) => "top",
+            Command::Demo(_) => "demo",
+            Command::Bench(_) => "bench",
+            Command::Generate(_) => "generate",
+        }
+    }
+
+    /// The group role (docs/DESIGN.md §3.2) a login needs for this command, as the README's
+    /// role table lists it, for a refusal to name; `None` where no group role is enough
+    /// (`migrate`, `demo` and `bench` create schemas, roles or databases) or none is needed.
+    pub fn role(&self) -> Option<&'static str> {
+        match self {
+            Command::Publish(args) if args.dry_run => Some("qlsched_observer"),
+            Command::Claim(args) if args.confirm.dry_run => Some("qlsched_observer"),
+            Command::Inspect(_) | Command::Top(_) => Some("qlsched_observer"),
+            Command::Run(_) => Some("qlsched_runtime"),
+            Command::Publish(_)
+            | Command::Claim(_)
+            | Command::Expire(_)
+            | Command::Fire(_)
+            | Command::Backfill(_)
+            | Command::Pause(_)
+            | Command::Resume(_) => Some("qlsched_admin"),
+            Command::Migrate(_)
+            | Command::Demo(_)
+            | Command::Bench(_)
+            | Command::Cron(_)
+            | Command::Generate(_) => None,
+        }
+    }
+}
+
 /// Parses the command line, runs the subcommand, and returns its exit status.
 pub fn main() -> ExitCode {
     let matches = match Cli::command().try_get_matches() {
@@ -173,7 +220,8 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         format: output.format,
         color: color.enabled(),
     };
-    match command {
+    let (name, role) = (command.name(), command.role());
+    let result = match command {
         Command::Migrate(args) => migrate::run(args, &global).await,
         Command::Publish(args) => publish::run(args, &global).await,
         Command::Run(args) => run::run(args, &global).await,
@@ -189,7 +237,11 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Expire(args) => expire::run(args, &global).await,
         Command::Bench(args) => bench::run(args, &global).await,
         Command::Generate(args) => generate::run(args),
-    }
+    };
+    result.map_err(|error| match role {
+        Some(role) => error.naming_role(name, role),
+        None => error,
+    })
 }
 
 /// Options every subcommand sees.
@@ -335,4 +387,34 @@ fn init_logging(command: &Command, color: ColorChoice, format: LogFormat) {
 /// generated files change with the interface, not with every commit.
 pub fn command() -> clap::Command {
     Cli::command().long_version(None::<&str>)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    /// The README's role table names every subcommand a person can type, so a refusal's "the
+    /// README's role table lists every command" stays true when a command is added.
+    #[test]
+    fn the_readme_role_table_lists_every_subcommand() {
+        let readme = include_str!("../../README.md");
+        let table: Vec<&str> = readme
+            .split("| command | group role its login needs |")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .skip(2)
+            .take_while(|line| line.starts_with('|'))
+            .collect();
+        let named = table.join("\n");
+        for command in super::command()
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+        {
+            let name = format!("`{}`", command.get_name());
+            assert!(
+                named.contains(&name),
+                "{name} is missing from the README's role table"
+            );
+        }
+    }
 }

@@ -173,7 +173,14 @@ fn render(r: &Report) -> String {
                     (Some(owner), _, _) => format!("claim of {owner} voided"),
                     (_, Some(next), passed) => format!(
                         "next {}{}",
-                        opt(next.map(utc)),
+                        // Published again since the pause: the new revision's cursor is set by
+                        // the next replica round, to the first occurrence after it.
+                        next.map_or_else(
+                            || "when a replica initializes it (published since: the first \
+                                occurrence after its next round)"
+                                .to_owned(),
+                            utc
+                        ),
                         match passed {
                             Some(Some(p)) => format!(
                                 "; {}{} occurrences recorded as a misfire",

@@ -11,9 +11,9 @@ use super::args::{Access, duration_arg};
 use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::coordinator::Coordinator;
-use crate::core::CoordinatorConfig;
 use crate::core::TriggerName;
 use crate::core::duration::format_duration;
+use crate::core::{Batch, CoordinatorConfig};
 use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::observe::Observer;
 use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
@@ -43,10 +43,10 @@ pub struct ReplicaArgs {
     #[arg(skip)]
     pub owner_from_env: bool,
 
-    /// Claims per round (1..=256).
-    #[arg(long, default_value_t = crate::core::config::DEFAULT_BATCH, allow_negative_numbers = true,
+    /// Claims per round, pinned (1..=256) [default: adaptive, 16..=256, following the backlog].
+    #[arg(long, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::core::MAX_BATCH)))]
-    pub batch: u16,
+    pub batch: Option<u16>,
 
     /// Lease of each claim, in database time (1s..=1h).
     #[arg(long, default_value = "30s", value_parser = duration_arg, allow_hyphen_values = true)]
@@ -67,7 +67,7 @@ impl ReplicaArgs {
     pub fn config(&self) -> Result<CoordinatorConfig, CliError> {
         let config = CoordinatorConfig {
             owner: self.owner.clone().unwrap_or_else(default_owner),
-            batch: self.batch,
+            batch: self.batch.map_or(Batch::Adaptive, Batch::Pinned),
             lease: self.lease,
             cadence: self.cadence,
             drain_timeout: self.drain_timeout,
@@ -170,7 +170,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         }
     };
     tracing::info!(
-        owner = %config.owner, batch = config.batch, lease = %format_duration(config.lease),
+        owner = %config.owner, batch = %config.batch, lease = %format_duration(config.lease),
         cadence = %format_duration(config.cadence), database = %settings.describe(), %schema,
         "replica started"
     );

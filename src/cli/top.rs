@@ -15,8 +15,9 @@ use crate::tui::{self, TopOptions};
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// Disable `e` (expire) and `p` (pause, resume): look, never touch.
-    #[arg(long)]
+    /// Disable `e`, `E` (expire) and `p` (pause, resume): look, never touch. For people who
+    /// must not write, whatever their login may do.
+    #[arg(long = "read-only", visible_alias = "readonly")]
     pub readonly: bool,
 
     /// Time between refreshes, 250ms to 10s (`+` and `-` change it live).

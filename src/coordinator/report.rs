@@ -11,6 +11,9 @@ use crate::store::RunIdentity;
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RoundReport {
     pub owner: String,
+    /// The batch this round claimed with (`core::batch`): the claim was full when `claimed`
+    /// reached it.
+    pub batch: u16,
     pub claimed: usize,
     pub fired: usize,
     pub initialized: usize,

@@ -7,10 +7,7 @@ use std::time::Duration;
 use super::duration::format_duration;
 use super::error::CoreError;
 
-/// Claims per round unless configured otherwise.
-pub const DEFAULT_BATCH: u16 = 16;
-/// The hard cap on claims per round: one round's claims must fit one short statement and one lease.
-pub const MAX_BATCH: u16 = 256;
+use super::batch::{Batch, MAX_BATCH};
 
 /// How long misfire records are kept, by the database time they were recorded at: replicas
 /// delete older ones (a bound on the table's size), and the occurrence accounting check reaches
@@ -23,8 +20,8 @@ const MAX_OWNER_CHARS: usize = 200;
 pub struct CoordinatorConfig {
     /// The name written into `claim_owner`; the caller chooses it (e.g. host and process id).
     pub owner: String,
-    /// Claims per round, `1..=MAX_BATCH`.
-    pub batch: u16,
+    /// Claims per round: adaptive, or pinned to `1..=MAX_BATCH`.
+    pub batch: Batch,
     /// How long a claim stays valid; a crashed replica's rows become claimable after this.
     pub lease: Duration,
     /// The pause between rounds that did not use their whole budget.
@@ -37,7 +34,7 @@ impl Default for CoordinatorConfig {
     fn default() -> Self {
         Self {
             owner: String::new(),
-            batch: DEFAULT_BATCH,
+            batch: Batch::Adaptive,
             lease: Duration::from_secs(30),
             cadence: Duration::from_secs(1),
             drain_timeout: Duration::from_secs(10),
@@ -53,10 +50,12 @@ impl CoordinatorConfig {
     /// [`CoreError::OutOfBounds`] naming the field, its bounds and the value given.
     pub fn validate(&self) -> Result<(), CoreError> {
         self.validate_owner()?;
-        if !(1..=MAX_BATCH).contains(&self.batch) {
+        if let Batch::Pinned(n) = self.batch
+            && !(1..=MAX_BATCH).contains(&n)
+        {
             return Err(CoreError::OutOfBounds {
                 field: "batch",
-                value: self.batch.to_string(),
+                value: n.to_string(),
                 bounds: "1..=256",
             });
         }
@@ -138,7 +137,7 @@ mod tests {
     #[test]
     fn defaults_follow_the_design() {
         let d = CoordinatorConfig::default();
-        assert_eq!(d.batch, 16);
+        assert_eq!(d.batch, Batch::Adaptive);
         assert_eq!(d.lease, Duration::from_secs(30));
         assert_eq!(d.cadence, Duration::from_secs(1));
         assert_eq!(d.drain_timeout, Duration::from_secs(10));
@@ -159,7 +158,10 @@ mod tests {
 
     #[test]
     fn batch_bounds() {
-        let with = |batch| CoordinatorConfig { batch, ..valid() };
+        let with = |n| CoordinatorConfig {
+            batch: Batch::Pinned(n),
+            ..valid()
+        };
         assert!(with(1).validate().is_ok());
         assert!(with(MAX_BATCH).validate().is_ok());
         assert_eq!(refused_field(&with(0)), "batch");

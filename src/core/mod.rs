@@ -4,6 +4,7 @@
 //! database by the caller (docs/DESIGN.md §4.1).
 
 pub mod accounting;
+pub mod batch;
 pub mod config;
 pub mod cron;
 #[cfg(test)]
@@ -22,7 +23,8 @@ pub mod status;
 pub mod text;
 pub mod time;
 
-pub use config::{CoordinatorConfig, DEFAULT_BATCH, MAX_BATCH, MISFIRE_RETENTION_MS};
+pub use batch::{Batch, MAX_BATCH, MIN_ADAPTIVE_BATCH};
+pub use config::{CoordinatorConfig, MISFIRE_RETENTION_MS};
 pub use cron::CronSchedule;
 pub use decide::{
     Decision, DecisionInput, MAX_COUNTED_MISFIRES, MisfirePolicy, MisfireReason, MisfireSpan,
@@ -38,4 +40,4 @@ pub use manifest::{
 };
 pub use name::TriggerName;
 pub use run_id::run_id;
-pub use status::{Change, ClaimOutcome, RunStatus};
+pub use status::{Change, ClaimOutcome, Liveness, RunStatus};

@@ -1,5 +1,6 @@
 //! The closed sets of words the tables and reports use (docs/DESIGN.md §3.1): a run's status,
-//! what publishing did to a definition, and what a manual claim ended with. A project's status is [`super::manifest::ProjectStatus`].
+//! what publishing did to a definition, what a manual claim ended with, and how alive a
+//! registered replica is. A project's status is [`super::manifest::ProjectStatus`].
 //! The store parses each at the boundary, so a value the binary has no name for (a row written by
 //! hand, or by a newer version) is an error naming its table and column, never a panic and never a
 //! string compared further in.
@@ -104,6 +105,38 @@ words! {
     }
 }
 
+words! {
+    /// How alive a registered replica is, read from its heartbeat's age on the database clock
+    /// (`store::replicas`, docs/DESIGN.md §3.1 `replicas`). A replica beats at most once a
+    /// cadence, inside its claim's round trip, so a heartbeat two cadences old already means a
+    /// round that is not coming back on time; the lease is when its claims stop protecting rows.
+    Liveness {
+        /// Running or draining, with a heartbeat within two cadences (at least one second).
+        Live => "live",
+        /// Running or draining, no heartbeat for longer than two cadences but not yet for its
+        /// lease plus its cadence: hung (SIGSTOP, a frozen VM), cut off, or in a very long round.
+        /// Its claims may still be valid, so nothing else takes its rows yet.
+        Stalled => "stalled",
+        /// Running or draining, no heartbeat for longer than its lease plus its cadence: every
+        /// claim it held has expired and other replicas take its rows.
+        Stale => "stale",
+        /// It said it stopped.
+        Stopped => "stopped",
+    }
+}
+
+impl Liveness {
+    /// Lists put what needs a look first: stale (0), stalled (1), live (2), stopped (3).
+    pub fn urgency(self) -> u8 {
+        match self {
+            Liveness::Stale => 0,
+            Liveness::Stalled => 1,
+            Liveness::Live => 2,
+            Liveness::Stopped => 3,
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -120,6 +153,9 @@ mod tests {
         }
         for outcome in ClaimOutcome::ALL {
             assert_eq!(outcome.as_str().parse::<ClaimOutcome>().unwrap(), *outcome);
+        }
+        for liveness in Liveness::ALL {
+            assert_eq!(liveness.as_str().parse::<Liveness>().unwrap(), *liveness);
         }
     }
 

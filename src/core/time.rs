@@ -11,6 +11,9 @@
 //!   never runs into another unit's number, so `8s57ms` cannot be written. Negative spans (late,
 //!   overdue) carry a `-`.
 //!
+//! - A narrow column (the dashboard's) takes [`short_span`]: the same units, seconds to one
+//!   decimal (`23.3s`), so that no value is wider than six characters and none is ever cut.
+//!
 //! Flag values and manifest durations are written in the form the parser reads back instead
 //! (`super::duration::format_duration`).
 
@@ -38,6 +41,23 @@ pub fn span(ms: i64) -> String {
     } else {
         magnitude
     }
+}
+
+/// A signed span for a narrow column: as [`span`], but seconds under a minute to one decimal,
+/// truncated (`23.3s`, `8s`), so the magnitude is at most six characters (`59.9s`, `23h59m`).
+pub fn short_span(ms: i64) -> String {
+    let magnitude = ms.unsigned_abs();
+    let text = if (SECOND..MINUTE).contains(&magnitude) {
+        let tenths = magnitude % SECOND / 100;
+        if tenths == 0 {
+            format!("{}s", magnitude / SECOND)
+        } else {
+            format!("{}.{tenths}s", magnitude / SECOND)
+        }
+    } else {
+        unsigned_span(magnitude)
+    };
+    if ms < 0 { format!("-{text}") } else { text }
 }
 
 const SECOND: u64 = 1_000;
@@ -73,6 +93,29 @@ mod tests {
         assert_eq!(utc(-1), "1969-12-31T23:59:59.999Z");
         assert_eq!(utc(i64::MAX), i64::MAX.to_string());
         assert_eq!(clock(1_796_212_798_860), "11:59:58.860");
+    }
+
+    #[test]
+    fn short_spans_keep_their_unit_within_six_characters() {
+        assert_eq!(short_span(450), "450ms");
+        assert_eq!(short_span(23_333), "23.3s");
+        assert_eq!(short_span(8_000), "8s");
+        assert_eq!(short_span(59_999), "59.9s");
+        assert_eq!(short_span(-36_641), "-36.6s");
+        assert_eq!(short_span(125_000), "2m05s");
+        for ms in [
+            0,
+            999,
+            1_000,
+            9_950,
+            59_999,
+            60_000,
+            3_599_999,
+            86_399_999,
+            86_400_000 * 99,
+        ] {
+            assert!(short_span(ms).len() <= 6, "{ms}: {}", short_span(ms));
+        }
     }
 
     #[test]

@@ -11,9 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT};
+use crate::core::Liveness;
 use crate::lifecycle::{MAX_BACK_OFF, RoundEvent};
 use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
 use crate::store::observe::{Gauges, check_writable, gauges};
+use crate::store::replicas::{LivenessCounts, liveness_counts};
 use crate::store::{Store, StoreError};
 
 /// The version and the commit this binary was built from (build.rs).
@@ -193,6 +195,7 @@ pub enum Readiness {
 #[derive(Debug, Default)]
 struct Cached {
     gauges: Option<(Instant, Result<Gauges, String>)>,
+    replicas: Option<(Instant, Result<LivenessCounts, String>)>,
     readiness: Option<(Instant, Readiness)>,
 }
 
@@ -339,6 +342,32 @@ impl Observer {
         result
     }
 
+    /// The registry's replicas by liveness, read at most once per cadence (at least a second
+    /// apart): a stalled or stale peer shows in every live replica's scrape, since a hung one
+    /// cannot say so itself.
+    async fn replicas(&self) -> Result<LivenessCounts, String> {
+        let Some(store) = self.store() else {
+            return Err("starting".to_owned());
+        };
+        let mut cached = self.inner.cached.lock().await;
+        let period = self.inner.cadence.max(Duration::from_secs(1));
+        if let Some((at, counts)) = &cached.replicas
+            && at.elapsed() < period
+        {
+            return counts.clone();
+        }
+        let read = async {
+            let client = store.client().await?;
+            liveness_counts(&**client).await
+        };
+        let result = match tokio::time::timeout(DATABASE_WAIT, read).await {
+            Ok(result) => result.map_err(|error: StoreError| error.to_string()),
+            Err(_) => Err("the database did not answer in time".to_owned()),
+        };
+        cached.replicas = Some((Instant::now(), result.clone()));
+        result
+    }
+
     /// The Prometheus text exposition (format 0.0.4).
     pub async fn render(&self) -> String {
         let readiness = self.readiness().await;
@@ -346,9 +375,26 @@ impl Observer {
         if let Err(error) = &gauges {
             tracing::debug!(%error, "metrics: the database gauges could not be read");
         }
+        let replicas = self.replicas().await;
+        if let Err(error) = &replicas {
+            tracing::debug!(%error, "metrics: the replica registry could not be read");
+        }
         let counts = self.counts().clone();
         let healthy = self.health().is_ok();
-        render(&counts, gauges.ok(), &readiness, healthy)
+        let mut text = render(&counts, gauges.ok(), &readiness, healthy);
+        if let Ok(replicas) = replicas {
+            render_replicas(&mut text, &replicas);
+        }
+        let batch = self.running().as_ref().map(|r| r.coordinator.batch());
+        if let Some(batch) = batch {
+            gauge(
+                &mut text,
+                "qlsched_claim_batch",
+                "Rows the next round claims at most: --batch, or where the adaptive batch stands.",
+                f64::from(batch),
+            );
+        }
+        text
     }
 }
 
@@ -388,6 +434,24 @@ fn histogram(out: &mut String, name: &str, help: &str, histogram: &Histogram) {
     let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", histogram.count);
     let _ = writeln!(out, "{name}_sum {}", histogram.sum);
     let _ = writeln!(out, "{name}_count {}", histogram.count);
+}
+
+/// The registry's replicas by liveness, one sample a state, so a state with none reads 0.
+fn render_replicas(out: &mut String, counts: &LivenessCounts) {
+    header(
+        out,
+        "qlsched_replicas",
+        "gauge",
+        "Registered replicas by liveness (live; stalled: no heartbeat for two cadences; stale: none \
+         for lease + cadence; stopped), database clock.",
+    );
+    for liveness in Liveness::ALL {
+        let _ = writeln!(
+            out,
+            "qlsched_replicas{{liveness=\"{liveness}\"}} {}",
+            counts.get(*liveness)
+        );
+    }
 }
 
 /// A label value as the text format quotes it.
@@ -608,7 +672,7 @@ mod tests {
         RoundEvent::Finished {
             started,
             finished: started + Duration::from_millis(12),
-            report,
+            report: Box::new(report),
         }
     }
 

@@ -3,6 +3,7 @@
 //! rows, and the commit-ceiling probe (docs/PERFORMANCE.md). Bench-only: nothing on the
 //! scheduler's path calls these, and they run in a scratch database as its owner.
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, GenericClient};
 
 use super::StoreError;
@@ -50,6 +51,99 @@ const CREATE_PROBE: &str = "CREATE TABLE IF NOT EXISTS bench_commit_probe (
 const PROBE_INSERT: &str =
     "INSERT INTO bench_commit_probe (connection, at_ms) VALUES ($1, now_ms())";
 const DROP_PROBE: &str = "DROP TABLE IF EXISTS bench_commit_probe";
+
+// The batched-SQL ceiling: what the admission's writes cost with no claim, no decision and no
+// fence check, as one SERIALIZABLE statement a batch: the schedule rows' cursors moved on, runs,
+// their attempts and two events each, in copies of the four tables with their indexes and
+// checks (no foreign keys: the copies stand alone). Its rate in runs a second is the most a
+// round's admission could reach on this server. One statement (a DO block), so that it
+// prepares like every other; connection c owns schedule rows c·10,000 + 1..=256.
+const CREATE_BATCH_PROBE: &str = "DO $$ BEGIN
+        CREATE TABLE bench_ceiling_schedules (LIKE trigger_schedules INCLUDING ALL);
+        INSERT INTO bench_ceiling_schedules (project_id, trigger_id, trigger_revision,
+            next_fire_at_ms, updated_at_ms)
+        SELECT 'ceiling', 't' || (c * 10000 + g), 1, 0, 0
+        FROM generate_series(0, 63) c CROSS JOIN generate_series(1, 256) g;
+        CREATE TABLE bench_ceiling_runs (LIKE runs INCLUDING ALL);
+        CREATE TABLE bench_ceiling_attempts (LIKE attempts INCLUDING ALL);
+        CREATE TABLE bench_ceiling_events (LIKE run_events INCLUDING ALL);
+    END $$";
+// Batch $3 rows of connection $1, its batch number $2.
+const BATCH_PROBE_INSERT: &str = "WITH s AS (
+        UPDATE bench_ceiling_schedules
+        SET next_fire_at_ms = next_fire_at_ms + 60000, last_scheduled_at_ms = next_fire_at_ms,
+            state_version = state_version + 1, updated_at_ms = now_ms()
+        WHERE project_id = 'ceiling'
+          AND trigger_id IN (SELECT 't' || ($1::int4 * 10000 + g) FROM generate_series(1, $3::int4) g)
+        RETURNING 1
+    ), r AS (
+        INSERT INTO bench_ceiling_runs (run_id, project_id, trigger_id, trigger_revision, task_id,
+            task_revision, execution_revision_id, idempotency_key, status, scheduled_for_ms,
+            created_at_ms, queued_at_ms, origin)
+        SELECT gen_random_uuid(), 'ceiling', 't' || g, 1, 'tick', 1, gen_random_uuid(),
+               'ceiling:' || $1::int4 || ':' || $2::int8 || ':' || g, 'queued', $2::int8,
+               now_ms(), now_ms(), 'cron'
+        FROM generate_series(1, $3::int4) g
+        RETURNING run_id
+    ), a AS (
+        INSERT INTO bench_ceiling_attempts (attempt_id, run_id, attempt_no, executor, state,
+            created_at_ms)
+        SELECT gen_random_uuid(), run_id, 1, 'remote_worker', 'claimed', now_ms() FROM r
+        RETURNING 1
+    ), e AS (
+        INSERT INTO bench_ceiling_events (run_id, seq, type, at_ms, payload)
+        SELECT r.run_id, x.seq, x.type, now_ms(), '{}'::jsonb
+        FROM r CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS x(seq, type)
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM r)
+        + 0 * ((SELECT count(*) FROM s) + (SELECT count(*) FROM a) + (SELECT count(*) FROM e))";
+const DROP_BATCH_PROBE: &str = "DROP TABLE IF EXISTS bench_ceiling_schedules, bench_ceiling_runs,
+    bench_ceiling_attempts, bench_ceiling_events";
+// The admission's isolation, for the probe's connections.
+const SERIALIZABLE: &str = "SET default_transaction_isolation = serializable";
+
+/// Creates the batched-SQL ceiling's tables.
+pub async fn create_batch_probe(client: &impl GenericClient) -> Result<(), StoreError> {
+    client.batch_execute(DROP_BATCH_PROBE).await?;
+    client.batch_execute(CREATE_BATCH_PROBE).await?;
+    Ok(())
+}
+
+/// Drops the batched-SQL ceiling's tables.
+pub async fn drop_batch_probe(client: &impl GenericClient) -> Result<(), StoreError> {
+    client.batch_execute(DROP_BATCH_PROBE).await?;
+    Ok(())
+}
+
+/// Commits batches of `rows` admissions' writes on `client` until `keep_going` says stop;
+/// returns the rows written.
+pub async fn probe_batches(
+    client: &Client,
+    connection: i32,
+    rows: i32,
+    mut keep_going: impl FnMut() -> bool,
+) -> Result<u64, StoreError> {
+    client.batch_execute(SERIALIZABLE).await?;
+    let insert = client.prepare(BATCH_PROBE_INSERT).await?;
+    let mut written = 0;
+    let mut batch: i64 = 0;
+    while keep_going() {
+        batch += 1;
+        match client
+            .query_one(&insert, &[&connection, &batch, &rows])
+            .await
+        {
+            Ok(row) => written += u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
+            // Batches of different connections share index pages, so SERIALIZABLE sees
+            // conflicts between them now and then, as it does between replicas: a batch that
+            // did not commit counts nothing, and the next one goes on, as a retry would.
+            Err(error) if error.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(written)
+}
 
 /// Database time in epoch milliseconds.
 pub async fn database_now_ms(client: &impl GenericClient) -> Result<i64, StoreError> {
@@ -206,6 +300,10 @@ super::statements::statements! {
     CREATE_PROBE: Owner,
     PROBE_INSERT after CREATE_PROBE: Owner,
     DROP_PROBE: Owner,
+    CREATE_BATCH_PROBE: Owner,
+    BATCH_PROBE_INSERT after CREATE_BATCH_PROBE: Owner,
+    DROP_BATCH_PROBE: Owner,
+    SERIALIZABLE: Owner,
     UNINITIALIZED: Owner,
     RUNS_AT: Owner,
     LAG: Owner,

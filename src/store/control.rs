@@ -63,14 +63,14 @@ const MAX_ATTEMPTS: u32 = 8;
 
 // Lock one schedule row and read, in the same snapshot, every definition a run admitted outside
 // a claim rests on, the row's bound for backfills (its cursor; without one, the time of a claim
-// in flight or now) and the database's now.
+// in flight or now), the database's now, and when the trigger was first published.
 const LOCK_TARGET: &str = "SELECT s.trigger_revision, t.revision, p.status, t.enabled,
         t.cron_expr, t.time_zone, t.task_id, k.revision, k.execution_revision_id,
         e.kind = 'remote_worker'
             AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex'),
         coalesce(s.next_fire_at_ms,
                  CASE WHEN s.claim_token IS NOT NULL THEN s.updated_at_ms END, now_ms()),
-        now_ms(), s.paused_at_ms IS NOT NULL
+        now_ms(), s.paused_at_ms IS NOT NULL, t.created_at_ms
     FROM trigger_schedules s
     JOIN projects p ON p.project_id = s.project_id
     JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
@@ -149,6 +149,8 @@ pub struct Target {
     /// Backfills admit only occurrences before this (module docs).
     pub bound_ms: i64,
     pub now_ms: i64,
+    /// When the trigger was first published (its first revision; later revisions keep it).
+    pub created_at_ms: i64,
 }
 
 impl Target {
@@ -212,6 +214,7 @@ async fn lock_target(client: &ClientWrapper, name: &TriggerName) -> Result<Targe
         bound_ms: row.get(10),
         now_ms: row.get(11),
         paused: row.get(12),
+        created_at_ms: row.get(13),
     })
 }
 

@@ -7,6 +7,8 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
+use super::error::stored;
+use crate::core::Liveness;
 
 /// What a replica says of itself when it starts.
 #[derive(Debug, Clone)]
@@ -90,6 +92,21 @@ pub async fn forget(client: &impl GenericClient) -> Result<u64, StoreError> {
     Ok(client.execute(FORGET, &[]).await?)
 }
 
+// Rows whose claim still names owner $1, valid or expired (a range of the claim-owner index):
+// what a claim whose reply never reached the replica took.
+const CLAIMED_ROWS: &str = "SELECT count(*) FILTER (WHERE claim_expires_at_ms > now_ms()),
+        count(*) FILTER (WHERE claim_expires_at_ms <= now_ms())
+    FROM trigger_schedules WHERE claim_owner = $1";
+
+/// How many rows still carry `owner`'s claim: `(valid, expired)`.
+pub async fn claimed_rows(
+    client: &impl GenericClient,
+    owner: &str,
+) -> Result<(i64, i64), StoreError> {
+    let row = client.query_one(CLAIMED_ROWS, &[&owner]).await?;
+    Ok((row.get(0), row.get(1)))
+}
+
 /// One replica as `inspect replicas` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReplicaView {
@@ -97,9 +114,9 @@ pub struct ReplicaView {
     pub host: String,
     pub pid: i32,
     pub version: String,
-    /// `live` (running or draining, heartbeat within its lease plus its cadence), `stale`
-    /// (running or draining, no heartbeat for longer), or `stopped`.
-    pub liveness: String,
+    /// From the heartbeat's age on the database clock ([`Liveness`]): `live`, `stalled` (no
+    /// heartbeat for two cadences), `stale` (none for its lease plus its cadence), `stopped`.
+    pub liveness: Liveness,
     /// As the replica last wrote it: `running`, `draining` or `stopped`.
     pub state: String,
     pub started_at_ms: i64,
@@ -115,51 +132,92 @@ pub struct ReplicaView {
     pub last_error: Option<String>,
 }
 
-// Every registered replica, live ones first, then by owner, with its liveness at one database
-// instant.
-const LIST: &str = "SELECT * FROM (
-    SELECT owner, host, pid, version,
+// Every registered replica with its liveness at one database instant: the one place the rule of
+// `core::Liveness` is written (two cadences, at least a second, then the lease plus the cadence).
+// The registry is small (stopped rows are forgotten after a day, any row after a week), so the
+// counts elsewhere are taken from this list rather than from a second statement.
+const LIST: &str = "SELECT owner, host, pid, version,
         CASE WHEN state = 'stopped' THEN 'stopped'
-             WHEN heartbeat_at_ms >= now_ms() - lease_ms - cadence_ms THEN 'live'
-             ELSE 'stale' END AS liveness,
+             WHEN heartbeat_at_ms < now_ms() - lease_ms - cadence_ms THEN 'stale'
+             WHEN heartbeat_at_ms < now_ms() - greatest(2 * cadence_ms, 1000) THEN 'stalled'
+             ELSE 'live' END AS liveness,
         state, started_at_ms, heartbeat_at_ms, now_ms() - heartbeat_at_ms AS heartbeat_age_ms,
         last_round_at_ms, rounds, failed_rounds, admissions, misfires, fence_losses, last_error
-    FROM replicas) r
-    ORDER BY liveness = 'live' DESC, liveness = 'stale' DESC, owner";
+    FROM replicas
+    ORDER BY owner";
 
-/// Every registered replica with its liveness.
+/// Every registered replica with its liveness: the ones that need a look first (stale, then
+/// stalled), then live, then stopped, each by owner.
 pub async fn list(client: &impl GenericClient) -> Result<Vec<ReplicaView>, StoreError> {
     let rows = client.query(LIST, &[]).await?;
-    Ok(rows
+    let mut replicas = rows
         .iter()
-        .map(|row| ReplicaView {
-            owner: row.get("owner"),
-            host: row.get("host"),
-            pid: row.get("pid"),
-            version: row.get("version"),
-            liveness: row.get("liveness"),
-            state: row.get("state"),
-            started_at_ms: row.get("started_at_ms"),
-            heartbeat_at_ms: row.get("heartbeat_at_ms"),
-            heartbeat_age_ms: row.get("heartbeat_age_ms"),
-            last_round_at_ms: row.get("last_round_at_ms"),
-            rounds: row.get("rounds"),
-            failed_rounds: row.get("failed_rounds"),
-            admissions: row.get("admissions"),
-            misfires: row.get("misfires"),
-            fence_losses: row.get("fence_losses"),
-            last_error: row.get("last_error"),
+        .map(|row| {
+            Ok(ReplicaView {
+                owner: row.get("owner"),
+                host: row.get("host"),
+                pid: row.get("pid"),
+                version: row.get("version"),
+                liveness: stored("replicas", "liveness", row.get("liveness"))?,
+                state: row.get("state"),
+                started_at_ms: row.get("started_at_ms"),
+                heartbeat_at_ms: row.get("heartbeat_at_ms"),
+                heartbeat_age_ms: row.get("heartbeat_age_ms"),
+                last_round_at_ms: row.get("last_round_at_ms"),
+                rounds: row.get("rounds"),
+                failed_rounds: row.get("failed_rounds"),
+                admissions: row.get("admissions"),
+                misfires: row.get("misfires"),
+                fence_losses: row.get("fence_losses"),
+                last_error: row.get("last_error"),
+            })
         })
-        .collect())
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    replicas
+        .sort_by(|a, b| (a.liveness.urgency(), &a.owner).cmp(&(b.liveness.urgency(), &b.owner)));
+    Ok(replicas)
 }
 
-// Replicas live now: running or draining, with a heartbeat within their lease plus cadence.
-const LIVE: &str = "SELECT count(*) FROM replicas
-    WHERE state <> 'stopped' AND heartbeat_at_ms >= now_ms() - lease_ms - cadence_ms";
+/// How many registered replicas are in each state of [`Liveness`], in `Liveness::ALL`'s order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct LivenessCounts {
+    pub live: i64,
+    pub stalled: i64,
+    pub stale: i64,
+    pub stopped: i64,
+}
 
-/// How many replicas are live now (the rule of [`list`]'s `live`).
-pub async fn live_count(client: &impl GenericClient) -> Result<i64, StoreError> {
-    Ok(client.query_one(LIVE, &[]).await?.get(0))
+impl LivenessCounts {
+    pub fn of(replicas: &[ReplicaView]) -> Self {
+        let mut counts = Self::default();
+        for replica in replicas {
+            *counts.get_mut(replica.liveness) += 1;
+        }
+        counts
+    }
+
+    pub fn get(&self, liveness: Liveness) -> i64 {
+        match liveness {
+            Liveness::Live => self.live,
+            Liveness::Stalled => self.stalled,
+            Liveness::Stale => self.stale,
+            Liveness::Stopped => self.stopped,
+        }
+    }
+
+    fn get_mut(&mut self, liveness: Liveness) -> &mut i64 {
+        match liveness {
+            Liveness::Live => &mut self.live,
+            Liveness::Stalled => &mut self.stalled,
+            Liveness::Stale => &mut self.stale,
+            Liveness::Stopped => &mut self.stopped,
+        }
+    }
+}
+
+/// How many registered replicas are in each state now (the rule of [`list`]).
+pub async fn liveness_counts(client: &impl GenericClient) -> Result<LivenessCounts, StoreError> {
+    Ok(LivenessCounts::of(&list(client).await?))
 }
 
 super::statements::statements! {
@@ -167,6 +225,6 @@ super::statements::statements! {
     HEARTBEAT: Runtime,
     MARK: Runtime,
     FORGET: Runtime,
-    LIST: Observer,
-    LIVE: Observer,
+    CLAIMED_ROWS: Runtime,
+    LIST: Observer | Runtime,
 }

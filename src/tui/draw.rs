@@ -11,10 +11,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::input::KEYS;
-use super::state::{App, ExpireRequest, Modal, PanelRow, PauseRequest, SortOrder, key_of};
-use crate::core::TriggerName;
+use super::state::{
+    App, ExpireRequest, Modal, OwnerExpireRequest, PanelRow, PauseRequest, SortOrder, key_of,
+};
 use crate::core::text::clean;
-use crate::core::time::{clock, span, utc};
+use crate::core::time::{clock, short_span, span, utc};
+use crate::core::{Liveness, TriggerName};
 use crate::store::read::{PauseView, ScheduleRow, ScheduleState, TriggerDetail};
 
 mod panels;
@@ -131,6 +133,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             draw_detail(frame, body, &key.to_string(), detail, pause, theme);
         }
         Modal::ConfirmExpire(request) => draw_confirm(frame, body, app, request, theme),
+        Modal::ConfirmExpireOwner(request) => draw_confirm_owner(frame, body, request, theme),
         Modal::ConfirmPause(request) => draw_confirm_pause(frame, body, app, request, theme),
     }
 }
@@ -277,10 +280,10 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
             },
         )),
         None => {
-            let act = if app.readonly {
-                ""
-            } else {
-                "  e expire  p pause"
+            let act = match (app.readonly, area.width >= 110) {
+                (true, _) => "",
+                (false, true) => "  e expire  E expire owner's  p pause",
+                (false, false) => "  e expire  p pause",
             };
             // The rate keys give way first on a narrow terminal (? lists them).
             let rate = if area.width >= 89 { "  +- rate" } else { "" };
@@ -413,6 +416,40 @@ mod tests {
         update(&mut app, Action::AskExpire);
         assert!(matches!(app.modal, Modal::ConfirmExpire(_)));
         insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn expire_every_claim_of_an_owner_confirmation() {
+        let mut app = fixtures::busy();
+        app.selected = app
+            .visible_schedules()
+            .iter()
+            .find(|row| row.claim_owner.is_some())
+            .map(|row| super::key_of(row));
+        update(&mut app, Action::AskExpireOwner);
+        assert!(matches!(app.modal, Modal::ConfirmExpireOwner(_)));
+        insta::assert_snapshot!(render(&app, 100, 30));
+    }
+
+    #[test]
+    fn the_schedules_title_names_the_sort_in_use() {
+        let mut app = fixtures::busy();
+        let title = |app: &App| {
+            render(app, 120, 40)
+                .lines()
+                .find(|line| line.contains("Schedules,"))
+                .map(str::to_owned)
+                .unwrap_or_default()
+        };
+        assert!(title(&app).contains("most urgent first"), "{}", title(&app));
+        update(&mut app, Action::CycleSort);
+        assert!(
+            title(&app).contains("soonest lease end first"),
+            "{}",
+            title(&app)
+        );
+        update(&mut app, Action::CycleSort);
+        assert!(title(&app).contains("by trigger"), "{}", title(&app));
     }
 
     /// Selects `globex/paused` (paused by an operator) in the busy cluster.

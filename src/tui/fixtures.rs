@@ -6,8 +6,8 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::state::{App, Snapshot};
-use crate::core::TriggerName;
 use crate::core::diagnose::Diagnosis;
+use crate::core::{Liveness, TriggerName};
 use crate::store::observe::ServerRole;
 use crate::store::read::{
     ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
@@ -69,15 +69,15 @@ fn view(
     }
 }
 
-/// A registered replica of lease 5 s and cadence 200 ms: `live` (or `stale`), `running` (or
-/// `draining`, `stopped`), its last heartbeat `heartbeat_ago_ms` before now.
-fn replica(owner: &str, liveness: &str, state: &str, heartbeat_ago_ms: i64) -> ReplicaView {
+/// A registered replica of lease 5 s and cadence 200 ms: `live` (or `stalled`, `stale`),
+/// `running` (or `draining`, `stopped`), its last heartbeat `heartbeat_ago_ms` before now.
+fn replica(owner: &str, liveness: Liveness, state: &str, heartbeat_ago_ms: i64) -> ReplicaView {
     ReplicaView {
         owner: owner.to_owned(),
         host: "node-1".to_owned(),
         pid: 4242,
         version: "0.1.0".to_owned(),
-        liveness: liveness.to_owned(),
+        liveness,
         state: state.to_owned(),
         started_at_ms: NOW - 3_600_000,
         heartbeat_at_ms: NOW - heartbeat_ago_ms,
@@ -242,10 +242,10 @@ pub fn busy() -> App {
             ],
             // demo-d is live and idle: it holds nothing and admitted nothing in the last minute.
             replicas: vec![
-                replica("demo-a", "live", "running", 150),
-                replica("demo-b", "live", "running", 40),
-                replica("demo-c", "live", "running", 90),
-                replica("demo-d", "live", "running", 120),
+                replica("demo-a", Liveness::Live, "running", 150),
+                replica("demo-b", Liveness::Live, "running", 40),
+                replica("demo-c", Liveness::Live, "running", 90),
+                replica("demo-d", Liveness::Live, "running", 120),
             ],
             server: ServerRole::Primary,
         },
@@ -281,7 +281,15 @@ pub fn stuck() -> App {
         snapshot
             .summary
             .replicas
-            .push(replica("gone-replica", "stale", "running", 12_600));
+            .push(replica("gone-replica", Liveness::Stale, "running", 12_600));
+        // One that stopped answering 3.2 s ago (SIGSTOP, a frozen VM): stalled, its claims still
+        // valid, before it turns stale.
+        snapshot.summary.replicas.push(replica(
+            "hung-replica",
+            Liveness::Stalled,
+            "running",
+            3_240,
+        ));
         snapshot.claims.push(held);
         snapshot.summary.counts.due = 0;
         snapshot.summary.counts.expired_claim = 1;

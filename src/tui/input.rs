@@ -5,8 +5,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::state::{App, ExpireRequest, Modal, Notice, PauseRequest, key_of};
-use crate::core::ClaimFence;
+use super::state::{App, ExpireRequest, Modal, Notice, OwnerExpireRequest, PauseRequest, key_of};
+use crate::core::{ClaimFence, Liveness};
 
 /// What a key asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,9 @@ pub enum Action {
     Slower,
     AskExpire,
     ConfirmExpire,
+    /// `E`: expire every claim of the selected row's claim owner.
+    AskExpireOwner,
+    ConfirmExpireOwner,
     /// `p`: pause the selected trigger, or resume it when paused (not the screen: that is space).
     AskPauseTrigger,
     ConfirmPauseTrigger,
@@ -42,6 +45,8 @@ pub enum Action {
 pub enum Effect {
     /// Expire this claim, fenced and audited, then report back.
     Expire(ExpireRequest),
+    /// Expire every claim of this owner, as `expire --owner` does, then report back.
+    ExpireOwner(OwnerExpireRequest),
     /// Pause or resume this trigger, as `qlsched pause` / `resume` do, then report back.
     Pause(PauseRequest),
 }
@@ -66,6 +71,10 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "e",
         "expire the selected claim (fenced, audited; asks first)",
+    ),
+    (
+        "E",
+        "expire every claim of the selected row's owner, as expire --owner (audited; asks first)",
     ),
     (
         "p",
@@ -97,8 +106,11 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char(c) => Some(Action::FilterChar(c)),
             _ => None,
         },
-        Modal::ConfirmExpire(_) => match key.code {
+        Modal::ConfirmExpire(_) | Modal::ConfirmExpireOwner(_) => match key.code {
             // Not Enter: elsewhere Enter opens the detail, and a second Enter must not expire.
+            KeyCode::Char('y' | 'Y') if matches!(app.modal, Modal::ConfirmExpireOwner(_)) => {
+                Some(Action::ConfirmExpireOwner)
+            }
             KeyCode::Char('y' | 'Y') => Some(Action::ConfirmExpire),
             KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Close),
             _ => None,
@@ -132,6 +144,7 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char('+' | '=') => Some(Action::Faster),
             KeyCode::Char('-') => Some(Action::Slower),
             KeyCode::Char('e') => Some(Action::AskExpire),
+            KeyCode::Char('E') => Some(Action::AskExpireOwner),
             KeyCode::Char('p') => Some(Action::AskPauseTrigger),
             KeyCode::Char('?') => Some(Action::ToggleHelp),
             _ => None,
@@ -196,6 +209,16 @@ pub fn update(app: &mut App, action: Action) -> Option<Effect> {
                 return Some(Effect::Expire(request));
             }
         }
+        Action::AskExpireOwner => ask_expire_owner(app),
+        Action::ConfirmExpireOwner => {
+            if let Modal::ConfirmExpireOwner(request) = std::mem::take(&mut app.modal) {
+                app.notice = Some(Notice {
+                    text: format!("expiring every claim of {}…", request.owner),
+                    is_error: false,
+                });
+                return Some(Effect::ExpireOwner(request));
+            }
+        }
         Action::AskPauseTrigger => ask_pause(app),
         Action::ConfirmPauseTrigger => {
             if let Modal::ConfirmPause(request) = std::mem::take(&mut app.modal) {
@@ -230,7 +253,7 @@ pub fn update(app: &mut App, action: Action) -> Option<Effect> {
 fn ask_expire(app: &mut App) {
     if app.readonly {
         app.notice = Some(Notice {
-            text: "read-only (--readonly): e is disabled".to_owned(),
+            text: "read-only (--read-only): e is disabled".to_owned(),
             is_error: true,
         });
         return;
@@ -266,11 +289,48 @@ fn ask_expire(app: &mut App) {
     }
 }
 
+/// Opens the confirmation to expire every claim of the selected row's owner, counting them from
+/// the screen's snapshot.
+fn ask_expire_owner(app: &mut App) {
+    if app.readonly {
+        app.notice = Some(Notice {
+            text: "read-only (--read-only): E is disabled".to_owned(),
+            is_error: true,
+        });
+        return;
+    }
+    let Some(owner) = app.selected_row().and_then(|row| row.claim_owner.clone()) else {
+        app.notice = Some(Notice {
+            text: "the selected row holds no claim: select a row of the owner whose claims to \
+                   expire"
+                .to_owned(),
+            is_error: true,
+        });
+        return;
+    };
+    let Some(snapshot) = app.snapshot.as_ref() else {
+        return;
+    };
+    let held = snapshot.claims.iter().filter(|c| c.owner == owner);
+    let (expired, valid): (Vec<_>, Vec<_>) = held.partition(|c| c.expired);
+    let live = snapshot
+        .summary
+        .replicas
+        .iter()
+        .any(|r| r.owner == owner && r.liveness == Liveness::Live);
+    app.modal = Modal::ConfirmExpireOwner(OwnerExpireRequest {
+        owner,
+        valid: valid.len(),
+        expired: expired.len(),
+        live,
+    });
+}
+
 /// Opens the confirmation to pause the selected row, or to resume it when it is paused.
 fn ask_pause(app: &mut App) {
     if app.readonly {
         app.notice = Some(Notice {
-            text: "read-only (--readonly): p is disabled".to_owned(),
+            text: "read-only (--read-only): p is disabled".to_owned(),
             is_error: true,
         });
         return;
@@ -301,6 +361,7 @@ mod tests {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     use super::{Effect, handle_key};
+    use crate::core::Liveness;
     use crate::tui::fixtures;
     use crate::tui::state::{App, Modal, SortOrder};
 
@@ -586,7 +647,7 @@ mod tests {
     }
 
     #[test]
-    fn the_replicas_panel_lists_idle_replicas_flags_stale_ones_and_names_operators() {
+    fn the_replicas_panel_lists_idle_replicas_flags_stale_and_stalled_ones_and_names_operators() {
         use crate::tui::state::PanelRow;
 
         let app = fixtures::stuck();
@@ -612,20 +673,21 @@ mod tests {
             rows,
             [
                 "gone-replica stale 0",
+                "hung-replica stalled 0",
                 "demo-a live 1",
                 "demo-b live 1",
                 "demo-c live 1",
                 "demo-d live 0",
                 "ops-alice operator",
             ],
-            "stale first, the idle demo-d listed, the manual claimant not a replica"
+            "stale first, then stalled, the idle demo-d listed, the manual claimant not a replica"
         );
 
         let mut app = fixtures::stuck();
         if let Some(snapshot) = &mut app.snapshot {
             for replica in &mut snapshot.summary.replicas {
                 if replica.owner == "gone-replica" {
-                    replica.liveness = "stopped".to_owned();
+                    replica.liveness = Liveness::Stopped;
                 }
             }
         }
@@ -637,6 +699,36 @@ mod tests {
             )),
             "a stopped replica's leftover claims show under its name, as stopped"
         );
+    }
+
+    #[test]
+    fn shift_e_asks_to_expire_every_claim_of_the_selected_rows_owner() {
+        let mut app = fixtures::stuck();
+        app.selected = Some(crate::core::TriggerName::new("acme", "report-5s"));
+        press(&mut app, KeyCode::Char('E'));
+        let Modal::ConfirmExpireOwner(shown) = app.modal.clone() else {
+            panic!("E asks first: {:?}", app.modal);
+        };
+        assert_eq!(
+            (shown.owner.as_str(), shown.valid, shown.expired, shown.live),
+            ("gone-replica", 0, 1, false)
+        );
+        assert_eq!(
+            press(&mut app, KeyCode::Char('E')),
+            None,
+            "a second E does not confirm"
+        );
+        assert_eq!(
+            press(&mut app, KeyCode::Char('y')),
+            Some(Effect::ExpireOwner(shown))
+        );
+
+        let mut readonly = fixtures::stuck();
+        readonly.readonly = true;
+        readonly.selected = Some(crate::core::TriggerName::new("acme", "report-5s"));
+        assert_eq!(press(&mut readonly, KeyCode::Char('E')), None);
+        assert_eq!(readonly.modal, Modal::None, "read-only: no dialog");
+        assert!(readonly.notice.as_ref().is_some_and(|n| n.is_error));
     }
 
     #[test]

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use super::state::{ExpireRequest, LoadRequest, Notice, PauseRequest, Snapshot};
+use super::state::{
+    ExpireRequest, LoadRequest, Notice, OwnerExpireRequest, PauseRequest, Snapshot,
+};
 use crate::core::TriggerName;
 use crate::core::time::utc;
 use crate::store::control::{self, PauseReport};
@@ -39,6 +41,8 @@ pub enum LoadEvent {
     Snapshot(Box<Snapshot>),
     Failed(String),
     Expired(Result<Expired, String>),
+    /// Every claim of an owner expired (`E`): the owner and how many.
+    ExpiredOwner(Result<(String, usize), String>),
     /// A pause or resume ended; what the status line says of it.
     Paused(Notice),
 }
@@ -123,6 +127,37 @@ pub fn spawn_expire(
         // The event loop may have quit meanwhile; the expiry stands either way.
         let _ = events.send(LoadEvent::Expired(outcome)).await;
     });
+}
+
+/// Expires every claim of an owner on its own task, as `qlsched expire --owner` does (each
+/// audited as `actor`), and reports how many.
+pub fn spawn_expire_owner(
+    store: Store,
+    request: OwnerExpireRequest,
+    actor: String,
+    events: mpsc::Sender<LoadEvent>,
+) {
+    tokio::spawn(async move {
+        let outcome = expire_owner(&store, &request, &actor)
+            .await
+            .map(|expired| (request.owner.clone(), expired.len()))
+            .map_err(|error| crate::core::text::clean_message(&error.to_string()));
+        let _ = events.send(LoadEvent::ExpiredOwner(outcome)).await;
+    });
+}
+
+/// The expiry `E` asks for: every claim the owner holds when it runs, valid or not, in one
+/// transaction, each row's claim version moved on, so the owner's admissions fail their fence.
+pub async fn expire_owner(
+    store: &Store,
+    request: &OwnerExpireRequest,
+    actor: &str,
+) -> Result<Vec<Expired>, StoreError> {
+    let actor = Actor {
+        name: actor,
+        reason: Some("every claim of the owner expired from qlsched top"),
+    };
+    operator::expire_owner(store, &request.owner, false, &actor, false).await
 }
 
 /// The expiry `e` asks for: exactly the claim the confirmation showed, or nothing.

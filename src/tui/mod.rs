@@ -88,6 +88,9 @@ pub async fn run(
                         Some(Effect::Expire(request)) => load::spawn_expire(
                             store.clone(), request, options.actor.clone(), load_tx.clone(),
                         ),
+                        Some(Effect::ExpireOwner(request)) => load::spawn_expire_owner(
+                            store.clone(), request, options.actor.clone(), load_tx.clone(),
+                        ),
                         Some(Effect::Pause(request)) => load::spawn_pause(
                             store.clone(), request, options.actor.clone(), load_tx.clone(),
                         ),
@@ -114,6 +117,19 @@ pub async fn run(
                         Err(error) => Notice { text: format!("not expired: {error}"), is_error: true },
                     });
                     // Show the row as it is now, not at the next tick.
+                    request_tx.send_modify(|_| {});
+                }
+                LoadEvent::ExpiredOwner(outcome) => {
+                    app.notice = Some(match outcome {
+                        Ok((owner, count)) => Notice {
+                            text: format!(
+                                "expired {count} claim{} of {owner}",
+                                if count == 1 { "" } else { "s" }
+                            ),
+                            is_error: false,
+                        },
+                        Err(error) => Notice { text: format!("not expired: {error}"), is_error: true },
+                    });
                     request_tx.send_modify(|_| {});
                 }
                 LoadEvent::Paused(notice) => {

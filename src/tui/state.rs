@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::ClaimFence;
-use crate::core::TriggerName;
+use crate::core::{Liveness, TriggerName};
 use crate::store::read::{
     ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
     TriggerDetail,
@@ -59,8 +59,8 @@ impl Snapshot {
             .find(|r| r.project_id == key.project_id && r.trigger_id == key.trigger_id)
     }
 
-    /// The replicas panel: registered replicas that have not stopped (stale ones first, since
-    /// they need a look, then live ones, idle ones too), each with the claims it holds and what
+    /// The replicas panel: registered replicas that have not stopped (stale and stalled ones
+    /// first, since they need a look, then live ones, idle ones too), each with the claims it holds and what
     /// it admitted in the last minute, then every other claim owner. An owner without a running
     /// registered replica is no replica: an operator's manual claims, or what a stopped replica
     /// left behind.
@@ -69,9 +69,9 @@ impl Snapshot {
         let mut running: Vec<&ReplicaView> = summary
             .replicas
             .iter()
-            .filter(|r| r.liveness != "stopped")
+            .filter(|r| r.liveness != Liveness::Stopped)
             .collect();
-        running.sort_by_key(|r| r.liveness == "live");
+        running.sort_by_key(|r| r.liveness.urgency());
         let owner_of = |name: &str| summary.owners.iter().find(|o| o.owner == name);
         let mut rows: Vec<PanelRow> = running
             .iter()
@@ -136,6 +136,16 @@ impl SortOrder {
         }
     }
 
+    /// How the schedules pane's title says the rows are ordered.
+    pub fn title(self) -> &'static str {
+        match self {
+            SortOrder::Urgency => "most urgent first",
+            SortOrder::LeaseEnd => "soonest lease end first",
+            SortOrder::Trigger => "by trigger",
+            SortOrder::Owner => "by claim owner",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             SortOrder::Urgency => "urgency",
@@ -154,6 +164,19 @@ pub struct ExpireRequest {
     pub fence: ClaimFence,
     /// Whether its lease had already run out when the dialog opened.
     pub expired: bool,
+}
+
+/// Every claim of one owner, to expire at once (`E`): what a hung or dead replica holds, as
+/// `qlsched expire --owner` does it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerExpireRequest {
+    pub owner: String,
+    /// Its claims on screen when the dialog opened: valid, and already past their lease.
+    pub valid: usize,
+    pub expired: usize,
+    /// Whether the owner is a registered replica that still beats (live): expiring a working
+    /// replica's claims costs it its round, so the dialog says so.
+    pub live: bool,
 }
 
 /// The pause or resume an operator asked for (`p`), with the row as the dialog showed it.
@@ -186,6 +209,8 @@ pub enum Modal {
     },
     /// "Expire this claim?", showing the fence.
     ConfirmExpire(ExpireRequest),
+    /// "Expire every claim of this owner?", with their count.
+    ConfirmExpireOwner(OwnerExpireRequest),
     /// "Pause this trigger?" or "Resume it?", showing what it changes.
     ConfirmPause(PauseRequest),
 }

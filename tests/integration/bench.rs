@@ -200,7 +200,25 @@ fn a_steady_bench_reports_the_lag_of_every_occurrence_in_its_window() {
         serde_json::from_str(&stdout(&output)).expect("one JSON object");
     assert_eq!(report["mode"], "steady");
     assert_eq!(report["cadence_ms"], 1000, "qlsched run's default cadence");
-    assert_eq!(report["batch"], 16, "qlsched run's default batch");
+    assert_eq!(report["batch"], "adaptive", "qlsched run's default batch");
+    // Both ceilings were measured in the same run, and each occurrence reads against them.
+    assert!(
+        report["commit_ceiling_per_s"].as_f64() > Some(0.0),
+        "{report}"
+    );
+    assert!(
+        report["batched_ceiling_per_s"].as_f64() > Some(0.0),
+        "{report}"
+    );
+    assert_eq!(
+        report["admission_rates_per_s"].as_array().map(Vec::len),
+        Some(3),
+        "{report}"
+    );
+    assert!(
+        report["trend"]["max_lag_slope_ms_per_min"].is_number(),
+        "{report}"
+    );
     let occurrences = report["occurrences"].as_array().expect("occurrences");
     assert_eq!(occurrences.len(), 3, "{report}");
     for occurrence in occurrences {

@@ -186,6 +186,10 @@ async fn the_demo_admits_runs_and_checks_them() {
         ),
         "{summary}"
     );
+    assert!(
+        summary.contains(&format!("the database {name} is kept for a look")),
+        "the demo says it leaves its database: {summary}"
+    );
 }
 
 /// The demo drops and recreates its database: a database it did not make is refused, exit 2,

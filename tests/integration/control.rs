@@ -575,6 +575,77 @@ async fn backfill_twice_admits_each_occurrence_once() {
     crate::util::assert_invariants(&db).await;
 }
 
+/// A window reaching back before the trigger was first published admits nothing from before it:
+/// the dry run and the result count what was left out and name the first publication, and
+/// `--before-creation` admits those too. A republish keeps the first publication's time.
+#[tokio::test]
+async fn backfill_leaves_out_occurrences_before_the_trigger_existed_unless_asked() {
+    let db = TestDb::new().await;
+    let manifest_at = |cron: &str| {
+        manifest(json!([{ "id": "x", "task": "t", "cron": cron, "misfire_grace": "0s" }]))
+    };
+    db.publish(&manifest_at("* * * * * *")).await;
+    let created: i64 = db
+        .count("SELECT created_at_ms FROM triggers WHERE trigger_id = 'x'")
+        .await;
+    // Republished under another expression: a new revision, the same first publication.
+    db.publish(&manifest_at("*/1 * * * * *")).await;
+    crate::util::sleep_ms(2_500).await;
+    let first_after = (created / 1_000 + 1) * 1_000;
+    let from = first_after - 30_000;
+    let to = first_after + 999;
+    let before = crate::util::fingerprint(&db).await;
+    let dry = backfill(&db, "p/x", from, to, &["--dry-run"]);
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    let dry = json_of(&dry);
+    assert_eq!(
+        dry["first_published_at_ms"].as_i64(),
+        Some(created),
+        "{dry}"
+    );
+    assert_eq!(dry["before_creation"].as_i64(), Some(30), "{dry}");
+    assert_eq!(dry["occurrences"].as_i64(), Some(1), "{dry}");
+    assert_eq!(dry["admitted"].as_i64(), Some(1), "{dry}");
+    let table = qlsched(
+        Some(&db),
+        &[
+            "backfill",
+            "p/x",
+            "--from",
+            &from.to_string(),
+            "--to",
+            &to.to_string(),
+            "--dry-run",
+        ],
+        None,
+    );
+    let text = stdout(&table);
+    assert!(
+        text.contains("30 left out") && text.contains("--before-creation"),
+        "{text}"
+    );
+    assert_eq!(
+        crate::util::fingerprint(&db).await,
+        before,
+        "a dry run writes nothing"
+    );
+
+    let clipped = json_of(&backfill(&db, "p/x", from, to, &[]));
+    assert_eq!(clipped["admitted"].as_i64(), Some(1), "{clipped}");
+    assert_eq!(
+        db.count(&format!(
+            "SELECT count(*) FROM runs WHERE scheduled_for_ms < {created}"
+        ))
+        .await,
+        0
+    );
+    let asked = json_of(&backfill(&db, "p/x", from, to, &["--before-creation"]));
+    assert_eq!(asked["before_creation"].as_i64(), Some(0), "{asked}");
+    assert_eq!(asked["occurrences"].as_i64(), Some(31), "{asked}");
+    assert_eq!(asked["admitted"].as_i64(), Some(30), "{asked}");
+    crate::util::assert_invariants(&db).await;
+}
+
 /// Backfills racing real replicas (which catch up and record misfires over the same window)
 /// never admit an occurrence twice, and occurrence accounting holds.
 #[tokio::test]
@@ -863,8 +934,28 @@ fn as_login(url: &str, args: &[&str]) -> std::process::Output {
         .expect("run qlsched")
 }
 
+/// A trigger published again while paused has no cursor when it is resumed: the resume says
+/// when it will have one instead of a bare dash.
+#[tokio::test]
+async fn resume_after_a_republish_says_when_the_cursor_comes() {
+    let db = TestDb::new().await;
+    let publish = |cron: &str| manifest(json!([{ "id": "x", "task": "t", "cron": cron }]));
+    db.publish(&publish("* * * * * *")).await;
+    let paused = qlsched(Some(&db), &["pause", "p/x", "--yes"], None);
+    assert_eq!(code(&paused), 0, "{}", stderr(&paused));
+    db.publish(&publish("*/2 * * * * *")).await;
+    let resumed = qlsched(Some(&db), &["resume", "p/x", "--yes"], None);
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    let text = stdout(&resumed);
+    assert!(
+        text.contains("next when a replica initializes it"),
+        "{text}"
+    );
+}
+
 /// Pause, resume, fire and backfill are the admin's (docs/DESIGN.md §3.2): an admin login does
-/// each, observer and runtime logins are refused with exit 77 and change nothing.
+/// each, observer and runtime logins are refused with exit 77, a message naming `qlsched_admin`,
+/// and change nothing.
 #[tokio::test]
 async fn operator_control_is_the_admins() {
     use crate::util::LoginRole;
@@ -876,9 +967,27 @@ async fn operator_control_is_the_admins() {
     for group in ["qlsched_observer", "qlsched_runtime"] {
         let login = LoginRole::create(&db, group).await;
         let url = login.url(&db);
-        for args in [vec!["pause", "p/x", "--yes"], vec!["fire", "p/x", "--yes"]] {
+        for args in [
+            vec!["pause", "p/x", "--yes"],
+            vec!["fire", "p/x", "--yes"],
+            vec![
+                "backfill",
+                "p/x",
+                "--from",
+                "0",
+                "--to",
+                "1000",
+                "--before-creation",
+                "--yes",
+            ],
+        ] {
             let output = as_login(&url, &args);
             assert_eq!(code(&output), 77, "{group} {args:?}: {}", stderr(&output));
+            assert!(
+                stderr(&output).contains("qlsched_admin"),
+                "the refusal names the role to grant: {group} {args:?}: {}",
+                stderr(&output)
+            );
         }
     }
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
@@ -928,7 +1037,8 @@ async fn an_interrupted_backfill_continues_where_it_stopped() {
     let init = qlsched(Some(&db), &["claim", "p/x", "--yes"], None);
     assert_eq!(code(&init), 0, "{}", stderr(&init));
     let end = cursor(&db, "x").await - 1_000;
-    let start = end - 40_000 * 1_000 + 1_000; // 40,000 occurrences: 80 transactions
+    // 40,000 occurrences (80 transactions), reaching back before the trigger was published.
+    let start = end - 40_000 * 1_000 + 1_000;
     let (from, to) = (start.to_string(), end.to_string());
     let args = [
         "-D",
@@ -941,6 +1051,7 @@ async fn an_interrupted_backfill_continues_where_it_stopped() {
         &to,
         "--max",
         "50000",
+        "--before-creation",
         "--yes",
         "-o",
         "json",
@@ -976,7 +1087,13 @@ async fn an_interrupted_backfill_continues_where_it_stopped() {
         admitted_first,
         "what committed stays"
     );
-    let rest = json_of(&backfill(&db, "p/x", start, end, &["--max", "50000"]));
+    let rest = json_of(&backfill(
+        &db,
+        "p/x",
+        start,
+        end,
+        &["--max", "50000", "--before-creation"],
+    ));
     assert_eq!(
         rest["admitted"].as_i64(),
         Some(40_000 - admitted_first),

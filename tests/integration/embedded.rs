@@ -301,6 +301,10 @@ fn the_embedded_demo_ends_with_its_summary_and_leaves_nothing_behind() {
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert_summary(&stderr, "--duration 20s");
     assert!(
+        !stderr.contains("is kept for a look"),
+        "a throw-away server keeps nothing: {stderr}"
+    );
+    assert!(
         stdout.starts_with("time (UTC)    trigger"),
         "the admissions table: {stdout}"
     );

@@ -563,3 +563,45 @@ async fn rounds_back_off_while_the_database_refuses_and_resume_when_it_is_back()
     lifecycle.stop().await;
     assert_invariants(&db).await;
 }
+
+/// With no --batch the batch follows the backlog on a real database: 100 rows due at once, a
+/// full claim of 16 doubles it round by round, and a quiet round after the backlog halves it;
+/// a pinned batch never moves.
+#[tokio::test]
+async fn the_adaptive_batch_grows_with_a_backlog_and_shrinks_when_it_is_gone() {
+    let db = TestDb::new().await;
+    // Yearly triggers whose cursor is in the past: each is claimed once, then not due for a year.
+    let triggers: Vec<_> = (0..100)
+        .map(|i| json!({ "id": format!("y{i:03}"), "task": "t", "cron": "0 0 1 1 *" }))
+        .collect();
+    db.publish(&manifest(json!(triggers))).await;
+    db.client()
+        .await
+        .batch_execute("UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 1000")
+        .await
+        .expect("all due");
+    let store = db.store("qlsched test adaptive").await;
+    let coordinator = Coordinator::new(store.clone(), config("adaptive", 1_000, 1_000));
+    let mut batches = Vec::new();
+    for _ in 0..4 {
+        let report = coordinator.run_round().await.expect("round");
+        batches.push((report.batch, report.claimed));
+    }
+    assert_eq!(
+        batches,
+        [(16, 16), (32, 32), (64, 52), (64, 0)],
+        "16 full → 32 full → 64 takes the rest of the 100 → nothing left"
+    );
+    assert_eq!(coordinator.batch(), 32, "an empty round halves it");
+
+    let pinned = Coordinator::new(
+        store,
+        CoordinatorConfig {
+            batch: qlsched::core::Batch::Pinned(8),
+            ..config("pinned", 1_000, 1_000)
+        },
+    );
+    let report = pinned.run_round().await.expect("round");
+    assert_eq!((report.batch, pinned.batch()), (8, 8));
+    assert_invariants(&db).await;
+}

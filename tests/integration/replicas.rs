@@ -386,3 +386,183 @@ async fn the_registry_shows_live_stale_and_stopped_replicas() {
     stop_cleanly(second);
     assert_invariants(&db).await;
 }
+
+/// A hung replica is seen at once, not after its lease: SIGSTOPped in the middle of an admission,
+/// it is `stalled` in `inspect replicas`, in `top`'s replicas panel and in the other replica's
+/// `/metrics` within two of its cadences, while its claims are still valid; once continued, the
+/// round it could not finish is in the registry as a failed round with its error, naming the
+/// claims it held.
+#[tokio::test]
+async fn a_sigstopped_replica_is_shown_stalled_within_two_cadences_and_its_failed_round_recorded() {
+    let db = TestDb::new().await;
+    let triggers: Vec<_> = (0..4)
+        .map(|i| json!({ "id": format!("t{i}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    db.publish(&manifest(json!(triggers))).await;
+    // The hung replica's next admission sleeps on the server for `hang.secs`: it is stopped
+    // inside it, holding claims, and the server is still sleeping when it is continued, so the
+    // round's lease has run out with its reply outstanding, whatever the machine's speed.
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE TABLE public.hang (secs float8 NOT NULL);
+             INSERT INTO public.hang VALUES (0);
+             GRANT SELECT ON public.hang TO PUBLIC;
+             CREATE FUNCTION public.slow_hung() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF current_setting('application_name') = 'qlsched run hung' THEN
+                     PERFORM pg_sleep((SELECT secs FROM public.hang));
+                 END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE TRIGGER slow_hung BEFORE INSERT ON runs FOR EACH STATEMENT EXECUTE FUNCTION public.slow_hung();",
+        )
+        .await
+        .expect("slow hung");
+    let addr = crate::observe::free_addr();
+    let watcher = spawn_run(
+        &db.url(),
+        &[
+            "--owner",
+            "watcher",
+            "--cadence",
+            "250ms",
+            "--metrics-addr",
+            &addr,
+        ],
+    );
+    // Two cadences of 500 ms is the one-second floor; the lease leaves a long stalled window.
+    let hung = spawn_run(
+        &db.url(),
+        &["--owner", "hung", "--lease", "8s", "--cadence", "500ms"],
+    );
+    crate::observe::wait_for(&addr, "/readyz", 200).await;
+    let client = db.client().await;
+    eventually(
+        Duration::from_secs(20),
+        "the hung replica admits",
+        || async {
+            client
+                .query_one("SELECT admissions FROM replicas WHERE owner = 'hung'", &[])
+                .await
+                .map(|row| row.get::<_, i64>(0) > 0)
+                .unwrap_or(false)
+        },
+    )
+    .await;
+    client
+        .batch_execute("UPDATE public.hang SET secs = 12")
+        .await
+        .expect("hang");
+    eventually(
+        Duration::from_secs(20),
+        "the hung replica sleeps inside an admission",
+        || async {
+            client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'qlsched run hung'
+                       AND state = 'active' AND wait_event = 'PgSleep'",
+                    &[],
+                )
+                .await
+                .expect("activity")
+                .get::<_, i64>(0)
+                == 1
+        },
+    )
+    .await;
+    signal(&hung, "-STOP");
+    let stopped = Instant::now();
+    client
+        .batch_execute("UPDATE public.hang SET secs = 0")
+        .await
+        .expect("unhang");
+    let inspect = || {
+        let output = crate::util::qlsched(Some(&db), &["-o", "json", "inspect", "replicas"], None);
+        assert_eq!(
+            crate::util::code(&output),
+            0,
+            "{}",
+            crate::util::stderr(&output)
+        );
+        let rows: Vec<serde_json::Value> =
+            serde_json::from_str(&crate::util::stdout(&output)).expect("json");
+        rows.into_iter()
+            .find(|r| r["owner"] == "hung")
+            .expect("hung is registered")
+    };
+    eventually(Duration::from_secs(5), "inspect says stalled", || async {
+        inspect()["liveness"] == "stalled"
+    })
+    .await;
+    let seen_after = stopped.elapsed();
+    // Its heartbeat was at most one cadence old when it stopped, and the rule is two cadences;
+    // the rest is the polling and a loaded machine.
+    assert!(
+        seen_after < Duration::from_millis(2_500),
+        "stalled only after {seen_after:?}"
+    );
+    let store = db.store("qlsched top test").await;
+    let snapshot = qlsched::tui::load::read_snapshot(&store, None)
+        .await
+        .expect("snapshot");
+    let panel: Vec<String> = snapshot
+        .panel_rows()
+        .iter()
+        .filter_map(|row| match row {
+            qlsched::tui::state::PanelRow::Replica { replica, .. } => {
+                Some(format!("{} {}", replica.owner, replica.liveness))
+            }
+            qlsched::tui::state::PanelRow::Other { .. } => None,
+        })
+        .collect();
+    assert_eq!(
+        panel,
+        ["hung stalled", "watcher live"],
+        "top lists it first"
+    );
+    eventually(
+        Duration::from_secs(5),
+        "the watcher's scrape counts it",
+        || async {
+            let Ok((200, text)) = crate::observe::get(&addr, "/metrics").await else {
+                return false;
+            };
+            crate::observe::sample(&text, "qlsched_replicas{liveness=\"stalled\"}") == 1.0
+                && crate::observe::sample(&text, "qlsched_replicas{liveness=\"live\"}") == 1.0
+        },
+    )
+    .await;
+    assert!(
+        stopped.elapsed() < Duration::from_secs(8),
+        "all three seen while its lease still held"
+    );
+
+    // Past its lease (its round began at most a second before the stop), then continued while
+    // the server still sleeps: the round it was stopped in has timed out.
+    sleep_ms(9_500u64.saturating_sub(u64::try_from(stopped.elapsed().as_millis()).unwrap_or(0)))
+        .await;
+    signal(&hung, "-CONT");
+    eventually(
+        Duration::from_secs(20),
+        "the failed round reaches the registry",
+        || async {
+            let row = inspect();
+            row["liveness"] == "live" && row["failed_rounds"].as_i64() >= Some(1)
+        },
+    )
+    .await;
+    let row = inspect();
+    let error = row["last_error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("did not finish within the lease") && error.contains("claim"),
+        "{row}"
+    );
+    assert!(
+        !error.contains("it held no claim"),
+        "it held claims: {error}"
+    );
+    stop_cleanly(watcher);
+    stop_cleanly(hung);
+    assert_invariants(&db).await;
+}

@@ -136,6 +136,72 @@ async fn e_and_y_expire_exactly_the_fenced_claim() {
     assert_eq!(claim_columns(&db, "alive").await, moved);
 }
 
+/// `E` then `y` expires every claim of the selected row's owner, valid or past its lease, each
+/// audited, as `expire --owner` does, and leaves another owner's claim alone; `--read-only`
+/// refuses the key.
+#[tokio::test]
+async fn shift_e_and_y_expire_every_claim_of_one_owner() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(serde_json::json!([
+        { "id": "a", "task": "t", "cron": "0 0 1 1 *" },
+        { "id": "b", "task": "t", "cron": "0 0 1 1 *" },
+        { "id": "c", "task": "t", "cron": "0 0 1 1 *" },
+        { "id": "other", "task": "t", "cron": "0 0 1 1 *" }
+    ])))
+    .await;
+    hold(&db, "a", "hung-replica", 20_000).await;
+    hold(&db, "b", "hung-replica", 20_000).await;
+    hold(&db, "c", "hung-replica", -2_000).await;
+    hold(&db, "other", "live-replica", 60_000).await;
+    let store = db.store("qlsched top test").await;
+    let mut app = App::new(db.url(), "qlsched".to_owned(), false, false);
+    app.apply_snapshot(read_snapshot(&store, None).await.expect("snapshot"));
+    app.selected = Some(TriggerName::new("p", "b"));
+    assert_eq!(press(&mut app, 'E'), None);
+    let Modal::ConfirmExpireOwner(shown) = app.modal.clone() else {
+        panic!("E asks first: {:?}", app.modal);
+    };
+    assert_eq!(
+        (shown.owner.as_str(), shown.valid, shown.expired),
+        ("hung-replica", 2, 1)
+    );
+    let Some(Effect::ExpireOwner(request)) = press(&mut app, 'y') else {
+        panic!("y confirms");
+    };
+    let other = claim_columns(&db, "other").await;
+    let done = qlsched::tui::load::expire_owner(&store, &request, "tester@top")
+        .await
+        .expect("expire the owner's claims");
+    assert_eq!(done.len(), 3);
+    for trigger in ["a", "b", "c"] {
+        assert_eq!(
+            claim_columns(&db, trigger).await.0,
+            None,
+            "{trigger} cleared"
+        );
+    }
+    assert_eq!(
+        claim_columns(&db, "other").await,
+        other,
+        "another owner untouched"
+    );
+    assert_eq!(
+        db.count(
+            "SELECT count(*) FROM schedule_audit WHERE action = 'expire' AND actor = 'tester@top' \
+             AND fence_before->>'owner' = 'hung-replica'"
+        )
+        .await,
+        3,
+        "each expiry audited"
+    );
+
+    let mut readonly = App::new(db.url(), "qlsched".to_owned(), true, false);
+    readonly.apply_snapshot(read_snapshot(&store, None).await.expect("snapshot"));
+    readonly.selected = Some(TriggerName::new("p", "other"));
+    assert_eq!(press(&mut readonly, 'E'), None);
+    assert_eq!(readonly.modal, Modal::None, "read-only: no dialog");
+}
+
 /// The pause columns and both versions of `trigger`'s row.
 async fn pause_columns(db: &TestDb, trigger: &str) -> (Option<String>, Option<String>, i64, i64) {
     let row = db

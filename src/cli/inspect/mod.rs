@@ -19,9 +19,9 @@ use super::error::ExitStatus;
 use super::output::emit;
 use super::{CliError, Global};
 use crate::coordinator::duration_ms;
-use crate::core::TriggerName;
 use crate::core::diagnose::Diagnosis;
 use crate::core::time::utc;
+use crate::core::{Liveness, TriggerName};
 use crate::store::accounting::{AccountingReport, occurrence_accounting};
 use crate::store::invariants::{InvariantCounts, invariant_counts};
 use crate::store::migrate::{VerifyFinding, check_ready, require_ledger, verify};
@@ -112,7 +112,8 @@ pub enum InspectWhat {
         #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
         limit: i64,
     },
-    /// Registered replicas: live, stale (no heartbeat for longer than lease + cadence), stopped.
+    /// Registered replicas: live, stalled (no heartbeat for two cadences), stale (none for lease
+    /// + cadence), stopped.
     Replicas,
     /// Misfire records: occurrences passed over beyond their grace, newest first.
     Misfires {
@@ -283,7 +284,7 @@ async fn summary(
     };
     let replicas = replicas
         .into_iter()
-        .filter(|r| r.liveness != "stopped")
+        .filter(|r| r.liveness != Liveness::Stopped)
         .collect();
     let report = SummaryReport {
         server: server_role(client).await?,
@@ -412,8 +413,8 @@ pub struct SummaryReport {
     pub server: ServerRole,
     #[serde(flatten)]
     pub summary: Summary,
-    /// Registered replicas that have not stopped: live ones (a heartbeat within their lease and
-    /// cadence), then stale ones.
+    /// Registered replicas that have not stopped: stale ones first, then stalled, then live
+    /// (`core::Liveness` says when each is which).
     pub replicas: Vec<ReplicaView>,
     /// Why `run` would refuse this schema (`migrate verify` has the details); null when ready.
     pub schema_problem: Option<String>,

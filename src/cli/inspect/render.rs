@@ -10,7 +10,7 @@ use crate::store::read::{
     self, AuditView, ClaimView, RunDetail, RunView, ScheduleView, TriggerDetail,
 };
 use crate::store::recovery::RecoveryReport;
-use crate::store::replicas::ReplicaView;
+use crate::store::replicas::{LivenessCounts, ReplicaView};
 
 pub(super) fn render_summary(report: &SummaryReport) -> String {
     let s = &report.summary;
@@ -92,19 +92,25 @@ pub(super) fn render_summary(report: &SummaryReport) -> String {
                 ]
             }),
         ));
+        // A table ends on its border: the next line starts a line of its own.
+        out.push('\n');
     }
-    let live = report
-        .replicas
-        .iter()
-        .filter(|r| r.liveness == "live")
-        .count();
-    out.push_str(&format!(
-        "replicas: {live} live{}\n",
-        match report.replicas.len() - live {
-            0 => String::new(),
-            stale => format!(", {stale} stale (no heartbeat for longer than lease + cadence)"),
-        }
-    ));
+    let counts = LivenessCounts::of(&report.replicas);
+    let mut line = format!("replicas: {} live", counts.live);
+    if counts.stalled > 0 {
+        line.push_str(&format!(
+            ", {} stalled (no heartbeat for two cadences)",
+            counts.stalled
+        ));
+    }
+    if counts.stale > 0 {
+        line.push_str(&format!(
+            ", {} stale (no heartbeat for longer than lease + cadence)",
+            counts.stale
+        ));
+    }
+    out.push_str(&line);
+    out.push('\n');
     if !report.replicas.is_empty() {
         out.push_str(&render_replicas(&report.replicas));
     }
@@ -132,7 +138,7 @@ pub(super) fn render_replicas(rows: &[ReplicaView]) -> String {
                 if r.state == "draining" {
                     format!("{} (draining)", r.liveness)
                 } else {
-                    r.liveness.clone()
+                    r.liveness.to_string()
                 },
                 crate::core::text::clean(&r.host),
                 r.pid.to_string(),
@@ -385,6 +391,7 @@ pub(super) fn render_audit(rows: &[AuditView]) -> String {
             "trigger",
             "action",
             "actor",
+            "login",
             "at",
             "version before",
             "version after",
@@ -396,6 +403,7 @@ pub(super) fn render_audit(rows: &[AuditView]) -> String {
                 TriggerName::new(&a.project_id, &a.trigger_id).to_string(),
                 a.action.clone(),
                 a.actor.clone(),
+                a.db_user.clone(),
                 utc(a.at_ms),
                 version(&a.fence_before),
                 version(&a.fence_after),

@@ -133,7 +133,7 @@ pub async fn trigger_detail(
         recent_runs: runs(client, trigger, None, TRIGGER_HISTORY).await?,
         recent_misfires: crate::store::misfires::list(client, trigger, None, TRIGGER_HISTORY)
             .await?,
-        live_replicas: crate::store::replicas::live_count(client).await?,
+        live_replicas: crate::store::replicas::liveness_counts(client).await?.live,
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
     let why = diagnose(&facts_of(&state, row.get("digest_ok"), pause_of(&row)));

@@ -18,23 +18,24 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
         .as_ref()
         .map(|s| s.panel_rows())
         .unwrap_or_default();
-    let (mut live, mut stale, mut others) = (0, 0, 0);
+    let (mut live, mut stalled, mut stale, mut others) = (0, 0, 0, 0);
     let rows: Vec<Row> = panel
         .iter()
         .map(|row| {
             let (name, state, heartbeat, owner) = match *row {
                 PanelRow::Replica { replica, claims } => {
-                    let state = match (replica.liveness.as_str(), replica.state.as_str()) {
-                        ("live", "draining") => Span::raw("draining"),
-                        ("live", _) => Span::styled("live", theme.fg(Color::Green)),
+                    let state = match (replica.liveness, replica.state.as_str()) {
+                        (Liveness::Live, "draining") => Span::raw("draining"),
+                        (Liveness::Live, _) => Span::styled("live", theme.fg(Color::Green)),
+                        (Liveness::Stalled, _) => Span::styled("STALLED", theme.warn()),
                         _ => Span::styled("STALE", theme.alarm()),
                     };
-                    if replica.liveness == "live" {
-                        live += 1;
-                    } else {
-                        stale += 1;
+                    match replica.liveness {
+                        Liveness::Live => live += 1,
+                        Liveness::Stalled => stalled += 1,
+                        _ => stale += 1,
                     }
-                    let heartbeat = format!("{} ago", span(replica.heartbeat_age_ms));
+                    let heartbeat = format!("{} ago", short_span(replica.heartbeat_age_ms));
                     (&replica.owner, state, heartbeat, claims)
                 }
                 PanelRow::Other { owner, stopped } => {
@@ -47,11 +48,16 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                     (&owner.owner, state, "-".to_owned(), Some(owner))
                 }
             };
-            let stale_row =
-                matches!(row, PanelRow::Replica { replica, .. } if replica.liveness != "live");
+            let liveness = match row {
+                PanelRow::Replica { replica, .. } => replica.liveness,
+                PanelRow::Other { .. } => Liveness::Live,
+            };
+            let stale_row = liveness == Liveness::Stale;
             let all_expired = owner.is_some_and(|o| o.expired > 0 && o.claims == 0);
             let status = if stale_row {
                 Span::styled("! no heartbeat", theme.alarm())
+            } else if liveness == Liveness::Stalled {
+                Span::styled("! heartbeat late", theme.warn())
             } else if all_expired {
                 Span::styled("! ALL CLAIMS EXPIRED", theme.alarm())
             } else if owner.is_some_and(|o| o.expired > 0) {
@@ -63,6 +69,8 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
             };
             let style = if stale_row || all_expired {
                 theme.alarm()
+            } else if liveness == Liveness::Stalled {
+                theme.warn()
             } else {
                 Style::new()
             };
@@ -77,7 +85,7 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                 Cell::from(count(|o| o.expired)),
                 Cell::from(owner.map_or_else(
                     || "-".to_owned(),
-                    |o| format!("{} ago", span(now - o.last_claim_at_ms)),
+                    |o| format!("{} ago", short_span(now - o.last_claim_at_ms)),
                 )),
                 Cell::from(count(|o| o.admissions_last_minute)),
                 Cell::from(status),
@@ -87,7 +95,12 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
         .collect();
     let empty = rows.is_empty();
     let title = format!(
-        "Replicas: {live} live{}{}",
+        "Replicas: {live} live{}{}{}",
+        if stalled > 0 {
+            format!(", {stalled} STALLED")
+        } else {
+            String::new()
+        },
         if stale > 0 {
             format!(", {stale} STALE")
         } else {
@@ -197,13 +210,13 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
             };
             // A switched-off row is not due now, however old its cursor.
             let next = match row.next_fire_at_ms {
-                Some(next) if next > now => format!("in {}", span(next - now)),
+                Some(next) if next > now => format!("in {}", short_span(next - now)),
                 Some(_) if row.state != ScheduleState::Disabled => "now".to_owned(),
                 _ => "-".to_owned(),
             };
             let lag = match row.next_fire_at_ms {
                 Some(next) if next <= now && row.state != ScheduleState::Disabled => {
-                    span(now - next)
+                    short_span(now - next)
                 }
                 _ => "-".to_owned(),
             };
@@ -237,10 +250,20 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
             ])
         })
         .collect();
+    let trigger_width = rows
+        .iter()
+        .map(|row| row.project_id.chars().count() + row.trigger_id.chars().count() + 1)
+        .max()
+        .unwrap_or(0)
+        .clamp(16, 48);
+    let trigger_width = u16::try_from(trigger_width).unwrap_or(48);
     let shown = table_rows.len();
     let total = app.snapshot.as_ref().map_or(0, |s| s.schedules.len());
     let title = if app.filter.is_empty() {
-        format!("Schedules, most urgent first ({shown} of {total} loaded)")
+        format!(
+            "Schedules, {} ({shown} of {total} loaded)",
+            app.sort.title()
+        )
     } else {
         format!(
             "Schedules matching /{} ({shown} of {total} loaded)",
@@ -251,7 +274,9 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
         table_rows,
         [
             Constraint::Length(1),
-            Constraint::Fill(2),
+            // As wide as the longest name shown (16 to 48 columns), not a share of the screen:
+            // a wide terminal gives the owner the rest.
+            Constraint::Length(trigger_width),
             Constraint::Length(8),
             Constraint::Length(9),
             Constraint::Length(7),

@@ -194,10 +194,11 @@ pub(super) fn draw_detail(
             lines.push(Line::styled("operator actions", theme.title()));
             for entry in state.audit.iter().take(3) {
                 lines.push(Line::raw(format!(
-                    "  {}  {} by {}{}",
+                    "  {}  {} by {} (login {}){}",
                     utc(entry.at_ms),
                     entry.action,
                     entry.actor,
+                    entry.db_user,
                     entry
                         .reason
                         .as_deref()
@@ -355,6 +356,54 @@ pub(super) fn draw_confirm(
         frame,
         area,
         "Expire claim",
+        Text::from(lines).alignment(Alignment::Left),
+        theme,
+    );
+}
+
+pub(super) fn draw_confirm_owner(
+    frame: &mut Frame,
+    body: Rect,
+    request: &OwnerExpireRequest,
+    theme: Theme,
+) {
+    let total = request.valid + request.expired;
+    let mut lines = vec![
+        Line::styled(
+            format!(
+                "Expire every claim of {}? ({total} on screen)",
+                clean(&request.owner)
+            ),
+            theme.title(),
+        ),
+        Line::raw(""),
+        field("valid", request.valid.to_string(), theme),
+        field("lease over", request.expired.to_string(), theme),
+        Line::raw(""),
+        Line::raw("Every claim it holds when this runs is expired in one transaction, as"),
+        Line::raw("`qlsched expire --owner` does; each is audited. Its admissions then fail"),
+        Line::raw("their fence, and other replicas take the rows at once."),
+    ];
+    if request.live {
+        lines.push(Line::styled(
+            "It is a live replica: it loses this round's work and claims again.",
+            theme.warn(),
+        ));
+    }
+    lines.extend([
+        Line::raw(""),
+        Line::from(vec![
+            Span::styled("[y]", theme.alarm()),
+            Span::raw(" expire all  "),
+            Span::styled("[n/Esc]", theme.title()),
+            Span::raw(" cancel"),
+        ]),
+    ]);
+    let area = centered(body, 80, 14);
+    draw_popup(
+        frame,
+        area,
+        "Expire an owner's claims",
         Text::from(lines).alignment(Alignment::Left),
         theme,
     );
