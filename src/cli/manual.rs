@@ -261,7 +261,7 @@ its report when the --duration cap cut it short or an invariant was broken."
 pub fn json_section(command: &str) -> Option<&'static str> {
     Some(match command {
         "migrate" => "\
-migrate up: {\"schema\": string, \"version\": int, \"applied\": [migration]}.
+migrate up: {\"schema\": string, \"version\": int, \"applied\": [migration], \"roles_created\", \"roles_reused\": [string] (the group roles this run created, and those it found on the server and granted to as they were; both empty unless the roles' migration ran now)}.
 
 migrate status: [migration], where migration is {\"version\": int, \"name\": string, \"state\": \"applied\"|\"pending\"|\"checksum_mismatch\"|\"unknown\", \"checksum\": sha256 hex, \"applied_at_ms\": int|null, \"execution_ms\": int|null}.
 

@@ -82,12 +82,26 @@ fn render_up(report: &MigrateReport) -> String {
             opt(m.execution_ms.map(span)),
         ]
     });
-    format!(
+    let mut out = format!(
         "{}\nschema {} migrated to version {}",
         table(&["version", "applied", "took"], rows),
         report.schema,
         report.version
-    )
+    );
+    if !report.roles_created.is_empty() {
+        out.push_str(&format!(
+            "\ngroup roles created: {}",
+            report.roles_created.join(", ")
+        ));
+    }
+    if !report.roles_reused.is_empty() {
+        out.push_str(&format!(
+            "\ngroup roles already on this server, granted to as they are: {} (roles belong to \
+             the whole server; `qlsched migrate verify` checks none of them can log in)",
+            report.roles_reused.join(", ")
+        ));
+    }
+    out
 }
 
 fn render_status(rows: &[MigrationStatus]) -> String {

@@ -168,7 +168,16 @@ pub struct MigrateReport {
     pub schema: String,
     pub applied: Vec<MigrationStatus>,
     pub version: i64,
+    /// Group roles this run created, and those it found on the server and granted to as they
+    /// were (roles belong to the server, not the database: another schema's migrate may have
+    /// made them, or someone by hand). Both empty when the roles' migration did not run now.
+    pub roles_created: Vec<String>,
+    pub roles_reused: Vec<String>,
 }
+
+// Which of the group roles $1 exist on the server.
+const EXISTING_ROLES: &str =
+    "SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE rolname = ANY($1)";
 
 /// Key of the session advisory lock that serialises migrators of one schema.
 const LOCK_NAMESPACE: &str = "qlsched.migrate";
@@ -222,6 +231,12 @@ async fn apply_pending(
         .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted()))
         .await?;
     client.batch_execute(CREATE_LEDGER).await?;
+    let roles: Vec<String> = ROLES.iter().map(|r| (*r).to_owned()).collect();
+    let roles_before: Vec<String> = client
+        .query_one(EXISTING_ROLES, &[&roles])
+        .await?
+        .get::<_, Option<Vec<String>>>(0)
+        .unwrap_or_default();
     let ledger = read_ledger(client).await?;
     refuse_divergence(&ledger)?;
     let mut applied = Vec::new();
@@ -269,9 +284,21 @@ async fn apply_pending(
             execution_ms: Some(execution_ms),
         });
     }
+    // The roles' migration grants to whatever roles it finds: say which it made and which it
+    // took as they were, so that a role made by hand (with LOGIN, say) is not a surprise.
+    let (roles_created, roles_reused) = if applied.iter().any(|m| m.name == "roles_and_grants") {
+        roles
+            .iter()
+            .cloned()
+            .partition(|role| !roles_before.contains(role))
+    } else {
+        (Vec::new(), Vec::new())
+    };
     Ok(MigrateReport {
         schema: schema.to_string(),
         applied,
+        roles_created,
+        roles_reused,
         version: latest_version(),
     })
 }
@@ -599,6 +626,7 @@ super::statements::statements! {
     MISSING_PRIVILEGES: Runtime,
     LIVE_GRANTS: Owner | Observer,
     LIVE_ROLES: Owner | Observer,
+    EXISTING_ROLES: Owner,
 }
 
 #[cfg(test)]

@@ -15,6 +15,23 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
         Some(MIGRATIONS.len())
     );
     assert_eq!(report["version"], latest_version());
+    // Roles belong to the server: whichever this run did not create, it says it found.
+    let mut roles: Vec<String> = ["roles_created", "roles_reused"]
+        .iter()
+        .flat_map(|key| report[key].as_array().cloned().unwrap_or_default())
+        .filter_map(|role| role.as_str().map(str::to_owned))
+        .collect();
+    roles.sort();
+    assert_eq!(
+        roles,
+        [
+            "qlsched_admin",
+            "qlsched_observer",
+            "qlsched_runtime",
+            "qlsched_worker_ingress"
+        ],
+        "{report}"
+    );
     for applied in report["applied"].as_array().into_iter().flatten() {
         assert!(
             applied["applied_at_ms"].as_i64().is_some_and(|at| at > 0),
@@ -42,6 +59,20 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
         report["applied"].as_array().map(Vec::len),
         Some(0),
         "a second migrate applies nothing"
+    );
+    assert_eq!(
+        report["roles_reused"],
+        serde_json::json!([]),
+        "and says nothing of roles"
+    );
+    let db2 = TestDb::empty().await;
+    let table = stdout(&qlsched(Some(&db2), &["migrate"], None));
+    assert!(
+        table.contains(
+            "group roles already on this server, granted to as they are: \
+                        qlsched_admin, qlsched_runtime, qlsched_observer, qlsched_worker_ingress"
+        ),
+        "a second database finds the roles the first made: {table}"
     );
     assert_eq!(
         db.count("SELECT count(*) FROM schema_migrations").await,
