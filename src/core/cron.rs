@@ -814,6 +814,11 @@ fn parse_element(kind: &FieldKind, element: &str) -> Result<(u32, u32, u32), Str
                     ));
                 }
                 Some(step) => step,
+                None if digits => {
+                    return Err(format!(
+                        "field {name}: '{element}': the step '{step_text}' is too large"
+                    ));
+                }
                 None => {
                     return Err(format!(
                         "field {name}: '{element}': the step '{step_text}' is not a number"
@@ -826,12 +831,31 @@ fn parse_element(kind: &FieldKind, element: &str) -> Result<(u32, u32, u32), Str
     if range == "*" {
         return Ok((kind.low, kind.high, step.unwrap_or(1)));
     }
+    if range.is_empty() {
+        return Err(format!(
+            "field {name}: '{element}': a step follows * or a range, such as */{}",
+            step.unwrap_or(1)
+        ));
+    }
     let Some((low_text, high_text)) = range.split_once('-') else {
-        let value = parse_value(kind, range)?;
+        let value = parse_value(kind, range).map_err(|e| within(e, element, range))?;
         if let Some(step) = step {
+            // "From it to the end": the week's end is Saturday (7 is Sunday again), unless the
+            // value is Saturday itself; named the way the value was written.
+            let last = match (kind.name == DAY_OF_WEEK.name, value >= 6) {
+                (true, false) => 6,
+                _ => kind.high,
+            };
+            let last = if range.bytes().all(|b| b.is_ascii_digit()) {
+                last.to_string()
+            } else {
+                let index = usize::try_from(last - kind.low).unwrap_or(0);
+                kind.names
+                    .get(index % kind.names.len().max(1))
+                    .map_or_else(|| last.to_string(), |n| (*n).to_owned())
+            };
             return Err(format!(
-                "field {name}: '{element}': a step follows * or a range, such as {range}-{}/{step}",
-                kind.high
+                "field {name}: '{element}': a step follows * or a range, such as {range}-{last}/{step}"
             ));
         }
         return Ok((value, value, 1));
@@ -841,8 +865,8 @@ fn parse_element(kind: &FieldKind, element: &str) -> Result<(u32, u32, u32), Str
             "field {name}: '{element}' is not a range: a value is missing beside '-'"
         ));
     }
-    let low = parse_value(kind, low_text)?;
-    let mut high = parse_value(kind, high_text)?;
+    let low = parse_value(kind, low_text).map_err(|e| within(e, element, low_text))?;
+    let mut high = parse_value(kind, high_text).map_err(|e| within(e, element, high_text))?;
     // cronie reads a day-of-week range ending on Sunday written as 0 (FRI-SUN) as ending on 7.
     if kind.name == DAY_OF_WEEK.name && high == 0 && low > 0 {
         high = 7;
@@ -855,6 +879,19 @@ fn parse_element(kind: &FieldKind, element: &str) -> Result<(u32, u32, u32), Str
         ));
     }
     Ok((low, high, step.unwrap_or(1)))
+}
+
+/// A value's error, quoting the whole element as written when the value is only part of it
+/// (`'1-2-3': '2-3' is not a number`), so the reader finds it in what they typed.
+fn within(error: String, element: &str, token: &str) -> String {
+    if element == token {
+        return error;
+    }
+    let quoted = format!("'{token}'");
+    match error.split_once(&quoted) {
+        Some((field, rest)) => format!("{field}'{element}': {quoted}{rest}"),
+        None => error,
+    }
 }
 
 fn parse_value(kind: &FieldKind, token: &str) -> Result<u32, String> {
@@ -880,7 +917,16 @@ fn parse_value(kind: &FieldKind, token: &str) -> Result<u32, String> {
             "field {name}: '?' is Quartz syntax, not cron's; write *"
         ));
     }
-    if token.contains('#') || token.ends_with(['L', 'l', 'W', 'w']) && token.len() <= 3 {
+    // Quartz's L (last), W (weekday) and # (nth): `L`, `LW`, `5L`, `15W`, `1#2`; not a misspelt
+    // name that happens to end in l or w.
+    let quartz_suffix = token.len() >= 2
+        && token.ends_with(['L', 'l', 'W', 'w'])
+        && token[..token.len() - 1].bytes().all(|b| b.is_ascii_digit());
+    if token.contains('#')
+        || token.eq_ignore_ascii_case("L")
+        || token.eq_ignore_ascii_case("LW")
+        || quartz_suffix
+    {
         return Err(format!(
             "field {name}: '{token}': L, W and # are Quartz syntax that cron does not have"
         ));
@@ -1430,7 +1476,7 @@ mod tests {
             ),
             (
                 "0 0 * * sat/3",
-                "field day-of-week: 'sat/3': a step follows * or a range, such as sat-7/3",
+                "field day-of-week: 'sat/3': a step follows * or a range, such as sat-SUN/3",
             ),
             (
                 "0 22-2 * * *",
@@ -1478,6 +1524,30 @@ mod tests {
             ("0~30 * * * *", "field minute: '0~30': ~ (a random value"),
             ("-5 * * * *", "field minute: '-5' is not a range"),
             ("61 0 0 * * *", "field second: '61' is out of range 0-59"),
+            (
+                "0 0 * * mon/2",
+                "field day-of-week: 'mon/2': a step follows * or a range, such as mon-SAT/2",
+            ),
+            (
+                "1-2-3 * * * *",
+                "field minute: '1-2-3': '2-3' is not a number 0-59",
+            ),
+            (
+                "/5 * * * *",
+                "field minute: '/5': a step follows * or a range, such as */5",
+            ),
+            (
+                "*/4294967297 * * * *",
+                "field minute: '*/4294967297': the step '4294967297' is too large",
+            ),
+            (
+                "0 0 * * sal",
+                "field day-of-week: 'sal' is not a day name (SUN-SAT) or a number 0-7",
+            ),
+            (
+                "0 0 5L * *",
+                "field day-of-month: '5L': L, W and # are Quartz syntax",
+            ),
             (
                 "0 0 * * xyz",
                 "field day-of-week: 'xyz' is not a day name (SUN-SAT) or a number 0-7",
