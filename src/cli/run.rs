@@ -175,7 +175,6 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         "replica started"
     );
 
-    let owner = config.owner.clone();
     let coordinator = Arc::new(Coordinator::new(store, config));
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let store = coordinator.store().clone();
@@ -186,6 +185,9 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     let mut totals = Totals::default();
     let mut summary = tokio::time::interval(Duration::from_secs(60));
     summary.tick().await;
+    // The control loop never awaits the database: housekeeping runs as a task of its own,
+    // bounded by HOUSEKEEPING_TIMEOUT, so a signal is taken at once whatever the server does.
+    let mut housekeeping: Option<tokio::task::JoinHandle<()>> = None;
     loop {
         tokio::select! {
             signal = shutdown.recv() => {
@@ -200,12 +202,16 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
             }
             _ = summary.tick() => {
                 totals.log_and_reset();
-                housekeeping(&store).await;
+                if housekeeping.as_ref().is_none_or(tokio::task::JoinHandle::is_finished) {
+                    housekeeping = Some(tokio::spawn(housekeep(store.clone())));
+                }
             }
         }
     }
-    crate::lifecycle::mark(&store, &owner, "draining").await;
-    let stop = lifecycle.stop().await;
+    if let Some(task) = housekeeping {
+        task.abort();
+    }
+    let stop = lifecycle.stop_registered().await;
     // The round the stop drained reported after the loop above stopped listening: count it, or
     // the last summary leaves out what that round admitted.
     while let Ok(event) = received.try_recv() {
@@ -214,7 +220,6 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         }
         totals.add(&event);
     }
-    crate::lifecycle::mark(&store, &owner, "stopped").await;
     if let Some(server) = server {
         server.abort();
     }
@@ -281,19 +286,30 @@ impl Totals {
     }
 }
 
+/// How long a replica's minute of housekeeping may take: a batch of deletes is an index probe
+/// and a few thousand rows at most, so this is long; past it the statement is cancelled and the
+/// next minute tries again.
+pub const HOUSEKEEPING_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A replica's minute of housekeeping: misfire records past their retention deleted, a bounded
 /// batch from every replica (cheap when there is nothing to delete: an index probe), and stopped
 /// or long-dead replicas forgotten from the registry, so neither table grows without end.
-async fn housekeeping(store: &Store) {
-    let done = async {
-        let client = store.client().await?;
-        let pruned =
-            crate::store::misfires::prune(&**client, crate::core::MISFIRE_RETENTION_MS, 10_000)
+async fn housekeep(store: Store) {
+    let done = store
+        .within(HOUSEKEEPING_TIMEOUT, "housekeeping", |client| {
+            Box::pin(async move {
+                let pruned = crate::store::misfires::prune(
+                    client,
+                    crate::core::MISFIRE_RETENTION_MS,
+                    10_000,
+                )
                 .await?;
-        let forgotten = replicas::forget(&**client).await?;
-        Ok::<_, crate::store::StoreError>((pruned, forgotten))
-    };
-    match done.await {
+                let forgotten = replicas::forget(client).await?;
+                Ok((pruned, forgotten))
+            })
+        })
+        .await;
+    match done {
         Ok((0, 0)) => {}
         Ok((pruned, forgotten)) => tracing::info!(
             misfire_records_deleted = pruned,

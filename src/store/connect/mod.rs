@@ -42,6 +42,39 @@ use parse::{
 /// this long instead, so that a server that accepts and never answers cannot hang a command.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// TCP keepalives on every socket unless the settings say otherwise: an idle connection whose
+/// server vanished (a partition, a host powered off) is found dead after idle + interval x count
+/// (10 s + 5 s x 3 = 25 s) instead of the system's two hours.
+pub const KEEPALIVES_IDLE: Duration = Duration::from_secs(10);
+pub const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(5);
+pub const KEEPALIVES_COUNT: u32 = 3;
+
+/// `tcp_user_timeout` unless the settings give one: a connection whose sent data stays
+/// unacknowledged this long is closed by the kernel, so a statement sent into a black-holed
+/// network fails instead of waiting on retransmissions for about fifteen minutes.
+pub const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What tokio-postgres leaves `keepalives_idle` at when it is not given (libpq leaves the
+/// system's, usually the same two hours).
+const DRIVER_KEEPALIVES_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
+
+/// Every socket's waits bounded ([`KEEPALIVES_IDLE`], [`TCP_USER_TIMEOUT`]) where the connection
+/// string (`keepalives*`, `tcp_user_timeout`) leaves them to the system. `keepalives=0` is kept.
+fn bound_the_socket(config: &mut Config) {
+    if config.get_keepalives_idle() == DRIVER_KEEPALIVES_IDLE {
+        config.keepalives_idle(KEEPALIVES_IDLE);
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(KEEPALIVES_INTERVAL);
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(KEEPALIVES_COUNT);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+}
+
 /// The libpq keywords read here rather than by tokio-postgres.
 const OWN_KEYWORDS: [&str; 8] = [
     "sslmode",
@@ -285,7 +318,7 @@ impl ConnectionSettings {
             .get("passfile")
             .map(PathBuf::from)
             .or_else(|| home.map(|home| home.join(".pgpass")));
-        config.keepalives_idle(Duration::from_secs(30));
+        bound_the_socket(&mut config);
         Ok(ConnectionSettings {
             config,
             source,

@@ -367,3 +367,34 @@ fn every_pg_variable_read_is_listed() {
         }
     }
 }
+
+/// Every socket gets keepalives with a count and a user timeout, unless the connection string
+/// names its own.
+#[test]
+fn sockets_are_bounded_unless_the_settings_say_otherwise() {
+    let config = ConnectionSettings::resolve_with(Some("host=db user=u dbname=d"), env_of(&[]))
+        .expect("valid")
+        .driver_config(&SchemaName::default(), "t");
+    assert!(config.get_keepalives());
+    assert_eq!(config.get_keepalives_idle(), KEEPALIVES_IDLE);
+    assert_eq!(config.get_keepalives_interval(), Some(KEEPALIVES_INTERVAL));
+    assert_eq!(config.get_keepalives_retries(), Some(KEEPALIVES_COUNT));
+    assert_eq!(config.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+
+    let given = ConnectionSettings::resolve_with(
+        Some(
+            "host=db user=u dbname=d keepalives_idle=60 keepalives_interval=7 \
+             keepalives_retries=9 tcp_user_timeout=4",
+        ),
+        env_of(&[]),
+    )
+    .expect("valid")
+    .driver_config(&SchemaName::default(), "t");
+    assert_eq!(given.get_keepalives_idle(), Duration::from_secs(60));
+    assert_eq!(
+        given.get_keepalives_interval(),
+        Some(Duration::from_secs(7))
+    );
+    assert_eq!(given.get_keepalives_retries(), Some(9));
+    assert_eq!(given.get_tcp_user_timeout(), Some(&Duration::from_secs(4)));
+}
