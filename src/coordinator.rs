@@ -281,6 +281,11 @@ impl Coordinator {
                     report.fence_lost += 1;
                     tracing::warn!(trigger = %admission.row.name(), "claim fence lost before admission; nothing written");
                 }
+                AdmissionOutcome::DefinitionRefused { reason } => {
+                    report.definition_refused += 1;
+                    tracing::error!(trigger = %admission.row.name(), %reason,
+                        "definition refused at admission (the claim still held): nothing written, the claim is left to expire");
+                }
                 AdmissionOutcome::Rejected { reason } => {
                     report.rejected += 1;
                     tracing::error!(trigger = %admission.row.name(), %reason,

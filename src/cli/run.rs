@@ -243,6 +243,7 @@ struct Totals {
     misfires: u64,
     passed_over: u64,
     fence_lost: u64,
+    definition_refused: u64,
     unsettled: u64,
 }
 
@@ -257,6 +258,7 @@ impl Totals {
                 self.misfires += report.misfires as u64;
                 self.passed_over += report.occurrences_passed_over;
                 self.fence_lost += report.fence_lost as u64;
+                self.definition_refused += report.definition_refused as u64;
                 self.unsettled += report.unsettled as u64;
                 for run in &report.admitted {
                     tracing::debug!(trigger = %TriggerName::new(&run.project_id, &run.trigger_id),
@@ -278,6 +280,7 @@ impl Totals {
                 misfires = self.misfires,
                 passed_over = self.passed_over,
                 fence_lost = self.fence_lost,
+                definition_refused = self.definition_refused,
                 unsettled = self.unsettled,
                 "summary"
             );

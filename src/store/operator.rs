@@ -228,8 +228,13 @@ pub async fn admit_claimed(
         .pop()
         .unwrap_or(AdmissionOutcome::FenceLost);
     let fence = row.fence.reference();
+    let mut definition = false;
     let refusal = match &outcome {
         AdmissionOutcome::Rejected { reason } => Some(reason.clone()),
+        AdmissionOutcome::DefinitionRefused { reason } => {
+            definition = true;
+            Some(reason.clone())
+        }
         AdmissionOutcome::FenceLost => {
             match fence_rejected(store, &client, &row.name(), fence).await {
                 StoreError::Refused(reason) => Some(reason),
@@ -250,10 +255,15 @@ pub async fn admit_claimed(
                 format!("the claim could not be released ({error}) and expires with its lease")
             }
         };
-        return Err(StoreError::Refused(format!(
+        let message = format!(
             "the admission of {} refused it: {reason}; {claim}",
             row.name()
-        )));
+        );
+        return Err(if definition {
+            StoreError::DefinitionRefused(message)
+        } else {
+            StoreError::Refused(message)
+        });
     }
     write_audit(
         &**client,

@@ -45,7 +45,7 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
     );
     assert_eq!(
         db.count("SELECT count(*) FROM schema_migrations").await,
-        latest_version()
+        i64::try_from(MIGRATIONS.len()).expect("a few migrations")
     );
 
     let verify_ok = qlsched(Some(&db), &["migrate", "verify"], None);
@@ -70,7 +70,7 @@ async fn two_migrators_started_at_once_both_succeed() {
     }
     assert_eq!(
         db.count("SELECT count(*) FROM schema_migrations").await,
-        latest_version()
+        i64::try_from(MIGRATIONS.len()).expect("a few migrations")
     );
     let mut client = db.client().await;
     assert!(

@@ -788,8 +788,8 @@ async fn inspect_needs_nothing_more_than_the_observer_role() {
 }
 
 /// An admission the database refuses while the claim still holds (here a corrupt execution
-/// digest) is no lost fence: exit 1 naming the refusal, and the claim is given back at once
-/// rather than left to block the row for its lease.
+/// digest) is no lost fence: exit 6 (definition refused) naming what failed, and the claim is
+/// given back at once rather than left to block the row for its lease.
 #[tokio::test]
 async fn a_refused_manual_admission_gives_its_claim_back() {
     let db = TestDb::new().await;
@@ -808,11 +808,12 @@ async fn a_refused_manual_admission_gives_its_claim_back() {
         &["claim", "p/tick", "--yes", "--lease", "1h"],
         None,
     );
-    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    assert_eq!(code(&output), 6, "{}", stderr(&output));
     let message = stderr(&output);
     assert!(
         message.contains("the admission of p/tick refused it")
-            && message.contains("corrupt")
+            && message.contains("SQLSTATE QLD01")
+            && message.contains("digest matches its spec")
             && message.contains("the claim was released"),
         "{message}"
     );
