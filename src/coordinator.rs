@@ -176,6 +176,11 @@ impl Coordinator {
             }
         }
 
+        // Locked in primary-key order, as every writer of schedule rows locks them (publish, a
+        // pause, `expire --owner`): no two of them wait on each other in a cycle.
+        admissions.sort_by(|a, b| {
+            (&a.row.project_id, &a.row.trigger_id).cmp(&(&b.row.project_id, &b.row.trigger_id))
+        });
         let admit_started = Instant::now();
         let mut stats = AdmitStats::default();
         let outcomes = admit(client, &admissions, &mut stats).await;

@@ -111,6 +111,7 @@ const EXPIRE_OWNER: &str = concat!(
         SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
         FROM trigger_schedules
         WHERE claim_owner = $1 AND (NOT $2 OR claim_expires_at_ms <= now_ms())
+        ORDER BY project_id, trigger_id
         FOR UPDATE
     )",
     expire_and_audit!()
