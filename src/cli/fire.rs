@@ -75,7 +75,8 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
     let store = open(
         global,
         "qlsched fire",
-        Access::writing_unless(args.confirm.dry_run),
+        // A dry run locks the rows and writes before rolling back: it needs the primary.
+        Access::Write,
     )
     .await?;
     let client = store.client().await?;

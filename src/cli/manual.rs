@@ -41,7 +41,7 @@ PGCONNECT_TIMEOUT
 Seconds each host may take to connect, TLS handshake and authentication included, as the connect_timeout setting (default 10; 0 waits forever). No answer in time exits 69.
 
 PGTARGETSESSIONATTRS
-Which of several hosts to keep, as the target_session_attrs setting: any, read-write, read-only, primary, standby, prefer-standby, with libpq's meaning (checked after connecting). Unset, commands that write ask for read-write and commands that read (inspect, top, dry runs) for any; set, it wins. Another value exits 78; no host that fits exits 69.
+Which of several hosts to keep, as the target_session_attrs setting: any, read-write, read-only, primary, standby, prefer-standby, with libpq's meaning (checked after connecting). Unset, commands that write ask for read-write and commands that read (inspect, top, the dry runs of publish and claim) for any, the dry runs of fire, backfill, pause, resume and expire, which lock and write before rolling back, for read-write; set, it wins. Another value exits 78; no host that fits exits 69.
 
 PGSERVICE
 Connection service files are not supported: set, it is refused with exit 78.
