@@ -60,7 +60,9 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::claim::{ClaimedRow, prepares_since};
-use super::error::{is_definition_refused, is_fence_lost, is_rejection, is_retryable, last_error};
+use super::error::{
+    describe_server_error, is_definition_refused, is_fence_lost, is_rejection, is_retryable,
+};
 use crate::core::Decision;
 
 /// How often a transaction that hit a serialization failure is tried in all.
@@ -398,13 +400,13 @@ async fn admit_with_retries(
             Ok(()) => return Ok(Verdict::Committed),
             Err(error) if is_fence_lost(&error) => return Ok(Verdict::FenceLost),
             Err(error) if is_definition_refused(&error) => {
-                return Ok(Verdict::DefinitionRefused(last_error(&error)));
+                return Ok(Verdict::DefinitionRefused(describe_server_error(&error)));
             }
             Err(error) if is_rejection(&error) => {
                 return Ok(Verdict::Rejected(StoreError::from_db(error).to_string()));
             }
             Err(error) if is_retryable(&error) => {
-                last = last_error(&error);
+                last = describe_server_error(&error);
                 if attempt == MAX_ATTEMPTS {
                     break;
                 }

@@ -90,13 +90,15 @@ impl StoreError {
             return StoreError::Unavailable(chain);
         };
         let code = db.code();
-        let message = db.message().to_owned();
+        // What is printed keeps the server's SQLSTATE, detail and hint; `raw` is for matching.
+        let raw = db.message();
+        let message = describe_db(&error);
         if *code == SqlState::INSUFFICIENT_PRIVILEGE
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
             || *code == SqlState::INVALID_PASSWORD
         {
             // A login without USAGE on the schema sees none of its tables: name that privilege.
-            if message.starts_with("permission denied for schema") {
+            if raw.starts_with("permission denied for schema") {
                 return StoreError::PermissionDenied(format!(
                     "{message}: the login lacks USAGE on the schema (grant it the qlsched role \
                      its command needs, e.g. qlsched_observer to read)"
@@ -181,9 +183,9 @@ pub(crate) fn is_retryable(error: &tokio_postgres::Error) -> bool {
     )
 }
 
-/// The server's last error of a retry loop that gave up, as [`StoreError::RetriesExhausted`]
-/// keeps it.
-pub(crate) fn last_error(error: &tokio_postgres::Error) -> String {
+/// The server's message with its SQLSTATE, detail and hint, as every error that came from the
+/// server is printed (a retry loop's last error, a failed migration).
+pub(crate) fn describe_server_error(error: &tokio_postgres::Error) -> String {
     describe_db(error)
 }
 

@@ -242,11 +242,11 @@ async fn apply_pending(
             .map_err(|error| {
                 let cause = StoreError::from_db(error);
                 match cause {
+                    // The server's SQLSTATE, detail and hint kept: they say what to fix.
                     StoreError::Database(db) => StoreError::SchemaNotReady(format!(
                         "migration {} failed: {}",
                         migration.file_name(),
-                        db.as_db_error()
-                            .map_or_else(|| db.to_string(), |e| e.message().to_owned())
+                        super::error::describe_server_error(&db)
                     )),
                     other => other,
                 }

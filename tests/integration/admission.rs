@@ -255,6 +255,13 @@ async fn serialization_failures_are_retried_a_bounded_number_of_times_then_repor
         matches!(error, StoreError::RetriesExhausted { attempts: 4, .. }),
         "{error}"
     );
+    // What the server said last is kept: its message and SQLSTATE.
+    assert!(
+        error
+            .to_string()
+            .contains("injected conflict (SQLSTATE 40001)"),
+        "{error}"
+    );
     assert_eq!((stats.transactions, stats.serialization_retries), (4, 3));
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
 }

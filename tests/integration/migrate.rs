@@ -389,3 +389,39 @@ async fn a_writer_on_a_read_only_server_exits_69_saying_so() {
     assert!(stderr(&output).contains("read-only"), "{}", stderr(&output));
     assert_eq!(db.count("SELECT count(*) FROM triggers").await, 0);
 }
+
+/// A migration the server refuses exits 78 with the server's own words: the message, its
+/// SQLSTATE, and its detail and hint when it gives them.
+#[tokio::test]
+async fn a_failed_migration_keeps_the_servers_sqlstate_detail_and_hint() {
+    let db = TestDb::empty().await;
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE SCHEMA qlsched;
+             CREATE FUNCTION qlsched.refuse() RETURNS event_trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 RAISE EXCEPTION 'no functions today' USING ERRCODE = 'P0001',
+                     DETAIL = 'the maintenance window is closed', HINT = 'come back at noon';
+             END $$;
+             CREATE EVENT TRIGGER refuse ON ddl_command_start WHEN TAG IN ('CREATE FUNCTION')
+                 EXECUTE FUNCTION qlsched.refuse();",
+        )
+        .await
+        .expect("an event trigger that refuses functions");
+    let output = qlsched(Some(&db), &["migrate"], None);
+    let _ = db
+        .client()
+        .await
+        .batch_execute("DROP EVENT TRIGGER refuse")
+        .await;
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("migration 0001_schedule_admission.sql failed: no functions today")
+            && message.contains("SQLSTATE P0001")
+            && message.contains("the maintenance window is closed")
+            && message.contains("hint: come back at noon"),
+        "{message}"
+    );
+}
