@@ -403,22 +403,46 @@ pub async fn require_ledger(client: &Client, schema: &SchemaName) -> Result<(), 
     }
 }
 
+/// The migrations this binary carries that the ledger lacks, as file names: what makes a schema
+/// behind this binary.
+fn pending(ledger: &BTreeMap<i64, LedgerRow>) -> Vec<String> {
+    MIGRATIONS
+        .iter()
+        .filter(|m| !ledger.contains_key(&m.version))
+        .map(Migration::file_name)
+        .collect()
+}
+
+fn behind(schema: &SchemaName, pending: &[String]) -> String {
+    format!(
+        "schema {schema} is behind this binary: {} pending (run `qlsched migrate`)",
+        pending.join(", ")
+    )
+}
+
+/// Refuses ([`StoreError::SchemaNotReady`], exit 78) a schema with no ledger or whose ledger is
+/// behind this binary, before a reader's first query, which would otherwise fail on a column or
+/// table a pending migration adds (exit 1, naming the column). Two small reads. A schema ahead of
+/// the binary (a newer release migrated it) is let through: its reads are what it was.
+pub async fn check_not_behind(client: &Client, schema: &SchemaName) -> Result<(), StoreError> {
+    require_ledger(client, schema).await?;
+    let pending = pending(&read_ledger(client).await?);
+    if pending.is_empty() {
+        Ok(())
+    } else {
+        Err(StoreError::SchemaNotReady(behind(schema, &pending)))
+    }
+}
+
 /// Schema readiness, checked by `run` before it claims anything: the capability (every migration
 /// this binary needs) present, with identical checksums, and nothing unknown applied.
 pub async fn check_ready(client: &Client, schema: &SchemaName) -> Result<(), StoreError> {
     require_ledger(client, schema).await?;
     let ledger = read_ledger(client).await?;
     let mut problems = divergence(&ledger);
-    let pending: Vec<String> = MIGRATIONS
-        .iter()
-        .filter(|m| !ledger.contains_key(&m.version))
-        .map(Migration::file_name)
-        .collect();
+    let pending = pending(&ledger);
     if !pending.is_empty() {
-        problems.push(format!(
-            "schema {schema} is behind this binary: {} pending (run `qlsched migrate`)",
-            pending.join(", ")
-        ));
+        problems.push(behind(schema, &pending));
     }
     if problems.is_empty() {
         Ok(())

@@ -425,3 +425,48 @@ async fn a_failed_migration_keeps_the_servers_sqlstate_detail_and_hint() {
         "{message}"
     );
 }
+
+/// On a schema whose ledger is behind this binary (a release migrated it, this one not yet),
+/// every command exits 78 saying so and naming what is pending, before any query can fail on a
+/// column a pending migration adds: the readers (`inspect` and its views, `inspect invariants`)
+/// as the writers.
+#[tokio::test]
+async fn every_command_on_a_schema_behind_the_binary_exits_78_saying_so() {
+    let db = TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a"])).await;
+    // As a schema the release before operator control left it: no pause columns, no ledger rows
+    // from 0005 on.
+    db.client()
+        .await
+        .batch_execute(
+            "DELETE FROM schema_migrations WHERE version >= 5;
+             ALTER TABLE trigger_schedules DROP COLUMN paused_at_ms CASCADE;",
+        )
+        .await
+        .expect("an older schema");
+    let manifest = crate::util::every_second(&["a"]).to_string();
+    for (args, stdin) in [
+        (&["inspect"][..], None),
+        (&["inspect", "invariants"], None),
+        (&["inspect", "schedules"], None),
+        (&["inspect", "claims"], None),
+        (&["inspect", "trigger", "p/a"], None),
+        (&["inspect", "replicas"], None),
+        (
+            &["publish", "-f", "-", "--dry-run"],
+            Some(manifest.as_str()),
+        ),
+        (&["fire", "p/a", "--dry-run", "--yes"], None),
+        (&["pause", "p/a", "--yes"], None),
+        (&["expire", "p/a", "--yes"], None),
+        (&["claim", "--dry-run"], None),
+    ] {
+        let output = qlsched(Some(&db), args, stdin);
+        let message = stderr(&output);
+        assert_eq!(code(&output), 78, "{args:?}: {message}");
+        assert!(
+            message.contains("behind this binary") && message.contains("0005_"),
+            "{args:?}: {message}"
+        );
+    }
+}
