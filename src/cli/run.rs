@@ -16,7 +16,7 @@ use crate::core::TriggerName;
 use crate::core::duration::format_duration;
 use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::observe::Observer;
-use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
+use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_not_behind, check_ready};
 use crate::store::recovery::recovery_report;
 use crate::store::{Store, StoreError, replicas};
 
@@ -29,6 +29,55 @@ pub struct RunArgs {
     /// HTTP [default: off]. Bound before the database is opened (exit 78 if it cannot be).
     #[arg(long, env = "QLSCHED_METRICS_ADDR", value_name = "HOST:PORT")]
     pub metrics_addr: Option<String>,
+
+    /// Exit 78 at start when the schema is not migrated (no ledger, or migrations pending) instead
+    /// of waiting, not ready, until `qlsched migrate` has run.
+    #[arg(long, env = "QLSCHED_EXIT_IF_UNMIGRATED")]
+    pub exit_if_unmigrated: bool,
+}
+
+/// How often a replica waiting for `migrate` looks at the schema again.
+const SCHEMA_POLL: Duration = Duration::from_secs(2);
+
+/// How often a replica still waiting for `migrate` says so again.
+const SCHEMA_REMINDER: Duration = Duration::from_secs(60);
+
+/// Waits until the schema is one this build can run against, looking every [`SCHEMA_POLL`] on a
+/// connection of its own, and saying why once a minute: so that replicas deployed before
+/// `migrate` has run come up by themselves once it has, and the order of a deployment does not
+/// matter. A schema that is missing or behind is waited for (with `exit_if_unmigrated`, exit 78
+/// instead); one that diverges from this build (a changed migration, or one this build does not
+/// know) is not something waiting mends: exit 78 at once.
+async fn wait_for_schema(
+    settings: &crate::store::ConnectionSettings,
+    schema: &crate::store::SchemaName,
+    application: &str,
+    exit_if_unmigrated: bool,
+) -> Result<tokio_postgres::Client, CliError> {
+    let mut said: Option<std::time::Instant> = None;
+    loop {
+        let startup = settings.connect(schema, application).await?;
+        match check_not_behind(&startup, schema).await {
+            Ok(()) => {
+                check_ready(&startup, schema).await?;
+                if said.is_some() {
+                    tracing::info!(%schema, "the schema is migrated: starting");
+                }
+                return Ok(startup);
+            }
+            Err(StoreError::SchemaNotReady(problem)) if !exit_if_unmigrated => {
+                if said.is_none_or(|at| at.elapsed() >= SCHEMA_REMINDER) {
+                    said = Some(std::time::Instant::now());
+                    tracing::warn!(%problem,
+                        "waiting, not ready, for the schema to be migrated (`qlsched migrate`); \
+                         --exit-if-unmigrated exits 78 instead");
+                }
+            }
+            Err(error) => return Err(error.into()),
+        }
+        drop(startup);
+        tokio::time::sleep(SCHEMA_POLL).await;
+    }
 }
 
 /// A replica's configuration, shared with the demo and the bench.
@@ -138,10 +187,13 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         .await?;
         // The startup checks and recovery's report on a session of their own: the pool's sessions
         // carry the claim's plan settings, which those reads are not written for.
-        let startup = settings
-            .connect(schema, &format!("qlsched run {} startup", config.owner))
-            .await?;
-        check_ready(&startup, schema).await?;
+        let startup = wait_for_schema(
+            &settings,
+            schema,
+            &format!("qlsched run {} startup", config.owner),
+            args.exit_if_unmigrated,
+        )
+        .await?;
         check_capability(&startup, schema, RUNTIME_ROLE).await?;
         log_recovery(&startup).await?;
         drop(startup);

@@ -127,7 +127,8 @@ async fn verify_names_an_extra_grant_and_a_changed_checksum() {
 #[tokio::test]
 async fn run_refuses_a_schema_that_is_behind_ahead_or_changed() {
     let empty = TestDb::empty().await;
-    let output = qlsched(Some(&empty), &["run"], None);
+    // Asked not to wait for `migrate` (see below for the wait).
+    let output = qlsched(Some(&empty), &["run", "--exit-if-unmigrated"], None);
     assert_eq!(code(&output), 78, "{}", stderr(&output));
     assert!(
         stderr(&output).contains("qlsched migrate"),
@@ -469,4 +470,42 @@ async fn every_command_on_a_schema_behind_the_binary_exits_78_saying_so() {
             "{args:?}: {message}"
         );
     }
+}
+
+/// A replica started before `migrate` waits, not ready, saying why, and starts by itself once
+/// the schema is migrated: the order of a deployment does not matter.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_started_before_migrate_waits_and_then_starts() {
+    let db = TestDb::empty().await;
+    let replica = crate::util::spawn_run(&db.url(), &["--owner", "early", "--cadence", "100ms"]);
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let output = qlsched(Some(&db), &["migrate"], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let client = db.client().await;
+    crate::util::eventually(
+        std::time::Duration::from_secs(20),
+        "the waiting replica registers once migrated",
+        || async {
+            client
+                .query_one(
+                    "SELECT count(*) FROM qlsched.replicas WHERE owner = 'early'",
+                    &[],
+                )
+                .await
+                .is_ok_and(|row| row.get::<_, i64>(0) == 1)
+        },
+    )
+    .await;
+    let log = replica.stop();
+    assert!(
+        log.contains("waiting, not ready, for the schema to be migrated")
+            && log.contains("has no migration ledger")
+            && log.contains("the schema is migrated: starting"),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("waiting, not ready").count(),
+        1,
+        "once a minute: {log}"
+    );
 }
