@@ -17,7 +17,8 @@ use tokio_postgres::CancelToken;
 
 use crate::core::{CoordinatorConfig, CronSchedule, Decision};
 use crate::store::admit::admit;
-use crate::store::claim::{claim_for_round, release};
+use crate::store::claim::{ClaimTrip, claim_for_round, release};
+use crate::store::migrate::blocking_newer_migration;
 use crate::store::replicas::Heartbeat;
 use crate::store::{
     Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, Store, StoreError,
@@ -118,16 +119,48 @@ impl Coordinator {
         };
         let started = Instant::now();
         let heartbeat = self.due_heartbeat();
-        let claim = match claim_for_round(
-            client,
-            &self.config.owner,
-            i64::from(self.config.batch),
-            duration_ms(self.config.lease),
-            heartbeat.as_ref(),
-            &mut report.round_trips,
-        )
-        .await
-        {
+        // Beside the claim, in its round trip: whether a migration this build may not run beside
+        // has been applied since it started (a rolling upgrade's new release migrated).
+        let (claimed, newer) = tokio::join!(
+            claim_for_round(
+                client,
+                &self.config.owner,
+                i64::from(self.config.batch),
+                duration_ms(self.config.lease),
+                heartbeat.as_ref(),
+                &mut report.round_trips,
+            ),
+            blocking_newer_migration(client)
+        );
+        let claimed = match newer {
+            Ok(Some(newer)) => {
+                // Admit nothing, and give back what the claim took in the same trip.
+                if let Ok(ClaimTrip {
+                    claim: Ok(claim), ..
+                }) = &claimed
+                {
+                    let taken: Vec<ReleaseRequest> =
+                        claim.rows.iter().map(ReleaseRequest::from).collect();
+                    if !taken.is_empty()
+                        && let Err(error) =
+                            release(&***client, &taken, &mut report.round_trips).await
+                    {
+                        tracing::warn!(%error, "could not give claims back; they expire with their lease");
+                    }
+                }
+                return Err(StoreError::SchemaNotReady(format!(
+                    "migration {} ({}) was applied, and this build may not run beside it: \
+                     admitting nothing (upgrade this replica to the release that applied it)",
+                    newer.version, newer.name
+                )));
+            }
+            Ok(None) => claimed,
+            Err(error) => {
+                tracing::debug!(%error, "could not read the schema's newer migrations");
+                claimed
+            }
+        };
+        let claim = match claimed {
             Ok(trip) => {
                 if let (Some(unsent), Err(error)) = (heartbeat, &trip.heartbeat) {
                     tracing::debug!(%error, "the registry's heartbeat failed; the next one carries its counts");
