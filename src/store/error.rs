@@ -93,6 +93,16 @@ impl StoreError {
         // What is printed keeps the server's SQLSTATE, detail and hint; `raw` is for matching.
         let raw = db.message();
         let message = describe_db(&error);
+        // PgBouncer's refusal of a startup parameter (SQLSTATE 08P01): retrying never helps, the
+        // pooler's configuration does.
+        if let Some(parameter) = raw.strip_prefix("unsupported startup parameter: ") {
+            return StoreError::Config(format!(
+                "{message}: the server, a connection pooler, refuses the startup parameter \
+                 `{parameter}`, which qlsched sends; with PgBouncer, add it to \
+                 `ignore_startup_parameters` in pgbouncer.ini (`ignore_startup_parameters = \
+                 {parameter}`)"
+            ));
+        }
         if *code == SqlState::INSUFFICIENT_PRIVILEGE
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
             || *code == SqlState::INVALID_PASSWORD
