@@ -43,8 +43,11 @@ Seconds each host may take to connect, TLS handshake and authentication included
 PGTARGETSESSIONATTRS
 Which of several hosts to keep, as the target_session_attrs setting: any, read-write, read-only, primary, standby, prefer-standby, with libpq's meaning (checked after connecting). Unset, commands that write ask for read-write and commands that read (inspect, top, the dry runs of publish and claim) for any, the dry runs of fire, backfill, pause, resume and expire, which lock and write before rolling back, for read-write; set, it wins. Another value exits 78; no host that fits exits 69.
 
-PGSERVICE
-Connection service files are not supported: set, it is refused with exit 78.
+PGSERVICE, PGSERVICEFILE, PGSYSCONFDIR
+The connection service to read (as service= in the connection string), and where: PGSERVICEFILE (default ~/.pg_service.conf), else PGSYSCONFDIR/pg_service.conf (default /etc/postgresql-common), as libpq reads them. The service's settings fill what the connection string leaves out, before the other PG* variables. A service found nowhere, or a keyword qlsched does not read in it, exits 78.
+
+PGOPTIONS
+Startup options (-c name=value ...) for every session, as the options setting, when the connection string gives none; qlsched's own come first.
 
 QLSCHED_SCHEMA
 The schema that holds the qlsched tables (default qlsched), as --schema: 1 to 63 lower-case letters a-z, digits and underscores, starting with a letter or underscore, and not starting with pg_. A bad --schema is a usage error (2); a bad QLSCHED_SCHEMA a configuration error (78); the message says which.

@@ -32,6 +32,7 @@ use super::tls::{self, SslMode, Tls, TlsFiles};
 mod open;
 pub mod parse;
 mod pool;
+mod service;
 
 pub use parse::SessionAttrs;
 use parse::{
@@ -166,7 +167,7 @@ impl SettingsSource {
 /// The `PG*` variables qlsched reads, as libpq does: any one of them set means settings were
 /// given (the demo never replaces given settings with a throw-away server). A test checks that
 /// every `PG*` name this module reads is here.
-const LIBPQ_VARIABLES: [&str; 14] = [
+const LIBPQ_VARIABLES: [&str; 17] = [
     "PGHOST",
     "PGPORT",
     "PGUSER",
@@ -174,6 +175,9 @@ const LIBPQ_VARIABLES: [&str; 14] = [
     "PGPASSWORD",
     "PGPASSFILE",
     "PGSERVICE",
+    "PGSERVICEFILE",
+    "PGSYSCONFDIR",
+    "PGOPTIONS",
     "PGSSLMODE",
     "PGSSLROOTCERT",
     "PGSSLCERT",
@@ -264,11 +268,10 @@ impl ConnectionSettings {
             },
             None => (Config::new(), BTreeMap::new()),
         };
+        // libpq's order: what the string says, then the service file, then the environment.
         if let Some(service) = own.get("service").cloned().or_else(|| env("PGSERVICE")) {
-            return Err(StoreError::Config(format!(
-                "service={service:?}: connection service files (pg_service.conf, PGSERVICE) are \
-                 not supported; give the settings in the URL or the PG* variables"
-            )));
+            let (settings, file) = service::lookup(&service, &env)?;
+            service::apply(&mut config, &mut own, &settings, &file)?;
         }
         fill_from_libpq_environment(&mut config, &env)?;
         for (keyword, variable) in [
