@@ -495,7 +495,9 @@ async fn serializable<T>(
     let mut last = String::new();
     for tries in 1..=MAX_ATTEMPTS {
         let attempt = async {
-            client.batch_execute(BEGIN_SERIALIZABLE).await?;
+            client
+                .batch_execute(&crate::store::operator::begin_bounded(BEGIN_SERIALIZABLE))
+                .await?;
             let done = work().await;
             finish(client, done, dry_run).await
         };

@@ -181,8 +181,9 @@ impl From<deadpool_postgres::PoolError> for StoreError {
 }
 
 /// True for the errors a transaction is expected to hit under contention and that a retry of
-/// the whole transaction resolves: a serialization failure (40001), a deadlock (40P01), and a
-/// statement cancelled by the server (57014: a statement or lock timeout, a cancel request). A
+/// the whole transaction resolves: a serialization failure (40001), a deadlock (40P01), a
+/// statement cancelled by the server (57014: a statement timeout, a cancel request) and a lock
+/// wait that ran out (55P03, `lock_timeout`). A
 /// cancel this process asked for is never retried: the future that would retry it is dropped.
 pub(crate) fn is_retryable(error: &tokio_postgres::Error) -> bool {
     matches!(
@@ -190,6 +191,7 @@ pub(crate) fn is_retryable(error: &tokio_postgres::Error) -> bool {
         Some(code) if *code == SqlState::T_R_SERIALIZATION_FAILURE
             || *code == SqlState::T_R_DEADLOCK_DETECTED
             || *code == SqlState::QUERY_CANCELED
+            || *code == SqlState::LOCK_NOT_AVAILABLE
     )
 }
 

@@ -43,6 +43,24 @@ pub struct Actor<'a> {
 
 // Manual actions are short READ COMMITTED transactions: each statement sees the database's now,
 // and the row lock taken by the first statement keeps the row still until the audit row is in.
+/// How long a statement of an operator's transaction may wait for a row lock, and run: set for
+/// that transaction alone (no session state, which a transaction-mode pooler would hand on),
+/// sent in the same message as its BEGIN. A lock held longer (a stuck session) or a statement
+/// that runs away ends the command with exit 75 instead of leaving it waiting without end.
+pub const OPERATOR_LOCK_TIMEOUT: &str = "5s";
+pub const OPERATOR_STATEMENT_TIMEOUT: &str = "60s";
+
+// The bounds of an operator's transaction (OPERATOR_LOCK_TIMEOUT, OPERATOR_STATEMENT_TIMEOUT),
+// local to it.
+pub(crate) const BOUND_TRANSACTION: &str =
+    "SELECT set_config('lock_timeout', '5s', true), set_config('statement_timeout', '60s', true)";
+
+/// `begin` (a BEGIN statement) and [`BOUND_TRANSACTION`] as one simple-query message: one round
+/// trip.
+pub(crate) fn begin_bounded(begin: &str) -> String {
+    format!("{begin}; {BOUND_TRANSACTION}")
+}
+
 const BEGIN: &str = "BEGIN";
 const BEGIN_READ_ONLY: &str = "BEGIN READ ONLY";
 const COMMIT: &str = "COMMIT";
@@ -131,10 +149,12 @@ pub async fn claim(
     // A dry run reads what the claim would take in a READ ONLY transaction, by SELECT alone, so
     // that it works for a login that may only read; it writes no claim and no audit row.
     let claimed = if dry_run {
-        client.batch_execute(BEGIN_READ_ONLY).await?;
+        client
+            .batch_execute(&begin_bounded(BEGIN_READ_ONLY))
+            .await?;
         would_claim(&**client, target, owner, lease_ms).await
     } else {
-        client.batch_execute(BEGIN).await?;
+        client.batch_execute(&begin_bounded(BEGIN)).await?;
         claim_and_audit(&client, target, owner, lease_ms).await
     };
     match finish(&client, claimed, dry_run).await? {
@@ -286,7 +306,7 @@ pub async fn release_claim(
     actor: &Actor<'_>,
 ) -> Result<ClaimFence, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(BEGIN).await?;
+    client.batch_execute(&begin_bounded(BEGIN)).await?;
     let released = release_locked(&client, trigger, fence, actor).await;
     match finish(&client, released, false).await? {
         Some(before) => Ok(before),
@@ -344,7 +364,7 @@ pub async fn expire(
     dry_run: bool,
 ) -> Result<Expired, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(BEGIN).await?;
+    client.batch_execute(&begin_bounded(BEGIN)).await?;
     let expired = expire_locked(&client, trigger, fence, actor).await;
     match finish(&client, expired, dry_run).await? {
         Some(expired) => Ok(expired),
@@ -398,7 +418,7 @@ pub async fn expire_owner(
     dry_run: bool,
 ) -> Result<Vec<Expired>, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(BEGIN).await?;
+    client.batch_execute(&begin_bounded(BEGIN)).await?;
     let expired = client
         .query(
             EXPIRE_OWNER,
@@ -582,6 +602,7 @@ fn expired_row(row: &Row) -> Result<Expired, StoreError> {
 super::statements::statements! {
     BEGIN: Admin,
     BEGIN_READ_ONLY: Admin | Observer,
+    BOUND_TRANSACTION: Admin | Observer,
     COMMIT: Admin,
     ROLLBACK: Admin,
     INSERT_AUDIT: Admin,
@@ -589,4 +610,23 @@ super::statements::statements! {
     EXPIRE_ONE: Admin,
     EXPIRE_OWNER: Admin,
     OWNER_SEEN: Admin,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operators_transaction_is_bounded_by_the_documented_timeouts() {
+        assert!(
+            BOUND_TRANSACTION.contains(&format!("'lock_timeout', '{OPERATOR_LOCK_TIMEOUT}', true"))
+        );
+        assert!(BOUND_TRANSACTION.contains(&format!(
+            "'statement_timeout', '{OPERATOR_STATEMENT_TIMEOUT}', true"
+        )));
+        assert_eq!(
+            begin_bounded("BEGIN"),
+            format!("BEGIN; {BOUND_TRANSACTION}")
+        );
+    }
 }

@@ -118,6 +118,9 @@ pub async fn publish(
         return dry_run_report(client, manifest).await;
     }
     let transaction = client.transaction().await?;
+    transaction
+        .batch_execute(crate::store::operator::BOUND_TRANSACTION)
+        .await?;
     transaction.execute(LOCK, &[]).await?;
     let current = read_current(&transaction, manifest).await?;
     let mut plan = plan(manifest, &current);

@@ -1215,3 +1215,41 @@ async fn inspect_counts_claimed_overdue_rows_and_names_the_holder() {
         stdout(&output)
     );
 }
+
+/// An operator's transaction waits for a row lock at most its lock timeout: a row held by a
+/// session that does not let go (a stuck client) ends `pause` with exit 75 naming the lock
+/// wait, instead of leaving it waiting without end.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_command_waits_for_a_held_row_lock_at_most_its_lock_timeout() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let mut holder = db.client().await;
+    let transaction = holder.transaction().await.expect("begin");
+    transaction
+        .execute(
+            "SELECT 1 FROM trigger_schedules WHERE project_id = 'p' FOR UPDATE",
+            &[],
+        )
+        .await
+        .expect("hold the rows");
+    let url = db.url();
+    let started = std::time::Instant::now();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(crate::util::bin())
+            .args(["-D", &url, "pause", "--project", "p", "--yes"])
+            .output()
+            .expect("qlsched")
+    })
+    .await
+    .expect("join");
+    let took = started.elapsed();
+    drop(transaction);
+    let message = stderr(&output);
+    assert_eq!(code(&output), 75, "{message}");
+    assert!(message.contains("SQLSTATE 55P03"), "{message}");
+    // Four attempts of 5 s each at most, and their back-off.
+    assert!(
+        took < std::time::Duration::from_secs(25),
+        "{took:?}: {message}"
+    );
+}

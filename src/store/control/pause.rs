@@ -157,7 +157,9 @@ pub async fn pause(
     reason: Option<&str>,
     dry_run: bool,
 ) -> Result<PauseReport, StoreError> {
-    client.batch_execute(BEGIN).await?;
+    client
+        .batch_execute(&crate::store::operator::begin_bounded(BEGIN))
+        .await?;
     let done = async {
         let total = require_rows(client, project_id, trigger_id).await?;
         let rows = client
@@ -220,7 +222,9 @@ pub async fn resume(
     actor: &str,
     dry_run: bool,
 ) -> Result<PauseReport, StoreError> {
-    client.batch_execute(BEGIN).await?;
+    client
+        .batch_execute(&crate::store::operator::begin_bounded(BEGIN))
+        .await?;
     let done = async {
         let total = require_rows(client, project_id, trigger_id).await?;
         let rows = client
