@@ -2460,7 +2460,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__run)
-            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --exit-if-unmigrated --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -131,6 +131,7 @@ always\t''
 never\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l log-format -d 'Log format on stderr: text for people, json for a log pipeline (one object per line)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l exit-if-unmigrated -d 'Exit 78 at start when the schema is not migrated (no ledger, or migrations pending) instead of waiting, not ready, until `qlsched migrate` has run'
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l owner -d 'Claim owner written into the lease [default: USER@HOST:manual]' -r

@@ -18,7 +18,8 @@ use tokio_postgres::CancelToken;
 use crate::core::batch::{RoundLoad, next_batch};
 use crate::core::{CoordinatorConfig, CronSchedule, Decision};
 use crate::store::admit::admit;
-use crate::store::claim::{claim_for_round, release};
+use crate::store::claim::{ClaimTrip, claim_for_round, release};
+use crate::store::migrate::blocking_newer_migration;
 use crate::store::replicas::Heartbeat;
 use crate::store::{
     Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, Store, StoreError,
@@ -146,16 +147,48 @@ impl Coordinator {
         };
         let started = Instant::now();
         let heartbeat = self.due_heartbeat();
-        let claim = match claim_for_round(
-            client,
-            &self.config.owner,
-            i64::from(report.batch),
-            duration_ms(self.config.lease),
-            heartbeat.as_ref(),
-            &mut report.round_trips,
-        )
-        .await
-        {
+        // Beside the claim, in its round trip: whether a migration this build may not run beside
+        // has been applied since it started (a rolling upgrade's new release migrated).
+        let (claimed, newer) = tokio::join!(
+            claim_for_round(
+                client,
+                &self.config.owner,
+                i64::from(report.batch),
+                duration_ms(self.config.lease),
+                heartbeat.as_ref(),
+                &mut report.round_trips,
+            ),
+            blocking_newer_migration(client)
+        );
+        let claimed = match newer {
+            Ok(Some(newer)) => {
+                // Admit nothing, and give back what the claim took in the same trip.
+                if let Ok(ClaimTrip {
+                    claim: Ok(claim), ..
+                }) = &claimed
+                {
+                    let taken: Vec<ReleaseRequest> =
+                        claim.rows.iter().map(ReleaseRequest::from).collect();
+                    if !taken.is_empty()
+                        && let Err(error) =
+                            release(&***client, &taken, &mut report.round_trips).await
+                    {
+                        tracing::warn!(%error, "could not give claims back; they expire with their lease");
+                    }
+                }
+                return Err(StoreError::SchemaNotReady(format!(
+                    "migration {} ({}) was applied, and this build may not run beside it: \
+                     admitting nothing (upgrade this replica to the release that applied it)",
+                    newer.version, newer.name
+                )));
+            }
+            Ok(None) => claimed,
+            Err(error) => {
+                tracing::debug!(%error, "could not read the schema's newer migrations");
+                claimed
+            }
+        };
+        let claim = match claimed {
             Ok(trip) => {
                 if let (Some(unsent), Err(error)) = (heartbeat, &trip.heartbeat) {
                     tracing::debug!(%error, "the registry's heartbeat failed; the next one carries its counts");
@@ -204,6 +237,11 @@ impl Coordinator {
             }
         }
 
+        // Locked in primary-key order, as every writer of schedule rows locks them (publish, a
+        // pause, `expire --owner`): no two of them wait on each other in a cycle.
+        admissions.sort_by(|a, b| {
+            (&a.row.project_id, &a.row.trigger_id).cmp(&(&b.row.project_id, &b.row.trigger_id))
+        });
         let admit_started = Instant::now();
         let mut stats = AdmitStats::default();
         let outcomes = admit(client, &admissions, &mut stats).await;
@@ -308,6 +346,11 @@ impl Coordinator {
                 AdmissionOutcome::FenceLost => {
                     report.fence_lost += 1;
                     tracing::warn!(trigger = %admission.row.name(), "claim fence lost before admission; nothing written");
+                }
+                AdmissionOutcome::DefinitionRefused { reason } => {
+                    report.definition_refused += 1;
+                    tracing::error!(trigger = %admission.row.name(), %reason,
+                        "definition refused at admission (the claim still held): nothing written, the claim is left to expire");
                 }
                 AdmissionOutcome::Rejected { reason } => {
                     report.rejected += 1;

@@ -17,7 +17,10 @@ use crate::core::{CoordinatorConfig, CoreError};
 use crate::store::{ConnectionSettings, SchemaName, Store, StoreError, replicas};
 
 /// What the lifecycle tells an observer (the demo, `top`, the bench, tests) after each round.
+/// One a round, so the size of a finished round's report beside a failed one's text costs
+/// nothing worth a box.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum RoundEvent {
     Finished {
         started: Instant,
@@ -62,8 +65,25 @@ impl Lifecycle {
     }
 
     /// Stops claiming, waits up to the drain timeout for the round in flight, then gives back any
-    /// claim that round still holds.
-    pub async fn stop(mut self) -> StopReport {
+    /// claim that round still holds. Within [`stop_bound`] of the drain timeout.
+    pub async fn stop(self) -> StopReport {
+        self.stop_with(None).await
+    }
+
+    /// [`Self::stop`] for a registered replica: its registry row is marked `draining` beside the
+    /// drain, and `stopped` beside the give-back, so that neither mark adds to the stop's bound.
+    pub async fn stop_registered(self) -> StopReport {
+        let coordinator = self.coordinator.clone();
+        let owner = coordinator.config().owner.clone();
+        let store = coordinator.store();
+        let (_, report) = tokio::join!(
+            mark(store, &owner, "draining"),
+            self.stop_with(Some(&owner))
+        );
+        report
+    }
+
+    async fn stop_with(mut self, registered: Option<&str>) -> StopReport {
         let _ = self.stop.send(true);
         let drain_timeout = self.coordinator.config().drain_timeout;
         let drained = tokio::time::timeout(drain_timeout, &mut self.task)
@@ -77,15 +97,37 @@ impl Lifecycle {
             let _ = (&mut self.task).await;
             tracing::warn!(timeout = ?drain_timeout, "the round in flight did not finish within the drain timeout; releasing its claims");
         }
-        let released = match self.coordinator.release_held().await {
-            Ok(released) => released,
-            Err(error) => {
-                tracing::warn!(%error, "could not release held claims; they expire with their lease");
-                0
+        let release = async {
+            match self.coordinator.release_held().await {
+                Ok(released) => released,
+                Err(error) => {
+                    tracing::warn!(%error, "could not release held claims; they expire with their lease");
+                    0
+                }
             }
         };
+        let stopped = async {
+            if let Some(owner) = registered {
+                mark(self.coordinator.store(), owner, "stopped").await;
+            }
+        };
+        let (released, ()) = tokio::join!(release, stopped);
         StopReport { drained, released }
     }
+}
+
+/// The longest a stop takes beyond waiting for the round in flight: the cancel of that round's
+/// statement, then its claims given back (beside the registry's `stopped` mark), each within
+/// [`GIVE_BACK_TIMEOUT`], however the server answers or does not.
+pub const STOP_BEYOND_DRAIN: Duration = Duration::from_secs(2 * GIVE_BACK_TIMEOUT.as_secs());
+
+/// The longest from SIGTERM to the exit of `qlsched run` with `drain_timeout`, on a server that
+/// answers nothing (a black-holed network): the registry's `draining` mark beside the drain
+/// (whichever is longer), then [`STOP_BEYOND_DRAIN`]. The control loop that receives the signal
+/// never waits on the database, so this is the whole of it. docs/OPERATIONS.md, the systemd unit
+/// and the Kubernetes manifest state it for the default drain timeout, and tests hold them to it.
+pub fn stop_bound(drain_timeout: Duration) -> Duration {
+    drain_timeout.max(GIVE_BACK_TIMEOUT) + STOP_BEYOND_DRAIN
 }
 
 /// Connections in a replica's pool (`qlsched run`'s, and those run in-process): one for the
@@ -152,48 +194,52 @@ impl InProcessReplicas {
     }
 }
 
+/// How long a registry write (a registration, a mark) may take: a start or a stop never waits
+/// on it longer, and a failure is only logged by the callers that can go on without it.
+pub const REGISTRY_TIMEOUT: Duration = GIVE_BACK_TIMEOUT;
+
 /// Writes this process's replica `config.owner` into the registry (host, pid, version, lease and
-/// cadence), as running.
+/// cadence), as running, within [`REGISTRY_TIMEOUT`].
 pub async fn register(store: &Store, config: &CoordinatorConfig) -> Result<(), StoreError> {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
-    replicas::register(
-        &**store.client().await?,
-        &replicas::Registration {
-            owner: &config.owner,
-            host: &host,
-            pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
-            version: env!("CARGO_PKG_VERSION"),
-            lease_ms: duration_ms(config.lease),
-            cadence_ms: duration_ms(config.cadence),
-        },
-    )
-    .await
+    let owner = config.owner.clone();
+    let (lease_ms, cadence_ms) = (duration_ms(config.lease), duration_ms(config.cadence));
+    store
+        .within(REGISTRY_TIMEOUT, "registering the replica", move |client| {
+            Box::pin(async move {
+                let registration = replicas::Registration {
+                    owner: &owner,
+                    host: &host,
+                    pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
+                    version: env!("CARGO_PKG_VERSION"),
+                    lease_ms,
+                    cadence_ms,
+                };
+                replicas::register(client, &registration).await
+            })
+        })
+        .await
 }
 
-/// Moves replica `owner`'s registry row to `state` (`draining`, `stopped`), within the time a
-/// give-back may take: a stop never waits on it longer, and a failure is only logged.
+/// Moves replica `owner`'s registry row to `state` (`draining`, `stopped`), within
+/// [`REGISTRY_TIMEOUT`]: a stop never waits on it longer, and a failure is only logged.
 pub async fn mark(store: &Store, owner: &str, state: &str) {
-    let marked = tokio::time::timeout(GIVE_BACK_TIMEOUT, async {
-        replicas::mark(&**store.client().await?, owner, state).await
-    })
-    .await;
-    match marked {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::warn!(%error, state, "could not update the replica registry"),
-        Err(_) => tracing::warn!(state, "could not update the replica registry: no answer"),
+    let what = format!("marking the replica {state} in the registry");
+    let (owner, state) = (owner.to_owned(), state.to_owned());
+    let marked = store
+        .within(REGISTRY_TIMEOUT, &what, |client| {
+            Box::pin(async move { replicas::mark(client, &owner, &state).await })
+        })
+        .await;
+    if let Err(error) = marked {
+        tracing::warn!(%error, "could not update the replica registry");
     }
 }
 
 /// Stops every replica at once (each drains its round within its drain timeout) and marks it
 /// stopped in the registry.
 pub async fn stop_all(lifecycles: Vec<Lifecycle>) -> Vec<StopReport> {
-    futures_util::future::join_all(lifecycles.into_iter().map(|lifecycle| async move {
-        let coordinator = lifecycle.coordinator.clone();
-        let report = lifecycle.stop().await;
-        mark(coordinator.store(), &coordinator.config().owner, "stopped").await;
-        report
-    }))
-    .await
+    futures_util::future::join_all(lifecycles.into_iter().map(Lifecycle::stop_registered)).await
 }
 
 async fn run_rounds(
@@ -438,5 +484,17 @@ async fn fates_of(
 fn emit(events: &Option<mpsc::UnboundedSender<RoundEvent>>, event: RoundEvent) {
     if let Some(events) = events {
         let _ = events.send(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_is_bounded_by_the_drain_timeout_plus_the_cancel_and_the_give_back() {
+        assert_eq!(stop_bound(Duration::from_secs(10)), Duration::from_secs(14));
+        // The registry's draining mark runs beside the drain: a shorter drain waits for it.
+        assert_eq!(stop_bound(Duration::ZERO), Duration::from_secs(6));
     }
 }

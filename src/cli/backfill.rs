@@ -96,7 +96,8 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
     let store = super::fire::open(
         global,
         "qlsched backfill",
-        Access::writing_unless(args.confirm.dry_run),
+        // A dry run locks the rows and writes before rolling back: it needs the primary.
+        Access::Write,
     )
     .await?;
     let client = store.client().await?;

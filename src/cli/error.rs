@@ -19,6 +19,8 @@ pub enum ExitStatus {
     FenceRejected,
     NotFound,
     NothingEligible,
+    /// The claim held, and the trigger's definitions no longer admit the occurrence.
+    DefinitionRefused,
     Data,
     Unavailable,
     TempFail,
@@ -30,13 +32,14 @@ pub enum ExitStatus {
 
 impl ExitStatus {
     /// Every status, in the order of the tables.
-    pub const ALL: [ExitStatus; 12] = [
+    pub const ALL: [ExitStatus; 13] = [
         ExitStatus::Success,
         ExitStatus::Unexpected,
         ExitStatus::Usage,
         ExitStatus::FenceRejected,
         ExitStatus::NotFound,
         ExitStatus::NothingEligible,
+        ExitStatus::DefinitionRefused,
         ExitStatus::Data,
         ExitStatus::Unavailable,
         ExitStatus::TempFail,
@@ -54,6 +57,7 @@ impl ExitStatus {
             ExitStatus::FenceRejected => 3,
             ExitStatus::NotFound => 4,
             ExitStatus::NothingEligible => 5,
+            ExitStatus::DefinitionRefused => 6,
             ExitStatus::Data => 65,
             ExitStatus::Unavailable => 69,
             ExitStatus::TempFail => 75,
@@ -73,6 +77,7 @@ impl ExitStatus {
             ExitStatus::FenceRejected => "fence_rejected",
             ExitStatus::NotFound => "not_found",
             ExitStatus::NothingEligible => "nothing_eligible",
+            ExitStatus::DefinitionRefused => "definition_refused",
             ExitStatus::Data => "bad_input",
             ExitStatus::Unavailable => "unavailable",
             ExitStatus::TempFail => "transient",
@@ -92,9 +97,12 @@ impl ExitStatus {
             ExitStatus::FenceRejected => "fence rejected",
             ExitStatus::NotFound => "not found",
             ExitStatus::NothingEligible => "nothing eligible",
+            ExitStatus::DefinitionRefused => "definition refused",
             ExitStatus::Data => "bad input data",
             ExitStatus::Unavailable => "database unavailable",
-            ExitStatus::TempFail => "transient conflict (retries exhausted)",
+            ExitStatus::TempFail => {
+                "transient conflict (retries exhausted; a deadlock or a cancelled statement)"
+            }
             ExitStatus::NoPermission => "permission denied",
             ExitStatus::Config => "schema not ready or configuration from the environment invalid",
             ExitStatus::Interrupted => "interrupted",
@@ -183,8 +191,8 @@ impl CliError {
     /// error the bench wraps has the status and kind it has on its own.
     pub fn class(&self) -> Class {
         use ExitStatus::{
-            Config, Data, FenceRejected, NoPermission, NotFound, NothingEligible, TempFail,
-            Unavailable, Unexpected, Usage,
+            Config, Data, DefinitionRefused, FenceRejected, NoPermission, NotFound,
+            NothingEligible, TempFail, Unavailable, Unexpected, Usage,
         };
         match self {
             CliError::Usage(_) => Class::of(Usage),
@@ -213,7 +221,9 @@ impl CliError {
                 StoreError::Config(_) => Class::of(Config),
                 StoreError::RetriesExhausted { .. } => Class::of(TempFail),
                 StoreError::TimedOut(_) => Class::narrowed(TempFail, "timed_out"),
+                StoreError::Conflict(_) => Class::narrowed(TempFail, "conflict"),
                 StoreError::FenceRejected(_) => Class::of(FenceRejected),
+                StoreError::DefinitionRefused(_) => Class::of(DefinitionRefused),
                 StoreError::NotFound(_) => Class::of(NotFound),
                 StoreError::NothingEligible(_) => Class::of(NothingEligible),
                 StoreError::BadInput(_) | StoreError::UnknownValue { .. } => Class::of(Data),
@@ -353,11 +363,18 @@ mod tests {
                     StoreError::RetriesExhausted {
                         what: "admission",
                         attempts: 4,
+                        last: "x (SQLSTATE 40001)".into(),
                     },
                     75,
                     "transient",
                 ),
+                (StoreError::Conflict("x".into()), 75, "conflict"),
                 (StoreError::FenceRejected("x".into()), 3, "fence_rejected"),
+                (
+                    StoreError::DefinitionRefused("x".into()),
+                    6,
+                    "definition_refused",
+                ),
                 (StoreError::TimedOut("x".into()), 75, "timed_out"),
                 (StoreError::NotFound("x".into()), 4, "not_found"),
                 (

@@ -86,9 +86,8 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
     }
     // Destructive: with no terminal to ask on, it needs --yes, fence or not (docs/DESIGN.md §5.2).
     args.confirm.require_confirmable("expiring a claim")?;
-    let settings = global
-        .connection
-        .settings(Access::writing_unless(args.confirm.dry_run))?;
+    // A dry run locks the rows and writes before rolling back: it needs the primary.
+    let settings = global.connection.settings(Access::Write)?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched expire", 1).await?;
     check_ready(&**store.client().await?, &global.connection.schema).await?;
     let name = operator_name();

@@ -57,7 +57,7 @@ fn check_request_id(id: &str) -> Result<(), CliError> {
 }
 
 /// Opens a one-connection store for an operator action, after the schema check `run` makes.
-/// `access` is the command's: a dry run only reads.
+/// `access` is the command's.
 pub async fn open(global: &Global, application: &str, access: Access) -> Result<Store, CliError> {
     let settings = global.connection.settings(access)?;
     let store = Store::open(&settings, &global.connection.schema, application, 1).await?;
@@ -75,7 +75,8 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
     let store = open(
         global,
         "qlsched fire",
-        Access::writing_unless(args.confirm.dry_run),
+        // A dry run locks the rows and writes before rolling back: it needs the primary.
+        Access::Write,
     )
     .await?;
     let client = store.client().await?;

@@ -10,16 +10,17 @@ The same for every subcommand:
   3   fence rejected: the claim named no longer holds (other owner, newer version, expired)
   4   not found (a trigger or run; `expire --owner` naming an owner that holds no claim and that no audit row, admitted run or misfire record names)
   5   nothing eligible (no due, unclaimed row; a named row that is not eligible, or holds no claim to expire)
+  6   definition refused: the claim held, and the trigger's definitions no longer admit the occurrence at admission (the project not active, the trigger or task changed, an execution revision whose digest does not match its spec; SQLSTATE QLD01); nothing written, the claim given back
   65  bad input data (a manifest, with the JSON path, including a NUL (\\u0000) anywhere in it, and invalid UTF-8, with its byte offset; a cron expression, time zone, a malformed claim token or run id)
   69  database unavailable (including no answer within connect_timeout, and no TLS where sslmode requires it; also: the throw-away server of `demo --embedded` failed to start)
-  75  transient conflict, retries exhausted
+  75  transient conflict: serialization failures (40001), deadlocks (40P01) or cancelled statements (57014, a statement or lock timeout) that outlasted the retries, or hit where nothing retries them; the message keeps the server's last SQLSTATE, detail and hint
   77  permission denied by the database role, a login refused (password, client certificate), or the server's TLS certificate refused
-  78  schema not ready, or configuration read from the environment or a file invalid (QLSCHED_SCHEMA or QLSCHED_OWNER, named in the message; a connection string; the PG* variables; also: `demo --embedded` finds no initdb and pg_ctl of PostgreSQL 15 or newer, or runs as root with no system user postgres to run the server as)
+  78  schema not ready, or configuration read from the environment or a file invalid (QLSCHED_SCHEMA or QLSCHED_OWNER, named in the message; a connection string; the PG* variables; a connection pooler refusing a startup parameter, such as PgBouncer's \"unsupported startup parameter: options\", with the pooler setting to change; also: `demo --embedded` finds no initdb and pg_ctl of PostgreSQL 15 or newer, or runs as root with no system user postgres to run the server as)
   130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease); `backfill` stopped by SIGINT or SIGTERM between transactions (after its summary; what committed stays, a rerun continues)
 
 A closed standard output (qlsched ... | head) ends the command quietly with status 0.
 
-With -o json an error is one JSON object on one line of stderr, and nothing is written to stdout (a check that fails, such as migrate verify or inspect invariants, prints its report on stdout first): {\"error\": string (the message the table format prints after qlsched:), \"exit_status\": int, \"kind\": \"usage\"|\"fence_rejected\"|\"not_found\"|\"nothing_eligible\"|\"bad_input\"|\"bad_manifest\"|\"unavailable\"|\"transient\"|\"timed_out\"|\"permission_denied\"|\"schema_not_ready\"|\"config\"|\"interrupted\"|\"unexpected\"}, and for bad_manifest \"path\" (the JSON path) and \"reason\"; for an owner never seen (expire --owner, exit 4) \"owner\" and \"seen\": false. Fields are only ever added.
+With -o json an error is one JSON object on one line of stderr, and nothing is written to stdout (a check that fails, such as migrate verify or inspect invariants, prints its report on stdout first): {\"error\": string (the message the table format prints after qlsched:), \"exit_status\": int, \"kind\": \"usage\"|\"fence_rejected\"|\"not_found\"|\"nothing_eligible\"|\"definition_refused\"|\"bad_input\"|\"bad_manifest\"|\"unavailable\"|\"transient\"|\"conflict\"|\"timed_out\"|\"permission_denied\"|\"schema_not_ready\"|\"config\"|\"interrupted\"|\"unexpected\"}, and for bad_manifest \"path\" (the JSON path) and \"reason\"; for an owner never seen (expire --owner, exit 4) \"owner\" and \"seen\": false. Fields are only ever added.
 
 Echoed values (ids, owners, reasons, paths) are written with control characters escaped (ESC as \\u{1b}) and, past 512 bytes, cut with their length said: …(10240 bytes).";
 
@@ -40,10 +41,13 @@ PGCONNECT_TIMEOUT
 Seconds each host may take to connect, TLS handshake and authentication included, as the connect_timeout setting (default 10; 0 waits forever). No answer in time exits 69.
 
 PGTARGETSESSIONATTRS
-Which of several hosts to keep, as the target_session_attrs setting: any, read-write, read-only, primary, standby, prefer-standby, with libpq's meaning (checked after connecting). Unset, commands that write ask for read-write and commands that read (inspect, top, dry runs) for any; set, it wins. Another value exits 78; no host that fits exits 69.
+Which of several hosts to keep, as the target_session_attrs setting: any, read-write, read-only, primary, standby, prefer-standby, with libpq's meaning (checked after connecting). Unset, commands that write ask for read-write and commands that read (inspect, top, the dry runs of publish and claim) for any, the dry runs of fire, backfill, pause, resume and expire, which lock and write before rolling back, for read-write; set, it wins. Another value exits 78; no host that fits exits 69.
 
-PGSERVICE
-Connection service files are not supported: set, it is refused with exit 78.
+PGSERVICE, PGSERVICEFILE, PGSYSCONFDIR
+The connection service to read (as service= in the connection string), and where: PGSERVICEFILE (default ~/.pg_service.conf), else PGSYSCONFDIR/pg_service.conf (default /etc/postgresql-common), as libpq reads them. The service's settings fill what the connection string leaves out, before the other PG* variables. A service found nowhere, or a keyword qlsched does not read in it, exits 78.
+
+PGOPTIONS
+Startup options (-c name=value ...) for every session, as the options setting, when the connection string gives none; qlsched's own come first.
 
 QLSCHED_SCHEMA
 The schema that holds the qlsched tables (default qlsched), as --schema: 1 to 63 lower-case letters a-z, digits and underscores, starting with a letter or underscore, and not starting with pg_. A bad --schema is a usage error (2); a bad QLSCHED_SCHEMA a configuration error (78); the message says which.

@@ -201,7 +201,11 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return report(&CliError::Io(error), format),
     };
-    match runtime.block_on(dispatch(cli)) {
+    let result = runtime.block_on(dispatch(cli));
+    // Work still blocked on the network (a host name being resolved on a blocking thread, a
+    // cancel request) must not hold the exit: a stop's bound is the command's own.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => report(&error, format),
     }

@@ -88,7 +88,8 @@ pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
     let store = super::fire::open(
         global,
         "qlsched pause",
-        Access::writing_unless(args.confirm.dry_run),
+        // A dry run locks the rows and writes before rolling back: it needs the primary.
+        Access::Write,
     )
     .await?;
     let client = store.client().await?;
@@ -121,7 +122,8 @@ pub async fn resume(args: ResumeArgs, global: &Global) -> Result<(), CliError> {
     let store = super::fire::open(
         global,
         "qlsched resume",
-        Access::writing_unless(args.confirm.dry_run),
+        // A dry run locks the rows and writes before rolling back: it needs the primary.
+        Access::Write,
     )
     .await?;
     let client = store.client().await?;

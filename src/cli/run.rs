@@ -16,7 +16,7 @@ use crate::core::duration::format_duration;
 use crate::core::{Batch, CoordinatorConfig};
 use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::observe::Observer;
-use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
+use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_not_behind, check_ready};
 use crate::store::recovery::recovery_report;
 use crate::store::{Store, StoreError, replicas};
 
@@ -29,6 +29,55 @@ pub struct RunArgs {
     /// HTTP [default: off]. Bound before the database is opened (exit 78 if it cannot be).
     #[arg(long, env = "QLSCHED_METRICS_ADDR", value_name = "HOST:PORT")]
     pub metrics_addr: Option<String>,
+
+    /// Exit 78 at start when the schema is not migrated (no ledger, or migrations pending) instead
+    /// of waiting, not ready, until `qlsched migrate` has run.
+    #[arg(long, env = "QLSCHED_EXIT_IF_UNMIGRATED")]
+    pub exit_if_unmigrated: bool,
+}
+
+/// How often a replica waiting for `migrate` looks at the schema again.
+const SCHEMA_POLL: Duration = Duration::from_secs(2);
+
+/// How often a replica still waiting for `migrate` says so again.
+const SCHEMA_REMINDER: Duration = Duration::from_secs(60);
+
+/// Waits until the schema is one this build can run against, looking every [`SCHEMA_POLL`] on a
+/// connection of its own, and saying why once a minute: so that replicas deployed before
+/// `migrate` has run come up by themselves once it has, and the order of a deployment does not
+/// matter. A schema that is missing or behind is waited for (with `exit_if_unmigrated`, exit 78
+/// instead); one that diverges from this build (a changed migration, or one this build does not
+/// know) is not something waiting mends: exit 78 at once.
+async fn wait_for_schema(
+    settings: &crate::store::ConnectionSettings,
+    schema: &crate::store::SchemaName,
+    application: &str,
+    exit_if_unmigrated: bool,
+) -> Result<tokio_postgres::Client, CliError> {
+    let mut said: Option<std::time::Instant> = None;
+    loop {
+        let startup = settings.connect(schema, application).await?;
+        match check_not_behind(&startup, schema).await {
+            Ok(()) => {
+                check_ready(&startup, schema).await?;
+                if said.is_some() {
+                    tracing::info!(%schema, "the schema is migrated: starting");
+                }
+                return Ok(startup);
+            }
+            Err(StoreError::SchemaNotReady(problem)) if !exit_if_unmigrated => {
+                if said.is_none_or(|at| at.elapsed() >= SCHEMA_REMINDER) {
+                    said = Some(std::time::Instant::now());
+                    tracing::warn!(%problem,
+                        "waiting, not ready, for the schema to be migrated (`qlsched migrate`); \
+                         --exit-if-unmigrated exits 78 instead");
+                }
+            }
+            Err(error) => return Err(error.into()),
+        }
+        drop(startup);
+        tokio::time::sleep(SCHEMA_POLL).await;
+    }
 }
 
 /// A replica's configuration, shared with the demo and the bench.
@@ -138,10 +187,13 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         .await?;
         // The startup checks and recovery's report on a session of their own: the pool's sessions
         // carry the claim's plan settings, which those reads are not written for.
-        let startup = settings
-            .connect(schema, &format!("qlsched run {} startup", config.owner))
-            .await?;
-        check_ready(&startup, schema).await?;
+        let startup = wait_for_schema(
+            &settings,
+            schema,
+            &format!("qlsched run {} startup", config.owner),
+            args.exit_if_unmigrated,
+        )
+        .await?;
         check_capability(&startup, schema, RUNTIME_ROLE).await?;
         log_recovery(&startup).await?;
         drop(startup);
@@ -175,7 +227,6 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         "replica started"
     );
 
-    let owner = config.owner.clone();
     let coordinator = Arc::new(Coordinator::new(store, config));
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let store = coordinator.store().clone();
@@ -186,6 +237,9 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     let mut totals = Totals::default();
     let mut summary = tokio::time::interval(Duration::from_secs(60));
     summary.tick().await;
+    // The control loop never awaits the database: housekeeping runs as a task of its own,
+    // bounded by HOUSEKEEPING_TIMEOUT, so a signal is taken at once whatever the server does.
+    let mut housekeeping: Option<tokio::task::JoinHandle<()>> = None;
     loop {
         tokio::select! {
             signal = shutdown.recv() => {
@@ -200,12 +254,16 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
             }
             _ = summary.tick() => {
                 totals.log_and_reset();
-                housekeeping(&store).await;
+                if housekeeping.as_ref().is_none_or(tokio::task::JoinHandle::is_finished) {
+                    housekeeping = Some(tokio::spawn(housekeep(store.clone())));
+                }
             }
         }
     }
-    crate::lifecycle::mark(&store, &owner, "draining").await;
-    let stop = lifecycle.stop().await;
+    if let Some(task) = housekeeping {
+        task.abort();
+    }
+    let stop = lifecycle.stop_registered().await;
     // The round the stop drained reported after the loop above stopped listening: count it, or
     // the last summary leaves out what that round admitted.
     while let Ok(event) = received.try_recv() {
@@ -214,7 +272,6 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         }
         totals.add(&event);
     }
-    crate::lifecycle::mark(&store, &owner, "stopped").await;
     if let Some(server) = server {
         server.abort();
     }
@@ -238,6 +295,7 @@ struct Totals {
     misfires: u64,
     passed_over: u64,
     fence_lost: u64,
+    definition_refused: u64,
     unsettled: u64,
 }
 
@@ -252,6 +310,7 @@ impl Totals {
                 self.misfires += report.misfires as u64;
                 self.passed_over += report.occurrences_passed_over;
                 self.fence_lost += report.fence_lost as u64;
+                self.definition_refused += report.definition_refused as u64;
                 self.unsettled += report.unsettled as u64;
                 for run in &report.admitted {
                     tracing::debug!(trigger = %TriggerName::new(&run.project_id, &run.trigger_id),
@@ -273,6 +332,7 @@ impl Totals {
                 misfires = self.misfires,
                 passed_over = self.passed_over,
                 fence_lost = self.fence_lost,
+                definition_refused = self.definition_refused,
                 unsettled = self.unsettled,
                 "summary"
             );
@@ -281,19 +341,30 @@ impl Totals {
     }
 }
 
+/// How long a replica's minute of housekeeping may take: a batch of deletes is an index probe
+/// and a few thousand rows at most, so this is long; past it the statement is cancelled and the
+/// next minute tries again.
+pub const HOUSEKEEPING_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A replica's minute of housekeeping: misfire records past their retention deleted, a bounded
 /// batch from every replica (cheap when there is nothing to delete: an index probe), and stopped
 /// or long-dead replicas forgotten from the registry, so neither table grows without end.
-async fn housekeeping(store: &Store) {
-    let done = async {
-        let client = store.client().await?;
-        let pruned =
-            crate::store::misfires::prune(&**client, crate::core::MISFIRE_RETENTION_MS, 10_000)
+async fn housekeep(store: Store) {
+    let done = store
+        .within(HOUSEKEEPING_TIMEOUT, "housekeeping", |client| {
+            Box::pin(async move {
+                let pruned = crate::store::misfires::prune(
+                    client,
+                    crate::core::MISFIRE_RETENTION_MS,
+                    10_000,
+                )
                 .await?;
-        let forgotten = replicas::forget(&**client).await?;
-        Ok::<_, crate::store::StoreError>((pruned, forgotten))
-    };
-    match done.await {
+                let forgotten = replicas::forget(client).await?;
+                Ok((pruned, forgotten))
+            })
+        })
+        .await;
+    match done {
         Ok((0, 0)) => {}
         Ok((pruned, forgotten)) => tracing::info!(
             misfire_records_deleted = pruned,

@@ -28,6 +28,10 @@ pub struct RoundReport {
     /// Claims given back: rows not due after all, and admissions that did not commit.
     pub released: usize,
     pub fence_lost: usize,
+    /// Admissions whose claims held and whose definitions no longer admit them (a trigger or
+    /// task changed, the project not active, a corrupt execution revision digest): nothing
+    /// written, the claims left to expire.
+    pub definition_refused: usize,
     /// Admissions the database refused (a constraint or consistency check); their claims are
     /// left to expire, and the other rows of the round are admitted regardless.
     pub rejected: usize,

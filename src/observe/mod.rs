@@ -82,6 +82,7 @@ struct Counts {
     skipped: u64,
     misfires: Vec<(MisfireKey, MisfireCounts)>,
     fence_losses: u64,
+    definition_refusals: u64,
     rejected: u64,
     unsettled: u64,
     undecidable: u64,
@@ -111,6 +112,7 @@ impl Default for Counts {
                 .map(|policy| ((*policy, "beyond_grace"), (0, 0)))
                 .collect(),
             fence_losses: 0,
+            definition_refusals: 0,
             rejected: 0,
             unsettled: 0,
             undecidable: 0,
@@ -164,6 +166,7 @@ impl Counts {
                     }
                 }
                 self.fence_losses += report.fence_lost as u64;
+                self.definition_refusals += report.definition_refused as u64;
                 self.rejected += report.rejected as u64;
                 self.unsettled += report.unsettled as u64;
                 self.undecidable += report.undecidable as u64;
@@ -542,6 +545,12 @@ fn render(counts: &Counts, gauges: Option<Gauges>, readiness: &Readiness, health
         "qlsched_fence_losses_total",
         "Admissions whose claim fence no longer matched: nothing written.",
         c.fence_losses,
+    );
+    counter(
+        &mut out,
+        "qlsched_definition_refusals_total",
+        "Admissions whose claim held and whose definitions no longer admit them: nothing written.",
+        c.definition_refusals,
     );
     counter(
         &mut out,

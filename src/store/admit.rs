@@ -60,7 +60,9 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::claim::{ClaimedRow, prepares_since};
-use super::error::{is_fence_lost, is_rejection, is_serialization_failure};
+use super::error::{
+    describe_server_error, is_definition_refused, is_fence_lost, is_rejection, is_retryable,
+};
 use crate::core::Decision;
 
 /// How often a transaction that hit a serialization failure is tried in all.
@@ -95,6 +97,11 @@ pub enum AdmissionOutcome {
     /// The claim no longer held (expired and taken over, expired by an operator, or a definition
     /// changed); nothing was written.
     FenceLost,
+    /// The claim held its fence, and a definition the decision was taken on no longer admits it
+    /// (the project not active, the trigger disabled or changed, the task changed, the execution
+    /// revision's digest not matching its spec): nothing was written. Not a lost race: the claim
+    /// is left to expire, which paces the next attempt, and the fault is reported as itself.
+    DefinitionRefused { reason: String },
     /// The database refused this occurrence's writes (a constraint, such as a run already holding
     /// its idempotency key, or the admission's own consistency check); nothing was written. The
     /// claim is left to expire, which paces the next attempt, and the row never blocks others.
@@ -150,12 +157,23 @@ macro_rules! admit_after_input {
     JOIN triggers t ON t.project_id = i.project_id AND t.trigger_id = i.trigger_id
     JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
     JOIN execution_revisions e ON e.execution_revision_id = k.execution_revision_id
-    WHERE p.status = 'active'
-      AND t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest
-      AND k.revision = i.task_revision AND k.content_digest = i.task_digest
-      AND k.execution_revision_id = i.execution_revision_id
-      AND e.kind = 'remote_worker'
-      AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex')
+    -- A row that holds its fence and fails a definition check raises definition_refused
+    -- (QLD01) rather than dropping out as a lost fence would.
+    WHERE CASE
+        WHEN p.status = 'active'
+          AND t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest
+          AND k.revision = i.task_revision AND k.content_digest = i.task_digest
+          AND k.execution_revision_id = i.execution_revision_id
+          AND e.kind = 'remote_worker'
+          AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex')
+        THEN true
+        ELSE admission_definition_refused(i.project_id, i.trigger_id, p.status = 'active',
+            t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest,
+            k.revision = i.task_revision AND k.content_digest = i.task_digest
+                AND k.execution_revision_id = i.execution_revision_id,
+            e.kind = 'remote_worker'
+                AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex'))
+    END
 ), advanced AS (
     -- By the tid held locked, key and fence again. Row by row, each row written before the
     -- next is read: a nested loop over a TID scan, which PIN_PLAN leaves as the only cheap plan.
@@ -303,7 +321,7 @@ pub async fn admit(
         Ok(Verdict::Committed) => {
             return Ok(admissions.iter().map(committed_outcome).collect());
         }
-        Ok(Verdict::FenceLost | Verdict::Rejected(_))
+        Ok(Verdict::FenceLost | Verdict::DefinitionRefused(_) | Verdict::Rejected(_))
         | Err(StoreError::RetriesExhausted { .. }) => {
             stats.batch_fallbacks += 1;
         }
@@ -350,6 +368,7 @@ async fn admit_one(
     Ok(match verdict {
         Verdict::Committed => committed_outcome(admission),
         Verdict::FenceLost => AdmissionOutcome::FenceLost,
+        Verdict::DefinitionRefused(reason) => AdmissionOutcome::DefinitionRefused { reason },
         Verdict::Rejected(reason) => AdmissionOutcome::Rejected { reason },
     })
 }
@@ -364,6 +383,7 @@ fn committed_outcome(admission: &Admission<'_>) -> AdmissionOutcome {
 enum Verdict {
     Committed,
     FenceLost,
+    DefinitionRefused(String),
     Rejected(String),
 }
 
@@ -373,15 +393,20 @@ async fn admit_with_retries(
     lookup: Lookup,
     stats: &mut AdmitStats,
 ) -> Result<Verdict, StoreError> {
+    let mut last = String::new();
     for attempt in 1..=MAX_ATTEMPTS {
         stats.transactions += 1;
         match admit_once(client, admissions, lookup, &mut stats.round_trips).await {
             Ok(()) => return Ok(Verdict::Committed),
             Err(error) if is_fence_lost(&error) => return Ok(Verdict::FenceLost),
+            Err(error) if is_definition_refused(&error) => {
+                return Ok(Verdict::DefinitionRefused(describe_server_error(&error)));
+            }
             Err(error) if is_rejection(&error) => {
                 return Ok(Verdict::Rejected(StoreError::from_db(error).to_string()));
             }
-            Err(error) if is_serialization_failure(&error) => {
+            Err(error) if is_retryable(&error) => {
+                last = describe_server_error(&error);
                 if attempt == MAX_ATTEMPTS {
                     break;
                 }
@@ -394,6 +419,7 @@ async fn admit_with_retries(
     Err(StoreError::RetriesExhausted {
         what: "admission",
         attempts: MAX_ATTEMPTS,
+        last,
     })
 }
 

@@ -28,7 +28,6 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use super::StoreError;
-use super::error::is_serialization_failure;
 use super::error::stored;
 use crate::core::run_id::run_id;
 use crate::core::{ProjectStatus, TriggerName};
@@ -496,29 +495,34 @@ async fn serializable<T>(
     dry_run: bool,
     mut work: impl AsyncFnMut() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
+    let mut last = String::new();
     for tries in 1..=MAX_ATTEMPTS {
         let attempt = async {
-            client.batch_execute(BEGIN_SERIALIZABLE).await?;
+            client
+                .batch_execute(&crate::store::operator::begin_bounded(BEGIN_SERIALIZABLE))
+                .await?;
             let done = work().await;
             finish(client, done, dry_run).await
         };
         match attempt.await {
-            Err(StoreError::Database(error))
-                if is_serialization_failure(&error) && tries < MAX_ATTEMPTS =>
-            {
-                let jitter = u64::from(Uuid::new_v4().as_bytes()[0] % 16);
-                tokio::time::sleep(std::time::Duration::from_millis(
-                    u64::from(tries) * 10 + jitter,
-                ))
-                .await;
+            // A serialization failure, a deadlock or a cancelled statement (StoreError::from_db).
+            Err(StoreError::Conflict(error)) => {
+                last = error;
+                if tries < MAX_ATTEMPTS {
+                    let jitter = u64::from(Uuid::new_v4().as_bytes()[0] % 16);
+                    tokio::time::sleep(std::time::Duration::from_millis(
+                        u64::from(tries) * 10 + jitter,
+                    ))
+                    .await;
+                }
             }
-            Err(StoreError::Database(error)) if is_serialization_failure(&error) => break,
             other => return other,
         }
     }
     Err(StoreError::RetriesExhausted {
         what,
         attempts: MAX_ATTEMPTS,
+        last,
     })
 }
 

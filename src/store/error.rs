@@ -9,6 +9,11 @@ use tokio_postgres::error::SqlState;
 /// SQLSTATE raised by the admission statement when a claim fence no longer holds.
 pub(crate) const FENCE_LOST_SQLSTATE: &str = "QLF01";
 
+/// SQLSTATE raised by the admission statement when every claim holds its fence and a definition
+/// the decision was taken on no longer admits it (migration 0008): not a lost race, a fault to
+/// look at.
+pub(crate) const DEFINITION_REFUSED_SQLSTATE: &str = "QLD01";
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database unavailable: {0}")]
@@ -23,12 +28,25 @@ pub enum StoreError {
     Untrusted(String),
     #[error("configuration invalid: {0}")]
     Config(String),
-    #[error(
-        "transient conflict: {what} still failed after {attempts} attempts (serialization failures)"
-    )]
-    RetriesExhausted { what: &'static str, attempts: u32 },
+    /// Conflicts outlasted the retries; `last` is the server's last error (SQLSTATE, detail, hint).
+    #[error("transient conflict: {what} still failed after {attempts} attempts: {last}")]
+    RetriesExhausted {
+        what: &'static str,
+        attempts: u32,
+        last: String,
+    },
+    /// A serialization failure (40001), a deadlock (40P01) or a cancelled statement (57014) where
+    /// nothing retries it: trying again may succeed.
+    /// The server's message with its SQLSTATE, detail and hint.
+    #[error("transient conflict: {0}")]
+    Conflict(String),
     #[error("fence rejected: {0}")]
     FenceRejected(String),
+    /// The claim held its fence, and the definitions its decision was taken on no longer admit
+    /// it (the project not active, the trigger or task changed, a corrupt execution revision
+    /// digest): nothing was written.
+    #[error("definition refused: {0}")]
+    DefinitionRefused(String),
     /// A round that outlived its lease and was cancelled: the server may be slow or unreachable,
     /// or this process was paused; nothing says which.
     #[error("timed out: {0}")]
@@ -72,13 +90,25 @@ impl StoreError {
             return StoreError::Unavailable(chain);
         };
         let code = db.code();
-        let message = db.message().to_owned();
+        // What is printed keeps the server's SQLSTATE, detail and hint; `raw` is for matching.
+        let raw = db.message();
+        let message = describe_db(&error);
+        // PgBouncer's refusal of a startup parameter (SQLSTATE 08P01): retrying never helps, the
+        // pooler's configuration does.
+        if let Some(parameter) = raw.strip_prefix("unsupported startup parameter: ") {
+            return StoreError::Config(format!(
+                "{message}: the server, a connection pooler, refuses the startup parameter \
+                 `{parameter}`, which qlsched sends; with PgBouncer, add it to \
+                 `ignore_startup_parameters` in pgbouncer.ini (`ignore_startup_parameters = \
+                 {parameter}`)"
+            ));
+        }
         if *code == SqlState::INSUFFICIENT_PRIVILEGE
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
             || *code == SqlState::INVALID_PASSWORD
         {
             // A login without USAGE on the schema sees none of its tables: name that privilege.
-            if message.starts_with("permission denied for schema") {
+            if raw.starts_with("permission denied for schema") {
                 return StoreError::PermissionDenied(format!(
                     "{message}: the login lacks USAGE on the schema (grant it the qlsched role \
                      its command needs, e.g. qlsched_observer to read)"
@@ -90,6 +120,10 @@ impl StoreError {
             || *code == SqlState::UNDEFINED_FUNCTION
         {
             StoreError::SchemaNotReady(format!("{message} (run `qlsched migrate`)"))
+        } else if is_retryable(&error) {
+            StoreError::Conflict(describe_db(&error))
+        } else if code.code() == DEFINITION_REFUSED_SQLSTATE {
+            StoreError::DefinitionRefused(describe_db(&error))
         } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
             // A standby (or a session made read-only) refuses every write: the writer needs the
             // primary, which another host or a promotion may provide, so it is "unavailable".
@@ -146,13 +180,31 @@ impl From<deadpool_postgres::PoolError> for StoreError {
     }
 }
 
-/// True for the errors a SERIALIZABLE transaction is expected to hit under contention and that
-/// a retry of the whole transaction resolves.
-pub(crate) fn is_serialization_failure(error: &tokio_postgres::Error) -> bool {
+/// True for the errors a transaction is expected to hit under contention and that a retry of
+/// the whole transaction resolves: a serialization failure (40001), a deadlock (40P01), a
+/// statement cancelled by the server (57014: a statement timeout, a cancel request) and a lock
+/// wait that ran out (55P03, `lock_timeout`). A
+/// cancel this process asked for is never retried: the future that would retry it is dropped.
+pub(crate) fn is_retryable(error: &tokio_postgres::Error) -> bool {
     matches!(
         error.code(),
-        Some(code) if *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
+        Some(code) if *code == SqlState::T_R_SERIALIZATION_FAILURE
+            || *code == SqlState::T_R_DEADLOCK_DETECTED
+            || *code == SqlState::QUERY_CANCELED
+            || *code == SqlState::LOCK_NOT_AVAILABLE
     )
+}
+
+/// The server's message with its SQLSTATE, detail and hint, as every error that came from the
+/// server is printed (a retry loop's last error, a failed migration).
+pub(crate) fn describe_server_error(error: &tokio_postgres::Error) -> String {
+    describe_db(error)
+}
+
+pub(crate) fn is_definition_refused(error: &tokio_postgres::Error) -> bool {
+    error
+        .code()
+        .is_some_and(|code| code.code() == DEFINITION_REFUSED_SQLSTATE)
 }
 
 /// An integrity violation (SQLSTATE class 23) or the admission's own count check (QLF02): the

@@ -21,6 +21,10 @@ pub struct Migration {
     pub version: i64,
     pub name: &'static str,
     pub sql: &'static str,
+    /// Whether replicas of the release before it may keep running beside it, admitting, once it
+    /// is applied (the mixed window of a rolling upgrade). Recorded in the ledger when applied,
+    /// so that a replica of an older build, which does not know the migration, can read it.
+    pub previous_release_may_run: bool,
 }
 
 impl Migration {
@@ -40,31 +44,43 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 1,
         name: "schedule_admission",
         sql: include_str!("../../migrations/0001_schedule_admission.sql"),
+        previous_release_may_run: false,
     },
     Migration {
         version: 2,
         name: "roles_and_grants",
         sql: include_str!("../../migrations/0002_roles_and_grants.sql"),
+        previous_release_may_run: false,
     },
     Migration {
         version: 3,
         name: "operator_read_models",
         sql: include_str!("../../migrations/0003_operator_read_models.sql"),
+        previous_release_may_run: true,
     },
     Migration {
         version: 4,
         name: "occurrence_accounting",
         sql: include_str!("../../migrations/0004_occurrence_accounting.sql"),
+        previous_release_may_run: false,
     },
     Migration {
         version: 5,
         name: "operator_control",
         sql: include_str!("../../migrations/0005_operator_control.sql"),
+        previous_release_may_run: false,
     },
     Migration {
         version: 6,
         name: "replica_registry",
         sql: include_str!("../../migrations/0006_replica_registry.sql"),
+        previous_release_may_run: true,
+    },
+    Migration {
+        version: 8,
+        name: "definition_refusal",
+        sql: include_str!("../../migrations/0008_definition_refusal.sql"),
+        previous_release_may_run: true,
     },
 ];
 
@@ -193,17 +209,37 @@ const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     execution_ms  bigint NOT NULL
 )";
 
+// Whether replicas of the previous release may run beside each migration
+// (`Migration::previous_release_may_run`), in the ledger, where an older build that does not know
+// a migration can read it. Added to ledgers made before it; NULL for rows recorded before, which
+// `migrate` fills in from what this build knows.
+const ADD_LEDGER_FLAG: &str =
+    "ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS previous_release_may_run boolean";
+const FILL_LEDGER_FLAG: &str = "UPDATE schema_migrations m SET previous_release_may_run = x.may_run
+    FROM unnest($1::int8[], $2::bool[]) AS x(version, may_run)
+    WHERE m.version = x.version AND m.previous_release_may_run IS NULL";
+
 // Is the ledger there at all? (A missing one means "never migrated", not an error.)
 const LEDGER_EXISTS: &str =
     "SELECT to_regclass(format('%I.schema_migrations', $1::text)) IS NOT NULL";
 
 // The applied migrations, in order.
-const READ_LEDGER: &str = "SELECT version, name, checksum, applied_at_ms, execution_ms
-    FROM schema_migrations ORDER BY version";
+// The flag read through to_jsonb, so that a ledger `migrate` has not yet given the column reads
+// as NULL rather than failing.
+const READ_LEDGER: &str = "SELECT version, name, checksum, applied_at_ms, execution_ms,
+        (to_jsonb(m) ->> 'previous_release_may_run')::boolean
+    FROM schema_migrations m ORDER BY version";
+
+// The migrations applied after $1 (this build's latest), with whether this build may run beside
+// them: what a replica reads beside each round's claim. An index probe, no row when none.
+const NEWER_MIGRATIONS: &str = "SELECT version, name,
+        (to_jsonb(m) ->> 'previous_release_may_run')::boolean
+    FROM schema_migrations m WHERE version > $1 ORDER BY version";
 
 // Record one applied migration, inside the transaction that applied it.
 const RECORD_MIGRATION: &str = "INSERT INTO schema_migrations
-    (version, name, checksum, applied_at_ms, execution_ms) VALUES ($1, $2, $3, now_ms(), $4)
+    (version, name, checksum, applied_at_ms, execution_ms, previous_release_may_run)
+    VALUES ($1, $2, $3, now_ms(), $4, $5)
     RETURNING applied_at_ms";
 
 /// Applies every pending migration. Safe to run concurrently: the advisory lock makes the second
@@ -231,6 +267,14 @@ async fn apply_pending(
         .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted()))
         .await?;
     client.batch_execute(CREATE_LEDGER).await?;
+    client.batch_execute(ADD_LEDGER_FLAG).await?;
+    let (versions, flags): (Vec<i64>, Vec<bool>) = MIGRATIONS
+        .iter()
+        .map(|m| (m.version, m.previous_release_may_run))
+        .unzip();
+    client
+        .execute(FILL_LEDGER_FLAG, &[&versions, &flags])
+        .await?;
     let roles: Vec<String> = ROLES.iter().map(|r| (*r).to_owned()).collect();
     let roles_before: Vec<String> = client
         .query_one(EXISTING_ROLES, &[&roles])
@@ -252,11 +296,11 @@ async fn apply_pending(
             .map_err(|error| {
                 let cause = StoreError::from_db(error);
                 match cause {
+                    // The server's SQLSTATE, detail and hint kept: they say what to fix.
                     StoreError::Database(db) => StoreError::SchemaNotReady(format!(
                         "migration {} failed: {}",
                         migration.file_name(),
-                        db.as_db_error()
-                            .map_or_else(|| db.to_string(), |e| e.message().to_owned())
+                        super::error::describe_server_error(&db)
                     )),
                     other => other,
                 }
@@ -270,6 +314,7 @@ async fn apply_pending(
                     &migration.name,
                     &migration.checksum(),
                     &execution_ms,
+                    &migration.previous_release_may_run,
                 ],
             )
             .await?
@@ -309,6 +354,8 @@ struct LedgerRow {
     checksum: String,
     applied_at_ms: i64,
     execution_ms: i64,
+    /// As recorded by the build that applied it; `None` before the ledger had the column.
+    previous_release_may_run: Option<bool>,
 }
 
 async fn read_ledger(client: &Client) -> Result<BTreeMap<i64, LedgerRow>, StoreError> {
@@ -323,6 +370,7 @@ async fn read_ledger(client: &Client) -> Result<BTreeMap<i64, LedgerRow>, StoreE
                     checksum: row.get(2),
                     applied_at_ms: row.get(3),
                     execution_ms: row.get(4),
+                    previous_release_may_run: row.get(5),
                 },
             )
         })
@@ -343,6 +391,8 @@ fn divergence(ledger: &BTreeMap<i64, LedgerRow>) -> Vec<String> {
     let mut problems = Vec::new();
     for (version, row) in ledger {
         match MIGRATIONS.iter().find(|m| m.version == *version) {
+            // A newer release's migration that says this one may keep running beside it.
+            None if row.previous_release_may_run == Some(true) => {}
             None => problems.push(format!(
                 "migration {version} ({}) is applied but unknown to this binary (schema ahead: \
                  upgrade qlsched)",
@@ -359,6 +409,30 @@ fn divergence(ledger: &BTreeMap<i64, LedgerRow>) -> Vec<String> {
         }
     }
     problems
+}
+
+/// A migration applied after this build's latest that this build may not run beside: what a
+/// replica checks each round, and stops admitting on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewerMigration {
+    pub version: i64,
+    pub name: String,
+}
+
+/// The first migration applied after this build's latest that does not let this build run beside
+/// it (its flag false, or not recorded), if any: one small read, pipelined beside a round's
+/// claim.
+pub async fn blocking_newer_migration(
+    client: &Client,
+) -> Result<Option<NewerMigration>, StoreError> {
+    let rows = client.query(NEWER_MIGRATIONS, &[&latest_version()]).await?;
+    Ok(rows
+        .iter()
+        .find(|row| row.get::<_, Option<bool>>(2) != Some(true))
+        .map(|row| NewerMigration {
+            version: row.get(0),
+            name: row.get(1),
+        }))
 }
 
 /// `migrate status`: every known and every applied migration.
@@ -425,22 +499,46 @@ pub async fn require_ledger(client: &Client, schema: &SchemaName) -> Result<(), 
     }
 }
 
+/// The migrations this binary carries that the ledger lacks, as file names: what makes a schema
+/// behind this binary.
+fn pending(ledger: &BTreeMap<i64, LedgerRow>) -> Vec<String> {
+    MIGRATIONS
+        .iter()
+        .filter(|m| !ledger.contains_key(&m.version))
+        .map(Migration::file_name)
+        .collect()
+}
+
+fn behind(schema: &SchemaName, pending: &[String]) -> String {
+    format!(
+        "schema {schema} is behind this binary: {} pending (run `qlsched migrate`)",
+        pending.join(", ")
+    )
+}
+
+/// Refuses ([`StoreError::SchemaNotReady`], exit 78) a schema with no ledger or whose ledger is
+/// behind this binary, before a reader's first query, which would otherwise fail on a column or
+/// table a pending migration adds (exit 1, naming the column). Two small reads. A schema ahead of
+/// the binary (a newer release migrated it) is let through: its reads are what it was.
+pub async fn check_not_behind(client: &Client, schema: &SchemaName) -> Result<(), StoreError> {
+    require_ledger(client, schema).await?;
+    let pending = pending(&read_ledger(client).await?);
+    if pending.is_empty() {
+        Ok(())
+    } else {
+        Err(StoreError::SchemaNotReady(behind(schema, &pending)))
+    }
+}
+
 /// Schema readiness, checked by `run` before it claims anything: the capability (every migration
 /// this binary needs) present, with identical checksums, and nothing unknown applied.
 pub async fn check_ready(client: &Client, schema: &SchemaName) -> Result<(), StoreError> {
     require_ledger(client, schema).await?;
     let ledger = read_ledger(client).await?;
     let mut problems = divergence(&ledger);
-    let pending: Vec<String> = MIGRATIONS
-        .iter()
-        .filter(|m| !ledger.contains_key(&m.version))
-        .map(Migration::file_name)
-        .collect();
+    let pending = pending(&ledger);
     if !pending.is_empty() {
-        problems.push(format!(
-            "schema {schema} is behind this binary: {} pending (run `qlsched migrate`)",
-            pending.join(", ")
-        ));
+        problems.push(behind(schema, &pending));
     }
     if problems.is_empty() {
         Ok(())
@@ -619,6 +717,9 @@ super::statements::statements! {
     LOCK: Owner,
     UNLOCK: Owner,
     CREATE_LEDGER: Owner,
+    ADD_LEDGER_FLAG: Owner,
+    FILL_LEDGER_FLAG: Owner,
+    NEWER_MIGRATIONS: Runtime | Observer,
     LEDGER_EXISTS: Owner | Admin | Runtime | Observer,
     READ_LEDGER: Owner | Admin | Runtime | Observer,
     RECORD_MIGRATION: Owner,
@@ -632,6 +733,27 @@ super::statements::statements! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// docs/OPERATIONS.md's "Upgrading" table gives each migration's answer to "may replicas of
+    /// the previous release keep running beside it", and it is the one `migrate` records.
+    #[test]
+    fn the_upgrading_table_states_each_migrations_flag() {
+        let operations = include_str!("../../docs/OPERATIONS.md");
+        for migration in MIGRATIONS {
+            let name = migration.file_name();
+            let stem = name.trim_end_matches(".sql");
+            let row = operations
+                .lines()
+                .find(|line| line.starts_with(&format!("| `{stem}` |")))
+                .unwrap_or_else(|| panic!("docs/OPERATIONS.md has no Upgrading row for {stem}"));
+            let answer = if migration.previous_release_may_run {
+                "| yes |"
+            } else {
+                "| no |"
+            };
+            assert!(row.contains(answer), "{stem}: {row}");
+        }
+    }
 
     #[test]
     fn embedded_migrations_match_the_migrations_folder() {
@@ -654,11 +776,7 @@ mod tests {
             "every file in migrations/ must be listed in MIGRATIONS"
         );
         for pair in MIGRATIONS.windows(2) {
-            assert_eq!(
-                pair[1].version,
-                pair[0].version + 1,
-                "versions are consecutive"
-            );
+            assert!(pair[1].version > pair[0].version, "versions increase");
         }
     }
 }

@@ -99,6 +99,45 @@ impl Store {
         Ok(())
     }
 
+    /// Runs `work` on a pooled connection within `limit`, the wait for the connection included:
+    /// what a replica does beside its rounds (housekeeping, the registry) never waits longer on
+    /// a server that stopped answering. On time out the statement in flight is cancelled in the
+    /// background and the connection is closed instead of going back to the pool, where the
+    /// cancel could land on the next statement sent on it.
+    pub async fn within<T>(
+        &self,
+        limit: std::time::Duration,
+        what: &str,
+        work: impl for<'c> FnOnce(
+            &'c tokio_postgres::Client,
+        ) -> futures_util::future::BoxFuture<'c, Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        let timed_out = || {
+            StoreError::TimedOut(format!(
+                "{what}: no answer within {}",
+                crate::core::format_duration(limit)
+            ))
+        };
+        let client = tokio::time::timeout_at(deadline, self.client())
+            .await
+            .map_err(|_| timed_out())??;
+        let token = client.cancel_token();
+        match tokio::time::timeout_at(deadline, work(&client)).await {
+            Ok(result) => result,
+            Err(_) => {
+                drop(Object::take(client));
+                let store = self.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = store.cancel(&token).await {
+                        tracing::debug!(%error, "could not cancel a statement that timed out");
+                    }
+                });
+                Err(timed_out())
+            }
+        }
+    }
+
     /// Connections the pool holds now, idle or lent out.
     pub fn connections(&self) -> usize {
         self.pool.status().size

@@ -43,6 +43,24 @@ pub struct Actor<'a> {
 
 // Manual actions are short READ COMMITTED transactions: each statement sees the database's now,
 // and the row lock taken by the first statement keeps the row still until the audit row is in.
+/// How long a statement of an operator's transaction may wait for a row lock, and run: set for
+/// that transaction alone (no session state, which a transaction-mode pooler would hand on),
+/// sent in the same message as its BEGIN. A lock held longer (a stuck session) or a statement
+/// that runs away ends the command with exit 75 instead of leaving it waiting without end.
+pub const OPERATOR_LOCK_TIMEOUT: &str = "5s";
+pub const OPERATOR_STATEMENT_TIMEOUT: &str = "60s";
+
+// The bounds of an operator's transaction (OPERATOR_LOCK_TIMEOUT, OPERATOR_STATEMENT_TIMEOUT),
+// local to it.
+pub(crate) const BOUND_TRANSACTION: &str =
+    "SELECT set_config('lock_timeout', '5s', true), set_config('statement_timeout', '60s', true)";
+
+/// `begin` (a BEGIN statement) and [`BOUND_TRANSACTION`] as one simple-query message: one round
+/// trip.
+pub(crate) fn begin_bounded(begin: &str) -> String {
+    format!("{begin}; {BOUND_TRANSACTION}")
+}
+
 const BEGIN: &str = "BEGIN";
 const BEGIN_READ_ONLY: &str = "BEGIN READ ONLY";
 const COMMIT: &str = "COMMIT";
@@ -111,6 +129,7 @@ const EXPIRE_OWNER: &str = concat!(
         SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
         FROM trigger_schedules
         WHERE claim_owner = $1 AND (NOT $2 OR claim_expires_at_ms <= now_ms())
+        ORDER BY project_id, trigger_id
         FOR UPDATE
     )",
     expire_and_audit!()
@@ -130,10 +149,12 @@ pub async fn claim(
     // A dry run reads what the claim would take in a READ ONLY transaction, by SELECT alone, so
     // that it works for a login that may only read; it writes no claim and no audit row.
     let claimed = if dry_run {
-        client.batch_execute(BEGIN_READ_ONLY).await?;
+        client
+            .batch_execute(&begin_bounded(BEGIN_READ_ONLY))
+            .await?;
         would_claim(&**client, target, owner, lease_ms).await
     } else {
-        client.batch_execute(BEGIN).await?;
+        client.batch_execute(&begin_bounded(BEGIN)).await?;
         claim_and_audit(&client, target, owner, lease_ms).await
     };
     match finish(&client, claimed, dry_run).await? {
@@ -228,8 +249,13 @@ pub async fn admit_claimed(
         .pop()
         .unwrap_or(AdmissionOutcome::FenceLost);
     let fence = row.fence.reference();
+    let mut definition = false;
     let refusal = match &outcome {
         AdmissionOutcome::Rejected { reason } => Some(reason.clone()),
+        AdmissionOutcome::DefinitionRefused { reason } => {
+            definition = true;
+            Some(reason.clone())
+        }
         AdmissionOutcome::FenceLost => {
             match fence_rejected(store, &client, &row.name(), fence).await {
                 StoreError::Refused(reason) => Some(reason),
@@ -250,10 +276,15 @@ pub async fn admit_claimed(
                 format!("the claim could not be released ({error}) and expires with its lease")
             }
         };
-        return Err(StoreError::Refused(format!(
+        let message = format!(
             "the admission of {} refused it: {reason}; {claim}",
             row.name()
-        )));
+        );
+        return Err(if definition {
+            StoreError::DefinitionRefused(message)
+        } else {
+            StoreError::Refused(message)
+        });
     }
     write_audit(
         &**client,
@@ -275,7 +306,7 @@ pub async fn release_claim(
     actor: &Actor<'_>,
 ) -> Result<ClaimFence, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(BEGIN).await?;
+    client.batch_execute(&begin_bounded(BEGIN)).await?;
     let released = release_locked(&client, trigger, fence, actor).await;
     match finish(&client, released, false).await? {
         Some(before) => Ok(before),
@@ -333,7 +364,7 @@ pub async fn expire(
     dry_run: bool,
 ) -> Result<Expired, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(BEGIN).await?;
+    client.batch_execute(&begin_bounded(BEGIN)).await?;
     let expired = expire_locked(&client, trigger, fence, actor).await;
     match finish(&client, expired, dry_run).await? {
         Some(expired) => Ok(expired),
@@ -387,7 +418,7 @@ pub async fn expire_owner(
     dry_run: bool,
 ) -> Result<Vec<Expired>, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(BEGIN).await?;
+    client.batch_execute(&begin_bounded(BEGIN)).await?;
     let expired = client
         .query(
             EXPIRE_OWNER,
@@ -571,6 +602,7 @@ fn expired_row(row: &Row) -> Result<Expired, StoreError> {
 super::statements::statements! {
     BEGIN: Admin,
     BEGIN_READ_ONLY: Admin | Observer,
+    BOUND_TRANSACTION: Admin | Observer,
     COMMIT: Admin,
     ROLLBACK: Admin,
     INSERT_AUDIT: Admin,
@@ -578,4 +610,23 @@ super::statements::statements! {
     EXPIRE_ONE: Admin,
     EXPIRE_OWNER: Admin,
     OWNER_SEEN: Admin,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operators_transaction_is_bounded_by_the_documented_timeouts() {
+        assert!(
+            BOUND_TRANSACTION.contains(&format!("'lock_timeout', '{OPERATOR_LOCK_TIMEOUT}', true"))
+        );
+        assert!(BOUND_TRANSACTION.contains(&format!(
+            "'statement_timeout', '{OPERATOR_STATEMENT_TIMEOUT}', true"
+        )));
+        assert_eq!(
+            begin_bounded("BEGIN"),
+            format!("BEGIN; {BOUND_TRANSACTION}")
+        );
+    }
 }

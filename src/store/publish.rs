@@ -56,13 +56,23 @@ const UPSERT_TASKS: &str = "INSERT INTO tasks
 
 // A changed task voids every claim taken on its old revision: clear those claims and move both
 // versions on, so that no admission decided on the old task can commit (the cursor stays).
-const VOID_CLAIMS_OF_TASKS: &str = "UPDATE trigger_schedules s
+// Rows are locked in primary-key order, the order every writer of schedule rows locks them in
+// (an admission's batch included), so that two writers never wait on each other in a cycle.
+const VOID_CLAIMS_OF_TASKS: &str = "WITH target AS (
+    SELECT s.project_id, s.trigger_id
+    FROM trigger_schedules s
+    JOIN triggers t ON s.project_id = t.project_id AND s.trigger_id = t.trigger_id
+    JOIN unnest($1::text[], $2::text[]) AS x(project_id, task_id)
+      ON t.project_id = x.project_id AND t.task_id = x.task_id
+    ORDER BY s.project_id, s.trigger_id
+    FOR UPDATE OF s
+)
+UPDATE trigger_schedules s
     SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
         claim_version = s.claim_version + 1, state_version = s.state_version + 1,
         updated_at_ms = now_ms()
-    FROM triggers t, unnest($1::text[], $2::text[]) AS x(project_id, task_id)
-    WHERE t.project_id = x.project_id AND t.task_id = x.task_id
-      AND s.project_id = t.project_id AND s.trigger_id = t.trigger_id";
+    FROM target
+    WHERE s.project_id = target.project_id AND s.trigger_id = target.trigger_id";
 
 const UPSERT_TRIGGERS: &str = "INSERT INTO triggers
         (project_id, trigger_id, task_id, revision, kind, provider, enabled, cron_expr, time_zone,
@@ -82,10 +92,12 @@ const UPSERT_TRIGGERS: &str = "INSERT INTO triggers
 
 // Create the schedule row of a new trigger head, or reset it for a new revision: cursor and
 // claim cleared, both versions moved on, so any claim on the old revision can never commit.
+// In primary-key order, the order every writer locks schedule rows in.
 const UPSERT_SCHEDULES: &str = "INSERT INTO trigger_schedules
         (project_id, trigger_id, trigger_revision, updated_at_ms)
     SELECT project_id, trigger_id, revision, now_ms()
     FROM unnest($1::text[], $2::text[], $3::int8[]) AS x(project_id, trigger_id, revision)
+    ORDER BY project_id, trigger_id
     ON CONFLICT (project_id, trigger_id) DO UPDATE
     SET trigger_revision = excluded.trigger_revision, next_fire_at_ms = NULL,
         accounted_from_ms = NULL, claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
@@ -106,6 +118,9 @@ pub async fn publish(
         return dry_run_report(client, manifest).await;
     }
     let transaction = client.transaction().await?;
+    transaction
+        .batch_execute(crate::store::operator::BOUND_TRANSACTION)
+        .await?;
     transaction.execute(LOCK, &[]).await?;
     let current = read_current(&transaction, manifest).await?;
     let mut plan = plan(manifest, &current);

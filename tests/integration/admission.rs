@@ -214,9 +214,17 @@ async fn a_corrupt_execution_revision_digest_fails_closed() {
     let store = db.store("test").await;
     let rows = claim(&store, "o", 1, 60_000).await;
     let before = fingerprint(&db).await;
-    assert_eq!(
-        admit(&store, &[admission(&rows[0])]).await.expect("admit"),
-        [AdmissionOutcome::FenceLost]
+    // Its own verdict, not a lost fence: the claim held, the definition refused it.
+    let outcomes = admit(&store, &[admission(&rows[0])]).await.expect("admit");
+    let [AdmissionOutcome::DefinitionRefused { reason }] = outcomes.as_slice() else {
+        panic!("{outcomes:?}");
+    };
+    assert!(
+        reason.contains("holds its claim fence and its definitions no longer admit it")
+            && reason.contains("SQLSTATE QLD01")
+            && reason.contains("whose digest matches its spec")
+            && !reason.contains("the project is not active"),
+        "{reason}"
     );
     assert_eq!(fingerprint(&db).await, before);
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
@@ -245,6 +253,13 @@ async fn serialization_failures_are_retried_a_bounded_number_of_times_then_repor
         .expect_err("gives up");
     assert!(
         matches!(error, StoreError::RetriesExhausted { attempts: 4, .. }),
+        "{error}"
+    );
+    // What the server said last is kept: its message and SQLSTATE.
+    assert!(
+        error
+            .to_string()
+            .contains("injected conflict (SQLSTATE 40001)"),
         "{error}"
     );
     assert_eq!((stats.transactions, stats.serialization_retries), (4, 3));

@@ -554,3 +554,124 @@ async fn pooled_connections_and_cancel_requests_use_tls() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// The dry runs that lock rows and write before rolling back (`fire`, `backfill`, `pause`,
+/// `resume`, `expire`) are routed as writers: on a session that is read-only (a standby, here
+/// one made so by its options) they are refused like any writer (69, "read-only"), where the
+/// dry runs that only read (`publish`, `claim`) are served.
+#[tokio::test]
+async fn dry_runs_that_lock_go_to_a_writable_server_and_those_that_read_anywhere() {
+    let db = crate::util::TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a"])).await;
+    let url = db.url();
+    let read_only = if url.starts_with("postgres") {
+        let joiner = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{joiner}options=-c%20default_transaction_read_only%3Don")
+    } else {
+        format!("{url} options='-c default_transaction_read_only=on'")
+    };
+    let manifest = crate::util::every_second(&["a"]).to_string();
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let output = std::process::Command::new(crate::util::bin())
+            .args(["-D", &read_only])
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                if let Some(text) = stdin {
+                    child
+                        .stdin
+                        .take()
+                        .expect("stdin")
+                        .write_all(text.as_bytes())?;
+                }
+                drop(child.stdin.take());
+                child.wait_with_output()
+            })
+            .expect("qlsched");
+        (code(&output), stderr(&output))
+    };
+    for args in [
+        &["fire", "p/a", "--dry-run", "--yes"][..],
+        &[
+            "backfill",
+            "p/a",
+            "--from",
+            "2024-01-01T00:00:00Z",
+            "--to",
+            "2024-01-01T00:00:02Z",
+            "--dry-run",
+            "--yes",
+        ],
+        &["pause", "p/a", "--dry-run", "--yes"],
+        &["resume", "p/a", "--dry-run", "--yes"],
+        &["expire", "p/a", "--dry-run", "--yes"],
+    ] {
+        let (status, message) = run(args, None);
+        assert_eq!(status, 69, "{args:?}: {message}");
+        assert!(message.contains("read-only"), "{args:?}: {message}");
+    }
+    let (status, message) = run(&["publish", "-f", "-", "--dry-run"], Some(&manifest));
+    assert_eq!(status, 0, "publish --dry-run: {message}");
+}
+
+/// A pooler that refuses a startup parameter (PgBouncer's default answer to `options`) is a
+/// configuration to change, not an outage to retry: exit 78, naming the pooler's setting.
+#[tokio::test]
+async fn a_refused_startup_parameter_is_a_configuration_error_naming_the_pooler_setting() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    // PgBouncer's answer to a startup packet carrying `options`, to every connection.
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut length = [0u8; 4];
+                if socket.read_exact(&mut length).await.is_err() {
+                    return;
+                }
+                let mut rest = vec![0u8; (u32::from_be_bytes(length) as usize).saturating_sub(4)];
+                if socket.read_exact(&mut rest).await.is_err() {
+                    return;
+                }
+                let mut fields = Vec::new();
+                for (tag, value) in [
+                    (b'S', "FATAL"),
+                    (b'V', "FATAL"),
+                    (b'C', "08P01"),
+                    (b'M', "unsupported startup parameter: options"),
+                ] {
+                    fields.push(tag);
+                    fields.extend_from_slice(value.as_bytes());
+                    fields.push(0);
+                }
+                fields.push(0);
+                let mut message = vec![b'E'];
+                message.extend_from_slice(&(fields.len() as u32 + 4).to_be_bytes());
+                message.extend_from_slice(&fields);
+                let _ = socket.write_all(&message).await;
+            });
+        }
+    });
+    let url = format!("postgres://u@127.0.0.1:{port}/d?sslmode=disable");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(crate::util::bin())
+            .args(["-D", &url, "inspect"])
+            .output()
+            .expect("qlsched")
+    })
+    .await
+    .expect("join");
+    let message = stderr(&output);
+    assert_eq!(code(&output), 78, "{message}");
+    assert!(
+        message.contains("unsupported startup parameter: options")
+            && message.contains("ignore_startup_parameters = options"),
+        "{message}"
+    );
+}

@@ -605,3 +605,78 @@ async fn the_adaptive_batch_grows_with_a_backlog_and_shrinks_when_it_is_gone() {
     assert_eq!((report.batch, pinned.batch()), (8, 8));
     assert_invariants(&db).await;
 }
+
+/// A running replica checks, beside each round's claim, the migrations applied after its own
+/// build's latest: one that says replicas of the previous release may keep running is served
+/// beside; one that does not (or does not say) stops its admissions, its claims given back,
+/// until it is gone (here: deleted; in an upgrade: the replica replaced).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_stops_admitting_beside_a_newer_migration_it_may_not_run_beside() {
+    let db = crate::util::TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a", "b"])).await;
+    let replica = crate::util::spawn_run(&db.url(), &["--owner", "old", "--cadence", "100ms"]);
+    let client = db.client().await;
+    let runs = || async {
+        client
+            .query_one("SELECT count(*) FROM runs", &[])
+            .await
+            .expect("runs")
+            .get::<_, i64>(0)
+    };
+    crate::util::eventually(Duration::from_secs(20), "admissions", || async {
+        runs().await > 0
+    })
+    .await;
+    client
+        .batch_execute(
+            "INSERT INTO schema_migrations (version, name, checksum, applied_at_ms, execution_ms,
+                                            previous_release_may_run)
+             VALUES (99, 'from_the_future', repeat('a', 64), 0, 0, true)",
+        )
+        .await
+        .expect("a newer migration the replica may run beside");
+    let before = runs().await;
+    crate::util::eventually(Duration::from_secs(10), "admissions go on", || async {
+        runs().await > before + 2
+    })
+    .await;
+    client
+        .batch_execute(
+            "UPDATE schema_migrations SET previous_release_may_run = false WHERE version = 99",
+        )
+        .await
+        .expect("one it may not");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let stopped_at = runs().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        runs().await,
+        stopped_at,
+        "admitted beside a migration it may not run beside"
+    );
+    let held: i64 = client
+        .query_one(
+            "SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'old'",
+            &[],
+        )
+        .await
+        .expect("claims")
+        .get(0);
+    assert_eq!(held, 0, "its claims are given back");
+    client
+        .batch_execute("DELETE FROM schema_migrations WHERE version = 99")
+        .await
+        .expect("gone");
+    crate::util::eventually(Duration::from_secs(15), "admissions again", || async {
+        runs().await > stopped_at
+    })
+    .await;
+    let log = replica.stop();
+    assert!(
+        log.contains(
+            "migration 99 (from_the_future) was applied, and this build may not run beside it"
+        ),
+        "{log}"
+    );
+    crate::util::assert_invariants(&db).await;
+}

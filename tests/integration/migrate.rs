@@ -76,7 +76,7 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
     );
     assert_eq!(
         db.count("SELECT count(*) FROM schema_migrations").await,
-        latest_version()
+        i64::try_from(MIGRATIONS.len()).expect("a few migrations")
     );
 
     let verify_ok = qlsched(Some(&db), &["migrate", "verify"], None);
@@ -101,7 +101,7 @@ async fn two_migrators_started_at_once_both_succeed() {
     }
     assert_eq!(
         db.count("SELECT count(*) FROM schema_migrations").await,
-        latest_version()
+        i64::try_from(MIGRATIONS.len()).expect("a few migrations")
     );
     let mut client = db.client().await;
     assert!(
@@ -158,7 +158,8 @@ async fn verify_names_an_extra_grant_and_a_changed_checksum() {
 #[tokio::test]
 async fn run_refuses_a_schema_that_is_behind_ahead_or_changed() {
     let empty = TestDb::empty().await;
-    let output = qlsched(Some(&empty), &["run"], None);
+    // Asked not to wait for `migrate` (see below for the wait).
+    let output = qlsched(Some(&empty), &["run", "--exit-if-unmigrated"], None);
     assert_eq!(code(&output), 78, "{}", stderr(&output));
     assert!(
         stderr(&output).contains("qlsched migrate"),
@@ -419,4 +420,123 @@ async fn a_writer_on_a_read_only_server_exits_69_saying_so() {
     assert_eq!(code(&output), 69, "{}", stderr(&output));
     assert!(stderr(&output).contains("read-only"), "{}", stderr(&output));
     assert_eq!(db.count("SELECT count(*) FROM triggers").await, 0);
+}
+
+/// A migration the server refuses exits 78 with the server's own words: the message, its
+/// SQLSTATE, and its detail and hint when it gives them.
+#[tokio::test]
+async fn a_failed_migration_keeps_the_servers_sqlstate_detail_and_hint() {
+    let db = TestDb::empty().await;
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE SCHEMA qlsched;
+             CREATE FUNCTION qlsched.refuse() RETURNS event_trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 RAISE EXCEPTION 'no functions today' USING ERRCODE = 'P0001',
+                     DETAIL = 'the maintenance window is closed', HINT = 'come back at noon';
+             END $$;
+             CREATE EVENT TRIGGER refuse ON ddl_command_start WHEN TAG IN ('CREATE FUNCTION')
+                 EXECUTE FUNCTION qlsched.refuse();",
+        )
+        .await
+        .expect("an event trigger that refuses functions");
+    let output = qlsched(Some(&db), &["migrate"], None);
+    let _ = db
+        .client()
+        .await
+        .batch_execute("DROP EVENT TRIGGER refuse")
+        .await;
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("migration 0001_schedule_admission.sql failed: no functions today")
+            && message.contains("SQLSTATE P0001")
+            && message.contains("the maintenance window is closed")
+            && message.contains("hint: come back at noon"),
+        "{message}"
+    );
+}
+
+/// On a schema whose ledger is behind this binary (a release migrated it, this one not yet),
+/// every command exits 78 saying so and naming what is pending, before any query can fail on a
+/// column a pending migration adds: the readers (`inspect` and its views, `inspect invariants`)
+/// as the writers.
+#[tokio::test]
+async fn every_command_on_a_schema_behind_the_binary_exits_78_saying_so() {
+    let db = TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a"])).await;
+    // As a schema the release before operator control left it: no pause columns, no ledger rows
+    // from 0005 on.
+    db.client()
+        .await
+        .batch_execute(
+            "DELETE FROM schema_migrations WHERE version >= 5;
+             ALTER TABLE trigger_schedules DROP COLUMN paused_at_ms CASCADE;",
+        )
+        .await
+        .expect("an older schema");
+    let manifest = crate::util::every_second(&["a"]).to_string();
+    for (args, stdin) in [
+        (&["inspect"][..], None),
+        (&["inspect", "invariants"], None),
+        (&["inspect", "schedules"], None),
+        (&["inspect", "claims"], None),
+        (&["inspect", "trigger", "p/a"], None),
+        (&["inspect", "replicas"], None),
+        (
+            &["publish", "-f", "-", "--dry-run"],
+            Some(manifest.as_str()),
+        ),
+        (&["fire", "p/a", "--dry-run", "--yes"], None),
+        (&["pause", "p/a", "--yes"], None),
+        (&["expire", "p/a", "--yes"], None),
+        (&["claim", "--dry-run"], None),
+    ] {
+        let output = qlsched(Some(&db), args, stdin);
+        let message = stderr(&output);
+        assert_eq!(code(&output), 78, "{args:?}: {message}");
+        assert!(
+            message.contains("behind this binary") && message.contains("0005_"),
+            "{args:?}: {message}"
+        );
+    }
+}
+
+/// A replica started before `migrate` waits, not ready, saying why, and starts by itself once
+/// the schema is migrated: the order of a deployment does not matter.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_started_before_migrate_waits_and_then_starts() {
+    let db = TestDb::empty().await;
+    let replica = crate::util::spawn_run(&db.url(), &["--owner", "early", "--cadence", "100ms"]);
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let output = qlsched(Some(&db), &["migrate"], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let client = db.client().await;
+    crate::util::eventually(
+        std::time::Duration::from_secs(20),
+        "the waiting replica registers once migrated",
+        || async {
+            client
+                .query_one(
+                    "SELECT count(*) FROM qlsched.replicas WHERE owner = 'early'",
+                    &[],
+                )
+                .await
+                .is_ok_and(|row| row.get::<_, i64>(0) == 1)
+        },
+    )
+    .await;
+    let log = replica.stop();
+    assert!(
+        log.contains("waiting, not ready, for the schema to be migrated")
+            && log.contains("has no migration ledger")
+            && log.contains("the schema is migrated: starting"),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("waiting, not ready").count(),
+        1,
+        "once a minute: {log}"
+    );
 }

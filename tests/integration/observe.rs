@@ -265,12 +265,13 @@ async fn probes_answer_json_and_readyz_names_a_schema_that_is_not_ready() {
     let (status, body) = get(&addr, "/nothing-here").await.expect("404");
     assert_eq!(status, 404, "{body}");
 
-    // A schema this binary does not know (as after a newer binary migrated it): not ready, and
-    // the reason says why; the rounds go on, so the replica stays alive.
+    // A schema this binary does not know (as after a newer binary migrated it, with a migration
+    // the previous release may not run beside): not ready, and the reason says why; the rounds
+    // go on (admitting nothing), so the replica stays alive.
     db.client()
         .await
         .batch_execute(
-            "UPDATE schema_migrations SET version = 9999
+            "UPDATE schema_migrations SET version = 9999, previous_release_may_run = false
              WHERE version = (SELECT max(version) FROM schema_migrations)",
         )
         .await

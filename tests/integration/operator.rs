@@ -788,8 +788,8 @@ async fn inspect_needs_nothing_more_than_the_observer_role() {
 }
 
 /// An admission the database refuses while the claim still holds (here a corrupt execution
-/// digest) is no lost fence: exit 1 naming the refusal, and the claim is given back at once
-/// rather than left to block the row for its lease.
+/// digest) is no lost fence: exit 6 (definition refused) naming what failed, and the claim is
+/// given back at once rather than left to block the row for its lease.
 #[tokio::test]
 async fn a_refused_manual_admission_gives_its_claim_back() {
     let db = TestDb::new().await;
@@ -808,11 +808,12 @@ async fn a_refused_manual_admission_gives_its_claim_back() {
         &["claim", "p/tick", "--yes", "--lease", "1h"],
         None,
     );
-    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    assert_eq!(code(&output), 6, "{}", stderr(&output));
     let message = stderr(&output);
     assert!(
         message.contains("the admission of p/tick refused it")
-            && message.contains("corrupt")
+            && message.contains("SQLSTATE QLD01")
+            && message.contains("digest matches its spec")
             && message.contains("the claim was released"),
         "{message}"
     );
@@ -1212,5 +1213,43 @@ async fn inspect_counts_claimed_overdue_rows_and_names_the_holder() {
             && stdout(&output).contains("held by hung-replica (claim still valid)"),
         "{}",
         stdout(&output)
+    );
+}
+
+/// An operator's transaction waits for a row lock at most its lock timeout: a row held by a
+/// session that does not let go (a stuck client) ends `pause` with exit 75 naming the lock
+/// wait, instead of leaving it waiting without end.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_command_waits_for_a_held_row_lock_at_most_its_lock_timeout() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let mut holder = db.client().await;
+    let transaction = holder.transaction().await.expect("begin");
+    transaction
+        .execute(
+            "SELECT 1 FROM trigger_schedules WHERE project_id = 'p' FOR UPDATE",
+            &[],
+        )
+        .await
+        .expect("hold the rows");
+    let url = db.url();
+    let started = std::time::Instant::now();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(crate::util::bin())
+            .args(["-D", &url, "pause", "--project", "p", "--yes"])
+            .output()
+            .expect("qlsched")
+    })
+    .await
+    .expect("join");
+    let took = started.elapsed();
+    drop(transaction);
+    let message = stderr(&output);
+    assert_eq!(code(&output), 75, "{message}");
+    assert!(message.contains("SQLSTATE 55P03"), "{message}");
+    // Four attempts of 5 s each at most, and their back-off.
+    assert!(
+        took < std::time::Duration::from_secs(25),
+        "{took:?}: {message}"
     );
 }

@@ -24,7 +24,7 @@ use crate::core::time::utc;
 use crate::core::{Liveness, TriggerName};
 use crate::store::accounting::{AccountingReport, occurrence_accounting};
 use crate::store::invariants::{InvariantCounts, invariant_counts};
-use crate::store::migrate::{VerifyFinding, check_ready, require_ledger, verify};
+use crate::store::migrate::{VerifyFinding, check_not_behind, check_ready, verify};
 use crate::store::misfires;
 use crate::store::observe::{ServerRole, server_role};
 use crate::store::read::{
@@ -164,10 +164,11 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     let client = settings.connect(schema, "qlsched inspect").await?;
     read::read_only(&client).await?;
     // The summary and `inspect trigger` report an unready schema as part of their answer. Every
-    // other view reads what is there (during an upgrade too) but needs the tables, and says why
-    // they are missing rather than which.
+    // other view reads what is there (a schema a newer release migrated too) but needs the tables
+    // and columns this binary knows: a schema behind it exits 78 saying so, before any query
+    // could fail on a column a pending migration adds.
     if !matches!(args.what, None | Some(InspectWhat::Trigger { .. })) {
-        require_ledger(&client, schema).await?;
+        check_not_behind(&client, schema).await?;
     }
     let format = global.format;
     match args.what {
@@ -270,8 +271,9 @@ async fn summary(
     };
     let summary = match read::summary(client).await {
         Ok(summary) => summary,
-        // No tables to count (an empty schema): the readiness problem says why.
-        Err(StoreError::SchemaNotReady(_)) if schema_problem.is_some() => {
+        // No tables or columns to count (an empty schema, or one behind this binary): the
+        // readiness problem says why.
+        Err(_) if schema_problem.is_some() => {
             return Err(StoreError::SchemaNotReady(schema_problem.unwrap_or_default()).into());
         }
         Err(error) => return Err(error.into()),

@@ -32,6 +32,7 @@ use super::tls::{self, SslMode, Tls, TlsFiles};
 mod open;
 pub mod parse;
 mod pool;
+mod service;
 
 pub use parse::SessionAttrs;
 use parse::{
@@ -41,6 +42,39 @@ use parse::{
 /// What libpq waits for a connection when `connect_timeout` is not given: forever. qlsched waits
 /// this long instead, so that a server that accepts and never answers cannot hang a command.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// TCP keepalives on every socket unless the settings say otherwise: an idle connection whose
+/// server vanished (a partition, a host powered off) is found dead after idle + interval x count
+/// (10 s + 5 s x 3 = 25 s) instead of the system's two hours.
+pub const KEEPALIVES_IDLE: Duration = Duration::from_secs(10);
+pub const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(5);
+pub const KEEPALIVES_COUNT: u32 = 3;
+
+/// `tcp_user_timeout` unless the settings give one: a connection whose sent data stays
+/// unacknowledged this long is closed by the kernel, so a statement sent into a black-holed
+/// network fails instead of waiting on retransmissions for about fifteen minutes.
+pub const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What tokio-postgres leaves `keepalives_idle` at when it is not given (libpq leaves the
+/// system's, usually the same two hours).
+const DRIVER_KEEPALIVES_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
+
+/// Every socket's waits bounded ([`KEEPALIVES_IDLE`], [`TCP_USER_TIMEOUT`]) where the connection
+/// string (`keepalives*`, `tcp_user_timeout`) leaves them to the system. `keepalives=0` is kept.
+fn bound_the_socket(config: &mut Config) {
+    if config.get_keepalives_idle() == DRIVER_KEEPALIVES_IDLE {
+        config.keepalives_idle(KEEPALIVES_IDLE);
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(KEEPALIVES_INTERVAL);
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(KEEPALIVES_COUNT);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+}
 
 /// The libpq keywords read here rather than by tokio-postgres.
 const OWN_KEYWORDS: [&str; 8] = [
@@ -133,7 +167,7 @@ impl SettingsSource {
 /// The `PG*` variables qlsched reads, as libpq does: any one of them set means settings were
 /// given (the demo never replaces given settings with a throw-away server). A test checks that
 /// every `PG*` name this module reads is here.
-const LIBPQ_VARIABLES: [&str; 14] = [
+const LIBPQ_VARIABLES: [&str; 17] = [
     "PGHOST",
     "PGPORT",
     "PGUSER",
@@ -141,6 +175,9 @@ const LIBPQ_VARIABLES: [&str; 14] = [
     "PGPASSWORD",
     "PGPASSFILE",
     "PGSERVICE",
+    "PGSERVICEFILE",
+    "PGSYSCONFDIR",
+    "PGOPTIONS",
     "PGSSLMODE",
     "PGSSLROOTCERT",
     "PGSSLCERT",
@@ -231,11 +268,10 @@ impl ConnectionSettings {
             },
             None => (Config::new(), BTreeMap::new()),
         };
+        // libpq's order: what the string says, then the service file, then the environment.
         if let Some(service) = own.get("service").cloned().or_else(|| env("PGSERVICE")) {
-            return Err(StoreError::Config(format!(
-                "service={service:?}: connection service files (pg_service.conf, PGSERVICE) are \
-                 not supported; give the settings in the URL or the PG* variables"
-            )));
+            let (settings, file) = service::lookup(&service, &env)?;
+            service::apply(&mut config, &mut own, &settings, &file)?;
         }
         fill_from_libpq_environment(&mut config, &env)?;
         for (keyword, variable) in [
@@ -285,7 +321,7 @@ impl ConnectionSettings {
             .get("passfile")
             .map(PathBuf::from)
             .or_else(|| home.map(|home| home.join(".pgpass")));
-        config.keepalives_idle(Duration::from_secs(30));
+        bound_the_socket(&mut config);
         Ok(ConnectionSettings {
             config,
             source,

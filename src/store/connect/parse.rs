@@ -242,6 +242,12 @@ pub(super) fn fill_from_libpq_environment(
     {
         config.application_name(name);
     }
+    // As libpq (and so psql): PGOPTIONS is the `options` the string does not give.
+    if config.get_options().is_none()
+        && let Some(options) = env("PGOPTIONS")
+    {
+        config.options(&options);
+    }
     Ok(())
 }
 

@@ -353,6 +353,7 @@ fn every_pg_variable_read_is_listed() {
         include_str!("parse.rs"),
         include_str!("open.rs"),
         include_str!("pool.rs"),
+        include_str!("service.rs"),
     ];
     for source in sources {
         for (at, _) in source.match_indices("\"PG") {
@@ -366,4 +367,183 @@ fn every_pg_variable_read_is_listed() {
             );
         }
     }
+}
+
+/// Every socket gets keepalives with a count and a user timeout, unless the connection string
+/// names its own.
+#[test]
+fn sockets_are_bounded_unless_the_settings_say_otherwise() {
+    let config = ConnectionSettings::resolve_with(Some("host=db user=u dbname=d"), env_of(&[]))
+        .expect("valid")
+        .driver_config(&SchemaName::default(), "t");
+    assert!(config.get_keepalives());
+    assert_eq!(config.get_keepalives_idle(), KEEPALIVES_IDLE);
+    assert_eq!(config.get_keepalives_interval(), Some(KEEPALIVES_INTERVAL));
+    assert_eq!(config.get_keepalives_retries(), Some(KEEPALIVES_COUNT));
+    assert_eq!(config.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+
+    let given = ConnectionSettings::resolve_with(
+        Some(
+            "host=db user=u dbname=d keepalives_idle=60 keepalives_interval=7 \
+             keepalives_retries=9 tcp_user_timeout=4",
+        ),
+        env_of(&[]),
+    )
+    .expect("valid")
+    .driver_config(&SchemaName::default(), "t");
+    assert_eq!(given.get_keepalives_idle(), Duration::from_secs(60));
+    assert_eq!(
+        given.get_keepalives_interval(),
+        Some(Duration::from_secs(7))
+    );
+    assert_eq!(given.get_keepalives_retries(), Some(9));
+    assert_eq!(given.get_tcp_user_timeout(), Some(&Duration::from_secs(4)));
+}
+
+/// A directory of its own for a test's files, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("qlsched-service-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("write");
+        path.display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn env_owned(pairs: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.clone())
+    }
+}
+
+/// `service=` and `PGSERVICE` read the service file as libpq does: the string's own settings
+/// first, then the service's, then the `PG*` variables.
+#[test]
+fn a_service_fills_what_the_string_leaves_out_before_the_environment() {
+    let scratch = Scratch::new();
+    let file = scratch.file(
+        "services.conf",
+        "# ours\n[other]\nhost=elsewhere\n\n[prod]\nhost=db.example\nport=6543\n\
+         user=svc\ndbname=svcdb\nsslmode=require\noptions=-c work_mem=64MB\n",
+    );
+    let settings = ConnectionSettings::resolve_with(
+        Some("service=prod dbname=mine"),
+        env_owned(vec![
+            ("PGSERVICEFILE", file.clone()),
+            ("PGUSER", "fromenv".into()),
+            ("PGSYSCONFDIR", scratch.0.display().to_string()),
+        ]),
+    )
+    .expect("valid");
+    assert_eq!(settings.describe(), "svc@db.example:6543/mine");
+    assert_eq!(settings.ssl_mode(), SslMode::Require);
+    let config = settings.driver_config(&SchemaName::default(), "t");
+    assert!(
+        config
+            .get_options()
+            .is_some_and(|o| o.ends_with("-c work_mem=64MB")),
+        "{:?}",
+        config.get_options()
+    );
+
+    // PGSERVICE in a URL's stead, and the environment for what the service leaves out.
+    let settings = ConnectionSettings::resolve_with(
+        None,
+        env_owned(vec![
+            ("PGSERVICEFILE", file),
+            ("PGSERVICE", "other".into()),
+            ("PGUSER", "fromenv".into()),
+            ("PGSYSCONFDIR", scratch.0.display().to_string()),
+        ]),
+    )
+    .expect("valid");
+    assert_eq!(settings.describe(), "fromenv@elsewhere:5432/fromenv");
+    assert_eq!(settings.source(), SettingsSource::LibpqEnvironment);
+}
+
+/// The user's file is the whole answer when it has the service; the system's
+/// (`PGSYSCONFDIR/pg_service.conf`) is read when it does not; a service in neither is a
+/// configuration error, as is a keyword qlsched does not read.
+#[test]
+fn the_system_service_file_is_read_when_the_users_has_no_such_service() {
+    let scratch = Scratch::new();
+    let user = scratch.file("user.conf", "[both]\nhost=mine\n");
+    scratch.file(
+        "pg_service.conf",
+        "[both]\nhost=system\n[sys]\nhost=sysonly\n",
+    );
+    let env = |service: &'static str| {
+        env_owned(vec![
+            ("PGSERVICEFILE", user.clone()),
+            ("PGSYSCONFDIR", scratch.0.display().to_string()),
+            ("PGSERVICE", service.into()),
+            ("PGUSER", "u".into()),
+            ("PGDATABASE", "d".into()),
+        ])
+    };
+    let describe =
+        |service| ConnectionSettings::resolve_with(None, env(service)).map(|s| s.describe());
+    assert_eq!(describe("both").expect("valid"), "u@mine:5432/d");
+    assert_eq!(describe("sys").expect("valid"), "u@sysonly:5432/d");
+    let error = describe("none").expect_err("no such service");
+    assert!(
+        matches!(&error, StoreError::Config(m) if m.contains("definition of service \"none\" not found")),
+        "{error}"
+    );
+    let odd = scratch.file("odd.conf", "[odd]\nfrobnicate=1\n");
+    let error = ConnectionSettings::resolve_with(
+        Some("service=odd"),
+        env_owned(vec![("PGSERVICEFILE", odd)]),
+    )
+    .expect_err("unknown keyword");
+    assert!(
+        matches!(&error, StoreError::Config(m) if m.contains("\"frobnicate\"")),
+        "{error}"
+    );
+}
+
+/// `PGOPTIONS` is the `options` a string does not give, as libpq (and psql) read it; a string's
+/// own `options` win, and qlsched's come first either way.
+#[test]
+fn pgoptions_gives_the_options_a_string_leaves_out() {
+    let options = |flag: &str| {
+        ConnectionSettings::resolve_with(
+            Some(flag),
+            env_owned(vec![("PGOPTIONS", "-c statement_timeout=5s".into())]),
+        )
+        .expect("valid")
+        .driver_config(&SchemaName::default(), "t")
+        .get_options()
+        .map(str::to_owned)
+    };
+    assert_eq!(
+        options("host=db user=u dbname=d"),
+        Some(format!(
+            "-c search_path={} -c jit=off -c statement_timeout=5s",
+            SchemaName::DEFAULT
+        ))
+    );
+    assert_eq!(
+        options("host=db user=u dbname=d options='-c lock_timeout=1s'"),
+        Some(format!(
+            "-c search_path={} -c jit=off -c lock_timeout=1s",
+            SchemaName::DEFAULT
+        ))
+    );
 }

@@ -196,3 +196,50 @@ async fn a_reset_mid_round_gives_the_claims_back_on_a_fresh_connection() {
         "drill: 2 connections reset mid-round; every trigger firing again {recovered:?} later"
     );
 }
+
+/// A replica whose network goes silent both ways in the middle of a round (its admission sent
+/// and never answered, new connections never answered either) still answers SIGTERM within
+/// `qlsched::lifecycle::stop_bound` of its drain timeout, and exits 0: the control loop waits on
+/// nothing, the drain, the cancel, the give-back and the registry's marks each have a deadline.
+/// The bound is the figure docs/OPERATIONS.md and deploy/ state (tests/integration/deploy.rs).
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_during_a_black_holed_round_exits_within_the_stop_bound() {
+    let db = TestDb::new().await;
+    db.publish(&every_second_triggers(5)).await;
+    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
+    let client = db.client().await;
+    let start_ms = now_ms(&client).await;
+    // A lease far longer than the stop: the round is not cancelled by its lease meanwhile.
+    let stuck = replica(&through(&proxy, &db), "stuck", "60s");
+    eventually(
+        Duration::from_secs(20),
+        "the proxied replica admits",
+        || async { runs_by(&client, "stuck", start_ms).await >= 1 },
+    )
+    .await;
+    proxy.partition_at_next_admission();
+    eventually(
+        Duration::from_secs(10),
+        "a partition at an admission",
+        || async { proxy.partitioned() },
+    )
+    .await;
+    // Well inside the round: its admission is on the wire, unanswered.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let signalled = Instant::now();
+    let output = crate::util::terminate(stuck);
+    let took = signalled.elapsed();
+    let log = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{log}");
+    // The drills' replicas drain for 3 s.
+    let bound = qlsched::lifecycle::stop_bound(Duration::from_secs(3));
+    eprintln!("drill: SIGTERM during a black-holed round: exited after {took:?} (bound {bound:?})");
+    assert!(
+        took <= bound,
+        "stopped after {took:?}, over {bound:?}: {log}"
+    );
+    proxy.heal();
+    // Its claims were not given back (nothing answered): they expire with their lease. Nothing
+    // ran twice, whatever became of the admission held on the wire.
+    assert_invariants(&db).await;
+}
