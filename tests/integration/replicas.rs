@@ -149,13 +149,14 @@ async fn a_replica_paused_for_less_than_the_grace_loses_no_occurrence() {
     let paused = replica(&db, "paused");
     let other = replica(&db, "other");
 
-    // Stopped while it holds claims: tried until the stop strands some. What it had sent when
-    // stopped is one pipelined round trip the server finishes alone (an admission in flight
-    // commits or rolls back), so its claims are read once none of its sessions is active: those
-    // left are held by a process that cannot act, until their leases expire.
+    // Stopped while it holds claims: tried until the stop strands some. Its round is a claim,
+    // then an admission (one pipelined round trip the server would finish alone, releasing the
+    // claims), so a stop almost always lands with the admission in flight: that admission is
+    // ended with its session, as a lost connection would end it, and rolls back. The claims left
+    // are then held by a process that cannot act, until their leases expire.
     let deadline = Instant::now() + Duration::from_secs(30);
     let busy = "SELECT count(*) FROM pg_stat_activity
-                WHERE application_name = 'qlsched run paused' AND state = 'active'";
+                WHERE application_name = 'qlsched run paused' AND state <> 'idle'";
     let (stranded, stopped_at) = loop {
         assert!(
             Instant::now() < deadline,
@@ -170,6 +171,13 @@ async fn a_replica_paused_for_less_than_the_grace_loses_no_occurrence() {
             continue;
         }
         signal(&paused, "-STOP");
+        client
+            .batch_execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE application_name = 'qlsched run paused' AND state <> 'idle'",
+            )
+            .await
+            .expect("end the stopped replica's statement in flight");
         eventually(Duration::from_secs(10), busy, || async {
             db.count(busy).await == 0
         })
