@@ -60,7 +60,8 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
 async fn two_migrators_started_at_once_both_succeed() {
     let db = TestDb::empty().await;
     let url = db.url();
-    // The key every migrator of this schema locks (session advisory lock, two int4 keys).
+    // The key every migrator of this schema locks (a session advisory lock on the namespace
+    // `qlsched.migrate` and the schema's name): if migrators stop taking it, none waits below.
     let holder = db.client().await;
     holder
         .execute(

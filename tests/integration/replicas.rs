@@ -120,10 +120,11 @@ async fn three_replica_processes_one_killed_holding_claims_admit_every_occurrenc
     );
 }
 
-/// A replica stopped (SIGSTOP) while it holds claims, for longer than its lease and shorter than
-/// the grace: the other takes the stranded rows over once (and not before) their leases expire
-/// and admits them while the stopped one is still stopped, nothing the stopped one decided
-/// commits when it resumes, and no occurrence is passed over or doubled: no misfire record,
+/// A replica stopped (SIGSTOP) while it holds claims (its admission in flight lost with its
+/// session), until the other has taken its rows over, which is longer than its leases had left
+/// and shorter than the grace: the other claims and admits every stranded row while the stopped
+/// one is still stopped, not before the row's lease expired; nothing the stopped one decided
+/// commits when it resumes; and no occurrence is passed over or doubled: no misfire record,
 /// every occurrence one run.
 #[tokio::test]
 async fn a_replica_paused_for_less_than_the_grace_loses_no_occurrence() {
