@@ -479,38 +479,76 @@ fn a_silent_server_gives_69_within_the_timeout() {
     }
 }
 
-/// What TLS costs at connection time: the median of 20 connections each way to the same
-/// server (the figure docs/PERFORMANCE.md quotes), and a bound that catches a handshake gone
-/// pathological.
+/// What TLS costs at connection time, 20 connections each way to twin servers, interleaved so
+/// that load from elsewhere falls on both alike; the medians are the figures
+/// docs/PERFORMANCE.md quotes. Kept as a test rather than moved to `qlsched bench` because what
+/// it asserts holds on any machine and needs the test run's own pair of servers:
+/// - the handshake is the one the cost assumes: every TLS connection is encrypted with TLS 1.3
+///   (one round trip for the handshake, where TLS 1.2 takes two) and every plain one is not;
+/// - relative to a plain connection, TLS adds a round trip, a key exchange and a signature
+///   check: measured at 1.5-2.5 ms a connection on a loaded debug build, about what a plain
+///   connection costs. The fastest of each way (the least disturbed by load) is compared, and
+///   TLS may cost three plain connections and 10 ms more: beyond that the handshake does
+///   something it should not (a second handshake, a root store rebuilt from the system's
+///   certificates, a lookup or a wait), whatever the machine's speed.
 #[tokio::test]
 async fn tls_handshake_cost() {
     let servers = servers();
     let root = format!("sslmode=verify-full sslrootcert={}", servers.ca.display());
-    let mut medians = Vec::new();
-    for (what, conninfo) in [
-        ("plain", servers.plain("sslmode=disable")),
-        ("TLS verify-full", servers.tls("postgres", &root)),
-    ] {
-        let settings = ConnectionSettings::resolve_with(Some(&conninfo), |_| None).expect("ok");
-        let mut times = Vec::new();
-        for _ in 0..20 {
+    let ways = [
+        ("plain", servers.plain("sslmode=disable"), None),
+        (
+            "TLS verify-full",
+            servers.tls("postgres", &root),
+            Some("TLSv1.3"),
+        ),
+    ];
+    let settings: Vec<_> = ways
+        .iter()
+        .map(|(_, conninfo, _)| ConnectionSettings::resolve_with(Some(conninfo), |_| None))
+        .collect::<Result<_, _>>()
+        .expect("settings");
+    let mut times = [Vec::new(), Vec::new()];
+    for round in 0..20 {
+        // Alternate which goes first, so that neither always follows the other's teardown.
+        for way in [round % 2, 1 - round % 2] {
             let started = Instant::now();
-            let client = settings
+            let client = settings[way]
                 .connect(&schema(), "qlsched tests")
                 .await
                 .expect("connect");
-            times.push(started.elapsed());
-            drop(client);
+            times[way].push(started.elapsed());
+            let row = client
+                .query_one(
+                    "SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .expect("pg_stat_ssl");
+            let (what, _, version) = &ways[way];
+            assert_eq!(
+                row.get::<_, Option<String>>("version").as_deref(),
+                *version,
+                "{what}: the session's TLS version"
+            );
+            assert_eq!(row.get::<_, bool>("ssl"), version.is_some(), "{what}");
         }
+    }
+    let mut fastest = Vec::new();
+    for ((what, _, _), times) in ways.iter().zip(&mut times) {
         times.sort();
-        let median = times[times.len() / 2];
         eprintln!(
-            "connection time, {what}: median {median:?}, min {:?}",
+            "connection time, {what}: median {:?}, min {:?}",
+            times[times.len() / 2],
             times[0]
         );
-        medians.push(median);
+        fastest.push(times[0]);
     }
-    assert!(medians[1] < Duration::from_secs(1), "{medians:?}");
+    let (plain, tls) = (fastest[0], fastest[1]);
+    assert!(
+        tls <= plain * 4 + Duration::from_millis(10),
+        "TLS costs more than a handshake should: fastest {tls:?} against {plain:?} plain"
+    );
 }
 
 /// The pool a replica holds and the cancel request a stopping replica sends go through the same

@@ -83,22 +83,90 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
     assert_eq!(code(&verify_ok), 0, "{}", stdout(&verify_ok));
 }
 
+/// Two migrators of one schema started while a third session holds the migrators' advisory lock:
+/// both are seen waiting on it before either has touched the schema, and once it is released
+/// they run one after the other: both succeed, one applies every migration and the other finds
+/// nothing to do. The overlap is certain, not left to timing.
 #[tokio::test]
 async fn two_migrators_started_at_once_both_succeed() {
     let db = TestDb::empty().await;
     let url = db.url();
+    // The key every migrator of this schema locks (a session advisory lock on the namespace
+    // `qlsched.migrate` and the schema's name): if migrators stop taking it, none waits below.
+    let holder = db.client().await;
+    holder
+        .execute(
+            "SELECT pg_advisory_lock(hashtext('qlsched.migrate'), hashtext($1))",
+            &[&schema().as_str()],
+        )
+        .await
+        .expect("hold the migrators' lock");
     let spawn = |url: String| {
         std::thread::spawn(move || {
             std::process::Command::new(crate::util::bin())
-                .args(["-D", &url, "migrate"])
+                .args(["-D", &url, "migrate", "-o", "json"])
                 .output()
                 .expect("run migrate")
         })
     };
     let (a, b) = (spawn(url.clone()), spawn(url));
+
+    let waiting = "SELECT count(*) FROM pg_locks l
+                   JOIN pg_stat_activity a ON a.pid = l.pid
+                   WHERE l.locktype = 'advisory' AND NOT l.granted
+                     AND a.datname = current_database() AND a.wait_event = 'advisory'
+                     AND (l.classid, l.objid) = (SELECT classid, objid FROM pg_locks
+                                                 WHERE locktype = 'advisory' AND granted
+                                                   AND pid = pg_backend_pid())";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        // Asked in the holder's session, where `pg_backend_pid()` holds the lock.
+        let both: i64 = holder
+            .query_one(waiting, &[])
+            .await
+            .expect("waiting")
+            .get(0);
+        if both == 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline && !a.is_finished() && !b.is_finished(),
+            "both migrators wait on the lock: {both} waiting"
+        );
+        crate::util::sleep_ms(20).await;
+    }
+    let schema_there: bool = holder
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+            &[&schema().as_str()],
+        )
+        .await
+        .expect("schema")
+        .get(0);
+    assert!(
+        !schema_there,
+        "a waiting migrator has not touched the schema"
+    );
+    holder
+        .execute(
+            "SELECT pg_advisory_unlock(hashtext('qlsched.migrate'), hashtext($1))",
+            &[&schema().as_str()],
+        )
+        .await
+        .expect("release");
+
+    let mut applied = Vec::new();
     for output in [a.join().expect("a"), b.join().expect("b")] {
         assert_eq!(code(&output), 0, "{}", stderr(&output));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("json");
+        applied.push(report["applied"].as_array().map_or(0, Vec::len));
     }
+    applied.sort_unstable();
+    assert_eq!(
+        applied,
+        [0, MIGRATIONS.len()],
+        "one applies every migration, the other waits for it and finds nothing to do"
+    );
     assert_eq!(
         db.count("SELECT count(*) FROM schema_migrations").await,
         i64::try_from(MIGRATIONS.len()).expect("a few migrations")

@@ -1,6 +1,7 @@
 //! Replicas as real processes, each with its own pool, admit every occurrence exactly once: with
 //! one SIGKILLed while it holds claims, with two independent pools racing to initialize one row,
-//! with one SIGSTOPped for longer than its lease and shorter than the grace, and with backends
+//! with one SIGSTOPped for longer than its lease and shorter than the grace (its rows taken over
+//! by the other, its stale decisions never committed), and with backends
 //! terminated mid-round. Every test ends on the invariants: one run per occurrence, one attempt
 //! and two events per run, no claim half-written, and every occurrence accounted for.
 
@@ -119,10 +120,12 @@ async fn three_replica_processes_one_killed_holding_claims_admit_every_occurrenc
     );
 }
 
-/// A replica stopped (SIGSTOP) while it holds claims, for longer than its lease and shorter than
-/// the grace: the other takes its rows over once the leases expire and catches up on every
-/// occurrence in between, nothing the stopped one decided commits when it resumes, and no
-/// occurrence is passed over: no misfire record, every occurrence a run.
+/// A replica stopped (SIGSTOP) while it holds claims (its admission in flight lost with its
+/// session), until the other has taken its rows over, which is longer than its leases had left
+/// and shorter than the grace: the other claims and admits every stranded row while the stopped
+/// one is still stopped, not before the row's lease expired; nothing the stopped one decided
+/// commits when it resumes; and no occurrence is passed over or doubled: no misfire record,
+/// every occurrence one run.
 #[tokio::test]
 async fn a_replica_paused_for_less_than_the_grace_loses_no_occurrence() {
     let db = TestDb::new().await;
@@ -132,8 +135,8 @@ async fn a_replica_paused_for_less_than_the_grace_loses_no_occurrence() {
     db.publish(&manifest(json!(triggers))).await;
     // Its admissions take 0.3 s longer (a tenth of the lease), so that it holds claims for a
     // while in every round and a stop lands inside one at once, on a loaded machine too.
-    db.client()
-        .await
+    let client = db.client().await;
+    client
         .batch_execute(
             "CREATE FUNCTION slow_paused() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
@@ -146,33 +149,137 @@ async fn a_replica_paused_for_less_than_the_grace_loses_no_occurrence() {
         .expect("slow the replica to be stopped");
     let paused = replica(&db, "paused");
     let other = replica(&db, "other");
-    // Stopped while it holds claims: tried until the stop lands inside a round.
+
+    // Stopped while it holds claims: tried until the stop strands some. Its round is a claim,
+    // then an admission (one pipelined round trip the server would finish alone, releasing the
+    // claims), so a stop almost always lands with the admission in flight: that admission is
+    // ended with its session, as a lost connection would end it, and rolls back. The claims left
+    // are then held by a process that cannot act, until their leases expire.
     let deadline = Instant::now() + Duration::from_secs(30);
-    let held = "SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'paused'";
-    loop {
+    let busy = "SELECT count(*) FROM pg_stat_activity
+                WHERE application_name = 'qlsched run paused' AND state <> 'idle'";
+    let (stranded, stopped_at) = loop {
         assert!(
             Instant::now() < deadline,
             "never stopped while holding a claim"
         );
-        if db.count(held).await == 0 {
+        if db
+            .count("SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'paused'")
+            .await
+            == 0
+        {
             sleep_ms(2).await;
             continue;
         }
         signal(&paused, "-STOP");
-        if db.count(held).await > 0 {
-            break;
+        client
+            .batch_execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE application_name = 'qlsched run paused' AND state <> 'idle'",
+            )
+            .await
+            .expect("end the stopped replica's statement in flight");
+        eventually(Duration::from_secs(10), busy, || async {
+            db.count(busy).await == 0
+        })
+        .await;
+        let rows = client
+            .query(
+                "SELECT trigger_id, claim_version, claim_expires_at_ms, now_ms() AS now_ms
+                 FROM trigger_schedules
+                 WHERE claim_owner = 'paused' AND claim_expires_at_ms > now_ms()
+                 ORDER BY trigger_id",
+                &[],
+            )
+            .await
+            .expect("stranded claims");
+        if let Some(first) = rows.first() {
+            let stopped_at: i64 = first.get("now_ms");
+            let stranded: Vec<(String, i64, i64)> = rows
+                .iter()
+                .map(|row| {
+                    (
+                        row.get("trigger_id"),
+                        row.get("claim_version"),
+                        row.get("claim_expires_at_ms"),
+                    )
+                })
+                .collect();
+            break (stranded, stopped_at);
         }
         signal(&paused, "-CONT");
+    };
+    let ids: Vec<&str> = stranded.iter().map(|(id, _, _)| id.as_str()).collect();
+    let versions: Vec<i64> = stranded.iter().map(|(_, v, _)| *v).collect();
+
+    // The takeover: while it is still stopped, the other admits a run of every stranded row, by
+    // its own claim (`run.created` records whose claim a run was admitted under).
+    let taken_over = "SELECT count(DISTINCT r.trigger_id)
+                      FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.seq = 1
+                      WHERE r.trigger_id = ANY($1) AND r.created_at_ms > $2
+                        AND e.payload->>'claim_owner' = 'other'";
+    eventually(
+        Duration::from_secs(20),
+        "the other replica admits every row the stopped one holds",
+        || async {
+            let row = client
+                .query_one(taken_over, &[&ids, &stopped_at])
+                .await
+                .expect("taken over");
+            row.get::<_, i64>(0) == ids.len() as i64
+        },
+    )
+    .await;
+    // Not before the leases ran out: a stranded row's first run after the stop is the other's,
+    // admitted at or after that row's claim expired, under a later claim than the stranded one.
+    let first_after_stop = client
+        .query(
+            "SELECT DISTINCT ON (r.trigger_id) r.trigger_id, r.created_at_ms,
+                    e.payload->>'claim_owner' AS owner, (e.payload->>'claim_version')::int8 AS version
+             FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.seq = 1
+             WHERE r.trigger_id = ANY($1) AND r.created_at_ms > $2
+             ORDER BY r.trigger_id, r.created_at_ms",
+            &[&ids, &stopped_at],
+        )
+        .await
+        .expect("first runs after the stop");
+    assert_eq!(first_after_stop.len(), stranded.len());
+    for (row, (id, version, expires)) in first_after_stop.iter().zip(&stranded) {
+        assert_eq!(row.get::<_, &str>("trigger_id"), id);
+        assert_eq!(row.get::<_, &str>("owner"), "other", "{id}");
+        assert!(
+            row.get::<_, i64>("created_at_ms") >= *expires,
+            "{id}: taken over before its lease expired"
+        );
+        assert!(row.get::<_, i64>("version") > *version, "{id}: a new claim");
     }
-    sleep_ms(6_000).await; // twice the lease, a tenth of the default grace
+    // Resumed: it finds its claims gone, and works again (a run of its own after the resume).
+    let resumed_at = db.count("SELECT now_ms()").await;
     signal(&paused, "-CONT");
-    sleep_ms(3_000).await;
+    let own_after = format!(
+        "SELECT count(*) FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.seq = 1
+         WHERE r.created_at_ms > {resumed_at} AND e.payload->>'claim_owner' = 'paused'"
+    );
+    eventually_count(&db, Duration::from_secs(20), &own_after, 1).await;
     for child in [paused, other] {
         stop_cleanly(child);
     }
 
     let counts = assert_invariants(&db).await;
     assert_eq!(counts.claims_held, 0);
+    let stale = client
+        .query_one(
+            "SELECT count(*) FROM unnest($1::text[], $2::int8[]) s(trigger_id, version)
+             JOIN runs r ON r.trigger_id = s.trigger_id
+             JOIN run_events e ON e.run_id = r.run_id AND e.seq = 1
+             WHERE e.payload->>'claim_owner' = 'paused'
+               AND (e.payload->>'claim_version')::int8 = s.version",
+            &[&ids, &versions],
+        )
+        .await
+        .expect("stale admissions")
+        .get::<_, i64>(0);
+    assert_eq!(stale, 0, "a stranded claim's decision committed");
     assert_eq!(
         db.count("SELECT count(*) FROM misfires").await,
         0,
