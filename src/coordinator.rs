@@ -510,6 +510,7 @@ impl Coordinator {
 
     /// The heartbeat to send with this round's claim, if a cadence has passed since the last one.
     fn due_heartbeat(&self) -> Option<Heartbeat> {
+        let batch = i32::from(self.batch());
         let mut heartbeat = self.lock_heartbeat();
         let due = heartbeat
             .0
@@ -518,7 +519,9 @@ impl Coordinator {
             return None;
         }
         heartbeat.0 = Some(Instant::now());
-        Some(std::mem::take(&mut heartbeat.1))
+        let mut due = std::mem::take(&mut heartbeat.1);
+        due.batch = batch;
+        Some(due)
     }
 
     /// A heartbeat whose claim failed: its counts go into the next one.

@@ -389,6 +389,7 @@ pub async fn claim_for_round(
                         &h.misfires,
                         &h.fence_losses,
                         &h.last_error,
+                        &h.batch,
                     ],
                 )
                 .await

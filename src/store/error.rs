@@ -96,11 +96,14 @@ impl StoreError {
         // PgBouncer's refusal of a startup parameter (SQLSTATE 08P01): retrying never helps, the
         // pooler's configuration does.
         if let Some(parameter) = raw.strip_prefix("unsupported startup parameter: ") {
+            // Not "ignore it": the parameter carries qlsched's schema, and a pooler that drops it
+            // would have qlsched look for (and `migrate` create) its tables in another schema.
             return StoreError::Config(format!(
                 "{message}: the server, a connection pooler, refuses the startup parameter \
-                 `{parameter}`, which qlsched sends; with PgBouncer, add it to \
-                 `ignore_startup_parameters` in pgbouncer.ini (`ignore_startup_parameters = \
-                 {parameter}`)"
+                 `{parameter}`, which carries qlsched's schema and session settings; qlsched \
+                 cannot run through this pooler yet: connect to the server directly. Do not add \
+                 it to PgBouncer's `ignore_startup_parameters`: the settings would be dropped \
+                 (docs/OPERATIONS.md, \"Behind a connection pooler\")"
             ));
         }
         if *code == SqlState::INSUFFICIENT_PRIVILEGE

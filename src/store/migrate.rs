@@ -82,6 +82,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/0008_definition_refusal.sql"),
         previous_release_may_run: true,
     },
+    Migration {
+        version: 9,
+        name: "claim_churn",
+        sql: include_str!("../../migrations/0009_claim_churn.sql"),
+        previous_release_may_run: true,
+    },
 ];
 
 /// The schema version a fully migrated database reports.
@@ -191,6 +197,10 @@ pub struct MigrateReport {
     pub roles_reused: Vec<String>,
 }
 
+// Whether this session's search_path is exactly schema $1, as the startup options set it.
+const SEARCH_PATH_IS: &str = "SELECT current_setting('search_path') IN ($1, quote_ident($1)),
+    current_setting('search_path')";
+
 // Which of the group roles $1 exist on the server.
 const EXISTING_ROLES: &str =
     "SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE rolname = ANY($1)";
@@ -263,6 +273,18 @@ async fn apply_pending(
     client: &mut Client,
     schema: &SchemaName,
 ) -> Result<MigrateReport, StoreError> {
+    // Every statement below names its tables unqualified: a session whose search_path is not
+    // the schema (a pooler that dropped the startup options, an `options` of its own) would
+    // migrate another one. Checked before anything is created.
+    let path = client.query_one(SEARCH_PATH_IS, &[&schema.as_str()]).await?;
+    if !path.get::<_, bool>(0) {
+        return Err(StoreError::Config(format!(
+            "this session's search_path is {:?}, not {schema}: qlsched's startup options were \
+             dropped or overridden (a connection pooler? an `options` in the connection \
+             string?); nothing was migrated (docs/OPERATIONS.md, \"Behind a connection pooler\")",
+            path.get::<_, String>(1)
+        )));
+    }
     client
         .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted()))
         .await?;
@@ -728,6 +750,7 @@ super::statements::statements! {
     LIVE_GRANTS: Owner | Observer,
     LIVE_ROLES: Owner | Observer,
     EXISTING_ROLES: Owner,
+    SEARCH_PATH_IS: Owner,
 }
 
 #[cfg(test)]

@@ -63,6 +63,8 @@ pub struct Heartbeat {
     pub fence_losses: i64,
     /// The last round error since the last heartbeat; `None` leaves the stored one.
     pub last_error: Option<String>,
+    /// The batch the replica's next round claims with (`core::batch`).
+    pub batch: i32,
 }
 
 // A heartbeat of owner $1: database time, the counters moved on, the last error kept unless a
@@ -70,7 +72,7 @@ pub struct Heartbeat {
 pub(crate) const HEARTBEAT: &str = "UPDATE replicas SET heartbeat_at_ms = now_ms(),
         last_round_at_ms = now_ms(), rounds = rounds + $2, failed_rounds = failed_rounds + $3,
         admissions = admissions + $4, misfires = misfires + $5, fence_losses = fence_losses + $6,
-        last_error = coalesce($7, last_error)
+        last_error = coalesce($7, last_error), batch = $8
     WHERE owner = $1";
 
 // The state of owner $1 moved to $2 (draining, stopped), with a heartbeat.
@@ -130,6 +132,9 @@ pub struct ReplicaView {
     pub misfires: i64,
     pub fence_losses: i64,
     pub last_error: Option<String>,
+    /// The batch its next round claims with, as its last heartbeat said; null for a replica of
+    /// a release that does not say.
+    pub batch: Option<i32>,
 }
 
 // Every registered replica with its liveness at one database instant: the one place the rule of
@@ -142,7 +147,8 @@ const LIST: &str = "SELECT owner, host, pid, version,
              WHEN heartbeat_at_ms < now_ms() - greatest(2 * cadence_ms, 1000) THEN 'stalled'
              ELSE 'live' END AS liveness,
         state, started_at_ms, heartbeat_at_ms, now_ms() - heartbeat_at_ms AS heartbeat_age_ms,
-        last_round_at_ms, rounds, failed_rounds, admissions, misfires, fence_losses, last_error
+        last_round_at_ms, rounds, failed_rounds, admissions, misfires, fence_losses, last_error,
+        batch
     FROM replicas
     ORDER BY owner";
 
@@ -170,6 +176,7 @@ pub async fn list(client: &impl GenericClient) -> Result<Vec<ReplicaView>, Store
                 misfires: row.get("misfires"),
                 fence_losses: row.get("fence_losses"),
                 last_error: row.get("last_error"),
+                batch: row.get("batch"),
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;

@@ -89,6 +89,7 @@ fn replica(owner: &str, liveness: Liveness, state: &str, heartbeat_ago_ms: i64) 
         misfires: 0,
         fence_losses: 0,
         last_error: None,
+        batch: Some(16),
     }
 }
 

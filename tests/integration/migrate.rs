@@ -608,3 +608,31 @@ async fn a_replica_started_before_migrate_waits_and_then_starts() {
         "once a minute: {log}"
     );
 }
+
+/// A session whose search_path is not the schema (a pooler that dropped qlsched's startup
+/// options, or an `options` of the connection string's own) migrates nothing, with exit 78: no
+/// table lands in another schema.
+#[tokio::test]
+async fn a_session_whose_search_path_is_not_the_schema_migrates_nothing() {
+    let db = TestDb::empty().await;
+    let url = format!("{}?options=-csearch_path%3Dpublic", db.url());
+    let output = std::process::Command::new(crate::util::bin())
+        .args(["-D", &url, "migrate"])
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run qlsched");
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("search_path is \"public\", not qlsched"),
+        "{}",
+        stderr(&output)
+    );
+    let tables = db
+        .count(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname IN ('public', 'qlsched') AND c.relkind = 'r'",
+        )
+        .await;
+    assert_eq!(tables, 0, "nothing created anywhere");
+}

@@ -22,7 +22,7 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
     let rows: Vec<Row> = panel
         .iter()
         .map(|row| {
-            let (name, state, heartbeat, owner) = match *row {
+            let (name, state, heartbeat, owner, batch) = match *row {
                 PanelRow::Replica { replica, claims } => {
                     let state = match (replica.liveness, replica.state.as_str()) {
                         (Liveness::Live, "draining") => Span::raw("draining"),
@@ -36,7 +36,8 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                         _ => stale += 1,
                     }
                     let heartbeat = format!("{} ago", short_span(replica.heartbeat_age_ms));
-                    (&replica.owner, state, heartbeat, claims)
+                    let batch = replica.batch.map_or_else(|| "-".to_owned(), |b| b.to_string());
+                    (&replica.owner, state, heartbeat, claims, batch)
                 }
                 PanelRow::Other { owner, stopped } => {
                     others += 1;
@@ -45,7 +46,7 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                     } else {
                         Span::raw("operator")
                     };
-                    (&owner.owner, state, "-".to_owned(), Some(owner))
+                    (&owner.owner, state, "-".to_owned(), Some(owner), "-".to_owned())
                 }
             };
             let liveness = match row {
@@ -88,6 +89,7 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                     |o| format!("{} ago", short_span(now - o.last_claim_at_ms)),
                 )),
                 Cell::from(count(|o| o.admissions_last_minute)),
+                Cell::from(batch),
                 Cell::from(status),
             ])
             .style(style)
@@ -122,6 +124,7 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
             Constraint::Length(7),
             Constraint::Length(11),
             Constraint::Length(6),
+            Constraint::Length(5),
             Constraint::Fill(2),
         ],
     )
@@ -134,6 +137,7 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
             "expired",
             "last claim",
             "adm/1m",
+            "batch",
             "",
         ])
         .style(theme.title()),
