@@ -66,6 +66,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "replica_registry",
         sql: include_str!("../../migrations/0006_replica_registry.sql"),
     },
+    Migration {
+        version: 7,
+        name: "claimable_rows",
+        sql: include_str!("../../migrations/0007_claimable_rows.sql"),
+    },
 ];
 
 /// The schema version a fully migrated database reports.
