@@ -91,3 +91,15 @@ CREATE INDEX trigger_schedules_claimable_order
 -- are never claimed or admitted, so this index is written only when a row is parked or unparked.
 CREATE INDEX trigger_schedules_parked
     ON trigger_schedules (project_id, trigger_id) WHERE NOT claimable;
+
+-- History the scheduler owns is bounded by what it keeps, and every operator read of it by an
+-- index (docs/DESIGN.md §3.3). The audit is kept for AUDIT_RETENTION (store::retention) and
+-- deleted past it, oldest first, by the replicas' housekeeping, as misfire records are.
+CREATE INDEX schedule_audit_at ON schedule_audit (at_ms);
+GRANT DELETE ON schedule_audit TO qlsched_runtime;
+-- `expire --owner` tells a typo from an owner with nothing left to expire by the records that
+-- name owners: these indexes answer for the audit's fences and the misfire records, so that an
+-- unknown owner costs index probes, not a pass over the history.
+CREATE INDEX schedule_audit_fence_owner ON schedule_audit ((fence_after->>'owner'));
+CREATE INDEX schedule_audit_fence_before_owner ON schedule_audit ((fence_before->>'owner'));
+CREATE INDEX misfires_owner ON misfires (owner);

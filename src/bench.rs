@@ -248,7 +248,7 @@ async fn measure(
     let mut run = admit_burst(&settings, schema, config, due).await?;
     run.claim_times.sort_unstable();
     run.admit_times.sort_unstable();
-    let counts = invariant_counts(&admin).await?;
+    let counts = invariant_counts(&admin, crate::store::invariants::WHOLE_HISTORY_MS).await?;
 
     let elapsed_s = run.elapsed.as_secs_f64();
     let admissions_per_s = ratio(run.admitted as f64, elapsed_s);

@@ -164,7 +164,7 @@ async fn measure(
     let mut lags = lag_by_occurrence(&admin, from_ms, to_ms).await?;
     let overall = lags.pop();
     let expected = i64::from(config.triggers);
-    let counts = invariant_counts(&admin).await?;
+    let counts = invariant_counts(&admin, crate::store::invariants::WHOLE_HISTORY_MS).await?;
     let since_start = database_now_ms(&admin).await? - started_ms + 1_000;
     let accounting = occurrence_accounting(&admin, since_start).await?;
     Ok(SteadyReport {

@@ -281,9 +281,10 @@ impl Totals {
     }
 }
 
-/// A replica's minute of housekeeping: misfire records past their retention deleted, a bounded
-/// batch from every replica (cheap when there is nothing to delete: an index probe), and stopped
-/// or long-dead replicas forgotten from the registry, so neither table grows without end.
+/// A replica's minute of housekeeping: misfire records and audit rows past their retention
+/// deleted (`store::retention`), a bounded batch from every replica (cheap when there is nothing
+/// to delete: an index probe), and stopped or long-dead replicas forgotten from the registry, so
+/// no table the scheduler owns grows without end.
 async fn housekeeping(store: &Store) {
     let done = async {
         let client = store.client().await?;
@@ -291,12 +292,13 @@ async fn housekeeping(store: &Store) {
             crate::store::misfires::prune(&**client, crate::core::MISFIRE_RETENTION_MS, 10_000)
                 .await?;
         let forgotten = replicas::forget(&**client).await?;
+        let pruned = pruned + crate::store::retention::prune_audit(&**client, 10_000).await?;
         Ok::<_, crate::store::StoreError>((pruned, forgotten))
     };
     match done.await {
         Ok((0, 0)) => {}
         Ok((pruned, forgotten)) => tracing::info!(
-            misfire_records_deleted = pruned,
+            history_rows_deleted = pruned,
             replicas_forgotten = forgotten,
             "housekeeping"
         ),

@@ -21,6 +21,7 @@ pub mod publish;
 pub mod read;
 pub mod recovery;
 pub mod replicas;
+pub mod retention;
 pub mod scratch;
 pub mod statements;
 pub mod tls;

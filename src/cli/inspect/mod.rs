@@ -363,7 +363,7 @@ async fn invariants(
     format: OutputFormat,
 ) -> Result<(), CliError> {
     let report = InvariantReport::new(
-        invariant_counts(client).await?,
+        invariant_counts(client, duration_ms(since)).await?,
         occurrence_accounting(client, duration_ms(since)).await?,
         verify(client, schema).await?,
     );

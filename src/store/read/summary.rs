@@ -109,7 +109,7 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
     FROM classified";
 
 // Owners holding claims (the partial claim-owner index) or having admitted in the last minute
-// (the runs' creation-time index; the run.created event names the claim owner). The last claim is
+// (the runs' creation-time index; the run.created event, by its key, names the claim owner). The last claim is
 // the newest held claim or, for an owner holding none now, its newest admission, made under a
 // claim taken just before. A held claim whose token a `claim` audit row of its trigger names was
 // taken by hand (one probe of the audit's trigger index per held claim). Shared by `inspect` and
@@ -127,8 +127,13 @@ const OWNERS: &str = "WITH held AS (
         FROM trigger_schedules s WHERE claim_owner IS NOT NULL
         GROUP BY claim_owner
     ), admitted AS (
-        SELECT e.payload->>'claim_owner' AS owner, count(*) AS n, max(r.created_at_ms) AS last_at_ms
-        FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.seq = 1
+        SELECT e.owner, count(*) AS n, max(r.created_at_ms) AS last_at_ms
+        FROM runs r
+        -- One primary-key probe per run of the minute, never a join that reads the events of the
+        -- whole history: the LIMIT keeps the planner from flattening it into a hash join.
+        CROSS JOIN LATERAL (
+            SELECT e.payload->>'claim_owner' AS owner FROM run_events e
+            WHERE e.run_id = r.run_id AND e.seq = 1 LIMIT 1) e
         WHERE r.created_at_ms > now_ms() - 60000
         GROUP BY 1
     )
