@@ -126,7 +126,11 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_runtime", "runs", &["INSERT", "SELECT"]),
     ("qlsched_runtime", "attempts", &["INSERT", "SELECT"]),
     ("qlsched_runtime", "run_events", &["INSERT", "SELECT"]),
-    ("qlsched_runtime", "schedule_audit", &["DELETE", "INSERT", "SELECT"]),
+    (
+        "qlsched_runtime",
+        "schedule_audit",
+        &["DELETE", "INSERT", "SELECT"],
+    ),
     ("qlsched_runtime", "schedule_audit_audit_id_seq", &["USAGE"]),
     (
         "qlsched_runtime",

@@ -662,7 +662,7 @@ async fn pause_fences_out_a_claim_in_flight_and_stops_claims() {
     assert!(row.contains("paused"), "{table}");
     assert!(!row.contains("disabled"), "{table}");
     // The `due in` column is empty (`-`) for a paused row.
-    let cells: Vec<&str> = row.split('│').map(str::trim).collect();
+    let cells: Vec<&str> = row.split(['│', '┆']).map(str::trim).collect();
     assert_eq!(
         cells.get(2..5).map(|c| (c[0], c[2])),
         Some(("paused", "-")),
