@@ -22,10 +22,16 @@ CREATE FUNCTION schedule_claimable(text, text, bigint, bigint) RETURNS boolean
 $$;
 
 -- Added true for every row (a metadata-only change), then made false on the parked rows alone:
--- the rows a replica claims are not rewritten.
+-- the rows a replica claims are not rewritten. The two UPDATEs are schedule_claimable() written
+-- as set operations (an anti-join instead of a probe per row), for this one pass over the table.
 ALTER TABLE trigger_schedules ADD COLUMN claimable boolean NOT NULL DEFAULT true;
+UPDATE trigger_schedules s SET claimable = false WHERE s.paused_at_ms IS NOT NULL;
 UPDATE trigger_schedules s SET claimable = false
-WHERE NOT schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms);
+WHERE s.claimable AND NOT EXISTS (
+    SELECT 1 FROM triggers t JOIN projects p ON p.project_id = t.project_id
+    WHERE t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+      AND p.status = 'active' AND t.enabled AND t.kind = 'cron' AND t.provider = 'builtin'
+      AND t.revision = s.trigger_revision);
 
 -- The row's own writes that change it: a new row, a new revision (publish), a pause or resume.
 -- Claims and admissions write none of these columns, so the trigger never fires for them.
