@@ -55,10 +55,12 @@ pub struct TopSummary {
 
 // Schedule rows by state, each count bounded by an index (see the module comment), with the
 // precedence of `inspect`'s states: parked rows (not claimable) from the parked partial index,
-// the paused among them from the paused one; the other states among the claimable rows only, by
+// the paused among them from the paused one (each exact up to PARKED_COUNT_EXACT, estimated
+// above, as the gauges count them); the other states among the claimable rows only, by
 // the claimable-order index (uninitialized, due up to the cap) and the claim-owner index (held
 // claims, each checked for claimability on its row).
-const TOP_COUNTS: &str = "WITH clock AS MATERIALIZED (
+const TOP_COUNTS: &str = concat!(
+    "WITH clock AS MATERIALIZED (
         SELECT now_ms() AS now_ms
     ), estimate AS (
         SELECT greatest(c.reltuples, 0)::bigint AS rows
@@ -70,7 +72,9 @@ const TOP_COUNTS: &str = "WITH clock AS MATERIALIZED (
              THEN (SELECT count(*) FROM trigger_schedules)
              ELSE (SELECT rows FROM estimate) END,
         (SELECT rows FROM estimate) >= $1,
-        (SELECT count(*) FROM trigger_schedules WHERE NOT claimable),
+        ",
+    super::observe::parked_count!("NOT s.claimable", "trigger_schedules_parked", "$3"),
+    ",
         (SELECT count(*) FROM trigger_schedules
           WHERE claim_owner IS NOT NULL AND claim_expires_at_ms > c.now_ms AND claimable),
         (SELECT count(*) FROM trigger_schedules
@@ -81,14 +85,28 @@ const TOP_COUNTS: &str = "WITH clock AS MATERIALIZED (
             SELECT 1 FROM trigger_schedules
             WHERE claimable AND next_fire_at_ms <= c.now_ms AND claim_token IS NULL
             LIMIT $2) d),
-        (SELECT count(*) FROM trigger_schedules WHERE paused_at_ms IS NOT NULL)
-    FROM clock c";
+        ",
+    super::observe::parked_count!(
+        "s.paused_at_ms IS NOT NULL",
+        "trigger_schedules_paused",
+        "$3"
+    ),
+    "
+    FROM clock c"
+);
 
 /// The header and replicas panel, every statement bounded by an index (the registry holds a row
 /// per replica, forgotten a day after it stopped), pipelined.
 pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, StoreError> {
     let (counts, owners, replicas, server) = tokio::join!(
-        client.query_one(TOP_COUNTS, &[&COUNT_EXACT_BELOW, &DUE_CAP]),
+        client.query_one(
+            TOP_COUNTS,
+            &[
+                &COUNT_EXACT_BELOW,
+                &DUE_CAP,
+                &super::observe::PARKED_COUNT_EXACT
+            ]
+        ),
         read::owners(client),
         replicas::list(client),
         server_role(client),
