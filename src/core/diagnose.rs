@@ -286,6 +286,28 @@ mod tests {
         }
     }
 
+    /// What parks a row, first cause first; a claim, a digest or a cursor never parks one.
+    #[test]
+    fn parked_names_the_first_cause_and_nothing_else_parks() {
+        assert_eq!(parked(&eligible()), None);
+        let mut facts = TriggerFacts {
+            claim: Some(held(-5)),
+            digest_ok: false,
+            next_fire_at_ms: None,
+            due_in_ms: None,
+            ..eligible()
+        };
+        assert_eq!(parked(&facts), None);
+        facts.schedule_revision = 2;
+        assert_eq!(parked(&facts), Some(Parked::RevisionBehind));
+        facts.enabled = false;
+        assert_eq!(parked(&facts), Some(Parked::TriggerDisabled));
+        facts.project_status = ProjectStatus::Suspended;
+        assert_eq!(parked(&facts), Some(Parked::ProjectSuspended));
+        facts.pause = Some(paused());
+        assert_eq!(parked(&facts), Some(Parked::Paused));
+    }
+
     fn paused() -> PauseFacts {
         PauseFacts {
             by: "alice".into(),

@@ -171,3 +171,57 @@ async fn parked_rows_are_not_in_the_index_the_claim_walks() {
         .expect("explain");
     assert!(!rows.join("\n").contains("trigger_schedules_parked"));
 }
+
+/// The stored fact follows every write that changes it, in the same transaction: a trigger
+/// disabled and enabled again by publish, a project suspended and made active, a pause and a
+/// resume; and it always equals the definition evaluated now.
+#[tokio::test]
+async fn claimable_follows_publish_pause_resume_and_the_projects_status() {
+    let db = TestDb::new().await;
+    let claimable = |trigger: &'static str| {
+        let db = &db;
+        async move {
+            db.count(&format!(
+                "SELECT count(*) FROM trigger_schedules
+                 WHERE trigger_id = '{trigger}' AND claimable
+                   AND claimable = schedule_claimable(project_id, trigger_id, trigger_revision,
+                                                      paused_at_ms)"
+            ))
+            .await
+                == 1
+        }
+    };
+    let consistent = || async {
+        db.count(
+            "SELECT count(*) FROM trigger_schedules
+             WHERE claimable <> schedule_claimable(project_id, trigger_id, trigger_revision,
+                                                   paused_at_ms)",
+        )
+        .await
+    };
+    let with = |enabled: bool, status: &str| {
+        let mut m = manifest(json!([
+            { "id": "a", "task": "t", "cron": "* * * * * *", "enabled": enabled },
+            { "id": "b", "task": "t", "cron": "* * * * * *" }
+        ]));
+        m["projects"][0]["status"] = json!(status);
+        m
+    };
+    db.publish(&with(true, "active")).await;
+    assert!(claimable("a").await && claimable("b").await);
+    db.publish(&with(false, "active")).await;
+    assert!(!claimable("a").await && claimable("b").await);
+    db.publish(&with(true, "active")).await;
+    assert!(claimable("a").await);
+    db.publish(&with(true, "suspended")).await;
+    assert!(!claimable("a").await && !claimable("b").await);
+    db.publish(&with(true, "active")).await;
+    assert!(claimable("a").await && claimable("b").await);
+    let paused = crate::util::qlsched(Some(&db), &["pause", "p/b", "--yes"], None);
+    assert!(paused.status.success(), "{paused:?}");
+    assert!(claimable("a").await && !claimable("b").await);
+    let resumed = crate::util::qlsched(Some(&db), &["resume", "p/b", "--yes"], None);
+    assert!(resumed.status.success(), "{resumed:?}");
+    assert!(claimable("b").await);
+    assert_eq!(consistent().await, 0);
+}
