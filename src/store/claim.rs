@@ -172,8 +172,9 @@ macro_rules! take_chosen {
 
 // Claim up to $2 due rows for owner $1 with a lease of $3 ms, in claim order, skipping rows that
 // another replica holds locked. Uninitialized rows (NULL cursor, first in claim order) and overdue
-// rows are found by two scans of the claim-order index, each bounded by its own condition, so a
-// claim that finds nothing stops at once instead of walking a million rows that are not due.
+// rows are found by two scans of the claimable-order index (claimable rows only), each bounded by
+// its own condition, so a claim that finds nothing stops at once instead of walking a million rows
+// that are not due, and no parked row is ever walked.
 // The overdue scan takes only what the first left of the budget.
 const CLAIM_DUE: &str = concat!(
     "WITH uninitialized AS (
@@ -350,7 +351,7 @@ pub async fn claim_due(
 }
 
 // Database time now, and the earliest cursor after it: when the next occurrence falls due,
-// so that a replica sleeps until then and no longer (one row from the claim-order index).
+// so that a replica sleeps until then and no longer (one row from the claimable-order index).
 const NEXT_DUE: &str = concat!(
     "SELECT now_ms(),
     (SELECT s.next_fire_at_ms FROM trigger_schedules s WHERE s.next_fire_at_ms > now_ms() AND ",

@@ -245,8 +245,8 @@ const URGENT_SCHEDULES: &str = concat!(
              s.project_id, s.trigger_id"
 );
 
-/// The most urgent schedule rows for `top`, with their pauses: the claim-order head and every
-/// held claim.
+/// The most urgent schedule rows for `top`, with their pauses: the claimable-order head, every
+/// held claim, then the first parked rows.
 pub async fn urgent_schedules(
     client: &impl GenericClient,
     limit: i64,
