@@ -368,7 +368,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__bench)
-            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --keep --steady --cron --window --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --database-url --schema --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -407,6 +407,14 @@ _qlsched() {
                     return 0
                     ;;
                 --lease)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parked)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1987,7 +1995,7 @@ _qlsched() {
                     return 0
                     ;;
                 --state)
-                    COMPREPLY=($(compgen -W "disabled claimed expired_claim uninitialized due not_due paused" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "paused disabled claimed expired_claim uninitialized due not_due" -- "${cur}"))
                     return 0
                     ;;
                 --owner)

@@ -221,13 +221,13 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "invariants" -d 'Check what the scheduler promises (one run per occurrence, every occurrence a run or inside a misfire record, attempts, events, claims) and the grants; exit 1 listing every failure'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l project -d 'Only rows of this project' -r
-complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l state -d 'Only rows in this state (`paused`: rows an operator paused, whatever else holds)' -r -f -a "disabled\t''
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l state -d 'Only rows in this state (`paused`: rows an operator paused, whatever else holds)' -r -f -a "paused\t''
+disabled\t''
 claimed\t''
 expired_claim\t''
 uninitialized\t''
 due\t''
-not_due\t''
-paused\t''"
+not_due\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l owner -d 'Only rows claimed by this owner' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l limit -d 'At most this many rows' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
@@ -479,6 +479,8 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l duration -d 'S
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l ceiling-time -d 'How long the commit ceiling is probed (100ms..=10m)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cadence -d 'Time from the start of one round to the next for rounds that did not fill their budget; also the window the replicas\' random start phases fall in [default: 100ms; with --steady, 1s as `qlsched run`]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l lease -d 'Lease of each claim, in database time' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l parked -d 'Parked schedule rows besides the triggers, as a lived-in table holds them: a third of disabled triggers, a third paused, a third in a suspended project' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l history -d 'Runs already in the history, each with its attempt and two events, created before the bench (the newest two hours before it)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cron -d 'With --steady: every trigger\'s cron expression (UTC)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l window -d 'With --steady: the span of occurrences measured, from the first one after every trigger has its first cursor' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r

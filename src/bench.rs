@@ -62,6 +62,47 @@ pub struct BenchConfig {
     pub database: String,
     /// Keep the scratch database afterwards.
     pub keep: bool,
+    /// Parked rows and history added before measuring.
+    pub lived_in: LivedIn,
+}
+
+/// What makes the bench's database look lived-in (docs/PERFORMANCE.md, "Lived-in tables"):
+/// parked schedule rows besides the triggers, and runs already in the history.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LivedIn {
+    /// A third disabled, a third paused, a third in a suspended project.
+    pub parked: u32,
+    /// Runs with their attempts and events, created before the bench.
+    pub history: u64,
+}
+
+impl LivedIn {
+    /// Adds them to `project_id`'s database, copying `template` (a published trigger).
+    pub async fn build(
+        self,
+        admin: &mut tokio_postgres::Client,
+        project_id: &str,
+        template: &str,
+    ) -> Result<(), BenchError> {
+        let history = i64::try_from(self.history)
+            .map_err(|_| BenchError::Config(format!("--history {}", self.history)))?;
+        crate::store::bench::lived_in(admin, project_id, template, i64::from(self.parked), history)
+            .await?;
+        Ok(())
+    }
+}
+
+/// `, 300000 parked, 10000000 runs of history` (nothing when there is neither), for the header.
+impl std::fmt::Display for LivedIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.parked > 0 {
+            write!(f, ", {} parked", self.parked)?;
+        }
+        if self.history > 0 {
+            write!(f, ", {} runs of history", self.history)?;
+        }
+        Ok(())
+    }
 }
 
 /// Everything one bench run measured; the JSON shape is documented in `qlsched-bench(1)`.
@@ -241,14 +282,20 @@ async fn measure(
         )
         .await?;
     }
+    if let Some(template) = names.first() {
+        config.lived_in.build(&mut admin, PROJECT, template).await?;
+    }
     let seed_s = seeding.elapsed().as_secs_f64();
+    let started_ms = database_now_ms(&admin).await?;
 
     let commit_ceiling_per_s =
         commit_ceiling(&settings, schema, config.replicas, config.ceiling_time).await?;
     let mut run = admit_burst(&settings, schema, config, due).await?;
     run.claim_times.sort_unstable();
     run.admit_times.sort_unstable();
-    let counts = invariant_counts(&admin).await?;
+    // The runs of this bench only: the lived-in history is older.
+    let since_start = database_now_ms(&admin).await? - started_ms + BURST_AGE_MS;
+    let counts = invariant_counts(&admin, since_start).await?;
 
     let elapsed_s = run.elapsed.as_secs_f64();
     let admissions_per_s = ratio(run.admitted as f64, elapsed_s);

@@ -60,6 +60,16 @@ pub struct BenchArgs {
     #[arg(long, default_value = "30s", value_parser = duration_arg, allow_hyphen_values = true)]
     pub lease: Duration,
 
+    /// Parked schedule rows besides the triggers, as a lived-in table holds them: a third of
+    /// disabled triggers, a third paused, a third in a suspended project.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub parked: u32,
+
+    /// Runs already in the history, each with its attempt and two events, created before the
+    /// bench (the newest two hours before it).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub history: u64,
+
     /// Keep the scratch database afterwards (its name is in the report).
     #[arg(long)]
     pub keep: bool,
@@ -101,6 +111,10 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
         ceiling_time: args.ceiling_time,
         database: format!("qlsched_bench_{pid}"),
         keep: args.keep,
+        lived_in: crate::bench::LivedIn {
+            parked: args.parked,
+            history: args.history,
+        },
     };
     // Every value checked here came from a flag: out of bounds is a usage error (2).
     config.check().map_err(|error| match error {
@@ -109,9 +123,10 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
         other => CliError::Bench(other),
     })?;
     eprintln!(
-        "qlsched bench: {} triggers ({} schedule rows), {} replica{}, batch {} on {}",
+        "qlsched bench: {} triggers ({} schedule rows{}), {} replica{}, batch {} on {}",
         config.triggers,
         config.rows_total,
+        config.lived_in,
         config.replicas,
         if config.replicas == 1 { "" } else { "s" },
         config.coordinator.batch,
@@ -152,12 +167,17 @@ async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliErr
         ceiling_time: args.ceiling_time,
         database: format!("qlsched_bench_{pid}"),
         keep: args.keep,
+        lived_in: crate::bench::LivedIn {
+            parked: args.parked,
+            history: args.history,
+        },
     };
     config.check()?;
     eprintln!(
-        "qlsched bench --steady: {} triggers \"{}\", {} replica{}, batch {}, cadence {}, window {} on {}",
+        "qlsched bench --steady: {} triggers \"{}\"{}, {} replica{}, batch {}, cadence {}, window {} on {}",
         config.triggers,
         config.cron,
+        config.lived_in,
         config.replicas,
         if config.replicas == 1 { "" } else { "s" },
         config.coordinator.batch,

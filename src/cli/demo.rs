@@ -362,7 +362,7 @@ async fn report_invariants(
     started: Instant,
     per_owner: &str,
 ) -> Result<(), CliError> {
-    let counts = invariant_counts(admin).await?;
+    let counts = invariant_counts(admin, crate::store::invariants::WHOLE_HISTORY_MS).await?;
     eprintln!(
         "qlsched demo: {} runs admitted in {:.0} s{per_owner}; duplicates {}, runs without one \
          attempt {}, without two events {}, claims left {}",

@@ -346,9 +346,10 @@ impl Totals {
 /// next minute tries again.
 pub const HOUSEKEEPING_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A replica's minute of housekeeping: misfire records past their retention deleted, a bounded
-/// batch from every replica (cheap when there is nothing to delete: an index probe), and stopped
-/// or long-dead replicas forgotten from the registry, so neither table grows without end.
+/// A replica's minute of housekeeping: misfire records and audit rows past their retention
+/// deleted (`store::retention`), a bounded batch from every replica (cheap when there is nothing
+/// to delete: an index probe), and stopped or long-dead replicas forgotten from the registry, so
+/// no table the scheduler owns grows without end.
 async fn housekeep(store: Store) {
     let done = store
         .within(HOUSEKEEPING_TIMEOUT, "housekeeping", |client| {
@@ -360,6 +361,7 @@ async fn housekeep(store: Store) {
                 )
                 .await?;
                 let forgotten = replicas::forget(client).await?;
+                let pruned = pruned + crate::store::retention::prune_audit(client, 10_000).await?;
                 Ok((pruned, forgotten))
             })
         })
@@ -367,7 +369,7 @@ async fn housekeep(store: Store) {
     match done {
         Ok((0, 0)) => {}
         Ok((pruned, forgotten)) => tracing::info!(
-            misfire_records_deleted = pruned,
+            history_rows_deleted = pruned,
             replicas_forgotten = forgotten,
             "housekeeping"
         ),

@@ -50,28 +50,54 @@ pub struct ClaimFacts {
     pub expired: bool,
 }
 
-/// The first cause that keeps the trigger from firing now. A pause comes first: it is the cause
-/// an operator set on purpose, whatever else holds. Then the order the claim statement and the
-/// admission check: project, trigger, revision, execution digest, claim, cursor.
+/// Why a schedule row is parked (not claimable): the Rust statement of the one definition of
+/// claimability, the SQL function `schedule_claimable` whose value every schedule row stores
+/// (docs/DESIGN.md §3.1). A parked row is never due, overdue or lagging; a pause is named first,
+/// since it is the cause an operator set on purpose, whatever else holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parked {
+    Paused,
+    ProjectSuspended,
+    TriggerDisabled,
+    /// The row's revision is not the trigger's (for the moment a publish takes).
+    RevisionBehind,
+}
+
+/// The cause that parks the row, or `None` when it is claimable.
+pub fn parked(facts: &TriggerFacts) -> Option<Parked> {
+    if facts.pause.is_some() {
+        Some(Parked::Paused)
+    } else if facts.project_status != ProjectStatus::Active {
+        Some(Parked::ProjectSuspended)
+    } else if !facts.enabled {
+        Some(Parked::TriggerDisabled)
+    } else if facts.schedule_revision != facts.trigger_revision {
+        Some(Parked::RevisionBehind)
+    } else {
+        None
+    }
+}
+
+/// The first cause that keeps the trigger from firing now: what parks the row ([`parked`]), then
+/// the order the admission checks: execution digest, claim, cursor.
 pub fn diagnose(facts: &TriggerFacts) -> Diagnosis {
-    if let Some(pause) = &facts.pause {
-        return Diagnosis::Paused {
-            by: pause.by.clone(),
-            at_ms: pause.at_ms,
-            reason: pause.reason.clone(),
-        };
-    }
-    if facts.project_status != ProjectStatus::Active {
-        return Diagnosis::ProjectSuspended;
-    }
-    if !facts.enabled {
-        return Diagnosis::TriggerDisabled;
-    }
-    if facts.schedule_revision != facts.trigger_revision {
-        return Diagnosis::RevisionBehind {
-            schedule_revision: facts.schedule_revision,
-            trigger_revision: facts.trigger_revision,
-        };
+    match (parked(facts), &facts.pause) {
+        (Some(Parked::Paused), Some(pause)) => {
+            return Diagnosis::Paused {
+                by: pause.by.clone(),
+                at_ms: pause.at_ms,
+                reason: pause.reason.clone(),
+            };
+        }
+        (Some(Parked::ProjectSuspended), _) => return Diagnosis::ProjectSuspended,
+        (Some(Parked::TriggerDisabled), _) => return Diagnosis::TriggerDisabled,
+        (Some(Parked::RevisionBehind), _) => {
+            return Diagnosis::RevisionBehind {
+                schedule_revision: facts.schedule_revision,
+                trigger_revision: facts.trigger_revision,
+            };
+        }
+        _ => {}
     }
     if !facts.digest_ok {
         return Diagnosis::DigestCorrupt {
@@ -258,6 +284,28 @@ mod tests {
             next_fire_at_ms: Some(1_000),
             due_in_ms: Some(-250),
         }
+    }
+
+    /// What parks a row, first cause first; a claim, a digest or a cursor never parks one.
+    #[test]
+    fn parked_names_the_first_cause_and_nothing_else_parks() {
+        assert_eq!(parked(&eligible()), None);
+        let mut facts = TriggerFacts {
+            claim: Some(held(-5)),
+            digest_ok: false,
+            next_fire_at_ms: None,
+            due_in_ms: None,
+            ..eligible()
+        };
+        assert_eq!(parked(&facts), None);
+        facts.schedule_revision = 2;
+        assert_eq!(parked(&facts), Some(Parked::RevisionBehind));
+        facts.enabled = false;
+        assert_eq!(parked(&facts), Some(Parked::TriggerDisabled));
+        facts.project_status = ProjectStatus::Suspended;
+        assert_eq!(parked(&facts), Some(Parked::ProjectSuspended));
+        facts.pause = Some(paused());
+        assert_eq!(parked(&facts), Some(Parked::Paused));
     }
 
     fn paused() -> PauseFacts {

@@ -637,6 +637,18 @@ fn render(counts: &Counts, gauges: Option<Gauges>, readiness: &Readiness, health
             "Database now minus the cursor of the most overdue unclaimed eligible row; 0 if none.",
             g.oldest_due_age_ms as f64 / 1000.0,
         );
+        gauge(
+            &mut out,
+            "qlsched_paused_rows",
+            "Schedule rows an operator paused: parked, never counted as due or overdue.",
+            g.paused as f64,
+        );
+        gauge(
+            &mut out,
+            "qlsched_disabled_rows",
+            "Schedule rows of a disabled trigger or a suspended project, not paused: parked.",
+            g.disabled as f64,
+        );
     }
     gauge(
         &mut out,

@@ -150,6 +150,10 @@ macro_rules! admit_after_input {
       AND s.next_fire_at_ms IS NOT DISTINCT FROM i.cursor_ms
       AND s.claim_owner = i.owner AND s.claim_token = i.token AND s.claim_version = i.claim_version
       AND s.claim_expires_at_ms > now_ms()
+      -- Claimable by the definition itself, evaluated under the lock (never the stored fact).
+      AND ",
+            $crate::store::claim::claimable_now!(),
+            "
 ), fenced AS (
     SELECT i.*, t.task_id, t.misfire_policy
     FROM held i

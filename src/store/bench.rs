@@ -219,9 +219,10 @@ pub async fn probe_commits(
     Ok(committed)
 }
 
-// Schedule rows still waiting for their first cursor: the steady bench starts measuring once
-// every row has one.
-const UNINITIALIZED: &str = "SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms IS NULL";
+// Claimable schedule rows still waiting for their first cursor: the steady bench starts
+// measuring once every row has one (a parked row never gets one).
+const UNINITIALIZED: &str =
+    "SELECT count(*) FROM trigger_schedules WHERE next_fire_at_ms IS NULL AND claimable";
 
 /// Schedule rows without a cursor yet.
 pub async fn uninitialized_rows(client: &impl GenericClient) -> Result<i64, StoreError> {
@@ -291,6 +292,159 @@ pub async fn misfire_records(client: &impl GenericClient) -> Result<i64, StoreEr
     Ok(client.query_one(MISFIRES, &[]).await?.get(0))
 }
 
+// A lived-in table (docs/PERFORMANCE.md, "Lived-in tables"), built in bulk as the one
+// documented helper does instead of through a manifest of a million triggers: parked rows as
+// publish and pause leave them, and a history of runs with their attempts and events. The
+// claimable column is set by the schedule table's own trigger, as for any write.
+//
+// Disabled copies of template trigger $2 of project $1, `parked-off-<n>` for n in 1..=$3, with
+// their schedule rows as publish leaves a disabled trigger: no cursor, for ever.
+const PARK_DISABLED: &str = "WITH t AS (
+        INSERT INTO triggers
+            (project_id, trigger_id, task_id, revision, kind, provider, enabled, cron_expr,
+             time_zone, misfire_policy, misfire_grace_ms, content_digest, created_at_ms,
+             updated_at_ms)
+        SELECT t.project_id, 'parked-off-' || lpad(g::text, 7, '0'), t.task_id, t.revision,
+               t.kind, t.provider, false, t.cron_expr, t.time_zone, t.misfire_policy,
+               t.misfire_grace_ms, t.content_digest, now_ms(), now_ms()
+        FROM triggers t CROSS JOIN generate_series(1, $3::bigint) g
+        WHERE t.project_id = $1 AND t.trigger_id = $2
+        RETURNING project_id, trigger_id, revision
+    )
+    INSERT INTO trigger_schedules (project_id, trigger_id, trigger_revision, updated_at_ms)
+    SELECT project_id, trigger_id, revision, now_ms() FROM t";
+
+// Paused copies, `parked-paused-<n>`, paused ten minutes ago with the cursor they had then: a
+// stale cursor that falls further behind.
+const PARK_PAUSED: &str = "WITH t AS (
+        INSERT INTO triggers
+            (project_id, trigger_id, task_id, revision, kind, provider, enabled, cron_expr,
+             time_zone, misfire_policy, misfire_grace_ms, content_digest, created_at_ms,
+             updated_at_ms)
+        SELECT t.project_id, 'parked-paused-' || lpad(g::text, 7, '0'), t.task_id, t.revision,
+               t.kind, t.provider, t.enabled, t.cron_expr, t.time_zone, t.misfire_policy,
+               t.misfire_grace_ms, t.content_digest, now_ms(), now_ms()
+        FROM triggers t CROSS JOIN generate_series(1, $3::bigint) g
+        WHERE t.project_id = $1 AND t.trigger_id = $2
+        RETURNING project_id, trigger_id, revision
+    )
+    INSERT INTO trigger_schedules
+        (project_id, trigger_id, trigger_revision, next_fire_at_ms, accounted_from_ms,
+         paused_at_ms, paused_by, pause_reason, updated_at_ms)
+    SELECT project_id, trigger_id, revision, now_ms() - 600000, now_ms() - 600000,
+           now_ms() - 600000, 'qlsched bench', 'a lived-in table', now_ms()
+    FROM t";
+
+// A suspended project `<$1>-suspended` with a copy of the template's task and $3 copies of the
+// template trigger, their cursors ten minutes behind as suspension leaves them.
+const PARK_SUSPENDED: &str = "WITH p AS (
+        INSERT INTO projects (project_id, status, created_at_ms, updated_at_ms)
+        VALUES ($1 || '-suspended', 'suspended', now_ms(), now_ms())
+        RETURNING project_id
+    ), k AS (
+        INSERT INTO tasks (project_id, task_id, revision, content_digest, execution_revision_id,
+                           created_at_ms, updated_at_ms)
+        SELECT p.project_id, k.task_id, k.revision, k.content_digest, k.execution_revision_id,
+               now_ms(), now_ms()
+        FROM p, triggers t JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
+        WHERE t.project_id = $1 AND t.trigger_id = $2
+        RETURNING project_id, task_id
+    ), t AS (
+        INSERT INTO triggers
+            (project_id, trigger_id, task_id, revision, kind, provider, enabled, cron_expr,
+             time_zone, misfire_policy, misfire_grace_ms, content_digest, created_at_ms,
+             updated_at_ms)
+        SELECT k.project_id, 'parked-suspended-' || lpad(g::text, 7, '0'), t.task_id, t.revision,
+               t.kind, t.provider, t.enabled, t.cron_expr, t.time_zone, t.misfire_policy,
+               t.misfire_grace_ms, t.content_digest, now_ms(), now_ms()
+        FROM k, triggers t CROSS JOIN generate_series(1, $3::bigint) g
+        WHERE t.project_id = $1 AND t.trigger_id = $2
+        RETURNING project_id, trigger_id, revision
+    )
+    INSERT INTO trigger_schedules
+        (project_id, trigger_id, trigger_revision, next_fire_at_ms, accounted_from_ms,
+         updated_at_ms)
+    SELECT project_id, trigger_id, revision, now_ms() - 600000, now_ms() - 600000, now_ms()
+    FROM t";
+
+// Runs $3+1..=$3+$4 of a history of project $1's task: admitted (origin cron, succeeded) for
+// triggers `history-<n mod 1000>` one every 10 ms back from $2 (database time), each with its one
+// attempt and its run.created and run.queued events, as the admission writes them.
+const HISTORY: &str = "WITH k AS (
+        SELECT task_id, revision, execution_revision_id FROM tasks WHERE project_id = $1 LIMIT 1
+    ), r AS (
+        INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id,
+                          task_revision, execution_revision_id, idempotency_key, status,
+                          scheduled_for_ms, created_at_ms, queued_at_ms, origin)
+        SELECT gen_random_uuid(), $1, 'history-' || (g % 1000), 1, k.task_id, k.revision,
+               k.execution_revision_id, 'history:' || g, 'succeeded', $2 - g * 10,
+               $2 - g * 10 + 5, $2 - g * 10 + 5, 'cron'
+        FROM k CROSS JOIN generate_series($3::bigint + 1, $3::bigint + $4::bigint) g
+        RETURNING run_id, created_at_ms
+    ), a AS (
+        INSERT INTO attempts (attempt_id, run_id, attempt_no, executor, state, created_at_ms)
+        SELECT gen_random_uuid(), run_id, 1, 'remote_worker', 'succeeded', created_at_ms FROM r
+        RETURNING 1
+    ), e AS (
+        INSERT INTO run_events (run_id, seq, type, at_ms, payload)
+        SELECT r.run_id, v.seq, v.type, r.created_at_ms,
+               CASE WHEN v.seq = 1 THEN '{\"claim_owner\": \"history\"}'::jsonb
+                    ELSE '{}'::jsonb END
+        FROM r CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) v(seq, type)
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM a), (SELECT count(*) FROM e)";
+
+// Statistics (and the visibility map) as a long-lived database has them.
+const SETTLE_LIVED_IN: &str = "VACUUM ANALYZE projects, tasks, triggers, trigger_schedules, runs,
+    attempts, run_events";
+
+/// The history's newest run is this long before the bench starts: outside `--since 1h`, `top`'s
+/// last minute and any window the bench measures.
+pub const HISTORY_AGE_MS: i64 = 2 * 3_600_000;
+
+/// Makes the bench's database lived-in: `parked` parked rows (a third disabled, a third paused,
+/// a third in a suspended project, copies of `template_trigger` of `project_id`) and `history`
+/// runs, each with its attempt and two events, created before the bench, in batches of 500,000;
+/// then vacuums and analyzes, as a long-lived database is.
+pub async fn lived_in(
+    client: &mut Client,
+    project_id: &str,
+    template_trigger: &str,
+    parked: i64,
+    history: i64,
+) -> Result<(), StoreError> {
+    if parked > 0 {
+        let third = parked / 3;
+        let transaction = client.transaction().await?;
+        for (statement, count) in [
+            (PARK_DISABLED, parked - 2 * third),
+            (PARK_PAUSED, third),
+            (PARK_SUSPENDED, third),
+        ] {
+            if count > 0 {
+                transaction
+                    .execute(statement, &[&project_id, &template_trigger, &count])
+                    .await?;
+            }
+        }
+        transaction.commit().await?;
+    }
+    let newest_ms = database_now_ms(client).await? - HISTORY_AGE_MS;
+    let mut written = 0i64;
+    while written < history {
+        let batch = (history - written).min(500_000);
+        client
+            .query_one(HISTORY, &[&project_id, &newest_ms, &written, &batch])
+            .await?;
+        written += batch;
+    }
+    if parked > 0 || history > 0 {
+        client.batch_execute(SETTLE_LIVED_IN).await?;
+    }
+    Ok(())
+}
+
 super::statements::statements! {
     NOW_MS: Owner,
     PLACE_CURSORS: Owner,
@@ -308,4 +462,9 @@ super::statements::statements! {
     RUNS_AT: Owner,
     LAG: Owner,
     MISFIRES: Owner,
+    PARK_DISABLED: Owner,
+    PARK_PAUSED: Owner,
+    PARK_SUSPENDED: Owner,
+    HISTORY: Owner,
+    SETTLE_LIVED_IN: Owner,
 }

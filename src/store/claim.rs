@@ -103,22 +103,42 @@ macro_rules! claimed_columns {
     };
 }
 
-/// Eligibility of a schedule row `s` (docs/DESIGN.md §4.3): no valid claim, not paused (§4.10), and an active
-/// project with an enabled builtin cron trigger at the schedule's revision. The definition check
-/// is a correlated subquery that `OFFSET 0` keeps from being flattened into a join: evaluated
-/// row by row as the claim walks the claim-order index (`PIN_CLAIM_PLAN`), it leaves the planner
-/// no join order to get wrong. Without statistics (straight after a large publish) the planner
-/// otherwise started from `projects` and read every schedule row of the project to sort them.
+/// Whether a replica may claim schedule row `s` at all, leases and cursor aside, as stored on the
+/// row (docs/DESIGN.md §3.1, "Claimable rows"): not paused, and an active project with an enabled
+/// builtin cron trigger at the row's revision. The column is the value of the SQL function
+/// `schedule_claimable` (migration 0007), kept by the writes that change it (publish, pause,
+/// resume, a project's status, a trigger's revision or `enabled`), and the partial index
+/// `trigger_schedules_claimable_order` holds exactly these rows, in claim order. Every read of
+/// "due", "overdue" or "next due" (the claim, the next-due read, the gauges, `inspect`'s summary
+/// and oldest overdue row, `top`) filters on this and nothing else, so that a parked row is
+/// never due anywhere; [`crate::core::diagnose::Parked`] is the same definition in Rust.
+macro_rules! claimable {
+    () => {
+        "s.claimable"
+    };
+}
+pub(crate) use claimable;
+
+/// The definition itself, evaluated now on schedule row `s`: what the claim re-checks on each row
+/// the stored fact found, and what the admission checks again under its SERIALIZABLE lock. The
+/// stored fact finds rows; it is never trusted.
+macro_rules! claimable_now {
+    () => {
+        "schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)"
+    };
+}
+pub(crate) use claimable_now;
+
+/// Eligibility of a schedule row `s` (docs/DESIGN.md §4.3): claimable by the stored fact (the
+/// condition of the partial index the claim walks), no valid claim, and claimable by the
+/// definition evaluated now on the few rows the walk returns.
 macro_rules! eligible {
     () => {
-        "(s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
-         AND s.paused_at_ms IS NULL
-         AND EXISTS (
-            SELECT 1 FROM triggers t JOIN projects p ON p.project_id = t.project_id
-            WHERE t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-              AND p.status = 'active' AND t.enabled AND t.kind = 'cron'
-              AND t.provider = 'builtin' AND t.revision = s.trigger_revision
-            OFFSET 0)"
+        concat!(
+            claimable!(),
+            " AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms()) AND ",
+            claimable_now!()
+        )
     };
 }
 
@@ -152,8 +172,9 @@ macro_rules! take_chosen {
 
 // Claim up to $2 due rows for owner $1 with a lease of $3 ms, in claim order, skipping rows that
 // another replica holds locked. Uninitialized rows (NULL cursor, first in claim order) and overdue
-// rows are found by two scans of the claim-order index, each bounded by its own condition, so a
-// claim that finds nothing stops at once instead of walking a million rows that are not due.
+// rows are found by two scans of the claimable-order index (claimable rows only), each bounded by
+// its own condition, so a claim that finds nothing stops at once instead of walking a million rows
+// that are not due, and no parked row is ever walked.
 // The overdue scan takes only what the first left of the budget.
 const CLAIM_DUE: &str = concat!(
     "WITH uninitialized AS (
@@ -280,11 +301,13 @@ pub async fn would_claim(
 }
 
 /// The planner settings that pin the claim's plan, whatever the statistics say: each scan walks
-/// the claim-order index, which returns rows in claim order, so the walk stops after the budget;
-/// no bitmap scan or sort that reads every due (or every uninitialized) row first, no hash or
-/// merge join that reads a whole table. A replica's sessions start with them (see
-/// [`REPLICA_SESSION_OPTIONS`]), so its claim is one statement committed at once; a manual claim
-/// sets them for its own transaction ([`PIN_CLAIM_PLAN`]).
+/// the claimable-order index, which returns rows in claim order, so the walk stops after the
+/// budget; no bitmap scan or sort that reads every due (or every uninitialized) row first, no hash
+/// or merge join that reads a whole table. The partial index alone is not enough: straight after a
+/// large publish, before anything analyzed the table, the planner reads every uninitialized row
+/// with a bitmap scan and sorts them. Every claim sets them for its own transaction only
+/// ([`PIN_CLAIM_PLAN`], reset by the transaction's end), never for a session, so that a claim's
+/// plan does not depend on which session (or which pooled server connection) it runs on.
 pub const CLAIM_PLAN_SETTINGS: [&str; 5] = [
     "enable_seqscan",
     "enable_bitmapscan",
@@ -293,19 +316,15 @@ pub const CLAIM_PLAN_SETTINGS: [&str; 5] = [
     "enable_mergejoin",
 ];
 
-/// [`CLAIM_PLAN_SETTINGS`] off, as startup options of a replica's pool. What runs on that pool
-/// is the round (the claim; the admission, which turns sequential scans and hash and merge joins
-/// off for its own transaction anyway; releases and settlements by key) and the minute's
-/// housekeeping; none of it needs what these forbid, and a statement with no other way still
-/// gets its plan, at a higher estimated cost. The startup checks and recovery's report run on a
-/// session of their own.
-pub const REPLICA_SESSION_OPTIONS: &str = "-c enable_seqscan=off -c enable_bitmapscan=off \
-    -c enable_sort=off -c enable_hashjoin=off -c enable_mergejoin=off";
-
 // CLAIM_PLAN_SETTINGS off for the transaction it runs in, whose end resets them.
 const PIN_CLAIM_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), \
     set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), \
     set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
+
+// A replica's claim runs in a transaction of its own, opened, pinned, claimed and committed in
+// the one round trip of the round's claim.
+const BEGIN: &str = "BEGIN";
+const COMMIT: &str = "COMMIT";
 
 /// Claims up to `budget` due rows for `owner`, with a lease of `lease_ms` in database time,
 /// inside a transaction the caller opened (the plan settings are that transaction's). Adds the
@@ -332,10 +351,14 @@ pub async fn claim_due(
 }
 
 // Database time now, and the earliest cursor after it: when the next occurrence falls due,
-// so that a replica sleeps until then and no longer (one row from the claim-order index).
-const NEXT_DUE: &str = "SELECT now_ms(),
-    (SELECT s.next_fire_at_ms FROM trigger_schedules s WHERE s.next_fire_at_ms > now_ms()
-     ORDER BY s.next_fire_at_ms NULLS FIRST LIMIT 1)";
+// so that a replica sleeps until then and no longer (one row from the claimable-order index).
+const NEXT_DUE: &str = concat!(
+    "SELECT now_ms(),
+    (SELECT s.next_fire_at_ms FROM trigger_schedules s WHERE s.next_fire_at_ms > now_ms() AND ",
+    claimable!(),
+    "
+     ORDER BY s.next_fire_at_ms NULLS FIRST LIMIT 1)"
+);
 
 /// A round's claim, and what the database said about the time after it.
 #[derive(Debug, Clone)]
@@ -359,10 +382,10 @@ pub struct ClaimTrip {
     pub heartbeat: Result<(), StoreError>,
 }
 
-/// A replica's claim, one statement committed at once on a session started with
-/// [`REPLICA_SESSION_OPTIONS`], and in the same round trip (pipelined) the database's time and the
-/// next cursor to fall due, which a replica needs to sleep exactly until the next occurrence, and
-/// the registry's heartbeat when one is due.
+/// A replica's claim, in a transaction of its own that pins the claim's plan
+/// ([`PIN_CLAIM_PLAN`]) and commits at once, and in the same round trip (pipelined) the database's
+/// time and the next cursor to fall due, which a replica needs to sleep exactly until the next
+/// occurrence, and the registry's heartbeat when one is due. No session setting is relied on.
 pub async fn claim_for_round(
     client: &ClientWrapper,
     owner: &str,
@@ -372,6 +395,7 @@ pub async fn claim_for_round(
     round_trips: &mut u32,
 ) -> Result<ClaimTrip, StoreError> {
     let prepared_before = client.statement_cache.size();
+    let pin = client.prepare_cached(PIN_CLAIM_PLAN).await?;
     let claim = client.prepare_cached(CLAIM_DUE).await?;
     let next_due = client.prepare_cached(NEXT_DUE).await?;
     let beat = client.prepare_cached(HEARTBEAT).await?;
@@ -398,34 +422,51 @@ pub async fn claim_for_round(
             None => Ok(()),
         }
     };
+    // The claim's transaction: BEGIN, the pin, the claim, COMMIT. A failed claim leaves the
+    // transaction aborted and its COMMIT rolls it back, so what follows runs outside it.
+    let claimed = async {
+        let (begun, pinned, rows) = futures_util::future::join3(
+            client.batch_execute(BEGIN),
+            client.query_one(&pin, &[]),
+            client.query(&claim, &[&owner, &budget, &lease_ms]),
+        )
+        .await;
+        (begun.and(pinned.map(|_| ())), rows)
+    };
     // One round trip: the requests leave in order on the one connection (join polls in order).
-    // Each commits by itself: the claim at once, as docs/DESIGN.md §4.3 requires.
-    let (rows, clock, heartbeat) = futures_util::future::join3(
-        client.query(&claim, &[&owner, &budget, &lease_ms]),
+    // The claim commits at once, as docs/DESIGN.md §4.3 requires; the next-due read and the
+    // heartbeat each commit by themselves after it.
+    let ((opened, rows), committed, clock, heartbeat) = futures_util::future::join4(
+        claimed,
+        client.batch_execute(COMMIT),
         client.query_one(&next_due, &[]),
         beat,
     )
     .await;
     let received = std::time::Instant::now();
-    let claim = rows.map_err(StoreError::from).and_then(|rows| {
-        let rows = rows
-            .iter()
-            .map(ClaimedRow::from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        let (now_ms, next_due_ms) = match clock {
-            Ok(clock) => (clock.get(0), clock.get(1)),
-            Err(error) => {
-                tracing::debug!(%error, "the next-due read after a claim failed; sleeping one cadence");
-                (0, None)
-            }
-        };
-        Ok(RoundClaim {
-            rows,
-            now_ms,
-            received,
-            next_due_ms,
-        })
-    });
+    let claim = opened
+        .and(rows)
+        .and_then(|rows| committed.map(|()| rows))
+        .map_err(StoreError::from)
+        .and_then(|rows| {
+            let rows = rows
+                .iter()
+                .map(ClaimedRow::from_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            let (now_ms, next_due_ms) = match clock {
+                Ok(clock) => (clock.get(0), clock.get(1)),
+                Err(error) => {
+                    tracing::debug!(%error, "the next-due read after a claim failed; sleeping one cadence");
+                    (0, None)
+                }
+            };
+            Ok(RoundClaim {
+                rows,
+                now_ms,
+                received,
+                next_due_ms,
+            })
+        });
     Ok(ClaimTrip { claim, heartbeat })
 }
 
@@ -435,7 +476,7 @@ pub(crate) fn prepares_since(client: &ClientWrapper, before: usize) -> u32 {
 }
 
 /// The plan PostgreSQL chooses for the claim statement on this session now, as `EXPLAIN` prints
-/// it (nothing is claimed): a replica's session, or a transaction pinned by [`pin_claim_plan`].
+/// it (nothing is claimed): in a transaction pinned by [`pin_claim_plan`], as every claim runs.
 /// For the tests that check it.
 #[doc(hidden)]
 pub async fn explain_claim_due(
@@ -638,7 +679,9 @@ super::statements::statements! {
     CLAIMED_BY_FENCE: Admin,
     RELEASE: Runtime | Admin,
     WOULD_CLAIM: Observer,
-    PIN_CLAIM_PLAN: Admin,
+    PIN_CLAIM_PLAN: Runtime | Admin,
+    BEGIN: Runtime,
+    COMMIT: Runtime,
     NEXT_DUE: Runtime,
     CLAIM_FATES: Runtime,
 }
@@ -647,18 +690,9 @@ super::statements::statements! {
 mod tests {
     use super::*;
 
-    /// The session options and the transaction-local pin turn off the same settings, all of them.
+    /// The transaction-local pin turns off every claim plan setting, and nothing else.
     #[test]
-    fn session_options_and_the_pin_name_every_claim_plan_setting() {
-        let options: Vec<&str> = REPLICA_SESSION_OPTIONS
-            .split_whitespace()
-            .filter(|word| *word != "-c")
-            .collect();
-        let expected: Vec<String> = CLAIM_PLAN_SETTINGS
-            .iter()
-            .map(|setting| format!("{setting}=off"))
-            .collect();
-        assert_eq!(options, expected);
+    fn the_pin_names_every_claim_plan_setting() {
         for setting in CLAIM_PLAN_SETTINGS {
             assert!(
                 PIN_CLAIM_PLAN.contains(&format!("set_config('{setting}', 'off', true)")),

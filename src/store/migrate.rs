@@ -77,6 +77,12 @@ pub const MIGRATIONS: &[Migration] = &[
         previous_release_may_run: true,
     },
     Migration {
+        version: 7,
+        name: "claimable_rows",
+        sql: include_str!("../../migrations/0007_claimable_rows.sql"),
+        previous_release_may_run: true,
+    },
+    Migration {
         version: 8,
         name: "definition_refusal",
         sql: include_str!("../../migrations/0008_definition_refusal.sql"),
@@ -143,7 +149,11 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_runtime", "runs", &["INSERT", "SELECT"]),
     ("qlsched_runtime", "attempts", &["INSERT", "SELECT"]),
     ("qlsched_runtime", "run_events", &["INSERT", "SELECT"]),
-    ("qlsched_runtime", "schedule_audit", &["INSERT", "SELECT"]),
+    (
+        "qlsched_runtime",
+        "schedule_audit",
+        &["DELETE", "INSERT", "SELECT"],
+    ),
     ("qlsched_runtime", "schedule_audit_audit_id_seq", &["USAGE"]),
     (
         "qlsched_runtime",
@@ -276,7 +286,9 @@ async fn apply_pending(
     // Every statement below names its tables unqualified: a session whose search_path is not
     // the schema (a pooler that dropped the startup options, an `options` of its own) would
     // migrate another one. Checked before anything is created.
-    let path = client.query_one(SEARCH_PATH_IS, &[&schema.as_str()]).await?;
+    let path = client
+        .query_one(SEARCH_PATH_IS, &[&schema.as_str()])
+        .await?;
     if !path.get::<_, bool>(0) {
         return Err(StoreError::Config(format!(
             "this session's search_path is {:?}, not {schema}: qlsched's startup options were \
@@ -798,8 +810,12 @@ mod tests {
             files, embedded,
             "every file in migrations/ must be listed in MIGRATIONS"
         );
-        for pair in MIGRATIONS.windows(2) {
-            assert!(pair[1].version > pair[0].version, "versions increase");
+        for (index, migration) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(
+                migration.version,
+                i64::try_from(index).unwrap() + 1,
+                "versions run 1, 2, 3, … without a gap"
+            );
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod publish;
 pub mod read;
 pub mod recovery;
 pub mod replicas;
+pub mod retention;
 pub mod scratch;
 pub mod statements;
 pub mod tls;
@@ -62,16 +63,15 @@ impl Store {
         })
     }
 
-    /// A replica's pool: as [`Store::open`], its sessions started with the claim's plan
-    /// settings ([`claim::REPLICA_SESSION_OPTIONS`]), on which [`claim::claim_for_round`] relies.
+    /// A replica's pool: as [`Store::open`]. Its sessions carry no setting of their own: the
+    /// claim pins its plan in its own transaction ([`claim::claim_for_round`]).
     pub async fn open_replica(
         settings: &ConnectionSettings,
         schema: &SchemaName,
         application_name: &str,
         size: usize,
     ) -> Result<Self, StoreError> {
-        let settings = settings.with_session_options(claim::REPLICA_SESSION_OPTIONS);
-        Self::open(&settings, schema, application_name, size).await
+        Self::open(settings, schema, application_name, size).await
     }
 
     pub fn schema(&self) -> &SchemaName {

@@ -430,16 +430,18 @@ pub async fn expire_owner(
     finish(&client, expired, dry_run).await
 }
 
-// Whether any record names $1 as a claim owner: a claim held now, an audited fence, an admitted
-// run's `run.created` event, a misfire record, the replica registry. Asked only when `expire --owner` found nothing to
-// expire, to tell a typo from an owner with nothing left; the events and misfires have no index
-// on the owner, so this scans them, once, in an operator's command.
+// Whether any record names $1 as a claim owner: a claim held now (the claim-owner index), the
+// replica registry (its key: a replica is remembered a week after its last heartbeat, a day after
+// it stopped), an audited fence (a manual claim, an expiry, a pause: the audit's owner indexes)
+// or a misfire record (its owner index). Asked only when `expire --owner` found nothing to expire,
+// to tell a typo from an owner with nothing left; each part is an index probe, so an unknown
+// owner costs no pass over the history, whatever its size. Runs and their events are not asked:
+// a replica that admitted them is in the registry for as long as it matters.
 const OWNER_SEEN: &str = "SELECT EXISTS (SELECT 1 FROM trigger_schedules WHERE claim_owner = $1)
-    OR EXISTS (SELECT 1 FROM schedule_audit
-               WHERE fence_before->>'owner' = $1 OR fence_after->>'owner' = $1)
-    OR EXISTS (SELECT 1 FROM misfires WHERE owner = $1)
     OR EXISTS (SELECT 1 FROM replicas WHERE owner = $1)
-    OR EXISTS (SELECT 1 FROM run_events WHERE seq = 1 AND payload->>'claim_owner' = $1)";
+    OR EXISTS (SELECT 1 FROM schedule_audit WHERE fence_after->>'owner' = $1)
+    OR EXISTS (SELECT 1 FROM schedule_audit WHERE fence_before->>'owner' = $1)
+    OR EXISTS (SELECT 1 FROM misfires WHERE owner = $1)";
 
 /// True when `owner` was ever a claim owner, as far as the database remembers.
 pub async fn owner_seen(store: &Store, owner: &str) -> Result<bool, StoreError> {

@@ -135,6 +135,7 @@ pub fn all() -> Vec<Statement> {
         read::statements(),
         recovery::statements(),
         replicas::statements(),
+        retention::statements(),
         scratch::statements(),
         top::statements(),
     ]

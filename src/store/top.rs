@@ -7,9 +7,8 @@
 //! (the aim is under 50 ms per query). [`top_summary`] returns the same read-model types,
 //! `read::StateCounts` and `read::OwnerClaims`, from bounded statements instead: the states an
 //! operator acts on are counted exactly (held claims by the partial claim-owner index, cursors by
-//! the claim-order index, switched-off rows from the few disabled triggers and suspended
-//! projects), the due count stops at [`DUE_CAP`], and the total is the planner's estimate once
-//! the table is large.
+//! the claimable-order index, parked rows by their own partial index), the due count stops at
+//! [`DUE_CAP`], and the total is the planner's estimate once the table is large.
 //!
 //! The replicas panel reads the replica registry (`super::replicas`, live and stale replicas,
 //! idle ones included) beside the claim owners, and the header whether the server is a standby
@@ -54,65 +53,60 @@ pub struct TopSummary {
     pub server: ServerRole,
 }
 
-// Schedule rows by state, each count bounded by an index (see the module comment). Switched-off
-// rows (paused, disabled, suspended) are found from their side, as read::summary does (few:
-// paused rows and disabled triggers by their partial indexes, suspended projects), read once, and
-// subtracted from the other states' counts: excluding them inside the big counts would turn each
-// bounded index scan into a join over every row. A paused row counts as paused whatever else
-// holds, the others as disabled.
-const TOP_COUNTS: &str = "WITH off AS (
-        SELECT s.next_fire_at_ms, s.claim_token, s.claim_expires_at_ms, s.paused_at_ms
-        FROM (SELECT project_id, trigger_id FROM triggers WHERE NOT enabled
-              UNION
-              SELECT t.project_id, t.trigger_id
-              FROM projects p JOIN triggers t ON t.project_id = p.project_id
-              WHERE p.status <> 'active'
-              UNION
-              -- Paused rows, by their partial index (migration 0005).
-              SELECT project_id, trigger_id FROM trigger_schedules
-              WHERE paused_at_ms IS NOT NULL) o
-        -- One primary-key probe per switched-off row, never a pass over every schedule row: the
-        -- LIMIT keeps the planner from flattening the lateral subquery into a hash join.
-        CROSS JOIN LATERAL (
-            SELECT next_fire_at_ms, claim_token, claim_expires_at_ms, paused_at_ms
-            FROM trigger_schedules WHERE project_id = o.project_id AND trigger_id = o.trigger_id LIMIT 1) s
-    ), off_counts AS (
-        SELECT count(*) AS off,
-               count(*) FILTER (WHERE paused_at_ms IS NOT NULL) AS paused,
-               count(*) FILTER (WHERE claim_token IS NOT NULL AND claim_expires_at_ms > now_ms()) AS claimed,
-               count(*) FILTER (WHERE claim_token IS NOT NULL AND claim_expires_at_ms <= now_ms()) AS expired,
-               count(*) FILTER (WHERE claim_token IS NULL AND next_fire_at_ms IS NULL) AS uninitialized,
-               count(*) FILTER (WHERE claim_token IS NULL AND next_fire_at_ms <= now_ms()) AS due
-        FROM off
+// Schedule rows by state, each count bounded by an index (see the module comment), with the
+// precedence of `inspect`'s states: parked rows (not claimable) from the parked partial index,
+// the paused among them from the paused one (each exact up to PARKED_COUNT_EXACT, estimated
+// above, as the gauges count them); the other states among the claimable rows only, by
+// the claimable-order index (uninitialized, due up to the cap) and the claim-owner index (held
+// claims, each checked for claimability on its row).
+const TOP_COUNTS: &str = concat!(
+    "WITH clock AS MATERIALIZED (
+        SELECT now_ms() AS now_ms
     ), estimate AS (
         SELECT greatest(c.reltuples, 0)::bigint AS rows
         FROM pg_class c WHERE c.oid = 'trigger_schedules'::regclass
     )
-    SELECT now_ms(),
+    SELECT c.now_ms,
         coalesce((SELECT max(version) FROM schema_migrations), 0),
         CASE WHEN (SELECT rows FROM estimate) < $1
              THEN (SELECT count(*) FROM trigger_schedules)
              ELSE (SELECT rows FROM estimate) END,
         (SELECT rows FROM estimate) >= $1,
-        o.off,
+        ",
+    super::observe::parked_count!("NOT s.claimable", "trigger_schedules_parked", "$3"),
+    ",
         (SELECT count(*) FROM trigger_schedules
-          WHERE claim_owner IS NOT NULL AND claim_expires_at_ms > now_ms()) - o.claimed,
+          WHERE claim_owner IS NOT NULL AND claim_expires_at_ms > c.now_ms AND claimable),
         (SELECT count(*) FROM trigger_schedules
-          WHERE claim_owner IS NOT NULL AND claim_expires_at_ms <= now_ms()) - o.expired,
+          WHERE claim_owner IS NOT NULL AND claim_expires_at_ms <= c.now_ms AND claimable),
         (SELECT count(*) FROM trigger_schedules
-          WHERE next_fire_at_ms IS NULL AND claim_token IS NULL) - o.uninitialized,
+          WHERE claimable AND next_fire_at_ms IS NULL AND claim_token IS NULL),
         (SELECT count(*) FROM (
             SELECT 1 FROM trigger_schedules
-            WHERE next_fire_at_ms <= now_ms() AND claim_token IS NULL
-            LIMIT $2 + o.due) d) - o.due,
-        o.paused
-    FROM off_counts o";
+            WHERE claimable AND next_fire_at_ms <= c.now_ms AND claim_token IS NULL
+            LIMIT $2) d),
+        ",
+    super::observe::parked_count!(
+        "s.paused_at_ms IS NOT NULL",
+        "trigger_schedules_paused",
+        "$3"
+    ),
+    "
+    FROM clock c"
+);
 
 /// The header and replicas panel, every statement bounded by an index (the registry holds a row
 /// per replica, forgotten a day after it stopped), pipelined.
 pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, StoreError> {
     let (counts, owners, replicas, server) = tokio::join!(
-        client.query_one(TOP_COUNTS, &[&COUNT_EXACT_BELOW, &DUE_CAP]),
+        client.query_one(
+            TOP_COUNTS,
+            &[
+                &COUNT_EXACT_BELOW,
+                &DUE_CAP,
+                &super::observe::PARKED_COUNT_EXACT
+            ]
+        ),
         read::owners(client),
         replicas::list(client),
         server_role(client),

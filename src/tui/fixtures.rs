@@ -196,13 +196,18 @@ pub fn busy() -> App {
                 paused_at_ms: NOW - 185_000,
                 reason: Some("incident 7: upstream down".to_owned()),
             }),
-            ..schedule(
-                "globex",
-                "paused",
-                ScheduleState::Disabled,
-                Some(-90_000),
-                None,
-            )
+            // Paused with its cursor ahead (as a resume-then-pause leaves it): still no
+            // countdown, since a parked row is never due. The read model gives it no due time.
+            schedule: ScheduleView {
+                due_in_ms: None,
+                ..view(
+                    "globex",
+                    "paused",
+                    ScheduleState::Paused,
+                    Some(36_641),
+                    None,
+                )
+            },
         },
         schedule("initech", "tps-report", ScheduleState::Disabled, None, None),
     ];

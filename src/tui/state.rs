@@ -442,7 +442,8 @@ fn urgency(state: ScheduleState) -> u8 {
         ScheduleState::Claimed => 2,
         ScheduleState::Uninitialized => 3,
         ScheduleState::NotDue => 4,
-        ScheduleState::Disabled => 5,
+        ScheduleState::Paused => 5,
+        ScheduleState::Disabled => 6,
     }
 }
 

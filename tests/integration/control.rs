@@ -804,6 +804,35 @@ async fn pause_fences_out_a_claim_in_flight_and_stops_claims() {
     ));
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
     assert_eq!(listed[0]["paused"]["reason"], "incident 7");
+    // Named for what it is, with no due time: a script picking overdue rows by `due_in_ms` never
+    // picks a paused one.
+    assert_eq!(listed[0]["state"], "paused", "{listed}");
+    assert!(listed[0].get("due_in_ms").is_none(), "{listed}");
+    let every = json_of(&qlsched(
+        Some(&db),
+        &["inspect", "schedules", "-o", "json"],
+        None,
+    ));
+    assert_eq!(every[0]["state"], "paused", "{every}");
+    assert!(every[0].get("due_in_ms").is_none(), "{every}");
+    let table = stdout(&qlsched(
+        Some(&db),
+        &["inspect", "schedules", "--state", "paused"],
+        None,
+    ));
+    let row = table
+        .lines()
+        .find(|line| line.contains("p/x"))
+        .unwrap_or_else(|| panic!("no row for p/x:\n{table}"));
+    assert!(row.contains("paused"), "{table}");
+    assert!(!row.contains("disabled"), "{table}");
+    // The `due in` column is empty (`-`) for a paused row.
+    let cells: Vec<&str> = row.split(['│', '┆']).map(str::trim).collect();
+    assert_eq!(
+        cells.get(2..5).map(|c| (c[0], c[2])),
+        Some(("paused", "-")),
+        "{table}"
+    );
     let summary = json_of(&qlsched(Some(&db), &["inspect", "-o", "json"], None));
     assert_eq!(
         (

@@ -411,3 +411,159 @@ async fn json_logs_are_one_object_per_line_and_never_show_the_password() {
     assert_eq!(last["level"], "ERROR");
     assert_eq!(last["exit_code"], 69);
 }
+
+/// `promtool test rules` with docs/alerts.yml on a scrape: every sample held at its scraped value
+/// for `minutes` (counters flat), and every alert of the file expected not to fire. `None` when
+/// promtool is missing outside CI (said on stderr), else promtool's verdict.
+fn promtool_no_alert(exposition: &str, minutes: u32) -> Option<Result<(), String>> {
+    let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/alerts.yml");
+    let alerts: Vec<String> = std::fs::read_to_string(rules)
+        .expect("docs/alerts.yml")
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- alert: ").map(str::to_owned))
+        .collect();
+    assert!(!alerts.is_empty(), "no alert in {rules}");
+    let mut series = String::new();
+    for line in exposition.lines().filter(|l| !l.starts_with('#')) {
+        let Some((name, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let name = match name.split_once('{') {
+            Some((metric, labels)) => format!("{metric}{{instance=\"scraped\",{labels}"),
+            None => format!("{name}{{instance=\"scraped\"}}"),
+        };
+        series.push_str(&format!(
+            "      - series: '{name}'\n        values: '{value}+0x{minutes}'\n"
+        ));
+    }
+    let checks: String = alerts
+        .iter()
+        .map(|alert| {
+            format!(
+                "      - eval_time: {minutes}m\n        alertname: {alert}\n        exp_alerts: []\n"
+            )
+        })
+        .collect();
+    let test = format!(
+        "rule_files:\n  - {rules}\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n{series}    alert_rule_test:\n{checks}"
+    );
+    let dir = std::env::temp_dir().join(format!("qlsched-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("scrape.test.yml");
+    std::fs::write(&file, &test).expect("write the rules test");
+    let output = match std::process::Command::new("promtool")
+        .args(["test", "rules"])
+        .arg(&file)
+        .output()
+    {
+        Ok(output) => output,
+        Err(error) if std::env::var_os("CI").is_none() => {
+            eprintln!("promtool not found ({error}); .ci/run installs it and tests the rules");
+            return None;
+        }
+        Err(error) => panic!("promtool is required in CI: {error}"),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}\n{test}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    })
+}
+
+/// A pause is not an outage: a row paused long past its occurrences is left out of every due and
+/// overdue figure (the gauges, so no alert of docs/alerts.yml fires on them, and `inspect`'s
+/// oldest overdue row), and counted as paused instead.
+#[tokio::test]
+async fn a_paused_row_long_past_its_occurrence_raises_no_alert_and_is_not_overdue() {
+    let db = TestDb::new().await;
+    db.publish(&every_second(&["busy", "quiet"])).await;
+    let paused = crate::util::qlsched(
+        Some(&db),
+        &["pause", "p/quiet", "--reason", "noisy", "--yes"],
+        None,
+    );
+    assert!(
+        paused.status.success(),
+        "{}",
+        String::from_utf8_lossy(&paused.stderr)
+    );
+    // Paused ten minutes ago with its cursor then: what the on-call engineer's pause looks like
+    // ten minutes later. The stored fact does not move with the times.
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules
+             SET paused_at_ms = now_ms() - 600000, next_fire_at_ms = (now_ms() / 1000 - 600) * 1000
+             WHERE trigger_id = 'quiet'",
+        )
+        .await
+        .expect("put the pause ten minutes back");
+    let addr = free_addr();
+    let child = spawn_run(
+        &db.url(),
+        &[
+            "--owner",
+            "pager",
+            "--cadence",
+            "200ms",
+            "--metrics-addr",
+            &addr,
+        ],
+    );
+    wait_for(&addr, "/readyz", 200).await;
+    // Past the paused row's next occurrences, and `busy` admitted more than once.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let scrape = loop {
+        sleep_ms(500).await;
+        let (_, body) = get(&addr, "/metrics").await.expect("scrape");
+        if sample(&body, "qlsched_runs_admitted_total") >= 2.0 {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "nothing admitted:\n{body}");
+    };
+    assert!(
+        sample(&scrape, "qlsched_oldest_due_age_seconds") < 5.0,
+        "{scrape}"
+    );
+    assert!(
+        sample(&scrape, "qlsched_due_unclaimed_rows") <= 1.0,
+        "{scrape}"
+    );
+    assert_eq!(sample(&scrape, "qlsched_paused_rows"), 1.0, "{scrape}");
+    assert_eq!(sample(&scrape, "qlsched_disabled_rows"), 0.0, "{scrape}");
+    if let Some(verdict) = promtool_no_alert(&scrape, 15) {
+        verdict.unwrap_or_else(|failure| panic!("an alert fired on a pause: {failure}"));
+    }
+    let inspect = crate::util::qlsched(Some(&db), &["-o", "json", "inspect"], None);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&inspect.stdout).expect("inspect -o json");
+    let oldest = &summary["oldest_overdue"];
+    assert_ne!(oldest["trigger_id"], "quiet", "{summary}");
+    assert_eq!(summary["schedules"]["paused"], 1, "{summary}");
+    let table = crate::util::qlsched(Some(&db), &["inspect"], None);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(!table.contains("p/quiet"), "{table}");
+
+    let output = terminate(child);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The test above would catch an alert: the same scrape with the paused row's age as the gauge
+/// showed it before parked rows were left out fires `QlschedOldestDueRowOld`.
+#[test]
+fn the_rules_check_catches_an_overdue_row_when_there_is_one() {
+    let scrape = "qlsched_ready 1\nqlsched_oldest_due_age_seconds 600\n";
+    if let Some(verdict) = promtool_no_alert(scrape, 15) {
+        let failure = verdict.expect_err("an overdue row ten minutes old must alert");
+        assert!(failure.contains("QlschedOldestDueRowOld"), "{failure}");
+    }
+}

@@ -1,5 +1,6 @@
-//! The claim statement's plan: it walks the claim-order index whatever the statistics say, so a
-//! claim stays cheap straight after a large publish, before anything analyzed the tables.
+//! The claim statement's plan: it walks the claimable-order index (claimable rows only) whatever
+//! the statistics say, so a claim stays cheap straight after a large publish, before anything
+//! analyzed the tables, and whatever number of parked rows the table holds.
 
 use serde_json::json;
 
@@ -30,7 +31,7 @@ fn assert_index_walk(plan: &[String], context: &str) {
     // the rows come in claim order and nothing is read to be sorted.
     let walks = plan
         .iter()
-        .filter(|line| line.contains("Index Scan using trigger_schedules_claim_order"))
+        .filter(|line| line.contains("Index Scan using trigger_schedules_claimable_order"))
         .count();
     assert_eq!(
         walks, 2,
@@ -61,7 +62,7 @@ async fn assert_index_walks(client: &impl tokio_postgres::GenericClient, session
 }
 
 #[tokio::test]
-async fn the_claim_walks_the_claim_order_index_on_a_fresh_unanalyzed_database() {
+async fn the_claim_walks_the_claimable_order_index_on_a_fresh_unanalyzed_database() {
     let db = fresh_unanalyzed(10_000).await;
     let client = db.client().await;
     // Nothing analyzed: what a replica meets before autovacuum's first pass.
@@ -72,24 +73,155 @@ async fn the_claim_walks_the_claim_order_index_on_a_fresh_unanalyzed_database() 
         )
         .await
         .expect("forget statistics");
-    // A replica's session: its startup options carry the plan settings, no transaction needed.
+    // A replica's session carries no planner setting of its own: every claim pins its plan in
+    // its own transaction, so any session (or pooled server connection) plans it the same.
     let replica = db.store("plan test replica").await;
-    assert_index_walks(
-        &**replica.client().await.expect("a replica session"),
-        "replica session",
-    )
-    .await;
-    // A manual claim's transaction pins them for itself.
+    let session = replica.client().await.expect("a replica session");
+    for setting in qlsched::store::claim::CLAIM_PLAN_SETTINGS {
+        let value: String = session
+            .query_one(format!("SHOW {setting}").as_str(), &[])
+            .await
+            .expect("show")
+            .get(0);
+        assert_eq!(value, "on", "a replica session starts with {setting} set");
+    }
+    session.batch_execute("BEGIN").await.expect("begin");
+    qlsched::store::claim::pin_claim_plan(&**session)
+        .await
+        .expect("pin");
+    assert_index_walks(&**session, "replica's pinned transaction").await;
+    session.batch_execute("ROLLBACK").await.expect("rollback");
+    // A manual claim's transaction pins them the same way.
     client.batch_execute("BEGIN").await.expect("begin");
     qlsched::store::claim::pin_claim_plan(&client)
         .await
         .expect("pin");
     assert_index_walks(&client, "pinned transaction").await;
-    // Without either, the planner is free (shown, not asserted: what it picks unpinned differs
+    // Without the pin, the planner is free (shown, not asserted: what it picks unpinned differs
     // between server versions, which is the reason for pinning).
     client.batch_execute("ROLLBACK").await.expect("rollback");
     let free = qlsched::store::claim::explain_claim_due(&client, 16)
         .await
         .expect("explain");
     eprintln!("the claim's plan, unpinned:\n{}", free.join("\n"));
+}
+
+/// Parked rows (disabled triggers with a NULL cursor for ever, paused rows whose cursor falls
+/// behind, a suspended project's rows) are not in the index the claim walks: a claim among them
+/// reads only claimable rows, however many are parked.
+#[tokio::test]
+async fn parked_rows_are_not_in_the_index_the_claim_walks() {
+    let db = TestDb::new().await;
+    let mut triggers: Vec<_> = (0..2_000)
+        .map(|i| json!({ "id": format!("off{i}"), "task": "t", "cron": "* * * * * *", "enabled": false }))
+        .collect();
+    triggers.extend(
+        (0..2_000)
+            .map(|i| json!({ "id": format!("paused{i}"), "task": "t", "cron": "* * * * * *" })),
+    );
+    triggers.extend(
+        (0..20).map(|i| json!({ "id": format!("on{i}"), "task": "t", "cron": "* * * * * *" })),
+    );
+    db.publish(&manifest(json!(triggers))).await;
+    let client = db.client().await;
+    // Paused with an overdue cursor: the head of the old claim order.
+    client
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 600000,
+                    paused_at_ms = now_ms() - 600000, paused_by = 'plan test'
+             WHERE trigger_id LIKE 'paused%'",
+        )
+        .await
+        .expect("pause");
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE NOT claimable")
+            .await,
+        4_000
+    );
+    client.batch_execute("BEGIN").await.expect("begin");
+    qlsched::store::claim::pin_claim_plan(&client)
+        .await
+        .expect("pin");
+    let plan: Vec<String> = client
+        .query(
+            format!(
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {}",
+                "SELECT s.project_id FROM trigger_schedules s WHERE s.claimable
+                 AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms())
+                 ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id LIMIT 16"
+            )
+            .as_str(),
+            &[],
+        )
+        .await
+        .expect("explain")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    client.batch_execute("ROLLBACK").await.expect("rollback");
+    let text = plan.join("\n");
+    assert!(
+        text.contains("trigger_schedules_claimable_order"),
+        "the claimable-order index is not walked:\n{text}"
+    );
+    assert!(!text.contains("Rows Removed by Filter"), "{text}");
+    // The claim itself takes the claimable rows only.
+    let rows = qlsched::store::claim::explain_claim_due(&client, 16)
+        .await
+        .expect("explain");
+    assert!(!rows.join("\n").contains("trigger_schedules_parked"));
+}
+
+/// The stored fact follows every write that changes it, in the same transaction: a trigger
+/// disabled and enabled again by publish, a project suspended and made active, a pause and a
+/// resume; and it always equals the definition evaluated now.
+#[tokio::test]
+async fn claimable_follows_publish_pause_resume_and_the_projects_status() {
+    let db = TestDb::new().await;
+    let claimable = |trigger: &'static str| {
+        let db = &db;
+        async move {
+            db.count(&format!(
+                "SELECT count(*) FROM trigger_schedules
+                 WHERE trigger_id = '{trigger}' AND claimable
+                   AND claimable = schedule_claimable(project_id, trigger_id, trigger_revision,
+                                                      paused_at_ms)"
+            ))
+            .await
+                == 1
+        }
+    };
+    let consistent = || async {
+        db.count(
+            "SELECT count(*) FROM trigger_schedules
+             WHERE claimable <> schedule_claimable(project_id, trigger_id, trigger_revision,
+                                                   paused_at_ms)",
+        )
+        .await
+    };
+    let with = |enabled: bool, status: &str| {
+        let mut m = manifest(json!([
+            { "id": "a", "task": "t", "cron": "* * * * * *", "enabled": enabled },
+            { "id": "b", "task": "t", "cron": "* * * * * *" }
+        ]));
+        m["projects"][0]["status"] = json!(status);
+        m
+    };
+    db.publish(&with(true, "active")).await;
+    assert!(claimable("a").await && claimable("b").await);
+    db.publish(&with(false, "active")).await;
+    assert!(!claimable("a").await && claimable("b").await);
+    db.publish(&with(true, "active")).await;
+    assert!(claimable("a").await);
+    db.publish(&with(true, "suspended")).await;
+    assert!(!claimable("a").await && !claimable("b").await);
+    db.publish(&with(true, "active")).await;
+    assert!(claimable("a").await && claimable("b").await);
+    let paused = crate::util::qlsched(Some(&db), &["pause", "p/b", "--yes"], None);
+    assert!(paused.status.success(), "{paused:?}");
+    assert!(claimable("a").await && !claimable("b").await);
+    let resumed = crate::util::qlsched(Some(&db), &["resume", "p/b", "--yes"], None);
+    assert!(resumed.status.success(), "{resumed:?}");
+    assert!(claimable("b").await);
+    assert_eq!(consistent().await, 0);
 }

@@ -146,11 +146,13 @@ pub enum StateFilter {
 }
 
 fn state_arg() -> impl TypedValueParser<Value = StateFilter> {
-    clap::builder::PossibleValuesParser::new(ScheduleState::NAMES.into_iter().chain(["paused"]))
-        .try_map(|name| match name.as_str() {
-            "paused" => Ok(StateFilter::Paused),
-            other => other.parse::<ScheduleState>().map(StateFilter::State),
-        })
+    clap::builder::PossibleValuesParser::new(ScheduleState::NAMES).try_map(|name| {
+        match name.parse::<ScheduleState>()? {
+            // The paused rows' own index, whatever the rest of the row says.
+            ScheduleState::Paused => Ok(StateFilter::Paused),
+            state => Ok::<_, String>(StateFilter::State(state)),
+        }
+    })
 }
 
 pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
@@ -364,7 +366,7 @@ async fn invariants(
     format: OutputFormat,
 ) -> Result<(), CliError> {
     let report = InvariantReport::new(
-        invariant_counts(client).await?,
+        invariant_counts(client, duration_ms(since)).await?,
         occurrence_accounting(client, duration_ms(since)).await?,
         verify(client, schema).await?,
     );

@@ -14,7 +14,10 @@ use crate::store::error::stored;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScheduleState {
-    /// Its project is suspended, its trigger disabled or its row paused: no replica will claim it.
+    /// Parked by an operator (`qlsched pause`): no replica will claim it, and it is never due.
+    Paused,
+    /// Parked declaratively: its project is suspended or its trigger disabled (or, for the moment
+    /// a publish takes, its revision is not the trigger's). No replica will claim it.
     Disabled,
     /// A claim holds it and has not expired.
     Claimed,
@@ -29,7 +32,8 @@ pub enum ScheduleState {
 }
 
 impl ScheduleState {
-    pub const ALL: [ScheduleState; 6] = [
+    pub const ALL: [ScheduleState; 7] = [
+        ScheduleState::Paused,
         ScheduleState::Disabled,
         ScheduleState::Claimed,
         ScheduleState::ExpiredClaim,
@@ -39,7 +43,8 @@ impl ScheduleState {
     ];
 
     /// The names `--state` accepts, in the order of [`Self::ALL`].
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
+        "paused",
         "disabled",
         "claimed",
         "expired_claim",
@@ -48,8 +53,15 @@ impl ScheduleState {
         "not_due",
     ];
 
+    /// Paused or disabled: not claimable (docs/DESIGN.md §3.1), so never due, overdue or lagging
+    /// whatever its cursor says.
+    pub fn is_parked(self) -> bool {
+        matches!(self, ScheduleState::Paused | ScheduleState::Disabled)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
+            ScheduleState::Paused => "paused",
             ScheduleState::Disabled => "disabled",
             ScheduleState::Claimed => "claimed",
             ScheduleState::ExpiredClaim => "expired_claim",
@@ -92,7 +104,9 @@ pub struct ScheduleView {
     pub state_version: i64,
     pub claim_version: i64,
     pub next_fire_at_ms: Option<i64>,
-    /// `next_fire_at_ms` minus database now: negative when overdue.
+    /// `next_fire_at_ms` minus database now: negative when overdue; absent (null) for a parked
+    /// row (paused or disabled), which is never due whatever its cursor says.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub due_in_ms: Option<i64>,
     pub last_scheduled_at_ms: Option<i64>,
     pub claim_owner: Option<String>,
@@ -114,31 +128,59 @@ pub struct ScheduleFilter {
 /// The columns after `state` that [`schedule_row`] reads, of a schedule row `s`.
 macro_rules! schedule_columns {
     () => {
-        "s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-         s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
+        concat!(
+            "s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms, ",
+            due_in_ms!(),
+            " AS due_in_ms, s.last_scheduled_at_ms,
          s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
-         s.paused_at_ms, s.paused_by, s.pause_reason"
+         s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable"
+        )
     };
 }
 
-// Schedule rows, most urgent first (claim order), filtered. Unset filters are NULL parameters;
-// each statement is planned with its values, so a set owner or project uses its index.
-const SCHEDULES: &str = concat!(
-    "SELECT * FROM (
-        SELECT s.project_id, s.trigger_id, ",
-    state_case!(),
-    " AS state, ",
-    schedule_columns!(),
-    "
+// Schedule rows, most urgent first, filtered: the claimable rows in claim order (the
+// claimable-order index), then the parked ones by key (the parked index), each half bounded by
+// the limit, the state filter applied inside each half so that its walk stops at the limit.
+// Unset filters are NULL parameters; each statement is planned with its values, so a set owner or
+// project uses its index. `--state paused` ($5) reads the paused rows' own index.
+macro_rules! schedules_half {
+    ($which:literal, $order:literal) => {
+        concat!(
+            "(SELECT s.project_id, s.trigger_id, ",
+            state_case!(),
+            " AS state, ",
+            schedule_columns!(),
+            "
         FROM trigger_schedules s
-        JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-        JOIN projects p ON p.project_id = s.project_id
-        WHERE ($1::text IS NULL OR s.project_id = $1)
+        WHERE ",
+            $which,
+            " AND ($1::text IS NULL OR s.project_id = $1)
           AND ($2::text IS NULL OR s.claim_owner = $2)
           AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
-        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
+          AND ($3::text IS NULL OR ",
+            state_case!(),
+            " = $3)
+        ORDER BY ",
+            $order,
+            "
+        LIMIT $4)"
+        )
+    };
+}
+
+const SCHEDULES: &str = concat!(
+    "SELECT * FROM (",
+    schedules_half!(
+        "s.claimable",
+        "s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id"
+    ),
+    "
+    UNION ALL ",
+    schedules_half!("NOT s.claimable", "s.project_id, s.trigger_id"),
+    "
     ) rows
-    WHERE $3::text IS NULL OR state = $3
+    ORDER BY NOT claimable, CASE WHEN claimable THEN next_fire_at_ms END NULLS FIRST,
+             project_id, trigger_id
     LIMIT $4"
 );
 
@@ -176,17 +218,21 @@ pub async fn schedules_with_pause(
         .collect()
 }
 
-// The dashboard's rows, each with its pause: the head of the claim order and every row holding a
-// claim (valid or expired, from the claim-owner index), so a held or abandoned claim is on screen
-// even when thousands of uninitialized or overdue rows come first in claim order. Both halves are
-// bounded by an index; the union is at most twice the limit.
+// The dashboard's rows, each with its pause: the head of the claim order (the claimable-order
+// index), every row holding a claim (valid or expired, from the claim-owner index), so a held or
+// abandoned claim is on screen even when thousands of uninitialized or overdue rows come first in
+// claim order, and the first parked rows (the parked index), shown as paused or disabled after
+// the others. Each part is bounded by an index and the limit; the union is at most three times it.
 const URGENT_SCHEDULES: &str = concat!(
     "WITH keys AS (
-        (SELECT project_id, trigger_id FROM trigger_schedules
+        (SELECT project_id, trigger_id FROM trigger_schedules WHERE claimable
          ORDER BY next_fire_at_ms NULLS FIRST, project_id, trigger_id LIMIT $1)
         UNION
         (SELECT project_id, trigger_id FROM trigger_schedules
          WHERE claim_owner IS NOT NULL ORDER BY claim_owner, claim_expires_at_ms LIMIT $1)
+        UNION
+        (SELECT project_id, trigger_id FROM trigger_schedules WHERE NOT claimable
+         ORDER BY project_id, trigger_id LIMIT $1)
     )
     SELECT s.project_id, s.trigger_id, ",
     state_case!(),
@@ -195,13 +241,12 @@ const URGENT_SCHEDULES: &str = concat!(
     "
     FROM keys
     JOIN trigger_schedules s ON s.project_id = keys.project_id AND s.trigger_id = keys.trigger_id
-    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-    JOIN projects p ON p.project_id = s.project_id
-    ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id"
+    ORDER BY NOT s.claimable, CASE WHEN s.claimable THEN s.next_fire_at_ms END NULLS FIRST,
+             s.project_id, s.trigger_id"
 );
 
-/// The most urgent schedule rows for `top`, with their pauses: the claim-order head and every
-/// held claim.
+/// The most urgent schedule rows for `top`, with their pauses: the claimable-order head, every
+/// held claim, then the first parked rows.
 pub async fn urgent_schedules(
     client: &impl GenericClient,
     limit: i64,

@@ -5,9 +5,9 @@ use tokio_postgres::GenericClient;
 
 use crate::store::StoreError;
 
-/// Schedule rows per state. A switched-off row is counted once: as `paused` when an operator
-/// paused it (whatever else holds, as `inspect trigger` names the pause first), else as
-/// `disabled` (its trigger disabled or its project suspended, declaratively).
+/// Schedule rows per state. A parked row (not claimable) is counted once: as `paused` when an
+/// operator paused it (whatever else holds, as `inspect trigger` names the pause first), else as
+/// `disabled` (its trigger disabled or its project suspended, declaratively); never as due.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct StateCounts {
     pub total: i64,
@@ -79,21 +79,15 @@ pub struct Summary {
     pub admissions_last_minute: i64,
 }
 
-// Schedule rows per state in one scan of trigger_schedules. Switched-off rows are found from the
-// other side (disabled triggers by their partial index, suspended projects, both few) and hashed,
-// so the scan joins nothing large. Database now is read once (the clock CTE) rather than per row:
-// at a million rows, calling now_ms() in every comparison costs four times the scan itself.
+// Schedule rows per state in one scan of trigger_schedules, with `state_case!`'s precedence
+// (parked rows are paused or disabled by the stored fact, no join). Database now is read once
+// (the clock CTE) rather than per row: at a million rows, calling now_ms() in every comparison
+// costs four times the scan itself.
 const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
         SELECT now_ms() AS now_ms
-    ), off AS (
-        SELECT project_id, trigger_id FROM triggers WHERE NOT enabled
-        UNION
-        SELECT t.project_id, t.trigger_id
-        FROM projects p JOIN triggers t ON t.project_id = p.project_id
-        WHERE p.status <> 'active'
     ), classified AS (
         SELECT CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                    WHEN o.project_id IS NOT NULL THEN 'disabled'
+                    WHEN NOT s.claimable THEN 'disabled'
                     WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > c.now_ms THEN 'claimed'
                     WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
                     WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
@@ -101,7 +95,6 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
                     ELSE 'not_due' END AS state
         FROM trigger_schedules s
         CROSS JOIN clock c
-        LEFT JOIN off o ON o.project_id = s.project_id AND o.trigger_id = s.trigger_id
     )
     SELECT count(*),
            count(*) FILTER (WHERE state = 'due'),
@@ -116,7 +109,7 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
     FROM classified";
 
 // Owners holding claims (the partial claim-owner index) or having admitted in the last minute
-// (the runs' creation-time index; the run.created event names the claim owner). The last claim is
+// (the runs' creation-time index; the run.created event, by its key, names the claim owner). The last claim is
 // the newest held claim or, for an owner holding none now, its newest admission, made under a
 // claim taken just before. A held claim whose token a `claim` audit row of its trigger names was
 // taken by hand (one probe of the audit's trigger index per held claim). Shared by `inspect` and
@@ -134,8 +127,13 @@ const OWNERS: &str = "WITH held AS (
         FROM trigger_schedules s WHERE claim_owner IS NOT NULL
         GROUP BY claim_owner
     ), admitted AS (
-        SELECT e.payload->>'claim_owner' AS owner, count(*) AS n, max(r.created_at_ms) AS last_at_ms
-        FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.seq = 1
+        SELECT e.owner, count(*) AS n, max(r.created_at_ms) AS last_at_ms
+        FROM runs r
+        -- One primary-key probe per run of the minute, never a join that reads the events of the
+        -- whole history: the LIMIT keeps the planner from flattening it into a hash join.
+        CROSS JOIN LATERAL (
+            SELECT e.payload->>'claim_owner' AS owner FROM run_events e
+            WHERE e.run_id = r.run_id AND e.seq = 1 LIMIT 1) e
         WHERE r.created_at_ms > now_ms() - 60000
         GROUP BY 1
     )
@@ -163,24 +161,25 @@ pub async fn owners(client: &impl GenericClient) -> Result<Vec<OwnerClaims>, Sto
         .collect())
 }
 
-// The most overdue row a replica could take (claim order, from its index), and its lag.
-const OLDEST_OVERDUE: &str = "SELECT s.project_id, s.trigger_id, s.next_fire_at_ms,
-        now_ms() - s.next_fire_at_ms
+// The most overdue row a replica could take (claim order, from the claimable-order index: a
+// parked row is never overdue), and its lag.
+const OLDEST_OVERDUE: &str = concat!(
+    "SELECT s.project_id, s.trigger_id, s.next_fire_at_ms, now_ms() - s.next_fire_at_ms
     FROM trigger_schedules s
-    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-    JOIN projects p ON p.project_id = s.project_id
-    WHERE s.next_fire_at_ms <= now_ms()
-      AND p.status = 'active' AND t.enabled AND t.revision = s.trigger_revision
+    WHERE ",
+    crate::store::claim::claimable!(),
+    " AND s.next_fire_at_ms <= now_ms()
       AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
     ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
-    LIMIT 1";
+    LIMIT 1"
+);
 
 // Held claims (valid or expired, the claim-owner index) on rows whose cursor is past: how many,
 // and the oldest with its holder.
 const CLAIMED_OVERDUE: &str = "WITH held AS (
         SELECT project_id, trigger_id, next_fire_at_ms, claim_owner, claim_expires_at_ms
         FROM trigger_schedules
-        WHERE claim_owner IS NOT NULL AND next_fire_at_ms <= now_ms()
+        WHERE claim_owner IS NOT NULL AND next_fire_at_ms <= now_ms() AND claimable
     )
     SELECT (SELECT count(*) FROM held), o.project_id, o.trigger_id, o.next_fire_at_ms,
            now_ms() - o.next_fire_at_ms, o.claim_owner, o.claim_expires_at_ms <= now_ms()

@@ -66,8 +66,9 @@ const TRIGGER: &str = concat!(
             s.project_id, s.trigger_id, ",
     state_case!(),
     " AS state,
-            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-            s.next_fire_at_ms - now_ms() AS due_in_ms, s.last_scheduled_at_ms,
+            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms, ",
+    due_in_ms!(),
+    " AS due_in_ms, s.last_scheduled_at_ms,
             s.claim_owner, s.claim_token, s.claim_expires_at_ms, s.updated_at_ms,
             s.paused_at_ms, s.paused_by, s.pause_reason
     FROM triggers t

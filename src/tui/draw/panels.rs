@@ -36,7 +36,9 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                         _ => stale += 1,
                     }
                     let heartbeat = format!("{} ago", short_span(replica.heartbeat_age_ms));
-                    let batch = replica.batch.map_or_else(|| "-".to_owned(), |b| b.to_string());
+                    let batch = replica
+                        .batch
+                        .map_or_else(|| "-".to_owned(), |b| b.to_string());
                     (&replica.owner, state, heartbeat, claims, batch)
                 }
                 PanelRow::Other { owner, stopped } => {
@@ -46,7 +48,13 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                     } else {
                         Span::raw("operator")
                     };
-                    (&owner.owner, state, "-".to_owned(), Some(owner), "-".to_owned())
+                    (
+                        &owner.owner,
+                        state,
+                        "-".to_owned(),
+                        Some(owner),
+                        "-".to_owned(),
+                    )
                 }
             };
             let liveness = match row {
@@ -159,7 +167,7 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
 }
 
 /// How a row reads in the state column, and how loud. A paused row reads paused whatever else
-/// holds (the read model counts it among the disabled), as `inspect trigger` names the pause first.
+/// holds, as the read model and `inspect trigger` name the pause first.
 pub(super) fn state_label(row: &ScheduleRow, theme: Theme) -> (&'static str, Style) {
     if row.paused.is_some() {
         return ("paused", theme.warn());
@@ -170,6 +178,7 @@ pub(super) fn state_label(row: &ScheduleRow, theme: Theme) -> (&'static str, Sty
         ScheduleState::Due => ("due", theme.warn()),
         ScheduleState::Uninitialized => ("uninit", Style::new()),
         ScheduleState::NotDue => ("waiting", Style::new()),
+        ScheduleState::Paused => ("paused", theme.warn()),
         ScheduleState::Disabled => ("disabled", theme.dim()),
     }
 }
@@ -212,16 +221,16 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
             } else {
                 " "
             };
-            // A switched-off row is not due now, however old its cursor.
+            // A parked row is never due, however old or near its cursor: no countdown, no lag.
+            let parked = row.state.is_parked() || row.paused.is_some();
             let next = match row.next_fire_at_ms {
+                _ if parked => "-".to_owned(),
                 Some(next) if next > now => format!("in {}", short_span(next - now)),
-                Some(_) if row.state != ScheduleState::Disabled => "now".to_owned(),
-                _ => "-".to_owned(),
+                Some(_) => "now".to_owned(),
+                None => "-".to_owned(),
             };
             let lag = match row.next_fire_at_ms {
-                Some(next) if next <= now && row.state != ScheduleState::Disabled => {
-                    short_span(now - next)
-                }
+                Some(next) if next <= now && !parked => short_span(now - next),
                 _ => "-".to_owned(),
             };
             let misfires = app

@@ -150,10 +150,14 @@ pub(super) fn draw_detail(
                 } else {
                     s.state.as_str()
                 },
-                s.next_fire_at_ms.map_or_else(
-                    || "-".to_owned(),
-                    |n| format!("{} ({})", utc(n), signed(n - now))
-                ),
+                // A parked row is never due: its cursor is shown, with no countdown or lag.
+                match s.next_fire_at_ms {
+                    None => "-".to_owned(),
+                    Some(n) if s.state.is_parked() || pause.is_some() => {
+                        format!("{} (parked)", utc(n))
+                    }
+                    Some(n) => format!("{} ({})", utc(n), signed(n - now)),
+                },
                 s.last_scheduled_at_ms.map_or_else(|| "-".to_owned(), utc),
                 s.trigger_revision,
                 s.state_version,

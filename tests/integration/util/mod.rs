@@ -623,9 +623,12 @@ pub async fn assert_invariants(db: &TestDb) -> qlsched::store::invariants::Invar
 pub async fn assert_invariants_on(
     client: &tokio_postgres::Client,
 ) -> qlsched::store::invariants::InvariantCounts {
-    let counts = qlsched::store::invariants::invariant_counts(client)
-        .await
-        .expect("invariants");
+    let counts = qlsched::store::invariants::invariant_counts(
+        client,
+        qlsched::store::invariants::WHOLE_HISTORY_MS,
+    )
+    .await
+    .expect("invariants");
     assert!(
         counts.violations().is_empty(),
         "invariants violated: {:?}",
