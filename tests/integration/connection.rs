@@ -657,7 +657,8 @@ async fn dry_runs_that_lock_go_to_a_writable_server_and_those_that_read_anywhere
 }
 
 /// A pooler that refuses a startup parameter (PgBouncer's default answer to `options`) is a
-/// configuration to change, not an outage to retry: exit 78, naming the pooler's setting.
+/// configuration to change, not an outage to retry: exit 78, saying to connect directly and not
+/// to have the pooler drop the parameter (it carries the schema).
 #[tokio::test]
 async fn a_refused_startup_parameter_is_a_configuration_error_naming_the_pooler_setting() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -709,7 +710,8 @@ async fn a_refused_startup_parameter_is_a_configuration_error_naming_the_pooler_
     assert_eq!(code(&output), 78, "{message}");
     assert!(
         message.contains("unsupported startup parameter: options")
-            && message.contains("ignore_startup_parameters = options"),
+            && message.contains("connect to the server directly")
+            && message.contains("Do not add it to PgBouncer's `ignore_startup_parameters`"),
         "{message}"
     );
 }
