@@ -288,8 +288,14 @@ async fn measure(
     let seed_s = seeding.elapsed().as_secs_f64();
     let started_ms = database_now_ms(&admin).await?;
 
-    let commit_ceiling_per_s =
-        commit_ceiling(&settings, schema, config.replicas, config.ceiling_time).await?;
+    let commit_ceiling_per_s = measure_ceiling(
+        Ceiling::Commits,
+        &settings,
+        schema,
+        config.replicas,
+        config.ceiling_time,
+    )
+    .await?;
     let mut run = admit_burst(&settings, schema, config, due).await?;
     run.claim_times.sort_unstable();
     run.admit_times.sort_unstable();
@@ -373,63 +379,59 @@ fn bench_manifest(names: &[String], cron: &str) -> serde_json::Value {
     })
 }
 
-/// Single-row INSERT transactions per second that `connections` connections commit together in
-/// `time`: the rate durable commits can go at on this server, whatever does the committing.
-pub(crate) async fn commit_ceiling(
-    settings: &ConnectionSettings,
-    schema: &SchemaName,
-    connections: u8,
-    time: Duration,
-) -> Result<f64, BenchError> {
-    let admin = settings.connect(schema, "qlsched bench ceiling").await?;
-    create_commit_probe(&admin).await?;
-    let mut clients = Vec::with_capacity(usize::from(connections));
-    for _ in 0..connections {
-        clients.push(settings.connect(schema, "qlsched bench ceiling").await?);
-    }
-    let started = Instant::now();
-    let deadline = started + time;
-    let probes = clients.iter().zip(0..).map(|(client, connection)| {
-        probe_commits(client, connection, move || Instant::now() < deadline)
-    });
-    let committed: u64 = futures_util::future::try_join_all(probes)
-        .await?
-        .into_iter()
-        .sum();
-    let elapsed = started.elapsed().as_secs_f64();
-    drop_commit_probe(&admin).await?;
-    Ok(ratio(committed as f64, elapsed))
+/// A ceiling the bench measures on the server before any replica starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ceiling {
+    /// Single-row INSERT transactions per second: the rate durable commits can go at on this
+    /// server, whatever does the committing.
+    Commits,
+    /// Admissions' writes per second (the schedule row moved on, a run, its attempt and two
+    /// events each) in batches of [`MAX_BATCH`] as one SERIALIZABLE statement: the most a round's
+    /// admission could reach on this server, with no claim, decision or fence check.
+    BatchedAdmissions,
 }
 
-/// Admissions' writes per second (a run, its attempt and two events each) that `connections`
-/// connections commit together in `time`, in batches of [`MAX_BATCH`] rows as one statement:
-/// the most a round's admission could reach on this server, with no claim, decision or fence.
-pub(crate) async fn batched_ceiling(
+/// `ceiling` per second, measured with `connections` connections together for `time`.
+pub(crate) async fn measure_ceiling(
+    ceiling: Ceiling,
     settings: &ConnectionSettings,
     schema: &SchemaName,
     connections: u8,
     time: Duration,
 ) -> Result<f64, BenchError> {
     let admin = settings.connect(schema, "qlsched bench ceiling").await?;
-    create_batch_probe(&admin).await?;
+    match ceiling {
+        Ceiling::Commits => create_commit_probe(&admin).await?,
+        Ceiling::BatchedAdmissions => create_batch_probe(&admin).await?,
+    }
     let mut clients = Vec::with_capacity(usize::from(connections));
     for _ in 0..connections {
         clients.push(settings.connect(schema, "qlsched bench ceiling").await?);
     }
     let started = Instant::now();
     let deadline = started + time;
-    let probes = clients.iter().zip(0..).map(|(client, connection)| {
-        probe_batches(client, connection, i32::from(MAX_BATCH), move || {
-            Instant::now() < deadline
-        })
-    });
-    let written: u64 = futures_util::future::try_join_all(probes)
+    let keep_going = move || Instant::now() < deadline;
+    let probes = clients
+        .iter()
+        .zip(0..)
+        .map(|(client, connection)| async move {
+            match ceiling {
+                Ceiling::Commits => probe_commits(client, connection, keep_going).await,
+                Ceiling::BatchedAdmissions => {
+                    probe_batches(client, connection, i32::from(MAX_BATCH), keep_going).await
+                }
+            }
+        });
+    let done: u64 = futures_util::future::try_join_all(probes)
         .await?
         .into_iter()
         .sum();
     let elapsed = started.elapsed().as_secs_f64();
-    drop_batch_probe(&admin).await?;
-    Ok(ratio(written as f64, elapsed))
+    match ceiling {
+        Ceiling::Commits => drop_commit_probe(&admin).await?,
+        Ceiling::BatchedAdmissions => drop_batch_probe(&admin).await?,
+    }
+    Ok(ratio(done as f64, elapsed))
 }
 
 /// What the replicas did while admitting the burst.

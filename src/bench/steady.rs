@@ -6,7 +6,7 @@
 //! occurrence accounting are checked on what was written.
 //!
 //! Before the replicas start, the same run measures two ceilings on the same server: durable
-//! commits a second, and the admission's writes as batched SQL a second ([`super::batched_ceiling`]),
+//! commits a second, and the admission's writes as batched SQL a second ([`super::Ceiling`]),
 //! so that each occurrence's admission rate reads as a share of what the server can do at that
 //! moment, on a shared machine whose speed moves from one run to the next. Over a long window
 //! the report gives the trend of the per-occurrence maximum lag: a least-squares slope, and the
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::{BenchError, batched_ceiling, commit_ceiling, drop_unless_kept, ratio, start_replicas};
+use super::{BenchError, Ceiling, drop_unless_kept, measure_ceiling, ratio, start_replicas};
 use crate::core::duration::format_duration;
 use crate::core::manifest::parse_manifest;
 use crate::core::{Batch, CoordinatorConfig, CronSchedule};
@@ -235,10 +235,17 @@ async fn measure(
         .build(&mut admin, PROJECT, &format!("t{:07}", 1))
         .await?;
     let seed_s = seeding.elapsed().as_secs_f64();
-    let commit_ceiling_per_s =
-        commit_ceiling(&settings, schema, config.replicas, config.ceiling_time).await?;
-    let batched_ceiling_per_s =
-        batched_ceiling(&settings, schema, config.replicas, config.ceiling_time).await?;
+    let ceiling = |kind| {
+        measure_ceiling(
+            kind,
+            &settings,
+            schema,
+            config.replicas,
+            config.ceiling_time,
+        )
+    };
+    let commit_ceiling_per_s = ceiling(Ceiling::Commits).await?;
+    let batched_ceiling_per_s = ceiling(Ceiling::BatchedAdmissions).await?;
     let started_ms = database_now_ms(&admin).await?;
 
     // Rounds report nothing the steady bench needs: it reads what was committed.

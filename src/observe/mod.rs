@@ -197,9 +197,15 @@ pub enum Readiness {
 /// Cached reads of the database, each taken at most once per period.
 #[derive(Debug, Default)]
 struct Cached {
-    gauges: Option<(Instant, Result<Gauges, String>)>,
-    replicas: Option<(Instant, Result<LivenessCounts, String>)>,
+    database: Option<(Instant, Result<DatabaseReads, String>)>,
     readiness: Option<(Instant, Readiness)>,
+}
+
+/// What a scrape reads from the database besides readiness.
+#[derive(Debug, Clone)]
+struct DatabaseReads {
+    gauges: Gauges,
+    replicas: LivenessCounts,
 }
 
 /// The replica's rounds, once they start.
@@ -321,72 +327,52 @@ impl Observer {
         readiness
     }
 
-    /// The database gauges, read at most once per cadence (at least a second apart).
-    async fn gauges(&self) -> Result<Gauges, String> {
+    /// The database gauges and the registry's replicas by liveness, read together on one
+    /// connection at most once per cadence (at least a second apart). The replicas are every
+    /// live replica's to show, since a hung one cannot say so itself.
+    async fn database_reads(&self) -> Result<DatabaseReads, String> {
         let Some(store) = self.store() else {
             return Err("starting".to_owned());
         };
         let mut cached = self.inner.cached.lock().await;
         let period = self.inner.cadence.max(Duration::from_secs(1));
-        if let Some((at, gauges)) = &cached.gauges
+        if let Some((at, reads)) = &cached.database
             && at.elapsed() < period
         {
-            return gauges.clone();
+            return reads.clone();
         }
         let read = async {
             let client = store.client().await?;
-            gauges(&**client, &self.inner.owner).await
+            Ok(DatabaseReads {
+                gauges: gauges(&**client, &self.inner.owner).await?,
+                replicas: liveness_counts(&**client).await?,
+            })
         };
         let result = match tokio::time::timeout(DATABASE_WAIT, read).await {
             Ok(result) => result.map_err(|error: StoreError| error.to_string()),
             Err(_) => Err("the database did not answer in time".to_owned()),
         };
-        cached.gauges = Some((Instant::now(), result.clone()));
-        result
-    }
-
-    /// The registry's replicas by liveness, read at most once per cadence (at least a second
-    /// apart): a stalled or stale peer shows in every live replica's scrape, since a hung one
-    /// cannot say so itself.
-    async fn replicas(&self) -> Result<LivenessCounts, String> {
-        let Some(store) = self.store() else {
-            return Err("starting".to_owned());
-        };
-        let mut cached = self.inner.cached.lock().await;
-        let period = self.inner.cadence.max(Duration::from_secs(1));
-        if let Some((at, counts)) = &cached.replicas
-            && at.elapsed() < period
-        {
-            return counts.clone();
-        }
-        let read = async {
-            let client = store.client().await?;
-            liveness_counts(&**client).await
-        };
-        let result = match tokio::time::timeout(DATABASE_WAIT, read).await {
-            Ok(result) => result.map_err(|error: StoreError| error.to_string()),
-            Err(_) => Err("the database did not answer in time".to_owned()),
-        };
-        cached.replicas = Some((Instant::now(), result.clone()));
+        cached.database = Some((Instant::now(), result.clone()));
         result
     }
 
     /// The Prometheus text exposition (format 0.0.4).
     pub async fn render(&self) -> String {
         let readiness = self.readiness().await;
-        let gauges = self.gauges().await;
-        if let Err(error) = &gauges {
+        let reads = self.database_reads().await;
+        if let Err(error) = &reads {
             tracing::debug!(%error, "metrics: the database gauges could not be read");
-        }
-        let replicas = self.replicas().await;
-        if let Err(error) = &replicas {
-            tracing::debug!(%error, "metrics: the replica registry could not be read");
         }
         let counts = self.counts().clone();
         let healthy = self.health().is_ok();
-        let mut text = render(&counts, gauges.ok(), &readiness, healthy);
-        if let Ok(replicas) = replicas {
-            render_replicas(&mut text, &replicas);
+        let mut text = render(
+            &counts,
+            reads.as_ref().ok().map(|r| r.gauges),
+            &readiness,
+            healthy,
+        );
+        if let Ok(reads) = &reads {
+            render_replicas(&mut text, &reads.replicas);
         }
         let batch = self.running().as_ref().map(|r| r.coordinator.batch());
         if let Some(batch) = batch {

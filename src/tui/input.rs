@@ -249,13 +249,20 @@ pub fn update(app: &mut App, action: Action) -> Option<Effect> {
     None
 }
 
-/// Opens the confirmation for the selected row's claim, with the fence as it is on screen.
-fn ask_expire(app: &mut App) {
+/// With `--read-only`, says that `key` is disabled; true when it is.
+fn refused_read_only(app: &mut App, key: char) -> bool {
     if app.readonly {
         app.notice = Some(Notice {
-            text: "read-only (--read-only): e is disabled".to_owned(),
+            text: format!("read-only (--read-only): {key} is disabled"),
             is_error: true,
         });
+    }
+    app.readonly
+}
+
+/// Opens the confirmation for the selected row's claim, with the fence as it is on screen.
+fn ask_expire(app: &mut App) {
+    if refused_read_only(app, 'e') {
         return;
     }
     let Some(row) = app.selected_row() else {
@@ -292,11 +299,7 @@ fn ask_expire(app: &mut App) {
 /// Opens the confirmation to expire every claim of the selected row's owner, counting them from
 /// the screen's snapshot.
 fn ask_expire_owner(app: &mut App) {
-    if app.readonly {
-        app.notice = Some(Notice {
-            text: "read-only (--read-only): E is disabled".to_owned(),
-            is_error: true,
-        });
+    if refused_read_only(app, 'E') {
         return;
     }
     let Some(owner) = app.selected_row().and_then(|row| row.claim_owner.clone()) else {
@@ -328,11 +331,7 @@ fn ask_expire_owner(app: &mut App) {
 
 /// Opens the confirmation to pause the selected row, or to resume it when it is paused.
 fn ask_pause(app: &mut App) {
-    if app.readonly {
-        app.notice = Some(Notice {
-            text: "read-only (--read-only): p is disabled".to_owned(),
-            is_error: true,
-        });
+    if refused_read_only(app, 'p') {
         return;
     }
     let Some(row) = app.selected_row() else {
