@@ -615,7 +615,14 @@ async fn a_replica_started_before_migrate_waits_and_then_starts() {
 #[tokio::test]
 async fn a_session_whose_search_path_is_not_the_schema_migrates_nothing() {
     let db = TestDb::empty().await;
-    let url = format!("{}?options=-csearch_path%3Dpublic", db.url());
+    // A URL or, on the tests' throw-away server, key=value settings.
+    let base = db.url();
+    let url = if base.starts_with("postgres") {
+        let separator = if base.contains('?') { '&' } else { '?' };
+        format!("{base}{separator}options=-csearch_path%3Dpublic")
+    } else {
+        format!("{base} options='-csearch_path=public'")
+    };
     let output = std::process::Command::new(crate::util::bin())
         .args(["-D", &url, "migrate"])
         .env("NO_COLOR", "1")
