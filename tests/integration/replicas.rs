@@ -425,7 +425,7 @@ async fn backends_terminated_mid_round_never_duplicate_or_lose_an_occurrence() {
 }
 
 /// The registry shows which replicas are alive, as the replicas themselves write it: two
-/// running ones are live with their work counted, one stopped (SIGSTOP) past its lease and
+/// running ones are live with their work counted and the batch they claim with, one stopped (SIGSTOP) past its lease and
 /// cadence turns stale, and one given SIGTERM is stopped; the summary counts the live ones.
 #[tokio::test]
 async fn the_registry_shows_live_stale_and_stopped_replicas() {
@@ -457,9 +457,11 @@ async fn the_registry_shows_live_stale_and_stopped_replicas() {
         || async {
             let rows = replicas(&db);
             rows.len() == 2
-                && rows
-                    .iter()
-                    .all(|r| r["liveness"] == "live" && r["admissions"].as_i64() > Some(0))
+                && rows.iter().all(|r| {
+                    r["liveness"] == "live"
+                        && r["admissions"].as_i64() > Some(0)
+                        && r["batch"].as_i64().is_some_and(|b| (16..=256).contains(&b))
+                })
         },
     )
     .await;
