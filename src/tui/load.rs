@@ -120,13 +120,25 @@ pub fn spawn_expire(
     actor: String,
     events: mpsc::Sender<LoadEvent>,
 ) {
-    tokio::spawn(async move {
-        let outcome = expire(&store, &request, &actor)
-            .await
-            .map_err(|error| crate::core::text::clean_message(&error.to_string()));
-        // The event loop may have quit meanwhile; the expiry stands either way.
-        let _ = events.send(LoadEvent::Expired(outcome)).await;
+    report_when_done(events, async move {
+        LoadEvent::Expired(expire(&store, &request, &actor).await.map_err(cleaned))
     });
+}
+
+/// Runs an operator's action on its own task and sends what it says to the event loop, which
+/// may have quit meanwhile: the action stands either way.
+fn report_when_done(
+    events: mpsc::Sender<LoadEvent>,
+    action: impl Future<Output = LoadEvent> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let _ = events.send(action.await).await;
+    });
+}
+
+/// A store error as one clean line for the status bar.
+fn cleaned(error: StoreError) -> String {
+    crate::core::text::clean_message(&error.to_string())
 }
 
 /// Expires every claim of an owner on its own task, as `qlsched expire --owner` does (each
@@ -137,12 +149,13 @@ pub fn spawn_expire_owner(
     actor: String,
     events: mpsc::Sender<LoadEvent>,
 ) {
-    tokio::spawn(async move {
-        let outcome = expire_owner(&store, &request, &actor)
-            .await
-            .map(|expired| (request.owner.clone(), expired.len()))
-            .map_err(|error| crate::core::text::clean_message(&error.to_string()));
-        let _ = events.send(LoadEvent::ExpiredOwner(outcome)).await;
+    report_when_done(events, async move {
+        LoadEvent::ExpiredOwner(
+            expire_owner(&store, &request, &actor)
+                .await
+                .map(|expired| (request.owner.clone(), expired.len()))
+                .map_err(cleaned),
+        )
     });
 }
 
@@ -182,12 +195,9 @@ pub fn spawn_pause(
     actor: String,
     events: mpsc::Sender<LoadEvent>,
 ) {
-    tokio::spawn(async move {
+    report_when_done(events, async move {
         let outcome = pause_or_resume(&store, &request, &actor).await;
-        // The event loop may have quit meanwhile; the change stands either way.
-        let _ = events
-            .send(LoadEvent::Paused(pause_notice(&request, &outcome)))
-            .await;
+        LoadEvent::Paused(pause_notice(&request, &outcome))
     });
 }
 

@@ -348,12 +348,7 @@ pub(super) fn draw_confirm(
         Line::raw("Only this exact claim is expired: if it moved since, nothing changes."),
         Line::raw("Its holder's admission will fail its fence. The expiry is audited."),
         Line::raw(""),
-        Line::from(vec![
-            Span::styled("[y]", theme.alarm()),
-            Span::raw(" expire  "),
-            Span::styled("[n/Esc]", theme.title()),
-            Span::raw(" cancel"),
-        ]),
+        confirm_keys("expire", theme),
     ];
     let area = centered(body, 76, 13);
     draw_popup(
@@ -363,6 +358,16 @@ pub(super) fn draw_confirm(
         Text::from(lines).alignment(Alignment::Left),
         theme,
     );
+}
+
+/// The last line of a dialog that changes something: `[y] <verb>  [n/Esc] cancel`.
+fn confirm_keys(verb: &str, theme: Theme) -> Line<'static> {
+    Line::from(vec![
+        Span::styled("[y]", theme.alarm()),
+        Span::raw(format!(" {verb}  ")),
+        Span::styled("[n/Esc]", theme.title()),
+        Span::raw(" cancel"),
+    ])
 }
 
 pub(super) fn draw_confirm_owner(
@@ -394,15 +399,7 @@ pub(super) fn draw_confirm_owner(
             theme.warn(),
         ));
     }
-    lines.extend([
-        Line::raw(""),
-        Line::from(vec![
-            Span::styled("[y]", theme.alarm()),
-            Span::raw(" expire all  "),
-            Span::styled("[n/Esc]", theme.title()),
-            Span::raw(" cancel"),
-        ]),
-    ]);
+    lines.extend([Line::raw(""), confirm_keys("expire all", theme)]);
     let area = centered(body, 80, 14);
     draw_popup(
         frame,

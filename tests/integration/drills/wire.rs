@@ -15,6 +15,35 @@ fn through(proxy: &WireProxy, db: &TestDb) -> String {
     )
 }
 
+/// A replica `owner` (lease `lease`) reaching `db` through a proxy of its own, once it has
+/// admitted `runs` runs, cut off both ways at its next admission: that admission sent and never
+/// answered.
+async fn cut_off_at_an_admission(
+    db: &TestDb,
+    client: &tokio_postgres::Client,
+    owner: &str,
+    lease: &str,
+    runs: i64,
+) -> (WireProxy, super::Replica) {
+    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
+    let start_ms = now_ms(client).await;
+    let replica = replica(&through(&proxy, db), owner, lease);
+    eventually(
+        Duration::from_secs(20),
+        "the proxied replica admits",
+        || async { runs_by(client, owner, start_ms).await >= runs },
+    )
+    .await;
+    proxy.partition_at_next_admission();
+    eventually(
+        Duration::from_secs(10),
+        "a partition at an admission",
+        || async { proxy.partitioned() },
+    )
+    .await;
+    (proxy, replica)
+}
+
 /// Triggers held by `owner` now, with the database-time expiry of each claim.
 async fn held_by(client: &tokio_postgres::Client, owner: &str) -> Vec<(String, i64)> {
     client
@@ -38,24 +67,8 @@ async fn held_by(client: &tokio_postgres::Client, owner: &str) -> Vec<(String, i
 async fn a_partition_longer_than_the_lease_hands_rows_over_only_at_their_expiry() {
     let db = TestDb::new().await;
     db.publish(&every_second_triggers(20)).await;
-    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
     let client = db.client().await;
-    let start_ms = now_ms(&client).await;
-    let behind = replica(&through(&proxy, &db), "behind", "2s");
-    eventually(
-        Duration::from_secs(20),
-        "the proxied replica admits",
-        || async { runs_by(&client, "behind", start_ms).await >= 5 },
-    )
-    .await;
-
-    proxy.partition_at_next_admission();
-    eventually(
-        Duration::from_secs(10),
-        "a partition at an admission",
-        || async { proxy.partitioned() },
-    )
-    .await;
+    let (proxy, behind) = cut_off_at_an_admission(&db, &client, "behind", "2s", 5).await;
     let partitioned_at = Instant::now();
     let partition_ms = now_ms(&client).await;
     let held = held_by(&client, "behind").await;
@@ -206,24 +219,9 @@ async fn a_reset_mid_round_gives_the_claims_back_on_a_fresh_connection() {
 async fn sigterm_during_a_black_holed_round_exits_within_the_stop_bound() {
     let db = TestDb::new().await;
     db.publish(&every_second_triggers(5)).await;
-    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
     let client = db.client().await;
-    let start_ms = now_ms(&client).await;
     // A lease far longer than the stop: the round is not cancelled by its lease meanwhile.
-    let stuck = replica(&through(&proxy, &db), "stuck", "60s");
-    eventually(
-        Duration::from_secs(20),
-        "the proxied replica admits",
-        || async { runs_by(&client, "stuck", start_ms).await >= 1 },
-    )
-    .await;
-    proxy.partition_at_next_admission();
-    eventually(
-        Duration::from_secs(10),
-        "a partition at an admission",
-        || async { proxy.partitioned() },
-    )
-    .await;
+    let (proxy, stuck) = cut_off_at_an_admission(&db, &client, "stuck", "60s", 1).await;
     // Well inside the round: its admission is on the wire, unanswered.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let signalled = Instant::now();
