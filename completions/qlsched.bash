@@ -272,7 +272,7 @@ _qlsched() {
 
     case "${cmd}" in
         qlsched)
-            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version migrate publish run claim cron inspect expire fire backfill pause resume top demo bench generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -288,6 +288,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -314,7 +318,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__backfill)
-            opts="-y -D -o -h -V --from --to --before-creation --max --yes --dry-run --database-url --schema --output --color --log-format --help --version"
+            opts="-y -D -o -h -V --from --to --before-creation --max --yes --dry-run --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -344,6 +348,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -368,7 +376,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__bench)
-            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -438,6 +446,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -462,7 +474,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim)
-            opts="-y -D -o -h -V --yes --dry-run --hold --release --owner --lease --wait --database-url --schema --output --color --log-format --help --version admit release help"
+            opts="-y -D -o -h -V --yes --dry-run --hold --release --owner --lease --wait --database-url --schema --pooler --output --color --log-format --help --version admit release help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -492,6 +504,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -516,7 +532,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim__subcmd__admit)
-            opts="-y -D -o -h --token --version --yes --dry-run --database-url --schema --output --color --log-format --help"
+            opts="-y -D -o -h --token --version --yes --dry-run --database-url --schema --pooler --output --color --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -540,6 +556,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -622,7 +642,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__claim__subcmd__release)
-            opts="-D -o -h --token --version --database-url --schema --output --color --log-format --help"
+            opts="-D -o -h --token --version --database-url --schema --pooler --output --color --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -646,6 +666,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -672,7 +696,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__cron)
-            opts="-z -n -D -o -h -V --time-zone --count --from --database-url --schema --output --color --log-format --help --version"
+            opts="-z -n -D -o -h -V --time-zone --count --from --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -710,6 +734,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -734,7 +762,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__demo)
-            opts="-D -o -h -V --duration --database --replicas --embedded --postgres-bin --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --duration --database --replicas --embedded --postgres-bin --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -768,6 +796,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -792,7 +824,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__expire)
-            opts="-y -D -o -h --token --version --owner --expired-only --reason --yes --dry-run --database-url --schema --output --color --log-format --help"
+            opts="-y -D -o -h --token --version --owner --expired-only --reason --yes --dry-run --database-url --schema --pooler --output --color --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -826,6 +858,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -850,7 +886,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__fire)
-            opts="-y -D -o -h -V --request-id --yes --dry-run --database-url --schema --output --color --log-format --help --version"
+            opts="-y -D -o -h -V --request-id --yes --dry-run --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -870,6 +906,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -896,7 +936,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__generate)
-            opts="-D -o -h -V --out-dir --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --out-dir --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -916,6 +956,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -1390,7 +1434,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect)
-            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1406,6 +1450,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -1432,7 +1480,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__audit)
-            opts="-D -o -h -V --trigger --limit --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --trigger --limit --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1456,6 +1504,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -1482,7 +1534,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__claims)
-            opts="-D -o -h -V --owner --expired --limit --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --owner --expired --limit --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1506,6 +1558,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -1700,7 +1756,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__invariants)
-            opts="-D -o -h -V --since --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --since --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1720,6 +1776,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -1746,7 +1806,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__misfires)
-            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --trigger --since --limit --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1774,6 +1834,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -1800,7 +1864,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__recovery)
-            opts="-D -o -h -V --limit --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --limit --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1820,6 +1884,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -1846,7 +1914,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__replicas)
-            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1862,6 +1930,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -1888,7 +1960,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__run)
-            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1904,6 +1976,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -1930,7 +2006,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__runs)
-            opts="-D -o -h -V --trigger --since --limit --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --trigger --since --limit --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1960,6 +2036,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -1984,7 +2064,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__schedules)
-            opts="-D -o -h -V --project --state --owner --limit --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --project --state --owner --limit --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2018,6 +2098,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -2042,7 +2126,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__trigger)
-            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2058,6 +2142,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -2084,7 +2172,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate)
-            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version up status verify help"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version up status verify help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2100,6 +2188,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -2196,7 +2288,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate__subcmd__status)
-            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2212,6 +2304,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -2238,7 +2334,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate__subcmd__up)
-            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2254,6 +2350,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -2280,7 +2380,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__migrate__subcmd__verify)
-            opts="-D -o -h -V --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2296,6 +2396,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -2322,7 +2426,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__pause)
-            opts="-y -D -o -h -V --project --reason --yes --dry-run --database-url --schema --output --color --log-format --help --version"
+            opts="-y -D -o -h -V --project --reason --yes --dry-run --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2346,6 +2450,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -2372,7 +2480,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__publish)
-            opts="-f -D -o -h -V --file --dry-run --database-url --schema --output --color --log-format --help --version"
+            opts="-f -D -o -h -V --file --dry-run --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2396,6 +2504,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -2422,7 +2534,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__resume)
-            opts="-y -D -o -h -V --project --yes --dry-run --database-url --schema --output --color --log-format --help --version"
+            opts="-y -D -o -h -V --project --yes --dry-run --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2442,6 +2554,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -2468,7 +2584,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__run)
-            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --exit-if-unmigrated --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --exit-if-unmigrated --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2510,6 +2626,10 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -2534,7 +2654,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__top)
-            opts="-D -o -h -V --readonly --read-only --refresh --database-url --schema --output --color --log-format --help --version"
+            opts="-D -o -h -V --readonly --read-only --refresh --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2554,6 +2674,10 @@ _qlsched() {
                     ;;
                 --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
                     return 0
                     ;;
                 --output)

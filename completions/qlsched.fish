@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_qlsched_global_optspecs
-    string join \n D/database-url= schema= o/output= color= log-format= h/help V/version
+    string join \n D/database-url= schema= pooler= o/output= color= log-format= h/help V/version
 end
 
 function __fish_qlsched_needs_command
@@ -26,6 +26,9 @@ end
 
 complete -c qlsched -n "__fish_qlsched_needs_command" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_needs_command" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_needs_command" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_needs_command" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_needs_command" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -53,6 +56,9 @@ complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "generate" -d 'Write
 complete -c qlsched -n "__fish_qlsched_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -68,6 +74,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and not __fish_seen_subcommand_from up status verify help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -79,6 +88,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from up" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -90,6 +102,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen_subcommand_from verify" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -106,6 +121,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand migrate; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s f -l file -d 'The JSON manifest to publish, or `-` for standard input' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand publish" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -124,6 +142,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l drain-timeout -d
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l metrics-addr -d 'Serve /metrics (Prometheus text format), /healthz and /readyz on HOST:PORT over plain HTTP [default: off]. Bound before the database is opened (exit 78 if it cannot be)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -139,6 +160,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_se
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l wait -d 'While the row is not claimable (not due, or claimed), try again until it is or this much time has passed (then exit 5), instead of failing at once' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and not __fish_seen_subcommand_from admit release help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -159,6 +183,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_s
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l version -d 'The claim version `qlsched claim` printed with the token' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from admit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -173,6 +200,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_s
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l version -d 'The claim version `qlsched claim` printed with the token' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand claim; and __fish_seen_subcommand_from release" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -189,6 +219,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s n -l count -d '
 complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -l from -d 'List the occurrences at or after this instant (RFC 3339, such as 2026-03-29T00:00:00Z, or epoch milliseconds; from 0001-01-01 to 9999-12-31 UTC) [default: now, this machine\'s clock]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -200,6 +233,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s h -l help -d 'P
 complete -c qlsched -n "__fish_qlsched_using_subcommand cron" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and not __fish_seen_subcommand_from schedules claims runs run trigger recovery audit replicas misfires invariants help" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -232,6 +268,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l limit -d 'At most this many rows' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from schedules" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -245,6 +284,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l limit -d 'At most this many claims' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from claims" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -260,6 +302,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l limit -d 'At most this many runs' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -271,6 +316,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from runs" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -282,6 +330,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from trigger" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -294,6 +345,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l limit -d 'At most this many candidates listed, oldest run first' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from recovery" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -307,6 +361,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l limit -d 'At most this many audit rows' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -318,6 +375,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from audit" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from replicas" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -332,6 +392,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l limit -d 'At most this many records' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from misfires" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -344,6 +407,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l since -d 'How far back occurrences are accounted for (at most the 7-day retention of misfire records)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand inspect; and __fish_seen_subcommand_from invariants" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -370,6 +436,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l owner -d 'Exp
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l reason -d 'Why, for the audit row' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -384,6 +453,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand expire" -s h -l help -d 
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l request-id -d 'Makes the request idempotent: the same id again reports the run it admitted (1 to 128 of A-Z a-z 0-9 _ . : -) [default: a new UUID]' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand fire" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -400,6 +472,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l to -d 'The 
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l max -d 'Refuse (exit 65, nothing written) a window with more occurrences than this' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand backfill" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -416,6 +491,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l project -d 'Ev
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l reason -d 'Why, for the audit trail and `inspect trigger`' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -430,6 +508,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand pause" -s V -l version -
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l project -d 'Every trigger of this project instead' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -444,6 +525,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand resume" -s V -l version 
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l refresh -d 'Time between refreshes, 250ms to 10s (`+` and `-` change it live)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand top" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -460,6 +544,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l replicas -d 'Nu
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l postgres-bin -d 'Directory holding initdb and pg_ctl (PostgreSQL 15 or newer) for the throw-away server [default: the first of PATH, /usr/lib/postgresql/<major>/bin and the other usual install locations that has both, newest major first]' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand demo" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -485,6 +572,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cron -d 'With 
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l window -d 'With --steady: the span of occurrences measured, from the first one after every trigger has its first cursor' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''
@@ -499,6 +589,9 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s V -l version -
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l out-dir -d 'Folder to write `completions/` and `man/` into' -r -F
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
+session\t''
+transaction\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -s o -l output -d 'Output format: tables for people, JSON (stable, documented in the man pages) for scripts' -r -f -a "table\t''
 json\t''"
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l color -d 'When to use colour [NO_COLOR is honoured under auto]' -r -f -a "auto\t''

@@ -270,7 +270,7 @@ async fn measure(
         .map(|n| format!("{TRIGGER_PREFIX}{n:07}"))
         .collect();
     let manifest = parse_manifest(&bench_manifest(&names, &cron).to_string())?;
-    publish(&mut admin, &manifest, false).await?;
+    publish(&mut admin, schema, &manifest, false).await?;
     let due_names = &names[..usize::try_from(due).unwrap_or(names.len())];
     place_cursors(&admin, PROJECT, due_names, burst_at_ms, idle_at_ms).await?;
     let padding = config.rows_total - u64::from(config.triggers);

@@ -18,11 +18,11 @@ use tokio_postgres::CancelToken;
 use crate::core::batch::{RoundLoad, next_batch};
 use crate::core::{CoordinatorConfig, CronSchedule, Decision};
 use crate::store::admit::admit;
-use crate::store::claim::{ClaimTrip, claim_for_round, release};
-use crate::store::migrate::blocking_newer_migration;
+use crate::store::claim::{claim_for_round, give_back};
 use crate::store::replicas::Heartbeat;
 use crate::store::{
-    Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, Store, StoreError,
+    Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, Store, StoreError,
+    run_in_transaction,
 };
 
 /// The pooled connection of one round. A round dropped before it finished (its lease ran out, or
@@ -147,47 +147,44 @@ impl Coordinator {
         };
         let started = Instant::now();
         let heartbeat = self.due_heartbeat();
-        // Beside the claim, in its round trip: whether a migration this build may not run beside
-        // has been applied since it started (a rolling upgrade's new release migrated).
-        let (claimed, newer) = tokio::join!(
-            claim_for_round(
-                client,
-                &self.config.owner,
-                i64::from(report.batch),
-                duration_ms(self.config.lease),
-                heartbeat.as_ref(),
-                &mut report.round_trips,
-            ),
-            blocking_newer_migration(client)
-        );
-        let claimed = match newer {
-            Ok(Some(newer)) => {
-                // Admit nothing, and give back what the claim took in the same trip.
-                if let Ok(ClaimTrip {
-                    claim: Ok(claim), ..
-                }) = &claimed
-                {
-                    let taken: Vec<ReleaseRequest> =
-                        claim.rows.iter().map(ReleaseRequest::from).collect();
-                    if !taken.is_empty()
-                        && let Err(error) =
-                            release(&***client, &taken, &mut report.round_trips).await
-                    {
-                        tracing::warn!(%error, "could not give claims back; they expire with their lease");
+        // In the claim's round trip: whether a migration this build may not run beside has been
+        // applied since it started (a rolling upgrade's new release migrated).
+        let claimed = claim_for_round(
+            client,
+            self.store.sender(),
+            &self.config.owner,
+            i64::from(report.batch),
+            duration_ms(self.config.lease),
+            heartbeat.as_ref(),
+            &mut report.round_trips,
+        )
+        .await;
+        if let Ok(trip) = &claimed {
+            match &trip.newer {
+                Ok(Some(newer)) => {
+                    // Admit nothing, and give back what the claim took.
+                    if let Ok(claim) = &trip.claim {
+                        let taken: Vec<ReleaseRequest> =
+                            claim.rows.iter().map(ReleaseRequest::from).collect();
+                        if let Err(error) =
+                            give_back(client, self.store.sender(), &taken, &mut report.round_trips)
+                                .await
+                        {
+                            tracing::warn!(%error, "could not give claims back; they expire with their lease");
+                        }
                     }
+                    return Err(StoreError::SchemaNotReady(format!(
+                        "migration {} ({}) was applied, and this build may not run beside it: \
+                         admitting nothing (upgrade this replica to the release that applied it)",
+                        newer.version, newer.name
+                    )));
                 }
-                return Err(StoreError::SchemaNotReady(format!(
-                    "migration {} ({}) was applied, and this build may not run beside it: \
-                     admitting nothing (upgrade this replica to the release that applied it)",
-                    newer.version, newer.name
-                )));
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::debug!(%error, "could not read the schema's newer migrations");
+                }
             }
-            Ok(None) => claimed,
-            Err(error) => {
-                tracing::debug!(%error, "could not read the schema's newer migrations");
-                claimed
-            }
-        };
+        }
         let claim = match claimed {
             Ok(trip) => {
                 if let (Some(unsent), Err(error)) = (heartbeat, &trip.heartbeat) {
@@ -244,7 +241,7 @@ impl Coordinator {
         });
         let admit_started = Instant::now();
         let mut stats = AdmitStats::default();
-        let outcomes = admit(client, &admissions, &mut stats).await;
+        let outcomes = admit(client, self.store.sender(), &admissions, &mut stats).await;
         report.admit_time = admit_started.elapsed();
         report.transactions = stats.transactions;
         report.serialization_retries = stats.serialization_retries;
@@ -366,12 +363,18 @@ impl Coordinator {
             }
             self.settle(&admission.row.project_id, &admission.row.trigger_id);
         }
-        let give_back: Vec<ReleaseRequest> = unsettled.into_iter().chain(not_due).collect();
-        if !give_back.is_empty() {
+        let returned: Vec<ReleaseRequest> = unsettled.into_iter().chain(not_due).collect();
+        if !returned.is_empty() {
             let released = if connection_failed {
-                self.release_on_fresh_connection(&give_back).await
+                self.release_on_fresh_connection(&returned).await
             } else {
-                release(&***client, &give_back, &mut report.round_trips).await
+                give_back(
+                    client,
+                    self.store.sender(),
+                    &returned,
+                    &mut report.round_trips,
+                )
+                .await
             };
             match released {
                 Ok(released) => report.released = released.len(),
@@ -409,9 +412,10 @@ impl Coordinator {
         let client = tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.client())
             .await
             .map_err(|_| StoreError::TimedOut("no fresh connection to settle on".into()))??;
-        let mut settled = crate::store::admit::settle(&**client, &unknown)
-            .await?
-            .into_iter();
+        let settled = run_in_transaction(&client, self.store.schema(), Begin::ReadOnly, |c| {
+            Box::pin(crate::store::admit::settle(c, &unknown))
+        });
+        let mut settled = settled.await?.into_iter();
         Ok((0..admissions.len())
             .map(|i| match known.and_then(|outcomes| outcomes.get(i)) {
                 Some(outcome) if !open(i) => outcome.clone(),
@@ -434,7 +438,7 @@ impl Coordinator {
     ) -> Result<Vec<(String, String)>, StoreError> {
         tokio::time::timeout(GIVE_BACK_TIMEOUT, async {
             let client = self.store.client().await?;
-            release(&**client, requests, &mut 0).await
+            give_back(&client, self.store.sender(), requests, &mut 0).await
         })
         .await
         .map_err(|_| StoreError::TimedOut("giving claims back".into()))?

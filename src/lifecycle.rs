@@ -14,7 +14,9 @@ use tokio::task::JoinHandle;
 
 use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT, RoundReport, duration_ms};
 use crate::core::{CoordinatorConfig, CoreError};
-use crate::store::{ConnectionSettings, SchemaName, Store, StoreError, replicas};
+use crate::store::{
+    Begin, ConnectionSettings, SchemaName, Store, StoreError, replicas, run_in_transaction,
+};
 
 /// What the lifecycle tells an observer (the demo, `top`, the bench, tests) after each round.
 /// One a round, so the size of a finished round's report beside a failed one's text costs
@@ -425,9 +427,13 @@ async fn fates_of(
         // Nothing read back, but a claim may have been in flight: its rows carry this owner's
         // name until their lease ends or another replica takes them.
         let owner = &coordinator.config().owner;
+        let store = coordinator.store();
         let read = async {
-            let client = coordinator.store().client().await?;
-            crate::store::replicas::claimed_rows(&**client, owner).await
+            let client = store.client().await?;
+            run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
+                Box::pin(crate::store::replicas::claimed_rows(client, owner))
+            })
+            .await
         };
         return match tokio::time::timeout(lease, read).await {
             Ok(Ok((0, 0))) => "it held no claim".to_owned(),
@@ -444,9 +450,13 @@ async fn fates_of(
             }
         };
     }
+    let store = coordinator.store();
     let read = async {
-        let client = coordinator.store().client().await?;
-        crate::store::claim::claim_fates(&**client, held).await
+        let client = store.client().await?;
+        run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
+            Box::pin(crate::store::claim::claim_fates(client, held))
+        })
+        .await
     };
     let fates = match tokio::time::timeout(lease, read).await {
         Ok(Ok(fates)) => fates,

@@ -229,7 +229,7 @@ async fn measure(
     let mut admin = settings.connect(schema, "qlsched bench").await?;
     migrate_up(&mut admin, schema).await?;
     let manifest = parse_manifest(&steady_manifest(config).to_string())?;
-    publish(&mut admin, &manifest, false).await?;
+    publish(&mut admin, schema, &manifest, false).await?;
     config
         .lived_in
         .build(&mut admin, PROJECT, &format!("t{:07}", 1))

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use crate::core::duration::parse_duration;
 use crate::store::connect::SessionAttrs;
-use crate::store::{ConnectionSettings, SchemaName, StoreError};
+use crate::store::{ConnectionSettings, Pooler, SchemaName, StoreError};
 
 /// The help heading of the options every subcommand takes, so that a subcommand's own options
 /// are listed apart from them.
@@ -40,6 +40,32 @@ pub struct ConnectionArgs {
     /// The schema named by `--schema` or `QLSCHED_SCHEMA`, checked by [`ConnectionArgs::resolve_schema`].
     #[arg(skip)]
     pub schema: SchemaName,
+
+    /// What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in
+    /// transaction mode (PgBouncer's pool_mode), where qlsched keeps nothing on a session and
+    /// sends its replica's statements unnamed. migrate, demo and bench connect directly.
+    #[arg(long, global = true, env = "QLSCHED_POOLER", value_enum, default_value_t,
+          value_name = "MODE", help_heading = GLOBAL)]
+    pub pooler: PoolerMode,
+}
+
+/// `--pooler`: what sits between qlsched and PostgreSQL ([`Pooler`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum PoolerMode {
+    #[default]
+    None,
+    Session,
+    Transaction,
+}
+
+impl From<PoolerMode> for Pooler {
+    fn from(mode: PoolerMode) -> Self {
+        match mode {
+            PoolerMode::None => Pooler::None,
+            PoolerMode::Session => Pooler::Session,
+            PoolerMode::Transaction => Pooler::Transaction,
+        }
+    }
 }
 
 /// What a command does with the database, which decides the `target_session_attrs` it asks
@@ -66,7 +92,8 @@ impl ConnectionArgs {
             Access::Read => SessionAttrs::Any,
         };
         Ok(ConnectionSettings::resolve(self.database_url.as_deref())?
-            .with_default_session_attrs(attrs))
+            .with_default_session_attrs(attrs)
+            .with_pooler(self.pooler.into()))
     }
 
     /// Checks the schema name where it came from: a bad `--schema` is a usage error (2), a bad

@@ -101,7 +101,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
     )
     .await?;
     let client = store.client().await?;
-    let target = control::read_target(&client, &args.trigger).await?;
+    let target = control::read_target(&client, store.schema(), &args.trigger).await?;
     if args.to >= target.now_ms {
         return Err(CliError::BadInput(format!(
             "--to {} is not in the past (the database's now is {}): future occurrences are the \
@@ -178,6 +178,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         }
         let batch = control::backfill(
             &client,
+            store.schema(),
             &args.trigger,
             target.trigger_revision,
             chunk,

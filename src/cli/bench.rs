@@ -94,6 +94,7 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
         return run_steady_bench(args, global).await;
     }
     let server = global.connection.settings(Access::Write)?;
+    server.require_session("bench", "it creates its own database and migrates it")?;
     let pid = std::process::id();
     let config = BenchConfig {
         triggers: args.triggers,
@@ -150,6 +151,7 @@ const BURST_CADENCE: Duration = Duration::from_millis(100);
 
 async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliError> {
     let server = global.connection.settings(Access::Write)?;
+    server.require_session("bench", "it creates its own database and migrates it")?;
     let pid = std::process::id();
     let defaults = CoordinatorConfig::default();
     let config = SteadyConfig {

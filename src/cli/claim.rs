@@ -19,7 +19,6 @@ use crate::coordinator::{decide_claimed, duration_ms, run_identity};
 use crate::core::TriggerName;
 use crate::core::time::{span, utc};
 use crate::core::{ClaimOutcome, CoordinatorConfig, CronSchedule, Decision, MisfireSpan};
-use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor};
 use crate::store::{AdmissionOutcome, ClaimedRow, RunIdentity, Store, StoreError};
 
@@ -540,7 +539,7 @@ async fn open(global: &Global, access: Access) -> Result<Store, CliError> {
     let settings = global.connection.settings(access)?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched claim", 1).await?;
     // The claim and the admission are the replica's: they demand the schema `run` demands.
-    check_ready(&**store.client().await?, &global.connection.schema).await?;
+    store.check_ready().await?;
     Ok(store)
 }
 

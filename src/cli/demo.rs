@@ -101,6 +101,7 @@ pub async fn run(args: DemoArgs, global: &Global) -> Result<(), CliError> {
         }
     } else {
         let server = global.connection.settings(Access::Write)?;
+        server.require_session("demo", "it creates its own database and migrates it")?;
         match unanswered_default(&server).await {
             None => (server, None),
             Some(reason) => {
@@ -341,7 +342,7 @@ async fn prepare(
     let mut admin = settings.connect(schema, "qlsched demo").await?;
     migrate_up(&mut admin, schema).await?;
     let manifest = parse_manifest(DEMO_MANIFEST)?;
-    let published = publish(&mut admin, &manifest, false).await?;
+    let published = publish(&mut admin, schema, &manifest, false).await?;
     eprintln!(
         "qlsched demo: published {} definitions from examples/demo.json; starting {replicas} \
          replicas",

@@ -13,9 +13,7 @@ use super::{CliError, Global};
 use crate::core::FenceRef;
 use crate::core::TriggerName;
 use crate::core::time::utc;
-use crate::store::migrate::check_ready;
 use crate::store::operator::{self, Actor, Expired};
-use crate::store::read::trigger_detail;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, Args)]
@@ -89,7 +87,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
     // A dry run locks the rows and writes before rolling back: it needs the primary.
     let settings = global.connection.settings(Access::Write)?;
     let store = Store::open(&settings, &global.connection.schema, "qlsched expire", 1).await?;
-    check_ready(&**store.client().await?, &global.connection.schema).await?;
+    store.check_ready().await?;
     let name = operator_name();
     let actor = Actor {
         name: &name,
@@ -166,8 +164,7 @@ async fn confirm_trigger(
     store: &Store,
     trigger: &TriggerName,
 ) -> Result<Option<FenceRef>, CliError> {
-    let client = store.client().await?;
-    let detail = trigger_detail(&client, store.schema(), trigger).await?;
+    let detail = store.trigger_detail(trigger).await?;
     let Some(claim) = detail.state.and_then(|state| state.claim) else {
         return Err(StoreError::NothingEligible(format!(
             "{trigger} holds no claim; nothing to expire"

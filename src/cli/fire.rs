@@ -14,7 +14,6 @@ use crate::core::TriggerName;
 use crate::core::time::utc;
 use crate::store::Store;
 use crate::store::control::{self, Fired};
-use crate::store::migrate::check_ready;
 
 #[derive(Debug, Args)]
 pub struct FireArgs {
@@ -61,7 +60,7 @@ fn check_request_id(id: &str) -> Result<(), CliError> {
 pub async fn open(global: &Global, application: &str, access: Access) -> Result<Store, CliError> {
     let settings = global.connection.settings(access)?;
     let store = Store::open(&settings, &global.connection.schema, application, 1).await?;
-    check_ready(&**store.client().await?, &global.connection.schema).await?;
+    store.check_ready().await?;
     Ok(store)
 }
 
@@ -81,7 +80,7 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
     .await?;
     let client = store.client().await?;
     // The revision the key names, read (and every definition checked) before asking.
-    let target = control::read_target(&client, &args.trigger).await?;
+    let target = control::read_target(&client, store.schema(), &args.trigger).await?;
     let dry_run = args.confirm.dry_run;
     if !args.confirm.yes && !dry_run && interactive() {
         let paused = if target.paused { " (paused)" } else { "" };
@@ -96,6 +95,7 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
     let actor = operator_name();
     let fired = control::fire(
         &client,
+        store.schema(),
         &args.trigger,
         target.trigger_revision,
         &request_id,

@@ -15,7 +15,7 @@ The same for every subcommand:
   69  database unavailable (including no answer within connect_timeout, and no TLS where sslmode requires it; also: the throw-away server of `demo --embedded` failed to start)
   75  transient conflict: serialization failures (40001), deadlocks (40P01) or cancelled statements (57014, a statement or lock timeout) that outlasted the retries, or hit where nothing retries them; the message keeps the server's last SQLSTATE, detail and hint
   77  permission denied by the database role, a login refused (password, client certificate), or the server's TLS certificate refused
-  78  schema not ready, or configuration read from the environment or a file invalid (QLSCHED_SCHEMA or QLSCHED_OWNER, named in the message; a connection string; the PG* variables; a connection pooler refusing a startup parameter, such as PgBouncer's \"unsupported startup parameter: options\", with the pooler setting to change; also: `demo --embedded` finds no initdb and pg_ctl of PostgreSQL 15 or newer, or runs as root with no system user postgres to run the server as)
+  78  schema not ready, or configuration read from the environment or a file invalid (QLSCHED_SCHEMA or QLSCHED_OWNER, named in the message; a connection string; the PG* variables; a connection pooler refusing a startup parameter the connection settings give, such as PgBouncer's \"unsupported startup parameter: options\", with the setting to change; `migrate`, `demo` or `bench` given --pooler transaction; also: `demo --embedded` finds no initdb and pg_ctl of PostgreSQL 15 or newer, or runs as root with no system user postgres to run the server as)
   130 interrupted: `bench` stopped by SIGINT or SIGTERM (its scratch database dropped unless --keep); a second Ctrl-C while the interactive `claim` waits on a stalled database step (a claim already taken expires with its lease); `backfill` stopped by SIGINT or SIGTERM between transactions (after its summary; what committed stays, a rerun continues)
 
 A closed standard output (qlsched ... | head) ends the command quietly with status 0.
@@ -47,10 +47,13 @@ PGSERVICE, PGSERVICEFILE, PGSYSCONFDIR
 The connection service to read (as service= in the connection string), and where: PGSERVICEFILE (default ~/.pg_service.conf), else PGSYSCONFDIR/pg_service.conf (default /etc/postgresql-common), as libpq reads them. The service's settings fill what the connection string leaves out, before the other PG* variables. A service found nowhere, or a keyword qlsched does not read in it, exits 78.
 
 PGOPTIONS
-Startup options (-c name=value ...) for every session, as the options setting, when the connection string gives none; qlsched's own come first.
+Startup options (-c name=value ...) for every session, as the options setting, when the connection string gives none. qlsched sends none of its own: it sets its schema and settings on each session once it opens, and again in each transaction.
 
 QLSCHED_SCHEMA
 The schema that holds the qlsched tables (default qlsched), as --schema: 1 to 63 lower-case letters a-z, digits and underscores, starting with a letter or underscore, and not starting with pg_. A bad --schema is a usage error (2); a bad QLSCHED_SCHEMA a configuration error (78); the message says which.
+
+QLSCHED_POOLER
+What sits between qlsched and PostgreSQL, as --pooler: none (default), session (a pooler in session mode, served as none is) or transaction (a pooler in transaction mode: nothing is set on a session, and a replica sends its statements unnamed with their parameter types). migrate, demo and bench refuse transaction with 78: they need a session of their own. Another value is a usage error (2).
 
 QLSCHED_OWNER
 The claim owner of qlsched run, as --owner: 1 to 200 characters without control characters. Out of bounds it is a configuration error (78) naming QLSCHED_OWNER; a bad --owner is a usage error (2).

@@ -8,6 +8,7 @@ use super::output::{emit, opt, table};
 use super::{CliError, Global};
 use crate::core::time::{span, utc};
 use crate::store::migrate::{self, MigrateReport, MigrationStatus, VerifyFinding};
+use crate::store::{Begin, run_in_transaction};
 
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
@@ -15,7 +16,7 @@ pub struct MigrateArgs {
     pub action: Option<MigrateAction>,
 }
 
-#[derive(Debug, Clone, Copy, Subcommand)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
 pub enum MigrateAction {
     /// Apply every pending migration (the default). Safe to run from several places at once.
     Up,
@@ -28,18 +29,31 @@ pub enum MigrateAction {
 pub async fn run(args: MigrateArgs, global: &Global) -> Result<(), CliError> {
     let settings = global.connection.settings(Access::Write)?;
     let schema = &global.connection.schema;
+    let action = args.action.unwrap_or(MigrateAction::Up);
+    if action == MigrateAction::Up {
+        settings.require_session(
+            "migrate",
+            "it holds a session's advisory lock from its first migration to its last",
+        )?;
+    }
     let mut client = settings.connect(schema, "qlsched migrate").await?;
-    match args.action.unwrap_or(MigrateAction::Up) {
+    match action {
         MigrateAction::Up => {
             let report = migrate::migrate_up(&mut client, schema).await?;
             emit(global.format, &report, render_up)
         }
         MigrateAction::Status => {
-            let status = migrate::status(&client, schema).await?;
+            let status = run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+                Box::pin(migrate::status(client, schema))
+            })
+            .await?;
             emit(global.format, &status, |rows| render_status(rows))
         }
         MigrateAction::Verify => {
-            let findings = migrate::verify(&client, schema).await?;
+            let findings = run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+                Box::pin(migrate::verify(client, schema))
+            })
+            .await?;
             let report = VerifyReport {
                 schema: schema.to_string(),
                 ok: findings.is_empty(),

@@ -103,6 +103,7 @@ pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
     .await?;
     let report = control::pause(
         &client,
+        store.schema(),
         args.target.key(),
         &operator_name(),
         args.reason.as_deref(),
@@ -137,6 +138,7 @@ pub async fn resume(args: ResumeArgs, global: &Global) -> Result<(), CliError> {
     .await?;
     let report = control::resume(
         &client,
+        store.schema(),
         args.target.key(),
         &operator_name(),
         args.confirm.dry_run,

@@ -13,6 +13,7 @@ use crate::core::manifest::{ManifestError, parse_manifest};
 use crate::core::text::clean;
 use crate::store::migrate::check_ready;
 use crate::store::publish::{PublishReport, publish};
+use crate::store::{Begin, run_in_transaction};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -37,8 +38,12 @@ pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
         .await?;
     // Definitions written into a schema `run` refuses (changed, or from a newer binary) would be
     // read by code that does not know them.
-    check_ready(&client, &global.connection.schema).await?;
-    let report = publish(&mut client, &manifest, args.dry_run).await?;
+    let schema = &global.connection.schema;
+    run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+        Box::pin(check_ready(client, schema))
+    })
+    .await?;
+    let report = publish(&mut client, schema, &manifest, args.dry_run).await?;
     emit(global.format, &report, render)?;
     if global.format == super::OutputFormat::Table {
         eprintln!(

@@ -18,7 +18,7 @@ use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::observe::Observer;
 use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_not_behind, check_ready};
 use crate::store::recovery::recovery_report;
-use crate::store::{Store, StoreError, replicas};
+use crate::store::{Begin, Store, StoreError, replicas, run_in_transaction};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -57,9 +57,16 @@ async fn wait_for_schema(
     let mut said: Option<std::time::Instant> = None;
     loop {
         let startup = settings.connect(schema, application).await?;
-        match check_not_behind(&startup, schema).await {
-            Ok(()) => {
-                check_ready(&startup, schema).await?;
+        let checked = run_in_transaction(&startup, schema, Begin::ReadOnly, |client| {
+            Box::pin(async move {
+                check_not_behind(client, schema).await?;
+                // Past this point a schema that is not ready is not one to wait for.
+                Ok(check_ready(client, schema).await)
+            })
+        });
+        match checked.await {
+            Ok(ready) => {
+                ready?;
                 if said.is_some() {
                     tracing::info!(%schema, "the schema is migrated: starting");
                 }
@@ -185,8 +192,8 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
             crate::lifecycle::REPLICA_POOL_SIZE,
         )
         .await?;
-        // The startup checks and recovery's report on a session of their own: the pool's sessions
-        // carry the claim's plan settings, which those reads are not written for.
+        // The startup checks and recovery's report on a connection of their own, each in a
+        // transaction of its own.
         let startup = wait_for_schema(
             &settings,
             schema,
@@ -194,8 +201,11 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
             args.exit_if_unmigrated,
         )
         .await?;
-        check_capability(&startup, schema, RUNTIME_ROLE).await?;
-        log_recovery(&startup).await?;
+        run_in_transaction(&startup, schema, Begin::ReadOnly, |client| {
+            Box::pin(check_capability(client, schema, RUNTIME_ROLE))
+        })
+        .await?;
+        log_recovery(&startup, schema).await?;
         drop(startup);
         crate::lifecycle::register(&store, &config).await?;
         // The probes' and gauges' pool of one connection, so that a scrape never competes with
@@ -379,8 +389,14 @@ async fn housekeep(store: Store) {
 
 /// Startup recovery (docs/DESIGN.md §4.8): drifted queued runs are logged, never re-admitted, and
 /// the replica still starts.
-async fn log_recovery(client: &tokio_postgres::Client) -> Result<(), CliError> {
-    let recovery = recovery_report(client, 20).await?;
+async fn log_recovery(
+    client: &tokio_postgres::Client,
+    schema: &crate::store::SchemaName,
+) -> Result<(), CliError> {
+    let recovery = run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(recovery_report(client, 20))
+    })
+    .await?;
     if recovery.drifted == 0 {
         tracing::info!(
             pristine = recovery.pristine,

@@ -76,8 +76,7 @@ pub async fn open(
 ) -> Result<(), CliError> {
     // One connection refreshes, one is free for an expiry while a refresh is in flight.
     let store = Store::open(settings, &global.connection.schema, "qlsched top", 2).await?;
-    crate::store::migrate::check_not_behind(&**store.client().await?, &global.connection.schema)
-        .await?;
+    store.check_not_behind().await?;
     let options = TopOptions {
         database: settings.describe(),
         readonly,

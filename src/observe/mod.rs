@@ -16,7 +16,7 @@ use crate::lifecycle::{MAX_BACK_OFF, RoundEvent};
 use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
 use crate::store::observe::{Gauges, check_writable, gauges};
 use crate::store::replicas::{LivenessCounts, liveness_counts};
-use crate::store::{Store, StoreError};
+use crate::store::{Begin, Store, StoreError, run_in_transaction};
 
 /// The version and the commit this binary was built from (build.rs).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -311,9 +311,15 @@ impl Observer {
         let store = &store;
         let check = async {
             let client = store.client().await?;
-            check_ready(&client, store.schema()).await?;
-            check_capability(&client, store.schema(), RUNTIME_ROLE).await?;
-            check_writable(&**client).await
+            let schema = store.schema();
+            run_in_transaction(&client, schema, Begin::ReadWrite, |client| {
+                Box::pin(async move {
+                    check_ready(client, schema).await?;
+                    check_capability(client, schema, RUNTIME_ROLE).await?;
+                    check_writable(client).await
+                })
+            })
+            .await
         };
         let readiness = match tokio::time::timeout(DATABASE_WAIT, check).await {
             Ok(Ok(())) => Readiness::Ready,
@@ -341,12 +347,18 @@ impl Observer {
         {
             return reads.clone();
         }
+        let owner = &self.inner.owner;
         let read = async {
             let client = store.client().await?;
-            Ok(DatabaseReads {
-                gauges: gauges(&**client, &self.inner.owner).await?,
-                replicas: liveness_counts(&**client).await?,
+            run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
+                Box::pin(async move {
+                    Ok(DatabaseReads {
+                        gauges: gauges(client, owner).await?,
+                        replicas: liveness_counts(client).await?,
+                    })
+                })
             })
+            .await
         };
         let result = match tokio::time::timeout(DATABASE_WAIT, read).await {
             Ok(result) => result.map_err(|error: StoreError| error.to_string()),

@@ -52,17 +52,18 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use deadpool_postgres::ClientWrapper;
-use futures_util::future::join4;
+use futures_util::future::join5;
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
 use super::StoreError;
-use super::claim::{ClaimedRow, prepares_since};
+use super::claim::ClaimedRow;
 use super::error::{
     describe_server_error, is_definition_refused, is_fence_lost, is_rejection, is_retryable,
 };
+use super::sender::{Sender, TRANSACTION_SETTINGS};
 use crate::core::Decision;
 
 /// How often a transaction that hit a serialization failure is tried in all.
@@ -313,15 +314,16 @@ const COMMIT: &str = "COMMIT";
 /// have committed.
 pub async fn admit(
     client: &ClientWrapper,
+    sender: &Sender,
     admissions: &[Admission<'_>],
     stats: &mut AdmitStats,
 ) -> Result<Vec<AdmissionOutcome>, StoreError> {
     match admissions {
         [] => return Ok(Vec::new()),
-        [single] => return Ok(vec![admit_one(client, single, stats).await?]),
+        [single] => return Ok(vec![admit_one(client, sender, single, stats).await?]),
         _ => {}
     }
-    match admit_with_retries(client, admissions, Lookup::Tid, stats).await {
+    match admit_with_retries(client, sender, admissions, Lookup::Tid, stats).await {
         Ok(Verdict::Committed) => {
             return Ok(admissions.iter().map(committed_outcome).collect());
         }
@@ -340,7 +342,7 @@ pub async fn admit(
             });
             continue;
         }
-        outcomes.push(match admit_one(client, admission, stats).await {
+        outcomes.push(match admit_one(client, sender, admission, stats).await {
             Ok(outcome) => outcome,
             Err(error @ StoreError::RetriesExhausted { .. }) => AdmissionOutcome::Unsettled {
                 reason: error.to_string(),
@@ -361,13 +363,14 @@ pub async fn admit(
 /// admitted on its own exactly when its batch failed, often for conflicts.
 async fn admit_one(
     client: &ClientWrapper,
+    sender: &Sender,
     admission: &Admission<'_>,
     stats: &mut AdmitStats,
 ) -> Result<AdmissionOutcome, StoreError> {
     let single = std::slice::from_ref(admission);
-    let mut verdict = admit_with_retries(client, single, Lookup::Tid, stats).await?;
+    let mut verdict = admit_with_retries(client, sender, single, Lookup::Tid, stats).await?;
     if matches!(verdict, Verdict::FenceLost) {
-        verdict = admit_with_retries(client, single, Lookup::Key, stats).await?;
+        verdict = admit_with_retries(client, sender, single, Lookup::Key, stats).await?;
     }
     Ok(match verdict {
         Verdict::Committed => committed_outcome(admission),
@@ -393,6 +396,7 @@ enum Verdict {
 
 async fn admit_with_retries(
     client: &ClientWrapper,
+    sender: &Sender,
     admissions: &[Admission<'_>],
     lookup: Lookup,
     stats: &mut AdmitStats,
@@ -400,7 +404,7 @@ async fn admit_with_retries(
     let mut last = String::new();
     for attempt in 1..=MAX_ATTEMPTS {
         stats.transactions += 1;
-        match admit_once(client, admissions, lookup, &mut stats.round_trips).await {
+        match admit_once(client, sender, admissions, lookup, &mut stats.round_trips).await {
             Ok(()) => return Ok(Verdict::Committed),
             Err(error) if is_fence_lost(&error) => return Ok(Verdict::FenceLost),
             Err(error) if is_definition_refused(&error) => {
@@ -527,32 +531,42 @@ fn retry_backoff(attempt: u32) -> Duration {
     Duration::from_millis(u64::from(attempt) * 4 + jitter)
 }
 
-/// One pipelined round trip: BEGIN, the plan settings, the admission statement, COMMIT.
+/// One pipelined round trip: BEGIN, the schema's settings, the plan settings, the admission
+/// statement, COMMIT.
 async fn admit_once(
     client: &ClientWrapper,
+    sender: &Sender,
     admissions: &[Admission<'_>],
     lookup: Lookup,
     round_trips: &mut u32,
 ) -> Result<(), tokio_postgres::Error> {
-    let prepared_before = client.statement_cache.size();
-    let begin = client.prepare_cached(BEGIN_SERIALIZABLE).await?;
-    let pin = client.prepare_cached(PIN_PLAN).await?;
-    let admit = client.prepare_cached(lookup.statement()).await?;
-    let commit = client.prepare_cached(COMMIT).await?;
-    *round_trips += prepares_since(client, prepared_before) + 1;
+    let begin = sender
+        .ready(client, BEGIN_SERIALIZABLE, round_trips)
+        .await?;
+    let settings = sender
+        .ready(client, TRANSACTION_SETTINGS, round_trips)
+        .await?;
+    let pin = sender.ready(client, PIN_PLAN, round_trips).await?;
+    let admit = sender
+        .ready(client, lookup.statement(), round_trips)
+        .await?;
+    let commit = sender.ready(client, COMMIT, round_trips).await?;
+    *round_trips += 1;
     let columns = Columns::of(admissions);
     let params = columns.params();
-    // join4 polls in order, so the four requests leave in order on the one connection.
-    let (began, pinned, admitted, committed) = join4(
-        client.execute(&begin, &[]),
-        client.query_one(&pin, &[]),
-        client.query_one(&admit, &params),
-        client.execute(&commit, &[]),
+    // join polls in order, so the requests leave in order on the one connection.
+    let (began, set, pinned, admitted, committed) = join5(
+        begin.execute(client, &[]),
+        sender.settings(client, &settings),
+        pin.query_one(client, &[]),
+        admit.query_one(client, &params),
+        commit.execute(client, &[]),
     )
     .await;
     // The first error is the cause; after it the pipelined COMMIT found the transaction aborted
     // and ended it as a rollback.
     began?;
+    set?;
     pinned?;
     admitted?;
     committed?;

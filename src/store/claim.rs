@@ -14,7 +14,9 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::error::stored;
+use super::migrate::{NEWER_MIGRATIONS, NewerMigration, first_blocking, latest_version};
 use super::replicas::{HEARTBEAT, Heartbeat};
+use super::sender::{Sender, TRANSACTION_SETTINGS};
 use crate::core::{ClaimFence, MisfirePolicy, TriggerName};
 
 /// A schedule row as this replica claimed it: the full fence, and every definition the decision
@@ -327,27 +329,19 @@ const BEGIN: &str = "BEGIN";
 const COMMIT: &str = "COMMIT";
 
 /// Claims up to `budget` due rows for `owner`, with a lease of `lease_ms` in database time,
-/// inside a transaction the caller opened (the plan settings are that transaction's). Adds the
-/// round trips it waited on to `round_trips` (one, plus one for each statement this connection
-/// prepares for the first time).
+/// inside a transaction the caller opened (the plan settings are that transaction's): as a
+/// manual claim does. A replica's claim is [`claim_for_round`].
 pub async fn claim_due(
-    client: &ClientWrapper,
+    client: &impl GenericClient,
     owner: &str,
     budget: i64,
     lease_ms: i64,
-    round_trips: &mut u32,
 ) -> Result<Vec<ClaimedRow>, StoreError> {
-    let prepared_before = client.statement_cache.size();
-    let pin = client.prepare_cached(PIN_CLAIM_PLAN).await?;
-    let claim = client.prepare_cached(CLAIM_DUE).await?;
-    *round_trips += prepares_since(client, prepared_before) + 1;
-    let (pinned, rows) = futures_util::future::join(
-        client.query_one(&pin, &[]),
-        client.query(&claim, &[&owner, &budget, &lease_ms]),
-    )
-    .await;
-    pinned?;
-    rows?.iter().map(ClaimedRow::from_row).collect()
+    client.query_one(PIN_CLAIM_PLAN, &[]).await?;
+    let rows = client
+        .query(CLAIM_DUE, &[&owner, &budget, &lease_ms])
+        .await?;
+    rows.iter().map(ClaimedRow::from_row).collect()
 }
 
 // Database time now, and the earliest cursor after it: when the next occurrence falls due,
@@ -380,6 +374,9 @@ pub struct RoundClaim {
 pub struct ClaimTrip {
     pub claim: Result<RoundClaim, StoreError>,
     pub heartbeat: Result<(), StoreError>,
+    /// A migration applied since this build's latest that this build may not run beside
+    /// ([`blocking_newer_migration`]), read in the same trip.
+    pub newer: Result<Option<NewerMigration>, StoreError>,
 }
 
 /// A replica's claim, in a transaction of its own that pins the claim's plan
@@ -388,23 +385,27 @@ pub struct ClaimTrip {
 /// occurrence, and the registry's heartbeat when one is due. No session setting is relied on.
 pub async fn claim_for_round(
     client: &ClientWrapper,
+    sender: &Sender,
     owner: &str,
     budget: i64,
     lease_ms: i64,
     heartbeat: Option<&Heartbeat>,
     round_trips: &mut u32,
 ) -> Result<ClaimTrip, StoreError> {
-    let prepared_before = client.statement_cache.size();
-    let pin = client.prepare_cached(PIN_CLAIM_PLAN).await?;
-    let claim = client.prepare_cached(CLAIM_DUE).await?;
-    let next_due = client.prepare_cached(NEXT_DUE).await?;
-    let beat = client.prepare_cached(HEARTBEAT).await?;
-    *round_trips += prepares_since(client, prepared_before) + 1;
+    let settings = sender
+        .ready(client, TRANSACTION_SETTINGS, round_trips)
+        .await?;
+    let pin = sender.ready(client, PIN_CLAIM_PLAN, round_trips).await?;
+    let claim = sender.ready(client, CLAIM_DUE, round_trips).await?;
+    let next_due = sender.ready(client, NEXT_DUE, round_trips).await?;
+    let newer = sender.ready(client, NEWER_MIGRATIONS, round_trips).await?;
+    let beat = sender.ready(client, HEARTBEAT, round_trips).await?;
+    *round_trips += 1;
     let beat = async {
         match heartbeat {
-            Some(h) => client
+            Some(h) => beat
                 .execute(
-                    &beat,
+                    client,
                     &[
                         &owner,
                         &h.rounds,
@@ -422,27 +423,43 @@ pub async fn claim_for_round(
             None => Ok(()),
         }
     };
-    // The claim's transaction: BEGIN, the pin, the claim, COMMIT. A failed claim leaves the
-    // transaction aborted and its COMMIT rolls it back, so what follows runs outside it.
+    // The claim's transaction: BEGIN, the schema's settings, the pin, the claim, COMMIT. A failed
+    // claim leaves the transaction aborted and its COMMIT rolls it back.
     let claimed = async {
-        let (begun, pinned, rows) = futures_util::future::join3(
+        let (begun, set, pinned, rows) = futures_util::future::join4(
             client.batch_execute(BEGIN),
-            client.query_one(&pin, &[]),
-            client.query(&claim, &[&owner, &budget, &lease_ms]),
+            sender.settings(client, &settings),
+            pin.query_one(client, &[]),
+            claim.query(client, &[&owner, &budget, &lease_ms]),
         )
         .await;
-        (begun.and(pinned.map(|_| ())), rows)
+        (begun.and(set).and(pinned.map(|_| ())), rows)
+    };
+    // After it, in a transaction of their own: the next-due read, whether a newer migration
+    // forbids this build, and the heartbeat. A failed heartbeat leaves the reads' answers as they
+    // came; a failed read fails the heartbeat too, which is sent again next round. The BEGIN's and
+    // the settings' own results are not needed: had either failed, so would what follows them.
+    let latest = latest_version();
+    let after = async {
+        let ((_, _, clock), (newer, beat, _)) = futures_util::future::join(
+            futures_util::future::join3(
+                client.batch_execute(BEGIN),
+                sender.settings(client, &settings),
+                next_due.query_one(client, &[]),
+            ),
+            futures_util::future::join3(
+                newer.query(client, &[&latest]),
+                beat,
+                client.batch_execute(COMMIT),
+            ),
+        )
+        .await;
+        (clock, newer.map(|rows| first_blocking(&rows)), beat)
     };
     // One round trip: the requests leave in order on the one connection (join polls in order).
-    // The claim commits at once, as docs/DESIGN.md §4.3 requires; the next-due read and the
-    // heartbeat each commit by themselves after it.
-    let ((opened, rows), committed, clock, heartbeat) = futures_util::future::join4(
-        claimed,
-        client.batch_execute(COMMIT),
-        client.query_one(&next_due, &[]),
-        beat,
-    )
-    .await;
+    // The claim commits at once, as docs/DESIGN.md §4.3 requires.
+    let ((opened, rows), committed, (clock, newer, heartbeat)) =
+        futures_util::future::join3(claimed, client.batch_execute(COMMIT), after).await;
     let received = std::time::Instant::now();
     let claim = opened
         .and(rows)
@@ -467,12 +484,11 @@ pub async fn claim_for_round(
                 next_due_ms,
             })
         });
-    Ok(ClaimTrip { claim, heartbeat })
-}
-
-/// Statements this connection prepared (one round trip each) since its cache held `before`.
-pub(crate) fn prepares_since(client: &ClientWrapper, before: usize) -> u32 {
-    u32::try_from(client.statement_cache.size().saturating_sub(before)).unwrap_or(u32::MAX)
+    Ok(ClaimTrip {
+        claim,
+        heartbeat,
+        newer: newer.map_err(StoreError::from),
+    })
 }
 
 /// The plan PostgreSQL chooses for the claim statement on this session now, as `EXPLAIN` prints
@@ -580,6 +596,42 @@ pub async fn release(
             &[&projects, &triggers, &owners, &tokens, &versions],
         )
         .await?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+/// [`release`] as a replica gives claims back: in a transaction of its own, pipelined (BEGIN,
+/// the schema's settings, the release, COMMIT), one round trip once its statements are ready.
+pub async fn give_back(
+    client: &ClientWrapper,
+    sender: &Sender,
+    requests: &[ReleaseRequest],
+    round_trips: &mut u32,
+) -> Result<Vec<(String, String)>, StoreError> {
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let settings = sender
+        .ready(client, TRANSACTION_SETTINGS, round_trips)
+        .await?;
+    let statement = sender.ready(client, RELEASE, round_trips).await?;
+    *round_trips += 1;
+    let column = |f: fn(&ReleaseRequest) -> String| requests.iter().map(f).collect::<Vec<_>>();
+    let projects = column(|r| r.project_id.clone());
+    let triggers = column(|r| r.trigger_id.clone());
+    let owners = column(|r| r.owner.clone());
+    let tokens: Vec<Uuid> = requests.iter().map(|r| r.token).collect();
+    let versions: Vec<i64> = requests.iter().map(|r| r.version).collect();
+    let (begun, set, rows, committed) = futures_util::future::join4(
+        client.batch_execute(BEGIN),
+        sender.settings(client, &settings),
+        statement.query(client, &[&projects, &triggers, &owners, &tokens, &versions]),
+        client.batch_execute(COMMIT),
+    )
+    .await;
+    begun?;
+    set?;
+    let rows = rows?;
+    committed?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 

@@ -27,8 +27,8 @@ use serde::Serialize;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use super::StoreError;
 use super::error::stored;
+use super::{Begin, SchemaName, StoreError, run_in_transaction};
 use crate::core::run_id::run_id;
 use crate::core::{ProjectStatus, TriggerName};
 
@@ -162,14 +162,21 @@ impl Target {
 /// the range before their transaction, and for `--dry-run`.
 pub async fn read_target(
     client: &ClientWrapper,
+    schema: &SchemaName,
     trigger: &TriggerName,
 ) -> Result<Target, StoreError> {
-    // One statement on its own: its row lock waits for an admission in flight and is gone
-    // with the statement; no snapshot to serialize against.
-    lock_target(client, trigger).await
+    // One statement in a transaction of its own: its row lock waits for an admission in flight
+    // and is gone with the transaction; no snapshot to serialize against.
+    run_in_transaction(client, schema, Begin::ReadWrite, |client| {
+        Box::pin(lock_target(client, trigger))
+    })
+    .await
 }
 
-async fn lock_target(client: &ClientWrapper, name: &TriggerName) -> Result<Target, StoreError> {
+async fn lock_target(
+    client: &tokio_postgres::Client,
+    name: &TriggerName,
+) -> Result<Target, StoreError> {
     let TriggerName {
         project_id,
         trigger_id,
@@ -239,13 +246,14 @@ pub fn manual_key(trigger: &str, revision: i64, request_id: &str) -> String {
 /// rolls back.
 pub async fn fire(
     client: &ClientWrapper,
+    schema: &SchemaName,
     trigger: &TriggerName,
     revision: i64,
     request_id: &str,
     actor: &str,
     dry_run: bool,
 ) -> Result<Fired, StoreError> {
-    serializable(client, "fire", dry_run, async || {
+    serializable(client, schema, "fire", dry_run, async || {
         fire_in_transaction(client, trigger, revision, request_id, actor).await
     })
     .await
@@ -326,13 +334,14 @@ pub struct BackfillBatch {
 /// computed is refused (exit 3): they may not be its occurrences any more.
 pub async fn backfill(
     client: &ClientWrapper,
+    schema: &SchemaName,
     trigger: &TriggerName,
     revision: i64,
     occurrences: &[i64],
     actor: &str,
     dry_run: bool,
 ) -> Result<BackfillBatch, StoreError> {
-    serializable(client, "backfill", dry_run, async || {
+    serializable(client, schema, "backfill", dry_run, async || {
         backfill_in_transaction(client, trigger, revision, occurrences, actor).await
     })
     .await
@@ -491,6 +500,7 @@ async fn finish<T>(
 /// replica admitting or claiming the same row at that moment).
 async fn serializable<T>(
     client: &ClientWrapper,
+    schema: &SchemaName,
     what: &'static str,
     dry_run: bool,
     mut work: impl AsyncFnMut() -> Result<T, StoreError>,
@@ -499,7 +509,10 @@ async fn serializable<T>(
     for tries in 1..=MAX_ATTEMPTS {
         let attempt = async {
             client
-                .batch_execute(&crate::store::operator::begin_bounded(BEGIN_SERIALIZABLE))
+                .batch_execute(&crate::store::operator::begin_bounded(
+                    schema,
+                    BEGIN_SERIALIZABLE,
+                ))
                 .await?;
             let done = work().await;
             finish(client, done, dry_run).await

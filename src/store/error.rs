@@ -96,13 +96,13 @@ impl StoreError {
         // PgBouncer's refusal of a startup parameter (SQLSTATE 08P01): retrying never helps, the
         // pooler's configuration does.
         if let Some(parameter) = raw.strip_prefix("unsupported startup parameter: ") {
-            // Not "ignore it": the parameter carries qlsched's schema, and a pooler that drops it
-            // would have qlsched look for (and `migrate` create) its tables in another schema.
+            // qlsched sends no startup parameter a pooler refuses by default: this one is the
+            // connection string's own (or PGOPTIONS'), which only the operator can take out.
             return StoreError::Config(format!(
                 "{message}: the server, a connection pooler, refuses the startup parameter \
-                 `{parameter}`, which carries qlsched's schema and session settings; qlsched \
-                 cannot run through this pooler yet: connect to the server directly. Do not add \
-                 it to PgBouncer's `ignore_startup_parameters`: the settings would be dropped \
+                 `{parameter}`, which the connection settings give (the connection string or \
+                 PGOPTIONS); qlsched needs none of its own: take it out of the settings, or list \
+                 it in the pooler's `ignore_startup_parameters` if losing it is acceptable \
                  (docs/OPERATIONS.md, \"Behind a connection pooler\")"
             ));
         }

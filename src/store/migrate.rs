@@ -252,7 +252,7 @@ const READ_LEDGER: &str = "SELECT version, name, checksum, applied_at_ms, execut
 
 // The migrations applied after $1 (this build's latest), with whether this build may run beside
 // them: what a replica reads beside each round's claim. An index probe, no row when none.
-const NEWER_MIGRATIONS: &str = "SELECT version, name,
+pub(crate) const NEWER_MIGRATIONS: &str = "SELECT version, name,
         (to_jsonb(m) ->> 'previous_release_may_run')::boolean
     FROM schema_migrations m WHERE version > $1 ORDER BY version";
 
@@ -283,17 +283,16 @@ async fn apply_pending(
     client: &mut Client,
     schema: &SchemaName,
 ) -> Result<MigrateReport, StoreError> {
-    // Every statement below names its tables unqualified: a session whose search_path is not
-    // the schema (a pooler that dropped the startup options, an `options` of its own) would
-    // migrate another one. Checked before anything is created.
+    // Every statement below names its tables unqualified. The session's search_path is the
+    // schema (set once it opened, after any startup options); checked all the same before
+    // anything is created, since a table in another schema would be found by nothing.
     let path = client
         .query_one(SEARCH_PATH_IS, &[&schema.as_str()])
         .await?;
     if !path.get::<_, bool>(0) {
         return Err(StoreError::Config(format!(
-            "this session's search_path is {:?}, not {schema}: qlsched's startup options were \
-             dropped or overridden (a connection pooler? an `options` in the connection \
-             string?); nothing was migrated (docs/OPERATIONS.md, \"Behind a connection pooler\")",
+            "this session's search_path is {:?}, not {schema}; nothing was migrated \
+             (docs/OPERATIONS.md, \"Behind a connection pooler\")",
             path.get::<_, String>(1)
         )));
     }
@@ -453,20 +452,16 @@ pub struct NewerMigration {
     pub name: String,
 }
 
-/// The first migration applied after this build's latest that does not let this build run beside
-/// it (its flag false, or not recorded), if any: one small read, pipelined beside a round's
-/// claim.
-pub async fn blocking_newer_migration(
-    client: &Client,
-) -> Result<Option<NewerMigration>, StoreError> {
-    let rows = client.query(NEWER_MIGRATIONS, &[&latest_version()]).await?;
-    Ok(rows
-        .iter()
+/// The first migration of `rows` ([`NEWER_MIGRATIONS`]' answer: those applied after this build's
+/// latest) that does not let this build run beside it (its flag false, or not recorded), if any:
+/// a replica reads them in its claim's round trip ([`super::claim::claim_for_round`]).
+pub(crate) fn first_blocking(rows: &[tokio_postgres::Row]) -> Option<NewerMigration> {
+    rows.iter()
         .find(|row| row.get::<_, Option<bool>>(2) != Some(true))
         .map(|row| NewerMigration {
             version: row.get(0),
             name: row.get(1),
-        }))
+        })
 }
 
 /// `migrate status`: every known and every applied migration.

@@ -23,17 +23,67 @@ pub mod recovery;
 pub mod replicas;
 pub mod retention;
 pub mod scratch;
+pub mod sender;
 pub mod statements;
 pub mod tls;
 pub mod top;
 
 pub use admit::{Admission, AdmissionOutcome, AdmitStats, RunIdentity};
 pub use claim::{ClaimedRow, ReleaseRequest, TriggerDefinition};
-pub use connect::{ConnectionSettings, SchemaName};
+pub use connect::{ConnectionSettings, Pooler, SchemaName};
 pub use error::StoreError;
 pub use recovery::RecoveryReport;
 
 use deadpool_postgres::{Object, Pool};
+use futures_util::future::BoxFuture;
+
+/// Work to run on one connection, inside a transaction it is given: a closure returning a boxed
+/// future, since the borrow of the client must outlive the call.
+pub type Work<'c, T> = BoxFuture<'c, Result<T, StoreError>>;
+
+/// How a transaction of [`run_in_transaction`] begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begin {
+    ReadOnly,
+    ReadWrite,
+}
+
+impl Begin {
+    fn statement(self) -> &'static str {
+        match self {
+            Begin::ReadOnly => "BEGIN READ ONLY",
+            Begin::ReadWrite => "BEGIN",
+        }
+    }
+}
+
+/// Runs `work` inside a transaction of its own on `client`: BEGIN and the schema's transaction
+/// settings in one round trip ([`SchemaName::transaction_settings`]), then `work`, then COMMIT,
+/// or ROLLBACK when `work` failed. Every statement qlsched sends runs in such a transaction (or
+/// in one of the replica's pipelines, which set the same themselves), never on a bare session:
+/// behind a transaction-mode pooler a statement outside a transaction may run on a server
+/// connection without the schema, and a named statement prepared outside one may be gone from the
+/// server connection its execution lands on.
+pub async fn run_in_transaction<'c, T>(
+    client: &'c tokio_postgres::Client,
+    schema: &SchemaName,
+    begin: Begin,
+    work: impl FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
+) -> Result<T, StoreError> {
+    client
+        .batch_execute(&format!(
+            "{}; {}",
+            begin.statement(),
+            schema.transaction_settings()
+        ))
+        .await?;
+    let result = work(client).await;
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    let ended = client.batch_execute(end).await;
+    let value = result?;
+    ended?;
+    Ok(value)
+}
 
 /// A connection pool on one qlsched schema: what a replica, an operator command or the dashboard
 /// holds. Cloning shares the pool.
@@ -41,6 +91,8 @@ use deadpool_postgres::{Object, Pool};
 pub struct Store {
     pool: Pool,
     schema: SchemaName,
+    pooler: Pooler,
+    sender: sender::Sender,
     /// For cancel requests, which open a connection of their own, as TLS as the pool's.
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     connect_timeout: Option<std::time::Duration>,
@@ -58,6 +110,8 @@ impl Store {
         Ok(Store {
             pool,
             schema: schema.clone(),
+            pooler: settings.pooler(),
+            sender: sender::Sender::new(settings.pooler(), schema.clone()),
             tls: settings.tls_connector(),
             connect_timeout: settings.connect_timeout(),
         })
@@ -78,9 +132,78 @@ impl Store {
         &self.schema
     }
 
+    /// What sits between this store and the server.
+    pub fn pooler(&self) -> Pooler {
+        self.pooler
+    }
+
+    /// How the replica's pipelined statements are sent on this store's connections.
+    pub fn sender(&self) -> &sender::Sender {
+        &self.sender
+    }
+
     /// A pooled connection.
     pub async fn client(&self) -> Result<Object, StoreError> {
         Ok(self.pool.get().await?)
+    }
+
+    /// Runs `work` on a pooled connection in a read-only transaction of its own
+    /// ([`run_in_transaction`]): what the operator's views and the metrics read.
+    pub async fn read<T>(
+        &self,
+        work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
+    ) -> Result<T, StoreError> {
+        let client = self.client().await?;
+        run_in_transaction(&client, &self.schema, Begin::ReadOnly, work).await
+    }
+
+    /// Runs `work` on a pooled connection in a read-write transaction of its own
+    /// ([`run_in_transaction`]).
+    pub async fn write<T>(
+        &self,
+        work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
+    ) -> Result<T, StoreError> {
+        let client = self.client().await?;
+        run_in_transaction(&client, &self.schema, Begin::ReadWrite, work).await
+    }
+
+    /// [`migrate::check_ready`] in a read-only transaction of its own.
+    pub async fn check_ready(&self) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let schema = &self.schema;
+        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+            Box::pin(migrate::check_ready(client, schema))
+        })
+        .await
+    }
+
+    /// [`migrate::check_not_behind`] in a read-only transaction of its own.
+    pub async fn check_not_behind(&self) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let schema = &self.schema;
+        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+            Box::pin(migrate::check_not_behind(client, schema))
+        })
+        .await
+    }
+
+    /// [`read::trigger_detail`] in a read-only transaction of its own.
+    pub async fn trigger_detail(
+        &self,
+        trigger: &crate::core::TriggerName,
+    ) -> Result<read::TriggerDetail, StoreError> {
+        let client = self.client().await?;
+        let schema = &self.schema;
+        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+            Box::pin(read::trigger_detail(client, schema, trigger))
+        })
+        .await
+    }
+
+    /// `begin` (a BEGIN statement) and this store's transaction settings, as one simple-query
+    /// message, for the transactions that end themselves.
+    pub fn begin_text(&self, begin: &str) -> String {
+        format!("{begin}; {}", self.schema.transaction_settings())
     }
 
     /// Asks the server to cancel the statement running on the session `token` came from, over
@@ -99,7 +222,8 @@ impl Store {
         Ok(())
     }
 
-    /// Runs `work` on a pooled connection within `limit`, the wait for the connection included:
+    /// Runs `work` on a pooled connection, in a read-write transaction of its own
+    /// ([`run_in_transaction`]), within `limit`, the wait for the connection included:
     /// what a replica does beside its rounds (housekeeping, the registry) never waits longer on
     /// a server that stopped answering. On time out the statement in flight is cancelled in the
     /// background and the connection is closed instead of going back to the pool, where the
@@ -108,9 +232,7 @@ impl Store {
         &self,
         limit: std::time::Duration,
         what: &str,
-        work: impl for<'c> FnOnce(
-            &'c tokio_postgres::Client,
-        ) -> futures_util::future::BoxFuture<'c, Result<T, StoreError>>,
+        work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
     ) -> Result<T, StoreError> {
         let deadline = tokio::time::Instant::now() + limit;
         let timed_out = || {
@@ -123,7 +245,8 @@ impl Store {
             .await
             .map_err(|_| timed_out())??;
         let token = client.cancel_token();
-        match tokio::time::timeout_at(deadline, work(&client)).await {
+        let transaction = run_in_transaction(&client, &self.schema, Begin::ReadWrite, work);
+        match tokio::time::timeout_at(deadline, transaction).await {
             Ok(result) => result,
             Err(_) => {
                 drop(Object::take(client));

@@ -118,13 +118,10 @@ const GAUGES: &str = concat!(
     FROM clock c"
 );
 
-// Without statistics (straight after a large publish) the planner's estimates of the walks above
-// are huge, and JIT compiling them took 800 ms for a statement that runs in under 100.
-const NO_JIT: &str = "SET jit = off";
-
-/// The gauges of `owner`, in one statement.
+/// The gauges of `owner`, in one statement, in a transaction with the schema's settings (JIT off:
+/// without statistics, straight after a large publish, the planner's estimates of the walks above
+/// are huge, and JIT compiling them took 800 ms for a statement that runs in under 100).
 pub async fn gauges(client: &impl GenericClient, owner: &str) -> Result<Gauges, StoreError> {
-    client.batch_execute(NO_JIT).await?;
     let row = client
         .query_one(GAUGES, &[&owner, &DUE_COUNT_CAP, &PARKED_COUNT_EXACT])
         .await?;
@@ -198,7 +195,6 @@ pub async fn server_role(client: &impl GenericClient) -> Result<ServerRole, Stor
 super::statements::statements! {
     IN_RECOVERY: Runtime,
     GAUGES: Runtime,
-    NO_JIT: Runtime,
     SERVER_ROLE: Runtime | Observer,
 }
 

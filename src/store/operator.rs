@@ -17,8 +17,8 @@ use super::admit::admit;
 use super::claim::{claim_due, claim_one, claimed_by_fence, release, would_claim};
 use super::read::trigger_detail;
 use super::{
-    Admission, AdmissionOutcome, AdmitStats, ClaimedRow, ReleaseRequest, RunIdentity, Store,
-    StoreError,
+    Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, RunIdentity,
+    SchemaName, Store, StoreError, run_in_transaction,
 };
 use crate::core::diagnose::Diagnosis;
 use crate::core::{ClaimFence, Decision, FenceRef, TriggerName};
@@ -55,10 +55,13 @@ pub const OPERATOR_STATEMENT_TIMEOUT: &str = "60s";
 pub(crate) const BOUND_TRANSACTION: &str =
     "SELECT set_config('lock_timeout', '5s', true), set_config('statement_timeout', '60s', true)";
 
-/// `begin` (a BEGIN statement) and [`BOUND_TRANSACTION`] as one simple-query message: one round
-/// trip.
-pub(crate) fn begin_bounded(begin: &str) -> String {
-    format!("{begin}; {BOUND_TRANSACTION}")
+/// `begin` (a BEGIN statement), the schema's transaction settings and [`BOUND_TRANSACTION`] as one
+/// simple-query message: one round trip.
+pub(crate) fn begin_bounded(schema: &SchemaName, begin: &str) -> String {
+    format!(
+        "{begin}; {}; {BOUND_TRANSACTION}",
+        schema.transaction_settings()
+    )
 }
 
 const BEGIN: &str = "BEGIN";
@@ -150,11 +153,13 @@ pub async fn claim(
     // that it works for a login that may only read; it writes no claim and no audit row.
     let claimed = if dry_run {
         client
-            .batch_execute(&begin_bounded(BEGIN_READ_ONLY))
+            .batch_execute(&begin_bounded(store.schema(), BEGIN_READ_ONLY))
             .await?;
         would_claim(&**client, target, owner, lease_ms).await
     } else {
-        client.batch_execute(&begin_bounded(BEGIN)).await?;
+        client
+            .batch_execute(&begin_bounded(store.schema(), BEGIN))
+            .await?;
         claim_and_audit(&client, target, owner, lease_ms).await
     };
     match finish(&client, claimed, dry_run).await? {
@@ -176,7 +181,7 @@ async fn claim_and_audit(
 ) -> Result<Option<ClaimedRow>, StoreError> {
     let row = match target {
         Some(trigger) => claim_one(&**client, trigger, owner, lease_ms).await?,
-        None => claim_due(client, owner, 1, lease_ms, &mut 0).await?.pop(),
+        None => claim_due(&**client, owner, 1, lease_ms).await?.pop(),
     };
     if let Some(row) = &row {
         write_audit(
@@ -198,7 +203,11 @@ async fn claim_and_audit(
 /// Why the named row could not be claimed: the trigger's diagnosis, or that a replica holds the
 /// row locked at this very moment (the claim skips locked rows rather than wait).
 async fn not_eligible(store: &Store, client: &ClientWrapper, trigger: &TriggerName) -> StoreError {
-    let detail = match trigger_detail(client, store.schema(), trigger).await {
+    let schema = store.schema();
+    let detail = run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(trigger_detail(client, schema, trigger))
+    });
+    let detail = match detail.await {
         Ok(detail) => detail,
         Err(error) => return error,
     };
@@ -222,7 +231,15 @@ pub async fn claimed(
     fence: FenceRef,
 ) -> Result<ClaimedRow, StoreError> {
     let client = store.client().await?;
-    match claimed_by_fence(&**client, trigger, fence.token, fence.version).await? {
+    let claimed = run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
+        Box::pin(claimed_by_fence(
+            client,
+            trigger,
+            fence.token,
+            fence.version,
+        ))
+    });
+    match claimed.await? {
         Some(row) => Ok(row),
         None => Err(fence_rejected(store, &client, trigger, fence).await),
     }
@@ -244,10 +261,15 @@ pub async fn admit_claimed(
     let client = store.client().await?;
     let admission = Admission { row, decision, run };
     let mut stats = AdmitStats::default();
-    let outcome = admit(&client, std::slice::from_ref(&admission), &mut stats)
-        .await?
-        .pop()
-        .unwrap_or(AdmissionOutcome::FenceLost);
+    let outcome = admit(
+        &client,
+        store.sender(),
+        std::slice::from_ref(&admission),
+        &mut stats,
+    )
+    .await?
+    .pop()
+    .unwrap_or(AdmissionOutcome::FenceLost);
     let fence = row.fence.reference();
     let mut definition = false;
     let refusal = match &outcome {
@@ -286,14 +308,19 @@ pub async fn admit_claimed(
             StoreError::Refused(message)
         });
     }
-    write_audit(
-        &**client,
-        &row.name(),
-        "admit",
-        actor,
-        Some(fence_json(Some(&row.fence), row.fence.version)),
-        Some(fence_json(None, row.fence.version)),
-    )
+    let name = row.name();
+    let fence_before = fence_json(Some(&row.fence), row.fence.version);
+    let fence_after = fence_json(None, row.fence.version);
+    run_in_transaction(&client, store.schema(), Begin::ReadWrite, |client| {
+        Box::pin(write_audit(
+            client,
+            &name,
+            "admit",
+            actor,
+            Some(fence_before),
+            Some(fence_after),
+        ))
+    })
     .await?;
     Ok(outcome)
 }
@@ -306,7 +333,9 @@ pub async fn release_claim(
     actor: &Actor<'_>,
 ) -> Result<ClaimFence, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(&begin_bounded(BEGIN)).await?;
+    client
+        .batch_execute(&begin_bounded(store.schema(), BEGIN))
+        .await?;
     let released = release_locked(&client, trigger, fence, actor).await;
     match finish(&client, released, false).await? {
         Some(before) => Ok(before),
@@ -364,7 +393,9 @@ pub async fn expire(
     dry_run: bool,
 ) -> Result<Expired, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(&begin_bounded(BEGIN)).await?;
+    client
+        .batch_execute(&begin_bounded(store.schema(), BEGIN))
+        .await?;
     let expired = expire_locked(&client, trigger, fence, actor).await;
     match finish(&client, expired, dry_run).await? {
         Some(expired) => Ok(expired),
@@ -418,7 +449,9 @@ pub async fn expire_owner(
     dry_run: bool,
 ) -> Result<Vec<Expired>, StoreError> {
     let client = store.client().await?;
-    client.batch_execute(&begin_bounded(BEGIN)).await?;
+    client
+        .batch_execute(&begin_bounded(store.schema(), BEGIN))
+        .await?;
     let expired = client
         .query(
             EXPIRE_OWNER,
@@ -445,12 +478,12 @@ const OWNER_SEEN: &str = "SELECT EXISTS (SELECT 1 FROM trigger_schedules WHERE c
 
 /// True when `owner` was ever a claim owner, as far as the database remembers.
 pub async fn owner_seen(store: &Store, owner: &str) -> Result<bool, StoreError> {
-    Ok(store
-        .client()
-        .await?
-        .query_one(OWNER_SEEN, &[&owner])
-        .await?
-        .get(0))
+    let owner = owner.to_owned();
+    store
+        .read(|client| {
+            Box::pin(async move { Ok(client.query_one(OWNER_SEEN, &[&owner]).await?.get(0)) })
+        })
+        .await
 }
 
 /// Ends the transaction: COMMIT when `result` is a success and this is not a dry run, else
@@ -511,7 +544,11 @@ async fn fence_rejected(
     trigger: &TriggerName,
     fence: FenceRef,
 ) -> StoreError {
-    let detail = match trigger_detail(client, store.schema(), trigger).await {
+    let schema: &SchemaName = store.schema();
+    let detail = run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(trigger_detail(client, schema, trigger))
+    });
+    let detail = match detail.await {
         Ok(detail) => detail,
         Err(error) => return error,
     };
@@ -626,9 +663,13 @@ mod tests {
         assert!(BOUND_TRANSACTION.contains(&format!(
             "'statement_timeout', '{OPERATOR_STATEMENT_TIMEOUT}', true"
         )));
+        let schema = SchemaName::default();
         assert_eq!(
-            begin_bounded("BEGIN"),
-            format!("BEGIN; {BOUND_TRANSACTION}")
+            begin_bounded(&schema, "BEGIN"),
+            format!(
+                "BEGIN; SET LOCAL search_path TO \"qlsched\"; SET LOCAL jit TO off; \
+                 {BOUND_TRANSACTION}"
+            )
         );
     }
 }

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use tokio_postgres::{Client, Transaction};
 use uuid::Uuid;
 
-use super::StoreError;
 use super::error::stored;
+use super::{Begin, SchemaName, StoreError, run_in_transaction};
 use crate::core::manifest::{Manifest, TriggerDef};
 use crate::core::publish_plan::{Current, PublishPlan, StoredHead, StoredTriggerFields, plan};
 pub use crate::core::publish_plan::{PublishReport, PublishedItem};
@@ -111,15 +111,20 @@ const ANALYZE: &str = "SELECT analyze_definitions()";
 /// Publishes `manifest` in one transaction; with `dry_run`, reports the same and writes nothing.
 pub async fn publish(
     client: &mut Client,
+    schema: &SchemaName,
     manifest: &Manifest,
     dry_run: bool,
 ) -> Result<PublishReport, StoreError> {
     if dry_run {
-        return dry_run_report(client, manifest).await;
+        return dry_run_report(client, schema, manifest).await;
     }
     let transaction = client.transaction().await?;
     transaction
-        .batch_execute(crate::store::operator::BOUND_TRANSACTION)
+        .batch_execute(&format!(
+            "{}; {}",
+            schema.transaction_settings(),
+            crate::store::operator::BOUND_TRANSACTION
+        ))
         .await?;
     transaction.execute(LOCK, &[]).await?;
     let current = read_current(&transaction, manifest).await?;
@@ -130,7 +135,10 @@ pub async fn publish(
         // Statistics now, not at autovacuum's next pass: a planner without them misjudges every
         // statement that joins these tables. The claim does not depend on them (its plan is
         // pinned), the read models do. The publish has committed; a failure here only warns.
-        if let Err(error) = client.execute(ANALYZE, &[]).await {
+        let analyzed = run_in_transaction(client, schema, Begin::ReadWrite, |client| {
+            Box::pin(async move { Ok(client.execute(ANALYZE, &[]).await?) })
+        });
+        if let Err(error) = analyzed.await {
             tracing::warn!(%error, "published, but could not analyze the definition tables");
         }
     }
@@ -143,9 +151,13 @@ pub async fn publish(
 /// 1 for a new definition, the stored revision plus one for a changed one.
 async fn dry_run_report(
     client: &mut Client,
+    schema: &SchemaName,
     manifest: &Manifest,
 ) -> Result<PublishReport, StoreError> {
     let transaction = client.build_transaction().read_only(true).start().await?;
+    transaction
+        .batch_execute(&schema.transaction_settings())
+        .await?;
     let current = read_current(&transaction, manifest).await?;
     transaction.rollback().await?;
     Ok(plan(manifest, &current).report(true))

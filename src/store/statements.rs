@@ -92,6 +92,21 @@ pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
         "not prepared: a DO block carrying its message as a literal, for a server it refuses",
     ),
     (
+        "qlsched::store",
+        "BEGIN READ ONLY",
+        "not prepared: sent with the schema's transaction settings as one simple query",
+    ),
+    (
+        "qlsched::store::connect",
+        "SET LOCAL search_path TO {}",
+        "not prepared: SET naming the schema, which no parameter can; sent with its BEGIN",
+    ),
+    (
+        "qlsched::store::connect",
+        "SET search_path TO {}",
+        "not prepared: SET naming the schema, which no parameter can; sent once a session opens",
+    ),
+    (
         "qlsched::store::migrate",
         "CREATE SCHEMA",
         "not prepared: DDL naming the schema, which no parameter can",
@@ -137,6 +152,7 @@ pub fn all() -> Vec<Statement> {
         replicas::statements(),
         retention::statements(),
         scratch::statements(),
+        sender::statements(),
         top::statements(),
     ]
     .concat()

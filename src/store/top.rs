@@ -23,11 +23,11 @@ use deadpool_postgres::ClientWrapper;
 use serde::Serialize;
 use tokio_postgres::{GenericClient, IsolationLevel};
 
-use super::StoreError;
 use super::misfires;
 use super::observe::{ServerRole, server_role};
 use super::read::{self, ClaimView, OwnerClaims, RunView, ScheduleRow, StateCounts};
 use super::replicas::{self, ReplicaView};
+use super::{SchemaName, StoreError};
 use crate::core::{MISFIRE_RETENTION_MS, TriggerName};
 
 /// Below this many rows (by the planner's estimate) the total is counted; above, estimated.
@@ -171,6 +171,7 @@ pub struct TopRows {
 /// instant; the misfire counts follow in the same transaction, for the schedule rows read.
 pub async fn snapshot(
     client: &mut ClientWrapper,
+    schema: &SchemaName,
     limits: SnapshotLimits,
 ) -> Result<TopRows, StoreError> {
     let transaction = client
@@ -178,6 +179,9 @@ pub async fn snapshot(
         .isolation_level(IsolationLevel::RepeatableRead)
         .read_only(true)
         .start()
+        .await?;
+    transaction
+        .batch_execute(&schema.transaction_settings())
         .await?;
     let reads: &tokio_postgres::Transaction = &transaction;
     let (summary, schedules, claims, recent) = tokio::join!(

@@ -17,7 +17,7 @@ use crate::store::control::{self, PauseReport};
 use crate::store::operator::{self, Actor, Expired};
 use crate::store::read;
 use crate::store::top::{self, SnapshotLimits};
-use crate::store::{Store, StoreError};
+use crate::store::{Begin, Store, StoreError, run_in_transaction};
 
 /// Schedule rows a snapshot carries from the head of the claim order (plus up to as many held
 /// claims): more than any terminal shows, few enough to stay cheap.
@@ -55,9 +55,15 @@ pub async fn read_snapshot(
 ) -> Result<Snapshot, StoreError> {
     let started = Instant::now();
     let mut client = store.client().await?;
-    let rows = top::snapshot(&mut client, LIMITS).await?;
+    let schema = store.schema();
+    let rows = top::snapshot(&mut client, schema, LIMITS).await?;
     let detail = match detail {
-        Some(key) => Some(read::trigger_detail(&client, store.schema(), key).await?),
+        Some(key) => Some(
+            run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+                Box::pin(read::trigger_detail(client, schema, key))
+            })
+            .await?,
+        ),
         None => None,
     };
     Ok(Snapshot {
@@ -216,9 +222,17 @@ pub async fn pause_or_resume(
         Some(request.key.trigger_id.as_str()),
     );
     if request.resume {
-        control::resume(&client, key, actor, false).await
+        control::resume(&client, store.schema(), key, actor, false).await
     } else {
-        control::pause(&client, key, actor, Some("paused from qlsched top"), false).await
+        control::pause(
+            &client,
+            store.schema(),
+            key,
+            actor,
+            Some("paused from qlsched top"),
+            false,
+        )
+        .await
     }
 }
 

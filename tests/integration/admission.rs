@@ -248,9 +248,10 @@ async fn serialization_failures_are_retried_a_bounded_number_of_times_then_repor
     let rows = claim(&store, "o", 1, 60_000).await;
     let client = store.client().await.expect("client");
     let mut stats = qlsched::store::AdmitStats::default();
-    let error = qlsched::store::admit::admit(&client, &[admission(&rows[0])], &mut stats)
-        .await
-        .expect_err("gives up");
+    let error =
+        qlsched::store::admit::admit(&client, store.sender(), &[admission(&rows[0])], &mut stats)
+            .await
+            .expect_err("gives up");
     assert!(
         matches!(error, StoreError::RetriesExhausted { attempts: 4, .. }),
         "{error}"
@@ -357,7 +358,7 @@ async fn a_batch_with_one_lost_fence_falls_back_and_admits_the_others() {
     let admissions: Vec<_> = rows.iter().map(admission).collect();
     let client = store.client().await.expect("client");
     let mut stats = qlsched::store::AdmitStats::default();
-    let outcomes = qlsched::store::admit::admit(&client, &admissions, &mut stats)
+    let outcomes = qlsched::store::admit::admit(&client, store.sender(), &admissions, &mut stats)
         .await
         .expect("admit");
     for (row, outcome) in rows.iter().zip(&outcomes) {
@@ -552,7 +553,7 @@ async fn a_table_rewrite_between_claim_and_admission_costs_one_fallback() {
     let admissions: Vec<_> = rows.iter().map(admission).collect();
     let mut stats = qlsched::store::AdmitStats::default();
     let pooled = store.client().await.expect("pooled connection");
-    let outcomes = qlsched::store::admit::admit(&pooled, &admissions, &mut stats)
+    let outcomes = qlsched::store::admit::admit(&pooled, store.sender(), &admissions, &mut stats)
         .await
         .expect("admit");
     for outcome in &outcomes {

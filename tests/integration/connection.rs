@@ -710,8 +710,8 @@ async fn a_refused_startup_parameter_is_a_configuration_error_naming_the_pooler_
     assert_eq!(code(&output), 78, "{message}");
     assert!(
         message.contains("unsupported startup parameter: options")
-            && message.contains("connect to the server directly")
-            && message.contains("Do not add it to PgBouncer's `ignore_startup_parameters`"),
+            && message.contains("take it out of the settings")
+            && message.contains("`ignore_startup_parameters`"),
         "{message}"
     );
 }

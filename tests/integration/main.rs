@@ -19,6 +19,7 @@ mod migrate;
 mod observe;
 mod operator;
 mod plan;
+mod pooler;
 mod publish;
 mod recovery;
 mod replicas;

@@ -360,11 +360,21 @@ async fn json_logs_are_one_object_per_line_and_never_show_the_password() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
+    // Read as it is written: at debug level the driver's lines would fill a pipe nobody reads,
+    // and the replica would block on its next log line.
+    let mut child = child;
+    let mut pipe = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut pipe, &mut text).expect("read stderr");
+        text
+    });
     // Connected, migrated-schema checks done, a round admitted: every kind of line has been logged.
     crate::util::eventually_count(&db, Duration::from_secs(20), "SELECT count(*) FROM runs", 2)
         .await;
-    let output = terminate(child);
+    let mut output = terminate(child);
     assert!(output.status.success());
+    output.stderr = reader.join().expect("stderr reader");
     // The same password given to a server that is not there: the error that ends the command.
     let refused = std::process::Command::new(bin())
         .args([

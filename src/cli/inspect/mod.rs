@@ -32,6 +32,7 @@ use crate::store::read::{
 };
 use crate::store::recovery::recovery_report;
 use crate::store::replicas::{self, ReplicaView};
+use crate::store::{Begin, run_in_transaction};
 use crate::store::{SchemaName, StoreError};
 use render::{
     render_audit, render_claims, render_invariants, render_misfires, render_recovery,
@@ -164,23 +165,35 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     let settings = global.connection.settings(Access::Read)?;
     let schema = &global.connection.schema;
     let client = settings.connect(schema, "qlsched inspect").await?;
-    read::read_only(&client).await?;
-    // The summary and `inspect trigger` report an unready schema as part of their answer. Every
-    // other view reads what is there (a schema a newer release migrated too) but needs the tables
-    // and columns this binary knows: a schema behind it exits 78 saying so, before any query
-    // could fail on a column a pending migration adds.
-    if !matches!(args.what, None | Some(InspectWhat::Trigger { .. })) {
+    let format = global.format;
+    let Some(what) = args.what else {
+        return summary(&client, schema, format).await;
+    };
+    // Every view reads in one READ ONLY transaction, with the schema's settings: an inspecting
+    // session cannot write, even through a superuser login, and sets nothing on its session that
+    // a transaction-mode pooler would hand on to another client. The transaction ends with the
+    // connection when this command exits.
+    client
+        .batch_execute(&format!(
+            "BEGIN READ ONLY; {}",
+            schema.transaction_settings()
+        ))
+        .await
+        .map_err(StoreError::from)?;
+    // `inspect trigger` reports an unready schema as part of its answer. Every other view reads
+    // what is there (a schema a newer release migrated too) but needs the tables and columns this
+    // binary knows: a schema behind it exits 78 saying so, before any query could fail on a
+    // column a pending migration adds.
+    if !matches!(what, InspectWhat::Trigger { .. }) {
         check_not_behind(&client, schema).await?;
     }
-    let format = global.format;
-    match args.what {
-        None => summary(&client, schema, format).await,
-        Some(InspectWhat::Schedules {
+    match what {
+        InspectWhat::Schedules {
             project,
             state,
             owner,
             limit,
-        }) => {
+        } => {
             let filter = ScheduleFilter {
                 project_id: project,
                 state: match state {
@@ -193,26 +206,26 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             };
             schedules(&client, &filter, format).await
         }
-        Some(InspectWhat::Claims {
+        InspectWhat::Claims {
             owner,
             expired,
             limit,
-        }) => emit(
+        } => emit(
             format,
             &read::claims(&client, owner.as_deref(), expired, limit).await?,
             |rows| render_claims(rows),
         ),
-        Some(InspectWhat::Runs {
+        InspectWhat::Runs {
             trigger,
             since,
             limit,
-        }) => emit(
+        } => emit(
             format,
             &read::runs_with_origin(&client, trigger.as_ref(), since.map(duration_ms), limit)
                 .await?,
             |rows| render_run_rows(rows),
         ),
-        Some(InspectWhat::Run { .. }) => match run_id {
+        InspectWhat::Run { .. } => match run_id {
             Some(run_id) => emit(
                 format,
                 &read::run_detail(&client, run_id).await?,
@@ -220,32 +233,30 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             ),
             None => Ok(()),
         },
-        Some(InspectWhat::Trigger { trigger }) => {
-            trigger_view(&client, schema, &trigger, format).await
-        }
-        Some(InspectWhat::Recovery { limit }) => emit(
+        InspectWhat::Trigger { trigger } => trigger_view(&client, schema, &trigger, format).await,
+        InspectWhat::Recovery { limit } => emit(
             format,
             &recovery_report(&client, limit).await?,
             render_recovery,
         ),
-        Some(InspectWhat::Audit { trigger, limit }) => emit(
+        InspectWhat::Audit { trigger, limit } => emit(
             format,
             &read::audit(&client, trigger.as_ref(), limit).await?,
             |rows| render_audit(rows),
         ),
-        Some(InspectWhat::Replicas) => emit(format, &replicas::list(&client).await?, |rows| {
+        InspectWhat::Replicas => emit(format, &replicas::list(&client).await?, |rows| {
             render_replicas(rows)
         }),
-        Some(InspectWhat::Misfires {
+        InspectWhat::Misfires {
             trigger,
             since,
             limit,
-        }) => emit(
+        } => emit(
             format,
             &misfires::list(&client, trigger.as_ref(), since.map(duration_ms), limit).await?,
             |rows| render_misfires(rows),
         ),
-        Some(InspectWhat::Invariants { since }) => invariants(&client, schema, since, format).await,
+        InspectWhat::Invariants { since } => invariants(&client, schema, since, format).await,
     }
 }
 
@@ -266,12 +277,21 @@ async fn summary(
     schema: &SchemaName,
     format: OutputFormat,
 ) -> Result<(), CliError> {
-    let schema_problem = match check_ready(client, schema).await {
+    // Each read in a READ ONLY transaction of its own (as every view reads, see `run`), so that
+    // one that fails on a schema this binary does not know leaves the next to answer.
+    let ready = run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(check_ready(client, schema))
+    });
+    let schema_problem = match ready.await {
         Ok(()) => None,
         Err(StoreError::SchemaNotReady(problem)) => Some(problem),
         Err(error) => return Err(error.into()),
     };
-    let summary = match read::summary(client).await {
+    let summary = match run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(read::summary(client))
+    })
+    .await
+    {
         Ok(summary) => summary,
         // No tables or columns to count (an empty schema, or one behind this binary): the
         // readiness problem says why.
@@ -281,7 +301,11 @@ async fn summary(
         Err(error) => return Err(error.into()),
     };
     // A schema without the registry yet (the problem above says so) has no replicas.
-    let replicas = match replicas::list(client).await {
+    let replicas = match run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(replicas::list(client))
+    })
+    .await
+    {
         Ok(rows) => rows,
         Err(StoreError::SchemaNotReady(_)) => Vec::new(),
         Err(error) => return Err(error.into()),
@@ -291,7 +315,10 @@ async fn summary(
         .filter(|r| r.liveness != Liveness::Stopped)
         .collect();
     let report = SummaryReport {
-        server: server_role(client).await?,
+        server: run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+            Box::pin(server_role(client))
+        })
+        .await?,
         summary,
         replicas,
         schema_problem,

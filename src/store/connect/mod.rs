@@ -106,6 +106,49 @@ impl SchemaName {
     pub fn quoted(&self) -> String {
         format!("\"{}\"", self.0)
     }
+
+    /// What every qlsched transaction sets for itself, as statements to send right after its
+    /// BEGIN: this schema first on the `search_path` (then `pg_catalog`, implicitly), and JIT off.
+    /// Every qlsched statement is short, and compiling one (PostgreSQL does so once a plan's cost
+    /// passes `jit_above_cost`, e.g. a count over a million schedule rows) costs 100-300 ms, many
+    /// times the statement itself. Transaction-local (`SET LOCAL`): the transaction's end resets
+    /// them, so a pooled server connection handed on carries nothing of qlsched's.
+    pub fn transaction_settings(&self) -> String {
+        format!(
+            "SET LOCAL search_path TO {}; SET LOCAL jit TO off",
+            self.quoted()
+        )
+    }
+
+    /// The same for a whole session, sent once when it opens, unless a transaction-mode pooler
+    /// is in between ([`Pooler::Transaction`]), where a session's settings would stay on a server
+    /// connection other clients are given next.
+    pub fn session_settings(&self) -> String {
+        format!("SET search_path TO {}; SET jit TO off", self.quoted())
+    }
+}
+
+/// What sits between qlsched and PostgreSQL (`--pooler`, `QLSCHED_POOLER`; docs/OPERATIONS.md,
+/// "Behind a connection pooler"). It cannot be detected: a pooler answers as the server does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pooler {
+    /// Nothing: each client session is a server session.
+    #[default]
+    None,
+    /// A pooler in session mode (PgBouncer's `pool_mode = session`): a client keeps one server
+    /// connection for its whole session, so it is served as [`Pooler::None`] is.
+    Session,
+    /// A pooler in transaction mode: each transaction may run on another server connection. No
+    /// session setting is made, and no named prepared statement outlives its transaction: the
+    /// replica's statements are sent unnamed, with their parameter types.
+    Transaction,
+}
+
+impl Pooler {
+    /// Whether a session's settings and prepared statements stay with the client.
+    pub fn keeps_sessions(self) -> bool {
+        !matches!(self, Pooler::Transaction)
+    }
 }
 
 impl Default for SchemaName {
@@ -204,8 +247,8 @@ pub struct ConnectionSettings {
     /// Whether the settings named `target_session_attrs`: a command's own default
     /// ([`Self::with_default_session_attrs`]) applies only when they did not.
     session_attrs_given: bool,
-    /// Startup options this process adds for its own sessions ([`Self::with_session_options`]).
-    session_options: Option<&'static str>,
+    /// What sits between qlsched and the server ([`Pooler`]).
+    pooler: Pooler,
 }
 
 impl std::fmt::Debug for ConnectionSettings {
@@ -331,17 +374,31 @@ impl ConnectionSettings {
             connect_timeout,
             session_attrs: session_attrs.unwrap_or(SessionAttrs::Any),
             session_attrs_given: session_attrs.is_some(),
-            session_options: None,
+            pooler: Pooler::None,
         })
     }
 
-    /// The same settings, every session started with `options` too (`-c name=value ...`, after
-    /// the connection string's own): a replica's sessions carry its claim's plan settings so that
-    /// the claim needs no transaction of its own.
-    pub fn with_session_options(&self, options: &'static str) -> Self {
-        let mut settings = self.clone();
-        settings.session_options = Some(options);
-        settings
+    /// The same settings, for connections that reach the server through `pooler`.
+    pub fn with_pooler(mut self, pooler: Pooler) -> Self {
+        self.pooler = pooler;
+        self
+    }
+
+    pub fn pooler(&self) -> Pooler {
+        self.pooler
+    }
+
+    /// Refuses ([`StoreError::Config`], exit 78) a transaction-mode pooler for `command`, which
+    /// needs a session of its own: `why` says what it keeps on it.
+    pub fn require_session(&self, command: &str, why: &str) -> Result<(), StoreError> {
+        if self.pooler.keeps_sessions() {
+            return Ok(());
+        }
+        Err(StoreError::Config(format!(
+            "`qlsched {command}` cannot run through a transaction-mode pooler (--pooler \
+             transaction): {why}; connect it to the server directly, or through the pooler in \
+             session mode (docs/OPERATIONS.md, \"Behind a connection pooler\")"
+        )))
     }
 
     /// The same server and credentials, another database (the demo and the tests create theirs).
@@ -419,24 +476,12 @@ impl ConnectionSettings {
         (host, port)
     }
 
-    /// A driver configuration whose sessions resolve unqualified names in `schema`.
-    pub fn driver_config(&self, schema: &SchemaName, application_name: &str) -> Config {
+    /// The driver's configuration for one of qlsched's sessions: the connection string's, with
+    /// qlsched's application name unless it names one. No startup `options` of qlsched's own
+    /// (a pooler may refuse or drop them): the schema and settings are set on the session after it
+    /// opens, and again by every transaction ([`SchemaName::transaction_settings`]).
+    pub fn driver_config(&self, application_name: &str) -> Config {
         let mut config = self.config.clone();
-        // Startup options cost no round trip, and every session of a pool gets them. JIT is off:
-        // every qlsched statement is short, and compiling one (PostgreSQL does so once a plan's
-        // cost passes jit_above_cost, e.g. a count over a million schedule rows) costs 100-300 ms,
-        // many times the statement itself.
-        // The connection string's own `options` come after ours, so a person can still set
-        // anything (`jit` included) for qlsched's sessions; this process's own additions last.
-        let mut options = format!("-c search_path={} -c jit=off", schema.as_str());
-        for extra in [self.config.get_options(), self.session_options]
-            .into_iter()
-            .flatten()
-        {
-            options.push(' ');
-            options.push_str(extra);
-        }
-        config.options(options);
         if self.config.get_application_name().is_none() {
             config.application_name(application_name);
         }

@@ -55,14 +55,14 @@ impl ConnectionSettings {
         schema: &SchemaName,
         application_name: &str,
     ) -> Result<Client, StoreError> {
-        let base = self.driver_config(schema, application_name);
+        let base = self.driver_config(application_name);
         let mut failures = Vec::new();
         for &wanted in self.session_attrs.passes() {
             // A later pass starts afresh: what the earlier one refused is no longer the reason.
             failures.clear();
             for target in self.targets() {
                 match self
-                    .open_session(&base, &target, wanted, Drive::Alone)
+                    .open_session(&base, &target, wanted, schema, Drive::Alone)
                     .await
                 {
                     Ok((client, _task)) => return Ok(client),
@@ -75,14 +75,23 @@ impl ConnectionSettings {
 
     /// One host, within `connect_timeout` (TCP, TLS, authentication and the session check
     /// together), its connection driven by a task of its own, and its session checked against
-    /// `wanted`.
+    /// `wanted`, then given `schema`'s session settings unless a transaction-mode pooler is in
+    /// between ([`SchemaName::session_settings`]).
     pub(super) async fn open_session(
         &self,
         base: &Config,
         target: &Target,
         wanted: SessionAttrs,
+        schema: &SchemaName,
         drive: Drive,
     ) -> Result<(Client, JoinHandle<()>), HostFailure> {
+        let driver = |error| {
+            HostFailure::Driver(Failed {
+                error,
+                passfile: None,
+                refused_certificate: None,
+            })
+        };
         let attempt = async {
             let (client, connection) = self
                 .open_target(base, target)
@@ -90,13 +99,17 @@ impl ConnectionSettings {
                 .map_err(HostFailure::Driver)?;
             let task = drive.spawn(connection);
             match session_mismatch(&client, wanted).await {
-                Ok(None) => Ok((client, task)),
+                Ok(None) => {
+                    if self.pooler.keeps_sessions() {
+                        client
+                            .batch_execute(&schema.session_settings())
+                            .await
+                            .map_err(driver)?;
+                    }
+                    Ok((client, task))
+                }
                 Ok(Some(reason)) => Err(HostFailure::Mismatch { client, reason }),
-                Err(error) => Err(HostFailure::Driver(Failed {
-                    error,
-                    passfile: None,
-                    refused_certificate: None,
-                })),
+                Err(error) => Err(driver(error)),
             }
         };
         match self.connect_timeout {

@@ -24,9 +24,10 @@ impl ConnectionSettings {
         // "timed out" or give the driver's bare error.
         drop(self.connect(schema, application_name).await?);
         let manager = Manager::from_connect(
-            self.driver_config(schema, application_name),
+            self.driver_config(application_name),
             PoolConnect {
                 settings: self.clone(),
+                schema: schema.clone(),
             },
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -54,6 +55,7 @@ impl ConnectionSettings {
 /// the primary again after a promotion. The pool's own create timeout bounds the whole.
 struct PoolConnect {
     settings: ConnectionSettings,
+    schema: SchemaName,
 }
 
 impl deadpool_postgres::Connect for PoolConnect {
@@ -69,7 +71,7 @@ impl deadpool_postgres::Connect for PoolConnect {
             for &wanted in settings.session_attrs.passes() {
                 for target in settings.targets() {
                     match settings
-                        .open_session(&base, &target, wanted, Drive::Pooled)
+                        .open_session(&base, &target, wanted, &self.schema, Drive::Pooled)
                         .await
                     {
                         Ok(opened) => return Ok(opened),

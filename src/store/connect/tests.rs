@@ -309,39 +309,30 @@ fn prefer_standby_makes_a_second_pass_accepting_any() {
     }
 }
 
-/// A session's startup options: the schema and JIT first, then the connection string's own
-/// `options` (so a person can set anything for qlsched's sessions), then this process's additions.
+/// No startup options of qlsched's own (a pooler may refuse or drop them): the connection
+/// string's own `options` pass as given, and the schema and JIT are set once the session opens.
 #[test]
-fn session_options_keep_the_connection_strings_own() {
+fn startup_options_are_the_connection_strings_own() {
     let settings = ConnectionSettings::resolve_with(
         Some("host=db user=u dbname=d options='-c statement_timeout=5s'"),
         env_of(&[]),
     )
     .expect("valid");
-    let schema = SchemaName::default();
-    let plain = settings.driver_config(&schema, "t");
     assert_eq!(
-        plain.get_options(),
-        Some(
-            format!(
-                "-c search_path={} -c jit=off -c statement_timeout=5s",
-                schema.as_str()
-            )
-            .as_str()
-        )
+        settings.driver_config("t").get_options(),
+        Some("-c statement_timeout=5s")
     );
-    let replica = settings
-        .with_session_options("-c enable_sort=off")
-        .driver_config(&schema, "t");
+    let bare = ConnectionSettings::resolve_with(Some("host=db user=u dbname=d"), env_of(&[]))
+        .expect("valid");
+    assert_eq!(bare.driver_config("t").get_options(), None);
+    let schema = SchemaName::default();
     assert_eq!(
-        replica.get_options(),
-        Some(
-            format!(
-                "-c search_path={} -c jit=off -c statement_timeout=5s -c enable_sort=off",
-                schema.as_str()
-            )
-            .as_str()
-        )
+        schema.session_settings(),
+        "SET search_path TO \"qlsched\"; SET jit TO off"
+    );
+    assert_eq!(
+        schema.transaction_settings(),
+        "SET LOCAL search_path TO \"qlsched\"; SET LOCAL jit TO off"
     );
 }
 
@@ -375,7 +366,7 @@ fn every_pg_variable_read_is_listed() {
 fn sockets_are_bounded_unless_the_settings_say_otherwise() {
     let config = ConnectionSettings::resolve_with(Some("host=db user=u dbname=d"), env_of(&[]))
         .expect("valid")
-        .driver_config(&SchemaName::default(), "t");
+        .driver_config("t");
     assert!(config.get_keepalives());
     assert_eq!(config.get_keepalives_idle(), KEEPALIVES_IDLE);
     assert_eq!(config.get_keepalives_interval(), Some(KEEPALIVES_INTERVAL));
@@ -390,7 +381,7 @@ fn sockets_are_bounded_unless_the_settings_say_otherwise() {
         env_of(&[]),
     )
     .expect("valid")
-    .driver_config(&SchemaName::default(), "t");
+    .driver_config("t");
     assert_eq!(given.get_keepalives_idle(), Duration::from_secs(60));
     assert_eq!(
         given.get_keepalives_interval(),
@@ -453,7 +444,7 @@ fn a_service_fills_what_the_string_leaves_out_before_the_environment() {
     .expect("valid");
     assert_eq!(settings.describe(), "svc@db.example:6543/mine");
     assert_eq!(settings.ssl_mode(), SslMode::Require);
-    let config = settings.driver_config(&SchemaName::default(), "t");
+    let config = settings.driver_config("t");
     assert!(
         config
             .get_options()
@@ -519,7 +510,7 @@ fn the_system_service_file_is_read_when_the_users_has_no_such_service() {
 }
 
 /// `PGOPTIONS` is the `options` a string does not give, as libpq (and psql) read it; a string's
-/// own `options` win, and qlsched's come first either way.
+/// own `options` win. qlsched adds none of its own (its settings are set on the session).
 #[test]
 fn pgoptions_gives_the_options_a_string_leaves_out() {
     let options = |flag: &str| {
@@ -528,22 +519,16 @@ fn pgoptions_gives_the_options_a_string_leaves_out() {
             env_owned(vec![("PGOPTIONS", "-c statement_timeout=5s".into())]),
         )
         .expect("valid")
-        .driver_config(&SchemaName::default(), "t")
+        .driver_config("t")
         .get_options()
         .map(str::to_owned)
     };
     assert_eq!(
         options("host=db user=u dbname=d"),
-        Some(format!(
-            "-c search_path={} -c jit=off -c statement_timeout=5s",
-            SchemaName::DEFAULT
-        ))
+        Some("-c statement_timeout=5s".to_owned())
     );
     assert_eq!(
         options("host=db user=u dbname=d options='-c lock_timeout=1s'"),
-        Some(format!(
-            "-c search_path={} -c jit=off -c lock_timeout=1s",
-            SchemaName::DEFAULT
-        ))
+        Some("-c lock_timeout=1s".to_owned())
     );
 }

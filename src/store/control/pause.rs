@@ -9,7 +9,7 @@ use tokio_postgres::Row;
 
 use super::finish;
 use crate::core::TriggerName;
-use crate::store::StoreError;
+use crate::store::{SchemaName, StoreError};
 
 /// A row a pause or a resume changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -152,13 +152,14 @@ const BEGIN: &str = "BEGIN";
 /// Pauses the trigger `target.1` of project `target.0`, or every trigger of the project.
 pub async fn pause(
     client: &ClientWrapper,
+    schema: &SchemaName,
     (project_id, trigger_id): (&str, Option<&str>),
     actor: &str,
     reason: Option<&str>,
     dry_run: bool,
 ) -> Result<PauseReport, StoreError> {
     client
-        .batch_execute(&crate::store::operator::begin_bounded(BEGIN))
+        .batch_execute(&crate::store::operator::begin_bounded(schema, BEGIN))
         .await?;
     let done = async {
         let total = require_rows(client, project_id, trigger_id).await?;
@@ -218,12 +219,13 @@ fn not_found_if_none(
 /// resume (database time). A row not initialized stays so.
 pub async fn resume(
     client: &ClientWrapper,
+    schema: &SchemaName,
     (project_id, trigger_id): (&str, Option<&str>),
     actor: &str,
     dry_run: bool,
 ) -> Result<PauseReport, StoreError> {
     client
-        .batch_execute(&crate::store::operator::begin_bounded(BEGIN))
+        .batch_execute(&crate::store::operator::begin_bounded(schema, BEGIN))
         .await?;
     let done = async {
         let total = require_rows(client, project_id, trigger_id).await?;

@@ -10,10 +10,6 @@
 //! One file per read model: [`summary`], [`schedules`], [`claims`], [`runs`], [`audit`] and
 //! [`trigger`]; misfire records are `store::misfires`, replicas `store::replicas`.
 
-use tokio_postgres::Client;
-
-use super::StoreError;
-
 /// The state of a schedule row `s`, as SQL: the same order of precedence as [`ScheduleState`].
 /// A parked row (not claimable, docs/DESIGN.md §3.1) is `paused` when an operator paused it, else
 /// `disabled`, whatever its cursor says: it is never due.
@@ -66,17 +62,6 @@ pub use summary::{
 };
 pub use trigger::{TriggerDetail, TriggerState, TriggerView, trigger_detail};
 
-// Every later transaction of this session is read-only: an inspecting session cannot write, even
-// through a superuser login.
-const READ_ONLY: &str = "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY";
-
-/// Makes `client`'s session read-only, for inspection.
-pub async fn read_only(client: &Client) -> Result<(), StoreError> {
-    client.batch_execute(READ_ONLY).await?;
-    Ok(())
-}
-
 crate::store::statements::statements! {
     @also audit, claims, runs, schedules, summary, trigger;
-    READ_ONLY: Observer,
 }

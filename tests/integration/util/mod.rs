@@ -9,6 +9,7 @@
 
 pub mod cluster;
 pub mod pg_tls;
+pub mod pgbouncer;
 pub mod wire;
 
 use std::path::PathBuf;
@@ -165,7 +166,7 @@ impl TestDb {
     pub async fn publish(&self, manifest: &serde_json::Value) -> PublishReport {
         let manifest = parse_manifest(&manifest.to_string()).expect("valid manifest");
         let mut client = self.client().await;
-        publish(&mut client, &manifest, false)
+        publish(&mut client, &SchemaName::default(), &manifest, false)
             .await
             .expect("publish")
     }
@@ -572,12 +573,20 @@ pub async fn claim(
     lease_ms: i64,
 ) -> Vec<qlsched::store::ClaimedRow> {
     let client = store.client().await.expect("pooled connection");
-    qlsched::store::claim::claim_for_round(&client, owner, budget, lease_ms, None, &mut 0)
-        .await
-        .expect("claim sent")
-        .claim
-        .expect("claim")
-        .rows
+    qlsched::store::claim::claim_for_round(
+        &client,
+        store.sender(),
+        owner,
+        budget,
+        lease_ms,
+        None,
+        &mut 0,
+    )
+    .await
+    .expect("claim sent")
+    .claim
+    .expect("claim")
+    .rows
 }
 
 /// The decision the coordinator would take on a claimed row.
@@ -609,7 +618,7 @@ pub async fn admit(
 ) -> Result<Vec<qlsched::store::AdmissionOutcome>, qlsched::store::StoreError> {
     let client = store.client().await.expect("pooled connection");
     let mut stats = qlsched::store::AdmitStats::default();
-    qlsched::store::admit::admit(&client, admissions, &mut stats).await
+    qlsched::store::admit::admit(&client, store.sender(), admissions, &mut stats).await
 }
 
 /// Asserts the scheduler's promises hold in `db`, and returns the counts: one run per occurrence,

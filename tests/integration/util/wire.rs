@@ -28,7 +28,7 @@ pub enum Upstream {
 impl Upstream {
     /// The server the test settings name: its first host, TCP or a socket directory.
     pub fn of(settings: &qlsched::store::ConnectionSettings) -> Upstream {
-        let config = settings.driver_config(&qlsched::store::SchemaName::default(), "proxy");
+        let config = settings.driver_config("proxy");
         let port = config.get_ports().first().copied().unwrap_or(5432);
         match config.get_hosts().first() {
             Some(tokio_postgres::config::Host::Unix(dir)) => {

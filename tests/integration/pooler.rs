@@ -1,0 +1,207 @@
+//! Behind PgBouncer (the distribution's, at its default settings but for the pool mode and a pool
+//! of three server connections, so that clients share them): in session and in transaction mode,
+//! replicas admit while every operator command runs through the same pooler, an `inspect` never
+//! stops a replica, and the promises hold at the end (docs/OPERATIONS.md, "Behind a connection
+//! pooler").
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::pgbouncer::PgBouncer;
+use crate::util::{
+    TestDb, assert_invariants, bin, code, every_second, sleep_ms, spawn_run, stderr, stdout,
+};
+
+/// `qlsched -D URL ARGS` with `--pooler MODE` given by its environment variable, as a deployment
+/// would set it once for every command.
+fn through(url: &str, mode: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut command = Command::new(bin());
+    command
+        .args(["-D", url])
+        .args(args)
+        .env("QLSCHED_POOLER", mode)
+        .env_remove("QLSCHED_DATABASE_URL")
+        .env_remove("DATABASE_URL")
+        .env("NO_COLOR", "1")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn qlsched");
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    }
+    child.wait_with_output().expect("wait for qlsched")
+}
+
+fn ok(output: &Output, what: &str, bouncer: &PgBouncer) -> String {
+    assert_eq!(
+        code(output),
+        0,
+        "{what}: {}\n{}\npgbouncer: {}",
+        stdout(output),
+        stderr(output),
+        bouncer.log()
+    );
+    stdout(output)
+}
+
+async fn drill(mode: &str) {
+    let db = TestDb::new().await;
+    let bouncer = PgBouncer::start(&db, mode);
+    let url = bouncer.url(&db);
+
+    // `migrate` holds a session's advisory lock: through a transaction pooler it refuses (78)
+    // before it connects; through a session pooler it runs (the schema is already migrated).
+    let migrated = through(&url, mode, &["migrate"], None);
+    if mode == "transaction" {
+        assert_eq!(code(&migrated), 78, "{}", stderr(&migrated));
+        assert!(
+            stderr(&migrated).contains("--pooler transaction"),
+            "{}",
+            stderr(&migrated)
+        );
+    } else {
+        ok(&migrated, "migrate", &bouncer);
+    }
+    let manifest = every_second(&["a", "b", "c", "d"]).to_string();
+    ok(
+        &through(&url, mode, &["publish", "-f", "-"], Some(&manifest)),
+        "publish",
+        &bouncer,
+    );
+
+    // Two replicas through the pooler, their sessions sharing its three server connections.
+    let replicas: Vec<_> = ["pooled-1", "pooled-2"]
+        .iter()
+        .map(|owner| spawn_run(&url, &["--owner", owner, "--pooler", mode]))
+        .collect();
+    let client = db.client().await;
+    crate::util::eventually_count(&db, Duration::from_secs(20), "SELECT count(*) FROM runs", 8)
+        .await;
+
+    // Every operator command through the same pooler while the replicas admit.
+    let started = Instant::now();
+    let views: &[&[&str]] = &[
+        &["inspect"],
+        &["inspect", "schedules"],
+        &["inspect", "claims"],
+        &["inspect", "runs", "--limit", "5"],
+        &["inspect", "replicas"],
+        &["inspect", "trigger", "p/a"],
+        &["inspect", "audit"],
+        &["inspect", "misfires"],
+        &["inspect", "recovery"],
+        &["inspect", "invariants", "--since", "1h"],
+        &["migrate", "status"],
+        &["claim", "--dry-run", "--owner", "someone"],
+        &["claim", "--owner", "someone", "--release"],
+        &["fire", "p/a", "--yes"],
+        &["pause", "p/b", "--yes", "--reason", "drill"],
+        &["resume", "p/b", "--yes"],
+        &["expire", "--owner", "no-such-owner", "--yes"],
+    ];
+    let now_ms = |back_ms: u128| {
+        (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis()
+            - back_ms)
+            .to_string()
+    };
+    for round in 0..2 {
+        for args in views {
+            let output = through(&url, mode, args, Some(&manifest));
+            let what = format!("round {round}: qlsched {}", args.join(" "));
+            // `expire --owner` of an owner never seen says so (exit 4), and a claim may find nothing
+            // the replicas left unclaimed (exit 5); the rest succeed.
+            if args[0] == "expire" || args[0] == "claim" {
+                assert!(
+                    [0, if args[0] == "claim" { 5 } else { 4 }].contains(&code(&output)),
+                    "{what}: {}",
+                    stderr(&output)
+                );
+            } else {
+                ok(&output, &what, &bouncer);
+            }
+        }
+        ok(
+            &through(
+                &url,
+                mode,
+                &["publish", "-f", "-", "--dry-run"],
+                Some(&manifest),
+            ),
+            "publish --dry-run",
+            &bouncer,
+        );
+        let (from, to) = (now_ms(10_000), now_ms(5_000));
+        let backfill = ["backfill", "p/c", "--from", &from, "--to", &to, "--dry-run"];
+        ok(
+            &through(&url, mode, &backfill, None),
+            "backfill --dry-run",
+            &bouncer,
+        );
+    }
+    // The replicas kept admitting all along: every second's occurrences of the time the commands
+    // took have runs, and no round failed.
+    let elapsed = started.elapsed();
+    sleep_ms(2_000).await;
+    let logs: Vec<String> = replicas.into_iter().map(|r| r.stop()).collect();
+    let failed: i64 = client
+        .query_one(
+            "SELECT coalesce(sum(failed_rounds), 0)::int8 FROM replicas",
+            &[],
+        )
+        .await
+        .expect("failed rounds")
+        .get(0);
+    assert_eq!(failed, 0, "rounds failed behind the pooler: {logs:?}");
+    let recent: i64 = client
+        .query_one(
+            "SELECT count(*) FROM runs WHERE origin = 'cron' AND scheduled_for_ms >= \
+             (SELECT min(scheduled_for_ms) FROM runs) + 5000",
+            &[],
+        )
+        .await
+        .expect("runs")
+        .get(0);
+    assert!(
+        recent >= 4 * i64::try_from(elapsed.as_secs()).unwrap_or(0) / 2,
+        "{recent} runs admitted in {elapsed:?} of four every-second triggers: {logs:?}"
+    );
+    // The promises, read through the pooler and directly.
+    let report = ok(
+        &through(
+            &url,
+            mode,
+            &["--output", "json", "inspect", "invariants", "--since", "1h"],
+            None,
+        ),
+        "inspect invariants",
+        &bouncer,
+    );
+    let report: serde_json::Value = serde_json::from_str(&report).expect("invariants JSON");
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["counts"]["duplicate_occurrences"], 0, "{report}");
+    assert_invariants(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_pgbouncer_in_transaction_mode_replicas_admit_and_every_command_works() {
+    drill("transaction").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_pgbouncer_in_session_mode_replicas_admit_and_every_command_works() {
+    drill("session").await;
+}
