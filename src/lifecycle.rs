@@ -411,7 +411,7 @@ impl Failures {
         let cap = MAX_BACK_OFF.max(cadence);
         let doubled = cadence.saturating_mul(1 << self.consecutive.saturating_sub(1).min(16));
         let full = doubled.min(cap);
-        let jitter = f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 512.0;
+        let jitter: f64 = rand::RngExt::random_range(&mut rand::rng(), 0.0..0.5);
         Some(full.mul_f64(1.0 - jitter))
     }
 }

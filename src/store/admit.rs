@@ -49,7 +49,7 @@
 //! fails if either of the two is undone; docs/PERFORMANCE.md has what they measured.
 
 use std::sync::LazyLock;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use deadpool_postgres::ClientWrapper;
 use futures_util::future::join5;
@@ -63,11 +63,9 @@ use super::claim::ClaimedRow;
 use super::error::{
     describe_server_error, is_definition_refused, is_fence_lost, is_rejection, is_retryable,
 };
+use super::retry::{ADMISSION, Exhausted, retry};
 use super::sender::{Sender, TRANSACTION_SETTINGS};
 use crate::core::Decision;
-
-/// How often a transaction that hit a serialization failure is tried in all.
-pub const MAX_ATTEMPTS: u32 = 4;
 
 /// A claimed row together with the decision taken on it.
 #[derive(Debug, Clone)]
@@ -401,34 +399,38 @@ async fn admit_with_retries(
     lookup: Lookup,
     stats: &mut AdmitStats,
 ) -> Result<Verdict, StoreError> {
-    let mut last = String::new();
-    for attempt in 1..=MAX_ATTEMPTS {
-        stats.transactions += 1;
-        match admit_once(client, sender, admissions, lookup, &mut stats.round_trips).await {
-            Ok(()) => return Ok(Verdict::Committed),
-            Err(error) if is_fence_lost(&error) => return Ok(Verdict::FenceLost),
+    let trips = AtomicU32::new(0);
+    let trips = &trips;
+    // A lost fence, a refused definition or a rejected row is a verdict, not a failure to retry.
+    let tried = retry(&ADMISSION, is_retryable, move |_| async move {
+        let mut round_trips = 0;
+        let done = admit_once(client, sender, admissions, lookup, &mut round_trips).await;
+        trips.fetch_add(round_trips, Ordering::Relaxed);
+        match done {
+            Ok(()) => Ok(Verdict::Committed),
+            Err(error) if is_fence_lost(&error) => Ok(Verdict::FenceLost),
             Err(error) if is_definition_refused(&error) => {
-                return Ok(Verdict::DefinitionRefused(describe_server_error(&error)));
+                Ok(Verdict::DefinitionRefused(describe_server_error(&error)))
             }
             Err(error) if is_rejection(&error) => {
-                return Ok(Verdict::Rejected(StoreError::from_db(error).to_string()));
+                Ok(Verdict::Rejected(StoreError::from_db(error).to_string()))
             }
-            Err(error) if is_retryable(&error) => {
-                last = describe_server_error(&error);
-                if attempt == MAX_ATTEMPTS {
-                    break;
-                }
-                stats.serialization_retries += 1;
-                tokio::time::sleep(retry_backoff(attempt)).await;
-            }
-            Err(error) => return Err(StoreError::from_db(error)),
+            Err(error) => Err(error),
         }
-    }
-    Err(StoreError::RetriesExhausted {
-        what: "admission",
-        attempts: MAX_ATTEMPTS,
-        last,
     })
+    .await;
+    stats.round_trips += trips.load(Ordering::Relaxed);
+    stats.transactions += tried.attempts;
+    stats.serialization_retries += tried.attempts - 1;
+    match tried.result {
+        Ok(verdict) => Ok(verdict),
+        Err(Exhausted::RanOut(error)) => Err(StoreError::RetriesExhausted {
+            what: "admission",
+            attempts: tried.attempts,
+            last: describe_server_error(&error),
+        }),
+        Err(Exhausted::Failed(error)) => Err(StoreError::from_db(error)),
+    }
 }
 
 /// The admission statement alone (rows found by ctid, as [`admit`] first tries), in a
@@ -523,12 +525,6 @@ pub async fn settle(
             }
         })
         .collect())
-}
-
-/// Short, jittered, growing pauses: two replicas that collided do not collide again in step.
-fn retry_backoff(attempt: u32) -> Duration {
-    let jitter = u64::from(Uuid::new_v4().as_bytes()[0] % 8);
-    Duration::from_millis(u64::from(attempt) * 4 + jitter)
 }
 
 /// One pipelined round trip: BEGIN, the schema's settings, the plan settings, the admission

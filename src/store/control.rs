@@ -28,7 +28,7 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use super::error::stored;
-use super::{Begin, SchemaName, StoreError, run_in_transaction};
+use super::{Begin, SchemaName, StoreError, retry, run_in_transaction};
 use crate::core::run_id::run_id;
 use crate::core::{ProjectStatus, TriggerName};
 
@@ -54,11 +54,6 @@ impl Origin {
 const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
 const COMMIT: &str = "COMMIT";
 const ROLLBACK: &str = "ROLLBACK";
-
-/// How often a transaction that hit a serialization failure is tried in all: more than a
-/// replica's four, since an operator's transaction competes with every replica round that
-/// touches the row, and a retry costs a person nothing.
-const MAX_ATTEMPTS: u32 = 8;
 
 // Lock one schedule row and read, in the same snapshot, every definition a run admitted outside
 // a claim rests on, the row's bound for backfills (its cursor; without one, the time of a claim
@@ -253,8 +248,8 @@ pub async fn fire(
     actor: &str,
     dry_run: bool,
 ) -> Result<Fired, StoreError> {
-    serializable(client, schema, "fire", dry_run, async || {
-        fire_in_transaction(client, trigger, revision, request_id, actor).await
+    serializable(client, schema, "fire", dry_run, || {
+        fire_in_transaction(client, trigger, revision, request_id, actor)
     })
     .await
 }
@@ -341,8 +336,8 @@ pub async fn backfill(
     actor: &str,
     dry_run: bool,
 ) -> Result<BackfillBatch, StoreError> {
-    serializable(client, schema, "backfill", dry_run, async || {
-        backfill_in_transaction(client, trigger, revision, occurrences, actor).await
+    serializable(client, schema, "backfill", dry_run, || {
+        backfill_in_transaction(client, trigger, revision, occurrences, actor)
     })
     .await
 }
@@ -496,47 +491,31 @@ async fn finish<T>(
 }
 
 /// Runs `work` in a SERIALIZABLE transaction, committed (rolled back for a dry run or an error)
-/// by [`finish`], up to [`MAX_ATTEMPTS`] times while it fails on a serialization failure (a
-/// replica admitting or claiming the same row at that moment).
-async fn serializable<T>(
+/// by [`finish`], tried again as [`retry::OPERATOR`] says while it fails on contention (a
+/// replica admitting or claiming the same row at that moment: a serialization failure, a
+/// deadlock, a cancelled statement, which `StoreError::from_db` makes a conflict).
+async fn serializable<T, F>(
     client: &ClientWrapper,
     schema: &SchemaName,
     what: &'static str,
     dry_run: bool,
-    mut work: impl AsyncFnMut() -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    let mut last = String::new();
-    for tries in 1..=MAX_ATTEMPTS {
-        let attempt = async {
-            client
-                .batch_execute(&crate::store::operator::begin_bounded(
-                    schema,
-                    BEGIN_SERIALIZABLE,
-                ))
-                .await?;
-            let done = work().await;
-            finish(client, done, dry_run).await
-        };
-        match attempt.await {
-            // A serialization failure, a deadlock or a cancelled statement (StoreError::from_db).
-            Err(StoreError::Conflict(error)) => {
-                last = error;
-                if tries < MAX_ATTEMPTS {
-                    let jitter = u64::from(Uuid::new_v4().as_bytes()[0] % 16);
-                    tokio::time::sleep(std::time::Duration::from_millis(
-                        u64::from(tries) * 10 + jitter,
-                    ))
-                    .await;
-                }
-            }
-            other => return other,
-        }
-    }
-    Err(StoreError::RetriesExhausted {
-        what,
-        attempts: MAX_ATTEMPTS,
-        last,
+    work: impl Fn() -> F,
+) -> Result<T, StoreError>
+where
+    F: Future<Output = Result<T, StoreError>>,
+{
+    let work = &work;
+    retry::retry_conflicts(&retry::OPERATOR, what, move |_| async move {
+        client
+            .batch_execute(&crate::store::operator::begin_bounded(
+                schema,
+                BEGIN_SERIALIZABLE,
+            ))
+            .await?;
+        let done = work().await;
+        finish(client, done, dry_run).await
     })
+    .await
 }
 
 super::statements::statements! {

@@ -22,6 +22,7 @@ pub mod read;
 pub mod recovery;
 pub mod replicas;
 pub mod retention;
+pub mod retry;
 pub mod scratch;
 pub mod sender;
 pub mod statements;
