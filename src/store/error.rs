@@ -35,8 +35,8 @@ pub enum StoreError {
         attempts: u32,
         last: String,
     },
-    /// A serialization failure (40001), a deadlock (40P01) or a cancelled statement (57014) where
-    /// nothing retries it: trying again may succeed.
+    /// A serialization failure (40001) or a deadlock (40P01) where nothing retries it, or before
+    /// [`super::retry`] tries again: trying again may succeed.
     /// The server's message with its SQLSTATE, detail and hint.
     #[error("transient conflict: {0}")]
     Conflict(String),
@@ -47,8 +47,9 @@ pub enum StoreError {
     /// digest): nothing was written.
     #[error("definition refused: {0}")]
     DefinitionRefused(String),
-    /// A round that outlived its lease and was cancelled: the server may be slow or unreachable,
-    /// or this process was paused; nothing says which.
+    /// A round that outlived its lease and was cancelled (the server may be slow or unreachable,
+    /// or this process was paused; nothing says which), or a statement or lock wait that ran past
+    /// its bound on the server (57014, 55P03), with the server's message.
     #[error("timed out: {0}")]
     TimedOut(String),
     #[error("not found: {0}")]
@@ -123,6 +124,10 @@ impl StoreError {
             || *code == SqlState::UNDEFINED_FUNCTION
         {
             StoreError::SchemaNotReady(format!("{message} (run `qlsched migrate`)"))
+        } else if *code == SqlState::LOCK_NOT_AVAILABLE || *code == SqlState::QUERY_CANCELED {
+            // A bound ran out (a lock wait, a statement): the command reports it rather than
+            // wait its bound again; an admission retries these itself (`is_retryable`).
+            StoreError::TimedOut(describe_db(&error))
         } else if is_retryable(&error) {
             StoreError::Conflict(describe_db(&error))
         } else if code.code() == DEFINITION_REFUSED_SQLSTATE {

@@ -16,6 +16,7 @@ use uuid::Uuid;
 use super::admit::admit;
 use super::claim::{claim_due, claim_one, claimed_by_fence, release, would_claim};
 use super::read::trigger_detail;
+use super::retry::{OPERATOR, retry_conflicts};
 use super::{
     Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, RunIdentity,
     SchemaName, Store, StoreError, run_in_transaction,
@@ -149,20 +150,25 @@ pub async fn claim(
     dry_run: bool,
 ) -> Result<ClaimedRow, StoreError> {
     let client = store.client().await?;
-    // A dry run reads what the claim would take in a READ ONLY transaction, by SELECT alone, so
-    // that it works for a login that may only read; it writes no claim and no audit row.
-    let claimed = if dry_run {
-        client
-            .batch_execute(&begin_bounded(store.schema(), BEGIN_READ_ONLY))
-            .await?;
-        would_claim(&**client, target, owner, lease_ms).await
-    } else {
-        client
-            .batch_execute(&begin_bounded(store.schema(), BEGIN))
-            .await?;
-        claim_and_audit(&client, target, owner, lease_ms).await
-    };
-    match finish(&client, claimed, dry_run).await? {
+    let begin = if dry_run { BEGIN_READ_ONLY } else { BEGIN };
+    let claimed = bounded(
+        store,
+        &client,
+        "claim",
+        begin,
+        dry_run,
+        |client| async move {
+            // A dry run reads what the claim would take, by SELECT alone (in a READ ONLY
+            // transaction), so that it works for a login that may only read; it writes no claim and
+            // no audit row.
+            if dry_run {
+                would_claim(&**client, target, owner, lease_ms).await
+            } else {
+                claim_and_audit(client, target, owner, lease_ms).await
+            }
+        },
+    );
+    match claimed.await? {
         Some(row) => Ok(row),
         None => Err(match target {
             None => StoreError::NothingEligible(
@@ -333,11 +339,10 @@ pub async fn release_claim(
     actor: &Actor<'_>,
 ) -> Result<ClaimFence, StoreError> {
     let client = store.client().await?;
-    client
-        .batch_execute(&begin_bounded(store.schema(), BEGIN))
-        .await?;
-    let released = release_locked(&client, trigger, fence, actor).await;
-    match finish(&client, released, false).await? {
+    let released = bounded(store, &client, "release", BEGIN, false, |client| {
+        release_locked(client, trigger, fence, actor)
+    });
+    match released.await? {
         Some(before) => Ok(before),
         None => Err(fence_rejected(store, &client, trigger, fence).await),
     }
@@ -393,11 +398,10 @@ pub async fn expire(
     dry_run: bool,
 ) -> Result<Expired, StoreError> {
     let client = store.client().await?;
-    client
-        .batch_execute(&begin_bounded(store.schema(), BEGIN))
-        .await?;
-    let expired = expire_locked(&client, trigger, fence, actor).await;
-    match finish(&client, expired, dry_run).await? {
+    let expired = bounded(store, &client, "expire", BEGIN, dry_run, |client| {
+        expire_locked(client, trigger, fence, actor)
+    });
+    match expired.await? {
         Some(expired) => Ok(expired),
         None => Err(match fence {
             Some(fence) => fence_rejected(store, &client, trigger, fence).await,
@@ -449,18 +453,49 @@ pub async fn expire_owner(
     dry_run: bool,
 ) -> Result<Vec<Expired>, StoreError> {
     let client = store.client().await?;
-    client
-        .batch_execute(&begin_bounded(store.schema(), BEGIN))
-        .await?;
-    let expired = client
-        .query(
-            EXPIRE_OWNER,
-            &[&owner, &expired_only, &actor.name, &actor.reason],
-        )
-        .await
-        .map_err(StoreError::from)
-        .and_then(|rows| rows.iter().map(expired_row).collect());
-    finish(&client, expired, dry_run).await
+    bounded(
+        store,
+        &client,
+        "expire",
+        BEGIN,
+        dry_run,
+        |client| async move {
+            client
+                .query(
+                    EXPIRE_OWNER,
+                    &[&owner, &expired_only, &actor.name, &actor.reason],
+                )
+                .await
+                .map_err(StoreError::from)
+                .and_then(|rows| rows.iter().map(expired_row).collect())
+        },
+    )
+    .await
+}
+
+/// Runs `work` in an operator's bounded transaction on `client` opened by `begin`
+/// ([`begin_bounded`]), ended by [`finish`] (rolled back for a dry run), and tried again as
+/// [`OPERATOR`] says when contention aborts it (a serialization failure, a deadlock with an
+/// admission); a lock wait past its bound is reported, not waited again.
+async fn bounded<'c, T, F>(
+    store: &Store,
+    client: &'c ClientWrapper,
+    what: &'static str,
+    begin: &str,
+    dry_run: bool,
+    work: impl Fn(&'c ClientWrapper) -> F,
+) -> Result<T, StoreError>
+where
+    F: Future<Output = Result<T, StoreError>>,
+{
+    let begin = begin_bounded(store.schema(), begin);
+    let (begin, work) = (&begin, &work);
+    retry_conflicts(&OPERATOR, what, move |_| async move {
+        client.batch_execute(begin).await?;
+        let done = work(client).await;
+        finish(client, done, dry_run).await
+    })
+    .await
 }
 
 // Whether any record names $1 as a claim owner: a claim held now (the claim-owner index), the

@@ -8,10 +8,11 @@
 
 use std::collections::HashMap;
 
-use tokio_postgres::{Client, Transaction};
+use tokio_postgres::{Client, GenericClient};
 use uuid::Uuid;
 
 use super::error::stored;
+use super::retry::{OPERATOR, retry_conflicts};
 use super::{Begin, SchemaName, StoreError, run_in_transaction};
 use crate::core::manifest::{Manifest, TriggerDef};
 use crate::core::publish_plan::{Current, PublishPlan, StoredHead, StoredTriggerFields, plan};
@@ -118,19 +119,36 @@ pub async fn publish(
     if dry_run {
         return dry_run_report(client, schema, manifest).await;
     }
-    let transaction = client.transaction().await?;
-    transaction
-        .batch_execute(&format!(
-            "{}; {}",
-            schema.transaction_settings(),
-            crate::store::operator::BOUND_TRANSACTION
-        ))
-        .await?;
-    transaction.execute(LOCK, &[]).await?;
-    let current = read_current(&transaction, manifest).await?;
-    let mut plan = plan(manifest, &current);
-    apply(&transaction, &mut plan).await?;
-    transaction.commit().await?;
+    // Tried again as an operator's action is when contention aborts it (a deadlock with an
+    // admission, a lock wait past the bound).
+    let writer: &Client = client;
+    let plan = retry_conflicts(&OPERATOR, "publish", move |_| async move {
+        writer
+            .batch_execute(&format!(
+                "BEGIN; {}; {}",
+                schema.transaction_settings(),
+                crate::store::operator::BOUND_TRANSACTION
+            ))
+            .await?;
+        let written = async {
+            writer.execute(LOCK, &[]).await?;
+            let current = read_current(writer, manifest).await?;
+            let mut plan = plan(manifest, &current);
+            apply(writer, &mut plan).await?;
+            Ok::<_, StoreError>(plan)
+        }
+        .await;
+        let end = if written.is_ok() {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        let ended = writer.batch_execute(end).await;
+        let plan = written?;
+        ended?;
+        Ok(plan)
+    })
+    .await?;
     if plan.writes() {
         // Statistics now, not at autovacuum's next pass: a planner without them misjudges every
         // statement that joins these tables. The claim does not depend on them (its plan is
@@ -168,7 +186,7 @@ async fn dry_run_report(
 /// kind changes. The revisions reported for written tasks and triggers are those the database
 /// returned.
 async fn apply(
-    transaction: &Transaction<'_>,
+    transaction: &impl GenericClient,
     plan: &mut PublishPlan<'_>,
 ) -> Result<(), StoreError> {
     transaction
@@ -299,7 +317,7 @@ async fn apply(
 
 /// The stored definitions of the projects `manifest` names, and the database's now.
 async fn read_current(
-    transaction: &Transaction<'_>,
+    transaction: &impl GenericClient,
     manifest: &Manifest,
 ) -> Result<Current, StoreError> {
     let project_ids: Vec<String> = manifest.projects.iter().map(|p| p.id.clone()).collect();

@@ -3,7 +3,10 @@
 //! [`StoreError::Conflict`] it becomes). The whole transaction is tried again after a short pause
 //! that grows with each attempt and carries a random part from the thread's RNG, so that two
 //! writers that collided do not collide again in step. A policy names how many attempts and how
-//! long the pauses; each write path picks one.
+//! long the pauses; each write path picks one: the admission [`ADMISSION`]; `publish`, `pause`,
+//! `resume`, `fire`, `backfill`, a manual claim, release and `expire` [`OPERATOR`]. A replica's
+//! claim and give-back are not retried here: a failed round backs off and the next one claims
+//! again, and a claim not given back expires with its lease.
 
 use std::time::Duration;
 

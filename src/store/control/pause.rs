@@ -9,6 +9,7 @@ use tokio_postgres::Row;
 
 use super::finish;
 use crate::core::TriggerName;
+use crate::store::retry::{OPERATOR, retry_conflicts};
 use crate::store::{SchemaName, StoreError};
 
 /// A row a pause or a resume changed.
@@ -158,31 +159,36 @@ pub async fn pause(
     reason: Option<&str>,
     dry_run: bool,
 ) -> Result<PauseReport, StoreError> {
-    client
-        .batch_execute(&crate::store::operator::begin_bounded(schema, BEGIN))
-        .await?;
-    let done = async {
-        let total = require_rows(client, project_id, trigger_id).await?;
-        let rows = client
-            .query(PAUSE, &[&project_id, &trigger_id, &actor, &reason])
+    // Tried again as an operator's action is when contention aborts it (a deadlock with an
+    // admission, a lock wait past the bound).
+    retry_conflicts(&OPERATOR, "pause", move |_| async move {
+        client
+            .batch_execute(&crate::store::operator::begin_bounded(schema, BEGIN))
             .await?;
-        let changed: Vec<PauseChange> = rows
-            .iter()
-            .map(|row| PauseChange {
-                project_id: row.get(0),
-                trigger_id: row.get(1),
-                paused_at_ms: row.get(2),
-                paused_by: actor.to_owned(),
-                reason: reason.map(str::to_owned),
-                voided_claim_of: row.get(3),
-                next_fire_at_ms: None,
-                passed_over: None,
-            })
-            .collect();
-        Ok(PauseReport::of(total, changed))
-    }
-    .await;
-    finish(client, done, dry_run).await
+        let done = async {
+            let total = require_rows(client, project_id, trigger_id).await?;
+            let rows = client
+                .query(PAUSE, &[&project_id, &trigger_id, &actor, &reason])
+                .await?;
+            let changed: Vec<PauseChange> = rows
+                .iter()
+                .map(|row| PauseChange {
+                    project_id: row.get(0),
+                    trigger_id: row.get(1),
+                    paused_at_ms: row.get(2),
+                    paused_by: actor.to_owned(),
+                    reason: reason.map(str::to_owned),
+                    voided_claim_of: row.get(3),
+                    next_fire_at_ms: None,
+                    passed_over: None,
+                })
+                .collect();
+            Ok(PauseReport::of(total, changed))
+        }
+        .await;
+        finish(client, done, dry_run).await
+    })
+    .await
 }
 
 /// How many schedule rows the target has; [`StoreError::NotFound`] for none at all.
@@ -224,23 +230,28 @@ pub async fn resume(
     actor: &str,
     dry_run: bool,
 ) -> Result<PauseReport, StoreError> {
-    client
-        .batch_execute(&crate::store::operator::begin_bounded(schema, BEGIN))
-        .await?;
-    let done = async {
-        let total = require_rows(client, project_id, trigger_id).await?;
-        let rows = client
-            .query(LOCK_PAUSED, &[&project_id, &trigger_id])
+    // Tried again as an operator's action is when contention aborts it (a deadlock with an
+    // admission, a lock wait past the bound).
+    retry_conflicts(&OPERATOR, "resume", move |_| async move {
+        client
+            .batch_execute(&crate::store::operator::begin_bounded(schema, BEGIN))
             .await?;
-        let changed = rows
-            .iter()
-            .map(resumed_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        write_resumes(client, &rows, &changed, actor).await?;
-        Ok(PauseReport::of(total, changed))
-    }
-    .await;
-    finish(client, done, dry_run).await
+        let done = async {
+            let total = require_rows(client, project_id, trigger_id).await?;
+            let rows = client
+                .query(LOCK_PAUSED, &[&project_id, &trigger_id])
+                .await?;
+            let changed = rows
+                .iter()
+                .map(resumed_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            write_resumes(client, &rows, &changed, actor).await?;
+            Ok(PauseReport::of(total, changed))
+        }
+        .await;
+        finish(client, done, dry_run).await
+    })
+    .await
 }
 
 /// What resuming one locked row does, computed here (the cron is evaluated in Rust): its next
