@@ -171,8 +171,8 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     };
     // Every view reads in one READ ONLY transaction, with the schema's settings: an inspecting
     // session cannot write, even through a superuser login, and sets nothing on its session that
-    // a transaction-mode pooler would hand on to another client. The transaction ends with the
-    // connection when this command exits.
+    // a transaction-mode pooler would hand on to another client. It is committed once the view
+    // is read (a pooler closes a server connection whose client left inside a transaction).
     client
         .batch_execute(&format!(
             "BEGIN READ ONLY; {}",
@@ -187,7 +187,7 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     if !matches!(what, InspectWhat::Trigger { .. }) {
         check_not_behind(&client, schema).await?;
     }
-    match what {
+    let shown = match what {
         InspectWhat::Schedules {
             project,
             state,
@@ -257,7 +257,11 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             |rows| render_misfires(rows),
         ),
         InspectWhat::Invariants { since } => invariants(&client, schema, since, format).await,
-    }
+    };
+    let ended = client.batch_execute("COMMIT").await;
+    shown?;
+    ended.map_err(StoreError::from)?;
+    Ok(())
 }
 
 /// A run id as typed; a malformed one is bad input (exit 65).

@@ -55,8 +55,9 @@ impl PgBouncer {
         );
         let child = as_postgres(std::path::Path::new(PGBOUNCER), ids, &dir)
             .arg(dir.join("pgbouncer.ini"))
+            // It logs to its file as well: a pipe nobody reads would fill and stop it.
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .expect("start pgbouncer");
         let bouncer = PgBouncer { port, dir, child };
