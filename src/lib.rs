@@ -5,11 +5,13 @@
 //! [`store`] is the PostgreSQL adapter and the only place SQL lives; [`coordinator`] runs one
 //! bounded round and [`lifecycle`] the timer around it; [`cli`] translates between people and
 //! the layers below; [`bench`](mod@bench) measures the whole of it against the database's commit ceiling.
+//! [`embedded`] is the throw-away server of the demo and the tests, beside the store, not in it.
 
 pub mod bench;
 pub mod cli;
 pub mod coordinator;
 pub mod core;
+pub mod embedded;
 pub mod lifecycle;
 pub mod observe;
 pub mod store;

@@ -6,7 +6,7 @@
 //! line per admission otherwise. Then it checks the invariants of what was admitted.
 //!
 //! With `--embedded`, or unasked when no connection setting was given and nothing answers at
-//! libpq's default, the server is a throw-away one ([`crate::store::embedded`]) that the demo
+//! libpq's default, the server is a throw-away one ([`crate::embedded`]) that the demo
 //! stops and deletes however it ends: a machine with PostgreSQL installed but not running still
 //! gets its first look.
 
@@ -27,9 +27,9 @@ use crate::core::CoordinatorConfig;
 use crate::core::TriggerName;
 use crate::core::manifest::parse_manifest;
 use crate::core::time::clock;
+use crate::embedded::{BIN_ENV, EmbeddedError, EmbeddedServer};
 use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
 use crate::store::connect::SettingsSource;
-use crate::store::embedded::{BIN_ENV, EmbeddedError, EmbeddedServer};
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;

@@ -6,8 +6,8 @@
 use crate::bench::BenchError;
 use crate::core::CoreError;
 use crate::core::manifest::ManifestError;
+use crate::embedded::EmbeddedError;
 use crate::store::StoreError;
-use crate::store::embedded::EmbeddedError;
 
 /// The documented exit statuses: the one list the README's table, the man pages' EXIT STATUS and
 /// `--help` are tested against or written from.

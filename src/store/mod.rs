@@ -9,7 +9,6 @@ pub mod bench;
 pub mod claim;
 pub mod connect;
 pub mod control;
-pub mod embedded;
 mod error;
 pub mod invariants;
 pub mod migrate;

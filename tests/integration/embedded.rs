@@ -17,7 +17,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use qlsched::store::embedded::EmbeddedServer;
+use qlsched::embedded::EmbeddedServer;
 
 use crate::util::bin;
 

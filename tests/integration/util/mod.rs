@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use qlsched::core::manifest::parse_manifest;
-use qlsched::store::embedded::{BIN_ENV, EmbeddedServer};
+use qlsched::embedded::{BIN_ENV, EmbeddedServer};
 use qlsched::store::migrate::{MIGRATIONS, migrate_up};
 use qlsched::store::publish::{PublishReport, publish};
 use qlsched::store::{ConnectionSettings, SchemaName, Store};
