@@ -94,6 +94,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/0009_claim_churn.sql"),
         previous_release_may_run: true,
     },
+    Migration {
+        version: 10,
+        name: "parked_counts",
+        sql: include_str!("../../migrations/0010_parked_counts.sql"),
+        previous_release_may_run: true,
+    },
 ];
 
 /// The schema version a fully migrated database reports.

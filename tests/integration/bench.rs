@@ -247,3 +247,67 @@ fn steady_only_flags_need_steady_and_burst_only_flags_refuse_it() {
         assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
     }
 }
+
+/// A lived-in bench (`--parked`, `--history`) writes its history in the shapes the admission
+/// leaves: runs of the bench's own triggers, each with one attempt and two events, keys in the
+/// admission's format, and the foreign keys set aside for the build back in place, validated.
+#[tokio::test]
+async fn a_lived_in_bench_writes_its_history_as_admissions_do() {
+    let output = qlsched(
+        None,
+        &[
+            "-D",
+            &server_url(),
+            "bench",
+            "--triggers",
+            "40",
+            "--replicas",
+            "1",
+            "--ceiling-time",
+            "200ms",
+            "--parked",
+            "30",
+            "--history",
+            "1200",
+            "--keep",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout(&output)).expect("one JSON object");
+    assert_eq!(report["runs"], 40, "{report}");
+    assert_eq!(report["orphans"], 0, "{report}");
+    let database = report["database"].as_str().expect("database").to_owned();
+    let client = crate::util::server()
+        .with_dbname(&database)
+        .connect(&crate::util::schema(), "lived-in test")
+        .await
+        .expect("connect to the kept bench database");
+    let row = client
+        .query_one(
+            "SELECT count(*), count(DISTINCT trigger_id),
+                    count(*) FILTER (WHERE idempotency_key = 'ql3:cron:v1:' || project_id || '/'
+                                     || trigger_id || ':' || trigger_revision || ':'
+                                     || scheduled_for_ms),
+                    (SELECT count(*) FROM attempts a JOIN runs r USING (run_id)
+                     WHERE r.status = 'succeeded'),
+                    (SELECT count(*) FROM run_events e JOIN runs r USING (run_id)
+                     WHERE r.status = 'succeeded'),
+                    (SELECT count(*) FROM pg_constraint
+                     WHERE contype = 'f' AND convalidated AND confrelid = 'runs'::regclass)
+             FROM runs WHERE status = 'succeeded'",
+            &[],
+        )
+        .await
+        .expect("the history");
+    let counts: Vec<i64> = (0..6).map(|i| row.get(i)).collect();
+    qlsched::store::scratch::drop_database(&crate::util::server(), &database)
+        .await
+        .expect("drop the kept bench database");
+    // 1,200 runs over the 40 triggers the bench admits (parked rows get none), keys as the
+    // admission writes them, 1,200 attempts and 2,400 events, both foreign keys validated.
+    assert_eq!(counts, vec![1200, 40, 1200, 1200, 2400, 2]);
+}

@@ -1253,3 +1253,100 @@ async fn an_operator_command_waits_for_a_held_row_lock_at_most_its_lock_timeout(
         "{took:?}: {message}"
     );
 }
+
+/// `inspect`'s state counts, each read from the index that holds its rows, are what classifying
+/// every row one by one gives (`state_case!`'s precedence: paused, disabled, claimed,
+/// expired_claim, uninitialized, due, not_due), for rows in every state and the claims among them
+/// on cursors of every kind, parked rows holding claims too.
+#[tokio::test]
+async fn inspect_state_counts_match_a_row_by_row_classification() {
+    let db = TestDb::new().await;
+    let ids = [
+        "due",
+        "later",
+        "fresh",
+        "held-due",
+        "held-later",
+        "held-fresh",
+        "lapsed-due",
+        "lapsed-later",
+        "off",
+        "off-held",
+        "paused",
+        "paused-off",
+        "paused-held",
+    ];
+    let mut manifest = crate::util::every_second(&ids);
+    manifest["projects"]
+        .as_array_mut()
+        .expect("projects")
+        .push(json!({
+            "id": "q",
+            "tasks": [{ "id": "t", "execution": { "kind": "remote_worker", "image": "x" } }],
+            "triggers": [{ "id": "asleep", "task": "t", "cron": "* * * * * *" },
+                         { "id": "asleep-held", "task": "t", "cron": "* * * * * *" }]
+        }));
+    db.publish(&manifest).await;
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET next_fire_at_ms = CASE
+                 WHEN trigger_id IN ('fresh', 'held-fresh') THEN NULL
+                 WHEN trigger_id LIKE '%later' THEN now_ms() + 3600000
+                 ELSE now_ms() - 60000 END;
+             UPDATE trigger_schedules
+             SET claim_owner = 'r', claim_token = gen_random_uuid(),
+                 claim_version = claim_version + 1,
+                 claim_expires_at_ms = CASE WHEN trigger_id LIKE 'lapsed%' THEN now_ms() - 1000
+                                            ELSE now_ms() + 30000 END
+             WHERE trigger_id LIKE 'held%' OR trigger_id LIKE 'lapsed%'
+                OR trigger_id LIKE '%-held';
+             UPDATE triggers SET enabled = false WHERE trigger_id LIKE 'off%' OR trigger_id = 'paused-off';
+             UPDATE trigger_schedules SET paused_at_ms = now_ms(), paused_by = 'test'
+             WHERE trigger_id LIKE 'paused%';
+             UPDATE projects SET status = 'suspended' WHERE project_id = 'q';",
+        )
+        .await
+        .expect("rows in every state");
+    let expected: Vec<(String, i64)> = db
+        .client()
+        .await
+        .query(
+            "SELECT state, count(*) FROM (
+                 SELECT CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                             WHEN NOT s.claimable THEN 'disabled'
+                             WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                             WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                             WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                             WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                             ELSE 'not_due' END AS state
+                 FROM trigger_schedules s) c
+             GROUP BY state ORDER BY state",
+            &[],
+        )
+        .await
+        .expect("row by row")
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let summary = json_of(&db, &["inspect"], 0);
+    let counts = &summary["schedules"];
+    let mut got: Vec<(String, i64)> = [
+        "claimed",
+        "disabled",
+        "due",
+        "expired_claim",
+        "not_due",
+        "paused",
+        "uninitialized",
+    ]
+    .iter()
+    .map(|state| ((*state).to_owned(), counts[state].as_i64().expect(state)))
+    .filter(|(_, n)| *n > 0)
+    .collect();
+    got.sort();
+    assert_eq!(got, expected, "{summary}");
+    assert_eq!(counts["total"], 15, "{summary}");
+    // Every state is present, so the comparison covers each.
+    assert_eq!(expected.len(), 7, "{expected:?}");
+}

@@ -4,8 +4,8 @@
 //! Everything here is SELECT-only, within the observer role's grants, and every comparison with a
 //! lease or a cursor uses the database's clock (`now_ms()` inside the statement), never this
 //! node's (§4.1). The per-trigger and per-owner views are index lookups, so they stay cheap at
-//! a million schedule rows; the summary's state counts are one sequential scan (docs/OPERATIONS.md
-//! has the figures).
+//! a million schedule rows; the summary's state counts read an index entry of every row, by
+//! index-only scans (docs/OPERATIONS.md has the figures).
 //!
 //! One file per read model: [`summary`], [`schedules`], [`claims`], [`runs`], [`audit`] and
 //! [`trigger`]; misfire records are `store::misfires`, replicas `store::replicas`.

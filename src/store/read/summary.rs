@@ -79,34 +79,44 @@ pub struct Summary {
     pub admissions_last_minute: i64,
 }
 
-// Schedule rows per state in one scan of trigger_schedules, with `state_case!`'s precedence
-// (parked rows are paused or disabled by the stored fact, no join). Database now is read once
-// (the clock CTE) rather than per row: at a million rows, calling now_ms() in every comparison
-// costs four times the scan itself.
+// Schedule rows per state, with `state_case!`'s precedence, each part from the index that holds
+// it rather than one pass over every row (at 1,000,000 rows, 900,000 of them parked, that pass
+// took 0.43 s): the parked rows and the paused among them by one index-only scan of the parked
+// rows' pause index (migration 0010; a paused row is never claimable, so the paused are parked);
+// the claimable rows by cursor by an index-only scan of the claimable-order index (null, due,
+// later); the held claims among them by the claim-owner index, each with its lease and cursor,
+// which moves a claimed row out of its cursor's state (claimed before expired_claim before the
+// cursor's states). Database now is read once (the clock CTE).
 const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
         SELECT now_ms() AS now_ms
-    ), classified AS (
-        SELECT CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                    WHEN NOT s.claimable THEN 'disabled'
-                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > c.now_ms THEN 'claimed'
-                    WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-                    WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-                    WHEN s.next_fire_at_ms <= c.now_ms THEN 'due'
-                    ELSE 'not_due' END AS state
-        FROM trigger_schedules s
-        CROSS JOIN clock c
+    ), parked AS (
+        SELECT count(*) AS parked, count(*) FILTER (WHERE paused_at_ms IS NOT NULL) AS paused
+        FROM trigger_schedules WHERE NOT claimable
+    ), cursors AS (
+        SELECT count(*) AS claimable,
+               count(*) FILTER (WHERE next_fire_at_ms IS NULL) AS uninitialized,
+               count(*) FILTER (WHERE next_fire_at_ms <= (SELECT now_ms FROM clock)) AS due
+        FROM trigger_schedules WHERE claimable
+    ), held AS (
+        SELECT count(*) FILTER (WHERE s.claim_expires_at_ms > c.now_ms) AS claimed,
+               count(*) FILTER (WHERE s.claim_expires_at_ms <= c.now_ms) AS expired,
+               count(*) FILTER (WHERE s.next_fire_at_ms IS NULL) AS uninitialized,
+               count(*) FILTER (WHERE s.next_fire_at_ms <= c.now_ms) AS due,
+               count(*) AS held
+        FROM trigger_schedules s CROSS JOIN clock c
+        WHERE s.claim_owner IS NOT NULL AND s.claimable
     )
-    SELECT count(*),
-           count(*) FILTER (WHERE state = 'due'),
-           count(*) FILTER (WHERE state = 'claimed'),
-           count(*) FILTER (WHERE state = 'expired_claim'),
-           count(*) FILTER (WHERE state = 'not_due'),
-           count(*) FILTER (WHERE state = 'disabled'),
-           count(*) FILTER (WHERE state = 'uninitialized'),
+    SELECT p.parked + k.claimable,
+           k.due - h.due,
+           h.claimed,
+           h.expired,
+           (k.claimable - k.uninitialized - k.due) - (h.held - h.uninitialized - h.due),
+           p.parked - p.paused,
+           k.uninitialized - h.uninitialized,
            (SELECT now_ms FROM clock),
            (SELECT coalesce(max(version), 0) FROM schema_migrations),
-           count(*) FILTER (WHERE state = 'paused')
-    FROM classified";
+           p.paused
+    FROM parked p CROSS JOIN cursors k CROSS JOIN held h";
 
 // Owners holding claims (the partial claim-owner index) or having admitted in the last minute
 // (the runs' creation-time index; the run.created event, by its key, names the claim owner). The last claim is
