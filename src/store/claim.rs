@@ -584,19 +584,40 @@ pub async fn release(
         return Ok(Vec::new());
     }
     *round_trips += 2;
-    let column = |f: fn(&ReleaseRequest) -> String| requests.iter().map(f).collect::<Vec<_>>();
-    let projects = column(|r| r.project_id.clone());
-    let triggers = column(|r| r.trigger_id.clone());
-    let owners = column(|r| r.owner.clone());
-    let tokens: Vec<Uuid> = requests.iter().map(|r| r.token).collect();
-    let versions: Vec<i64> = requests.iter().map(|r| r.version).collect();
-    let rows = client
-        .query(
-            RELEASE,
-            &[&projects, &triggers, &owners, &tokens, &versions],
-        )
-        .await?;
+    let columns = ReleaseColumns::of(requests);
+    let rows = client.query(RELEASE, &columns.params()).await?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+/// [`RELEASE`]'s parameters: the requests as columns, one array each.
+struct ReleaseColumns {
+    projects: Vec<String>,
+    triggers: Vec<String>,
+    owners: Vec<String>,
+    tokens: Vec<Uuid>,
+    versions: Vec<i64>,
+}
+
+impl ReleaseColumns {
+    fn of(requests: &[ReleaseRequest]) -> Self {
+        ReleaseColumns {
+            projects: requests.iter().map(|r| r.project_id.clone()).collect(),
+            triggers: requests.iter().map(|r| r.trigger_id.clone()).collect(),
+            owners: requests.iter().map(|r| r.owner.clone()).collect(),
+            tokens: requests.iter().map(|r| r.token).collect(),
+            versions: requests.iter().map(|r| r.version).collect(),
+        }
+    }
+
+    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 5] {
+        [
+            &self.projects,
+            &self.triggers,
+            &self.owners,
+            &self.tokens,
+            &self.versions,
+        ]
+    }
 }
 
 /// [`release`] as a replica gives claims back: in a transaction of its own, pipelined (BEGIN,
@@ -615,16 +636,11 @@ pub async fn give_back(
         .await?;
     let statement = sender.ready(client, RELEASE, round_trips).await?;
     *round_trips += 1;
-    let column = |f: fn(&ReleaseRequest) -> String| requests.iter().map(f).collect::<Vec<_>>();
-    let projects = column(|r| r.project_id.clone());
-    let triggers = column(|r| r.trigger_id.clone());
-    let owners = column(|r| r.owner.clone());
-    let tokens: Vec<Uuid> = requests.iter().map(|r| r.token).collect();
-    let versions: Vec<i64> = requests.iter().map(|r| r.version).collect();
+    let columns = ReleaseColumns::of(requests);
     let (begun, set, rows, committed) = futures_util::future::join4(
         client.batch_execute(BEGIN),
         sender.settings(client, &settings),
-        statement.query(client, &[&projects, &triggers, &owners, &tokens, &versions]),
+        statement.query(client, &columns.params()),
         client.batch_execute(COMMIT),
     )
     .await;

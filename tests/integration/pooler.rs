@@ -4,43 +4,18 @@
 //! stops a replica, and the promises hold at the end (docs/OPERATIONS.md, "Behind a connection
 //! pooler").
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use crate::util::pgbouncer::PgBouncer;
 use crate::util::{
-    TestDb, assert_invariants, bin, code, every_second, sleep_ms, spawn_run, stderr, stdout,
+    TestDb, assert_invariants, code, every_second, qlsched_at, sleep_ms, spawn_run, stderr, stdout,
 };
 
 /// `qlsched -D URL ARGS` with `--pooler MODE` given by its environment variable, as a deployment
 /// would set it once for every command.
 fn through(url: &str, mode: &str, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut command = Command::new(bin());
-    command
-        .args(["-D", url])
-        .args(args)
-        .env("QLSCHED_POOLER", mode)
-        .env_remove("QLSCHED_DATABASE_URL")
-        .env_remove("DATABASE_URL")
-        .env("NO_COLOR", "1")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().expect("spawn qlsched");
-    if let Some(input) = stdin {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write stdin");
-    }
-    child.wait_with_output().expect("wait for qlsched")
+    qlsched_at(Some(url), &[("QLSCHED_POOLER", mode)], args, stdin)
 }
 
 fn ok(output: &Output, what: &str, bouncer: &PgBouncer) -> String {

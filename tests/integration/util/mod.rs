@@ -305,9 +305,20 @@ pub fn bin() -> PathBuf {
 /// Runs `qlsched ARGS` against `db` with no terminal and no inherited connection variables;
 /// `stdin` is fed if given.
 pub fn qlsched(db: Option<&TestDb>, args: &[&str], stdin: Option<&str>) -> Output {
+    let url = db.map(TestDb::url);
+    qlsched_at(url.as_deref(), &[], args, stdin)
+}
+
+/// [`qlsched`] with `-D url` (when given) and the environment variables `env` set.
+pub fn qlsched_at(
+    url: Option<&str>,
+    env: &[(&str, &str)],
+    args: &[&str],
+    stdin: Option<&str>,
+) -> Output {
     let mut command = Command::new(bin());
-    if let Some(db) = db {
-        command.arg("-D").arg(db.url());
+    if let Some(url) = url {
+        command.arg("-D").arg(url);
     }
     command
         .args(args)
@@ -315,6 +326,7 @@ pub fn qlsched(db: Option<&TestDb>, args: &[&str], stdin: Option<&str>) -> Outpu
         .env_remove("DATABASE_URL")
         .env_remove("QLSCHED_LOG")
         .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
