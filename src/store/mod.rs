@@ -91,7 +91,6 @@ pub async fn run_in_transaction<'c, T>(
 pub struct Store {
     pool: Pool,
     schema: SchemaName,
-    pooler: Pooler,
     sender: sender::Sender,
     /// For cancel requests, which open a connection of their own, as TLS as the pool's.
     tls: tokio_postgres_rustls::MakeRustlsConnect,
@@ -110,7 +109,6 @@ impl Store {
         Ok(Store {
             pool,
             schema: schema.clone(),
-            pooler: settings.pooler(),
             sender: sender::Sender::new(settings.pooler(), schema.clone()),
             tls: settings.tls_connector(),
             connect_timeout: settings.connect_timeout(),
@@ -132,11 +130,6 @@ impl Store {
         &self.schema
     }
 
-    /// What sits between this store and the server.
-    pub fn pooler(&self) -> Pooler {
-        self.pooler
-    }
-
     /// How the replica's pipelined statements are sent on this store's connections.
     pub fn sender(&self) -> &sender::Sender {
         &self.sender
@@ -155,16 +148,6 @@ impl Store {
     ) -> Result<T, StoreError> {
         let client = self.client().await?;
         run_in_transaction(&client, &self.schema, Begin::ReadOnly, work).await
-    }
-
-    /// Runs `work` on a pooled connection in a read-write transaction of its own
-    /// ([`run_in_transaction`]).
-    pub async fn write<T>(
-        &self,
-        work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
-    ) -> Result<T, StoreError> {
-        let client = self.client().await?;
-        run_in_transaction(&client, &self.schema, Begin::ReadWrite, work).await
     }
 
     /// [`migrate::check_ready`] in a read-only transaction of its own.
@@ -198,12 +181,6 @@ impl Store {
             Box::pin(read::trigger_detail(client, schema, trigger))
         })
         .await
-    }
-
-    /// `begin` (a BEGIN statement) and this store's transaction settings, as one simple-query
-    /// message, for the transactions that end themselves.
-    pub fn begin_text(&self, begin: &str) -> String {
-        format!("{begin}; {}", self.schema.transaction_settings())
     }
 
     /// Asks the server to cancel the statement running on the session `token` came from, over
