@@ -31,6 +31,7 @@ use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
 use crate::store::scratch::recreate_database;
+use crate::store::upkeep::{ScheduleUpkeep, schedule_upkeep};
 use crate::store::{ConnectionSettings, SchemaName};
 
 const PROJECT: &str = "steady";
@@ -92,6 +93,9 @@ pub struct SteadyReport {
     pub runs_without_one_attempt: i64,
     pub runs_without_two_events: i64,
     pub seed_s: f64,
+    /// The schedule table's upkeep once the window ended: on a server whose autovacuum is off
+    /// its dead versions grow 2 per occurrence and the lag with them (`store::upkeep`).
+    pub schedule_upkeep: ScheduleUpkeep,
     pub database: String,
     pub kept: bool,
 }
@@ -246,6 +250,9 @@ async fn measure(
     };
     let commit_ceiling_per_s = ceiling(Ceiling::Commits).await?;
     let batched_ceiling_per_s = ceiling(Ceiling::BatchedAdmissions).await?;
+    if let Some(warning) = schedule_upkeep(&admin).await?.warning() {
+        tracing::warn!("{warning}: this bench measures such a server");
+    }
     let started_ms = database_now_ms(&admin).await?;
 
     // Rounds report nothing the steady bench needs: it reads what was committed.
@@ -294,6 +301,7 @@ async fn measure(
         runs_without_one_attempt: counts.runs_without_one_attempt,
         runs_without_two_events: counts.runs_without_two_events,
         seed_s,
+        schedule_upkeep: schedule_upkeep(&admin).await?,
         database: config.database.clone(),
         kept: config.keep,
     })

@@ -206,6 +206,20 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         })
         .await?;
         log_recovery(&startup, schema).await?;
+        // A server that never vacuums the schedule table slows every claim minute over minute:
+        // said once here, since no replica may vacuum in its place (`store::upkeep`).
+        let upkeep = run_in_transaction(&startup, schema, Begin::ReadOnly, |client| {
+            Box::pin(crate::store::upkeep::schedule_upkeep(client))
+        })
+        .await;
+        match upkeep {
+            Ok(upkeep) => {
+                if let Some(warning) = upkeep.warning() {
+                    tracing::warn!("{warning}");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "could not read the schedule table's upkeep"),
+        }
         drop(startup);
         crate::lifecycle::register(&store, &config).await?;
         // The probes' and gauges' pool of one connection, so that a scrape never competes with

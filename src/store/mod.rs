@@ -27,6 +27,7 @@ pub mod sender;
 pub mod statements;
 pub mod tls;
 pub mod top;
+pub mod upkeep;
 
 pub use admit::{Admission, AdmissionOutcome, AdmitStats, RunIdentity};
 pub use claim::{ClaimedRow, ReleaseRequest, TriggerDefinition};

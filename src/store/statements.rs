@@ -154,6 +154,7 @@ pub fn all() -> Vec<Statement> {
         scratch::statements(),
         sender::statements(),
         top::statements(),
+        upkeep::statements(),
     ]
     .concat()
 }

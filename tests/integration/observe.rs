@@ -577,3 +577,41 @@ fn the_rules_check_catches_an_overdue_row_when_there_is_one() {
         assert!(failure.contains("QlschedOldestDueRowOld"), "{failure}");
     }
 }
+
+/// A schedule table autovacuum never visits slows every claim minute over minute, and no replica
+/// may vacuum it: the store reads the fact from the server, and a starting replica says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_names_a_schedule_table_that_is_never_vacuumed() {
+    let db = TestDb::new().await;
+    db.publish(&every_second(&["a"])).await;
+    let client = db.client().await;
+    let server_vacuums: bool = client
+        .query_one("SELECT current_setting('autovacuum')::bool", &[])
+        .await
+        .expect("autovacuum setting")
+        .get(0);
+    let upkeep = qlsched::store::upkeep::schedule_upkeep(&client)
+        .await
+        .expect("upkeep");
+    assert_eq!(upkeep.autovacuum, server_vacuums, "{upkeep:?}");
+
+    client
+        .batch_execute("ALTER TABLE trigger_schedules SET (autovacuum_enabled = false)")
+        .await
+        .expect("switch autovacuum off for the table");
+    let upkeep = qlsched::store::upkeep::schedule_upkeep(&client)
+        .await
+        .expect("upkeep");
+    assert!(!upkeep.autovacuum, "{upkeep:?}");
+
+    let child = spawn_run(&db.url(), &["--cadence", "200ms"]);
+    crate::util::eventually_count(&db, Duration::from_secs(20), "SELECT count(*) FROM runs", 1)
+        .await;
+    let output = terminate(child);
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("autovacuum is off for the schedule table"),
+        "no warning in:\n{stderr}"
+    );
+}
