@@ -25,7 +25,8 @@ use crate::core::{Batch, CoordinatorConfig, CronSchedule};
 use crate::lifecycle::stop_all;
 use crate::store::accounting::occurrence_accounting;
 use crate::store::bench::{
-    OccurrenceLag, database_now_ms, lag_by_occurrence, misfire_records, runs_at, uninitialized_rows,
+    OccurrenceLag, database_now_ms, lag_by_occurrence, misfire_records, still_due_at,
+    uninitialized_rows,
 };
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
@@ -79,6 +80,11 @@ pub struct SteadyReport {
     /// The admission's writes as batched SQL (256 a statement), runs a second, as many
     /// connections as replicas.
     pub batched_ceiling_per_s: f64,
+    /// The same two ceilings probed again once the replicas stopped: a machine that got busier
+    /// (or quieter) during the window shows here, and its lag trend is then the machine's, not
+    /// the scheduler's.
+    pub commit_ceiling_after_per_s: f64,
+    pub batched_ceiling_after_per_s: f64,
     /// How the worst lag of an occurrence moved over the window; none under two occurrences.
     pub trend: Option<LagTrend>,
     /// Over every run of the window.
@@ -270,6 +276,8 @@ async fn measure(
     stop_all(replicas).await;
     drain.abort();
     let (from_ms, to_ms) = measured?;
+    let commit_ceiling_after_per_s = ceiling(Ceiling::Commits).await?;
+    let batched_ceiling_after_per_s = ceiling(Ceiling::BatchedAdmissions).await?;
 
     let mut lags = lag_by_occurrence(&admin, from_ms, to_ms).await?;
     let overall = lags.pop();
@@ -292,6 +300,8 @@ async fn measure(
         admission_rates_per_s: rates,
         commit_ceiling_per_s,
         batched_ceiling_per_s,
+        commit_ceiling_after_per_s,
+        batched_ceiling_after_per_s,
         trend,
         overall,
         runs: counts.runs,
@@ -342,7 +352,9 @@ async fn measure_window(
     let ahead = u64::try_from(last - now_ms).unwrap_or(0);
     tokio::time::sleep(Duration::from_millis(ahead)).await;
     let give_up = Instant::now() + SETTLE_LIMIT;
-    while runs_at(admin, last).await? < i64::from(config.triggers) && Instant::now() < give_up {
+    // Until every cursor has moved past the last occurrence: a walk of one index entry, never a
+    // read of the runs, which would compete with the admissions it waits for.
+    while still_due_at(admin, last).await? && Instant::now() < give_up {
         tokio::time::sleep(POLL).await;
     }
     Ok((from_ms, to_ms))

@@ -297,8 +297,12 @@ fn render_steady(report: &SteadyReport) -> String {
             (
                 "ceilings (same run)",
                 format!(
-                    "{:.0} commits/s; {:.0} admissions/s as batched SQL",
-                    report.commit_ceiling_per_s, report.batched_ceiling_per_s
+                    "{:.0} commits/s; {:.0} admissions/s as batched SQL; after the window \
+                     {:.0} and {:.0}",
+                    report.commit_ceiling_per_s,
+                    report.batched_ceiling_per_s,
+                    report.commit_ceiling_after_per_s,
+                    report.batched_ceiling_after_per_s
                 ),
             ),
             (

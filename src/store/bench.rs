@@ -229,18 +229,21 @@ pub async fn uninitialized_rows(client: &impl GenericClient) -> Result<i64, Stor
     Ok(client.query_one(UNINITIALIZED, &[]).await?.get(0))
 }
 
-// Runs admitted for occurrence $1.
-const RUNS_AT: &str = "SELECT count(*) FROM runs WHERE scheduled_for_ms = $1";
+// Whether a claimable row still has its cursor at or before $1: the first entry of the
+// claimable-order index answers, however many runs the history holds. (Counting the runs of the
+// occurrence instead reads the whole runs table, having no index by time alone; polled every
+// 200 ms during the last occurrence of a ten-minute window, that scan of 1,000,000 runs took
+// the CPU the admissions needed and raised the last minute's lag by 1.2 s.)
+const DUE_AT: &str = "SELECT EXISTS (SELECT 1 FROM trigger_schedules
+                                     WHERE claimable AND next_fire_at_ms <= $1)";
 
-/// Runs admitted for the occurrence at `scheduled_for_ms`.
-pub async fn runs_at(
+/// Whether some claimable row is still due at `scheduled_for_ms` (its occurrence not yet
+/// admitted, or passed over).
+pub async fn still_due_at(
     client: &impl GenericClient,
     scheduled_for_ms: i64,
-) -> Result<i64, StoreError> {
-    Ok(client
-        .query_one(RUNS_AT, &[&scheduled_for_ms])
-        .await?
-        .get(0))
+) -> Result<bool, StoreError> {
+    Ok(client.query_one(DUE_AT, &[&scheduled_for_ms]).await?.get(0))
 }
 
 /// The lag users feel at one occurrence: runs admitted for it, and the lag from the occurrence
@@ -540,7 +543,7 @@ super::statements::statements! {
     DROP_BATCH_PROBE: Owner,
     SERIALIZABLE: Owner,
     UNINITIALIZED: Owner,
-    RUNS_AT: Owner,
+    DUE_AT: Owner,
     LAG: Owner,
     MISFIRES: Owner,
     PARK_DISABLED: Owner,

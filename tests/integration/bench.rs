@@ -201,15 +201,22 @@ fn a_steady_bench_reports_the_lag_of_every_occurrence_in_its_window() {
     assert_eq!(report["mode"], "steady");
     assert_eq!(report["cadence_ms"], 1000, "qlsched run's default cadence");
     assert_eq!(report["batch"], "adaptive", "qlsched run's default batch");
-    // Both ceilings were measured in the same run, and each occurrence reads against them.
+    // Both ceilings were measured in the same run, before the replicas started and again once
+    // they stopped, and each occurrence reads against them.
+    for ceiling in [
+        "commit_ceiling_per_s",
+        "batched_ceiling_per_s",
+        "commit_ceiling_after_per_s",
+        "batched_ceiling_after_per_s",
+    ] {
+        assert!(report[ceiling].as_f64() > Some(0.0), "{ceiling}: {report}");
+    }
+    // The schedule table's upkeep as the server reported it at the end.
     assert!(
-        report["commit_ceiling_per_s"].as_f64() > Some(0.0),
+        report["schedule_upkeep"]["autovacuum"].is_boolean(),
         "{report}"
     );
-    assert!(
-        report["batched_ceiling_per_s"].as_f64() > Some(0.0),
-        "{report}"
-    );
+    assert!(report["schedule_upkeep"]["dead_rows"].is_i64(), "{report}");
     assert_eq!(
         report["admission_rates_per_s"].as_array().map(Vec::len),
         Some(3),
