@@ -2,9 +2,11 @@
 //! row outside any lock, admit what fires, advance what initializes or skips, and release what
 //! turned out not to be due. One round at a time; [`crate::lifecycle`] owns the timer.
 
+mod claims;
 mod identity;
 mod report;
 
+pub use claims::{ClaimBook, ClaimEvent, ClaimState, TransitionError};
 pub use identity::{decide_claimed, duration_ms, run_identity};
 pub use report::{AdmittedRun, PassedOver, RoundReport};
 
@@ -47,9 +49,9 @@ pub const GIVE_BACK_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Coordinator {
     store: Store,
     config: CoordinatorConfig,
-    /// Claims taken and not yet settled, so that a stop that cannot wait for the round can still
-    /// give them back (docs/DESIGN.md §4.9).
-    held: Mutex<Vec<ReleaseRequest>>,
+    /// The round's claims and where each stands, so that a stop that cannot wait for the round
+    /// can still give back those it holds (docs/DESIGN.md §4.9).
+    claims: Mutex<ClaimBook>,
     /// Parsed schedules by zone, then expression: parsing is cheap, but not free on the hot
     /// path, and nested maps let a hit be found with borrowed strings.
     schedules: Mutex<HashMap<String, HashMap<String, CronSchedule>>>,
@@ -72,7 +74,7 @@ impl Coordinator {
     pub fn new(store: Store, config: CoordinatorConfig) -> Self {
         Coordinator {
             store,
-            held: Mutex::new(Vec::new()),
+            claims: Mutex::new(ClaimBook::default()),
             schedules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(None),
             heartbeat: Mutex::new((None, Heartbeat::default())),
@@ -214,21 +216,27 @@ impl Coordinator {
         if rows.is_empty() {
             return Ok(report);
         }
-        self.hold(rows.iter().map(ReleaseRequest::from));
+        let first = self
+            .lock_claims()
+            .hold(rows.iter().map(ReleaseRequest::from));
 
-        let mut admissions = Vec::with_capacity(rows.len());
-        let mut not_due = Vec::new();
-        for row in &rows {
+        // Each admission beside the index of its claim in the book.
+        let mut admitting = Vec::with_capacity(rows.len());
+        for (index, row) in rows.iter().enumerate() {
+            let index = first + index;
             match self.decide(row) {
-                Ok(Decision::NotDue { .. }) => not_due.push(ReleaseRequest::from(row)),
-                Ok(decision) => admissions.push(Admission {
-                    row,
-                    decision,
-                    run: run_identity(row, &decision),
-                }),
+                Ok(Decision::NotDue { .. }) => self.transition(index, ClaimEvent::NotDue),
+                Ok(decision) => admitting.push((
+                    index,
+                    Admission {
+                        row,
+                        decision,
+                        run: run_identity(row, &decision),
+                    },
+                )),
                 Err(error) => {
                     report.undecidable += 1;
-                    self.settle(&row.project_id, &row.trigger_id);
+                    self.transition(index, ClaimEvent::Undecidable);
                     tracing::error!(trigger = %row.name(), %error, "cannot decide; the claim is left to expire");
                 }
             }
@@ -236,9 +244,10 @@ impl Coordinator {
 
         // Locked in primary-key order, as every writer of schedule rows locks them (publish, a
         // pause, `expire --owner`): no two of them wait on each other in a cycle.
-        admissions.sort_by(|a, b| {
+        admitting.sort_by(|(_, a), (_, b)| {
             (&a.row.project_id, &a.row.trigger_id).cmp(&(&b.row.project_id, &b.row.trigger_id))
         });
+        let (indices, admissions): (Vec<usize>, Vec<Admission<'_>>) = admitting.into_iter().unzip();
         let admit_started = Instant::now();
         let mut stats = AdmitStats::default();
         let outcomes = admit(client, self.store.sender(), &admissions, &mut stats).await;
@@ -288,14 +297,16 @@ impl Coordinator {
                     Err(settle_error) => {
                         let error = failed.err().unwrap_or(settle_error);
                         tracing::warn!(%error, "admission outcome unknown and the database unreachable; the claims expire with their lease");
-                        self.settle_all();
+                        let mut claims = self.lock_claims();
+                        claims.abandon();
+                        claims.clear();
                         return Err(error);
                     }
                 }
             }
         };
-        let mut unsettled = Vec::new();
-        for (admission, outcome) in admissions.iter().zip(outcomes) {
+        for ((admission, outcome), index) in admissions.iter().zip(outcomes).zip(indices) {
+            self.transition(index, ClaimEvent::Admission(&outcome));
             if matches!(
                 outcome,
                 AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced
@@ -358,12 +369,10 @@ impl Coordinator {
                     report.unsettled += 1;
                     tracing::warn!(trigger = %admission.row.name(), %reason,
                         "admission not settled; the claim is given back for a later round");
-                    unsettled.push(ReleaseRequest::from(admission.row));
                 }
             }
-            self.settle(&admission.row.project_id, &admission.row.trigger_id);
         }
-        let returned: Vec<ReleaseRequest> = unsettled.into_iter().chain(not_due).collect();
+        let returned = self.lock_claims().returning();
         if !returned.is_empty() {
             let released = if connection_failed {
                 self.release_on_fresh_connection(&returned).await
@@ -377,13 +386,17 @@ impl Coordinator {
                 .await
             };
             match released {
-                Ok(released) => report.released = released.len(),
+                Ok(released) => {
+                    report.released = released.len();
+                    self.lock_claims().gave_back(Ok(&released));
+                }
                 Err(error) => {
+                    self.lock_claims().gave_back(Err(()));
                     tracing::warn!(%error, "could not give claims back; they expire with their lease");
                 }
             }
         }
-        self.settle_all();
+        self.lock_claims().clear();
         Ok(report)
     }
 
@@ -471,13 +484,13 @@ impl Coordinator {
     /// are anyone's to take, and releasing them would only wait on the same unanswering server.
     /// Returns them, so that the caller can say what became of each.
     pub fn forget_held(&self) -> Vec<ReleaseRequest> {
-        std::mem::take(&mut *self.lock_held())
+        self.lock_claims().take_held()
     }
 
     /// Gives back every claim the round in flight still holds (used when a stop cannot wait for
     /// the round). Fenced: a claim admitted or taken over meanwhile is left alone.
     pub async fn release_held(&self) -> Result<usize, StoreError> {
-        let held = std::mem::take(&mut *self.lock_held());
+        let held = self.lock_claims().take_held();
         if held.is_empty() {
             return Ok(0);
         }
@@ -562,22 +575,17 @@ impl Coordinator {
         }
     }
 
-    fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<ReleaseRequest>> {
-        self.held
+    fn lock_claims(&self) -> std::sync::MutexGuard<'_, ClaimBook> {
+        self.claims
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn hold(&self, requests: impl Iterator<Item = ReleaseRequest>) {
-        self.lock_held().extend(requests);
-    }
-
-    fn settle(&self, project_id: &str, trigger_id: &str) {
-        self.lock_held()
-            .retain(|r| !(r.project_id == project_id && r.trigger_id == trigger_id));
-    }
-
-    fn settle_all(&self) {
-        self.lock_held().clear();
+    /// Moves a claim of the round on `event` ([`ClaimState::next`]). A transition the table
+    /// refuses is a fault of the round's code: said, and the claim left as it was.
+    fn transition(&self, index: usize, event: ClaimEvent<'_>) {
+        if let Err(error) = self.lock_claims().apply(index, event) {
+            tracing::error!(%error, "claim bookkeeping refused a transition");
+        }
     }
 }
