@@ -16,6 +16,7 @@ pub mod coordinator;
 pub mod core;
 pub mod embedded;
 pub mod lifecycle;
+pub mod manual;
 pub mod observe;
 pub mod replica;
 pub mod stop;
