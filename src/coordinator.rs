@@ -20,7 +20,7 @@ use tokio_postgres::CancelToken;
 use crate::core::batch::{RoundLoad, next_batch};
 use crate::core::{CoordinatorConfig, CronSchedule, Decision};
 use crate::store::admit::admit;
-use crate::store::claim::{claim_for_round, give_back};
+use crate::store::claim::{RoundClaim, claim_for_round, give_back};
 use crate::store::replicas::Heartbeat;
 use crate::store::{
     Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, Store, StoreError,
@@ -148,6 +148,55 @@ impl Coordinator {
             ..RoundReport::default()
         };
         let started = Instant::now();
+        let claim = self.claim(client, &mut report).await?;
+        report.claim_time = started.elapsed();
+        report.claimed = claim.rows.len();
+        // A database instant as a local one: the claim's reply arrived at `received`, when the
+        // database's clock read `now_ms`. Never earlier than the reply, so never early by the
+        // network's delay.
+        let local = |due_ms: i64| {
+            let ahead = u64::try_from(due_ms.saturating_sub(claim.now_ms)).unwrap_or(0);
+            claim.received + Duration::from_millis(ahead)
+        };
+        report.next_due_at = claim.next_due_ms.map(local);
+        let rows = claim.rows;
+        if rows.is_empty() {
+            return Ok(report);
+        }
+        let first = self
+            .lock_claims()
+            .hold(rows.iter().map(ReleaseRequest::from));
+        let (indices, admissions) = self.decide_all(&rows, first, &mut report);
+        let (outcomes, connection_failed) =
+            match self.admit_all(client, &admissions, &mut report).await {
+                Ok(admitted) => admitted,
+                Err(error) => {
+                    // What became of the admissions cannot be learnt: every claim still open is
+                    // left to its lease, and none is given back.
+                    let mut claims = self.lock_claims();
+                    claims.abandon();
+                    claims.clear();
+                    return Err(error);
+                }
+            };
+        for ((admission, outcome), index) in admissions.iter().zip(outcomes).zip(indices) {
+            self.transition(index, ClaimEvent::Admission(&outcome));
+            let due_at = local(admission.decision.next_fire_at_ms());
+            report.account(admission, outcome, due_at);
+        }
+        self.give_back_returning(client, connection_failed, &mut report)
+            .await;
+        self.lock_claims().clear();
+        Ok(report)
+    }
+
+    /// The round's claim, with the heartbeat it carries; a claim that finds a migration this
+    /// build may not run beside gives back what it took and fails the round.
+    async fn claim(
+        &self,
+        client: &Object,
+        report: &mut RoundReport,
+    ) -> Result<RoundClaim, StoreError> {
         let heartbeat = self.due_heartbeat();
         // In the claim's round trip: whether a migration this build may not run beside has been
         // applied since it started (a rolling upgrade's new release migrated).
@@ -202,24 +251,18 @@ impl Coordinator {
                 return Err(error);
             }
         };
-        report.claim_time = started.elapsed();
-        report.claimed = claim.rows.len();
-        // A database instant as a local one: the claim's reply arrived at `received`, when the
-        // database's clock read `now_ms`. Never earlier than the reply, so never early by the
-        // network's delay.
-        let local = |due_ms: i64| {
-            let ahead = u64::try_from(due_ms.saturating_sub(claim.now_ms)).unwrap_or(0);
-            claim.received + Duration::from_millis(ahead)
-        };
-        report.next_due_at = claim.next_due_ms.map(local);
-        let rows = claim.rows;
-        if rows.is_empty() {
-            return Ok(report);
-        }
-        let first = self
-            .lock_claims()
-            .hold(rows.iter().map(ReleaseRequest::from));
+        Ok(claim)
+    }
 
+    /// The core's decision on each claimed row (claim `first + i` for row `i`): a row not due is
+    /// to be given back, one that cannot be decided is left to expire, and the others are
+    /// returned as admissions in primary-key order, each beside the index of its claim.
+    fn decide_all<'r>(
+        &self,
+        rows: &'r [ClaimedRow],
+        first: usize,
+        report: &mut RoundReport,
+    ) -> (Vec<usize>, Vec<Admission<'r>>) {
         // Each admission beside the index of its claim in the book.
         let mut admitting = Vec::with_capacity(rows.len());
         for (index, row) in rows.iter().enumerate() {
@@ -247,10 +290,22 @@ impl Coordinator {
         admitting.sort_by(|(_, a), (_, b)| {
             (&a.row.project_id, &a.row.trigger_id).cmp(&(&b.row.project_id, &b.row.trigger_id))
         });
-        let (indices, admissions): (Vec<usize>, Vec<Admission<'_>>) = admitting.into_iter().unzip();
+        admitting.into_iter().unzip()
+    }
+
+    /// Admits on the round's connection; where the outcome is not known (the admission failed,
+    /// or left rows unsettled), learns it on a fresh connection. Returns each admission's
+    /// outcome, and whether the round's connection is to be left alone from now on. An error:
+    /// the outcomes cannot be learnt, and the claims are left to their leases.
+    async fn admit_all(
+        &self,
+        client: &Object,
+        admissions: &[Admission<'_>],
+        report: &mut RoundReport,
+    ) -> Result<(Vec<AdmissionOutcome>, bool), StoreError> {
         let admit_started = Instant::now();
         let mut stats = AdmitStats::default();
-        let outcomes = admit(client, self.store.sender(), &admissions, &mut stats).await;
+        let outcomes = admit(client, self.store.sender(), admissions, &mut stats).await;
         report.admit_time = admit_started.elapsed();
         report.transactions = stats.transactions;
         report.serialization_retries = stats.serialization_retries;
@@ -272,7 +327,7 @@ impl Coordinator {
             failed => {
                 connection_failed = true;
                 let known = failed.as_ref().ok();
-                match self.settle_unknown(&admissions, known).await {
+                match self.settle_unknown(admissions, known).await {
                     Ok(outcomes) => {
                         let committed = outcomes
                             .iter()
@@ -297,81 +352,22 @@ impl Coordinator {
                     Err(settle_error) => {
                         let error = failed.err().unwrap_or(settle_error);
                         tracing::warn!(%error, "admission outcome unknown and the database unreachable; the claims expire with their lease");
-                        let mut claims = self.lock_claims();
-                        claims.abandon();
-                        claims.clear();
                         return Err(error);
                     }
                 }
             }
         };
-        for ((admission, outcome), index) in admissions.iter().zip(outcomes).zip(indices) {
-            self.transition(index, ClaimEvent::Admission(&outcome));
-            if matches!(
-                outcome,
-                AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced
-            ) {
-                let due_at = local(admission.decision.next_fire_at_ms());
-                report.next_due_at = Some(report.next_due_at.map_or(due_at, |at| at.min(due_at)));
-                if let Some(span) = admission.decision.passed_over() {
-                    report.misfires += 1;
-                    report.occurrences_passed_over += span.count;
-                    report.passed_over.push(PassedOver {
-                        policy: admission.row.definition.misfire_policy,
-                        reason: span.reason,
-                        occurrences: span.count,
-                    });
-                    tracing::warn!(
-                        trigger = %admission.row.name(),
-                        revision = admission.row.trigger_revision,
-                        policy = %admission.row.definition.misfire_policy,
-                        first = %crate::core::time::utc(span.first_ms),
-                        last = %crate::core::time::utc(span.last_ms),
-                        occurrences = span.count,
-                        exact = span.count_exact,
-                        "misfire: occurrences later than the grace passed over"
-                    );
-                }
-            }
-            match outcome {
-                AdmissionOutcome::Admitted(run) => {
-                    report.fired += 1;
-                    report.admitted.push(AdmittedRun {
-                        project_id: admission.row.project_id.clone(),
-                        trigger_id: admission.row.trigger_id.clone(),
-                        run,
-                        misfired: matches!(
-                            admission.decision,
-                            Decision::Fire { misfired: true, .. }
-                        ),
-                        claimed_at_ms: admission.row.claimed_at_ms,
-                    });
-                }
-                AdmissionOutcome::Advanced => match admission.decision {
-                    Decision::Initialize { .. } => report.initialized += 1,
-                    _ => report.skipped += 1,
-                },
-                AdmissionOutcome::FenceLost => {
-                    report.fence_lost += 1;
-                    tracing::warn!(trigger = %admission.row.name(), "claim fence lost before admission; nothing written");
-                }
-                AdmissionOutcome::DefinitionRefused { reason } => {
-                    report.definition_refused += 1;
-                    tracing::error!(trigger = %admission.row.name(), %reason,
-                        "definition refused at admission (the claim still held): nothing written, the claim is left to expire");
-                }
-                AdmissionOutcome::Rejected { reason } => {
-                    report.rejected += 1;
-                    tracing::error!(trigger = %admission.row.name(), %reason,
-                        "the database refused this admission; nothing written, the claim is left to expire");
-                }
-                AdmissionOutcome::Unsettled { reason } => {
-                    report.unsettled += 1;
-                    tracing::warn!(trigger = %admission.row.name(), %reason,
-                        "admission not settled; the claim is given back for a later round");
-                }
-            }
-        }
+        Ok((outcomes, connection_failed))
+    }
+
+    /// Gives back the claims the book has returning (not due, or not settled): on the round's
+    /// connection, or on a fresh one when the round's may be dead.
+    async fn give_back_returning(
+        &self,
+        client: &Object,
+        connection_failed: bool,
+        report: &mut RoundReport,
+    ) {
         let returned = self.lock_claims().returning();
         if !returned.is_empty() {
             let released = if connection_failed {
@@ -396,8 +392,6 @@ impl Coordinator {
                 }
             }
         }
-        self.lock_claims().clear();
-        Ok(report)
     }
 
     /// The outcome of each admission, learnt on a fresh connection where `known` (the outcomes
