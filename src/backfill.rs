@@ -194,3 +194,31 @@ impl Backfill {
         Ok(outcome)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(from_ms: i64, to_ms: i64) -> BackfillRequest {
+        BackfillRequest {
+            trigger: TriggerName::new("p", "t"),
+            from_ms,
+            to_ms,
+            before_creation: false,
+            max: 10,
+        }
+    }
+
+    #[test]
+    fn a_window_that_ends_before_it_starts_is_refused_before_any_connection() {
+        assert!(
+            request(1_000, 1_000).check().is_ok(),
+            "one instant is a window"
+        );
+        let refused = request(1_001, 1_000).check();
+        assert!(
+            matches!(&refused, Err(BackfillError::Refused(text)) if text.starts_with("--from ")),
+            "{refused:?}"
+        );
+    }
+}

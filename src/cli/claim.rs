@@ -236,13 +236,18 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
             }
         },
     };
-    if let Some(step) = step {
-        let settled = guarded(&mut interrupts, async {
-            Ok(claim.take_step(&store, step).await?)
-        })
-        .await?;
-        report.step = settled.step;
-        report.run = settled.run;
+    match step {
+        None => {}
+        // Nothing to wait for: no database step, so no signal to note.
+        Some(Step::Hold) => report.step = ClaimOutcome::Held,
+        Some(step) => {
+            let settled = guarded(&mut interrupts, async {
+                Ok(claim.take_step(&store, step).await?)
+            })
+            .await?;
+            report.step = settled.step;
+            report.run = settled.run;
+        }
     }
     emit(global.format, &report, render_claim)
 }
