@@ -1,6 +1,6 @@
 //! One scheduler replica as a service (docs/DESIGN.md §4.9): what `qlsched run` is, without its
 //! command line. [`run`] binds the probes, waits for the schema, checks the runtime role, logs
-//! startup recovery and registers; then runs the [`Lifecycle`] with the probes fed, a summary
+//! startup recovery, warns of a schedule table autovacuum never visits, and registers; then runs the [`Lifecycle`] with the probes fed, a summary
 //! and housekeeping every minute, until its [`StopToken`] is tripped; then drains the round in
 //! flight and stops (within [`crate::lifecycle::stop_bound`]).
 //!
