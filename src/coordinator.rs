@@ -2,9 +2,11 @@
 //! row outside any lock, admit what fires, advance what initializes or skips, and release what
 //! turned out not to be due. One round at a time; [`crate::lifecycle`] owns the timer.
 
+mod claims;
 mod identity;
 mod report;
 
+pub use claims::{ClaimBook, ClaimEvent, ClaimState, TransitionError};
 pub use identity::{decide_claimed, duration_ms, run_identity};
 pub use report::{AdmittedRun, PassedOver, RoundReport};
 
@@ -18,7 +20,7 @@ use tokio_postgres::CancelToken;
 use crate::core::batch::{RoundLoad, next_batch};
 use crate::core::{CoordinatorConfig, CronSchedule, Decision};
 use crate::store::admit::admit;
-use crate::store::claim::{claim_for_round, give_back};
+use crate::store::claim::{RoundClaim, claim_for_round, give_back};
 use crate::store::replicas::Heartbeat;
 use crate::store::{
     Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, Store, StoreError,
@@ -47,9 +49,9 @@ pub const GIVE_BACK_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Coordinator {
     store: Store,
     config: CoordinatorConfig,
-    /// Claims taken and not yet settled, so that a stop that cannot wait for the round can still
-    /// give them back (docs/DESIGN.md §4.9).
-    held: Mutex<Vec<ReleaseRequest>>,
+    /// The round's claims and where each stands, so that a stop that cannot wait for the round
+    /// can still give back those it holds (docs/DESIGN.md §4.9).
+    claims: Mutex<ClaimBook>,
     /// Parsed schedules by zone, then expression: parsing is cheap, but not free on the hot
     /// path, and nested maps let a hit be found with borrowed strings.
     schedules: Mutex<HashMap<String, HashMap<String, CronSchedule>>>,
@@ -72,7 +74,7 @@ impl Coordinator {
     pub fn new(store: Store, config: CoordinatorConfig) -> Self {
         Coordinator {
             store,
-            held: Mutex::new(Vec::new()),
+            claims: Mutex::new(ClaimBook::default()),
             schedules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(None),
             heartbeat: Mutex::new((None, Heartbeat::default())),
@@ -146,6 +148,55 @@ impl Coordinator {
             ..RoundReport::default()
         };
         let started = Instant::now();
+        let claim = self.claim(client, &mut report).await?;
+        report.claim_time = started.elapsed();
+        report.claimed = claim.rows.len();
+        // A database instant as a local one: the claim's reply arrived at `received`, when the
+        // database's clock read `now_ms`. Never earlier than the reply, so never early by the
+        // network's delay.
+        let local = |due_ms: i64| {
+            let ahead = u64::try_from(due_ms.saturating_sub(claim.now_ms)).unwrap_or(0);
+            claim.received + Duration::from_millis(ahead)
+        };
+        report.next_due_at = claim.next_due_ms.map(local);
+        let rows = claim.rows;
+        if rows.is_empty() {
+            return Ok(report);
+        }
+        let first = self
+            .lock_claims()
+            .hold(rows.iter().map(ReleaseRequest::from));
+        let (indices, admissions) = self.decide_all(&rows, first, &mut report);
+        let (outcomes, connection_failed) =
+            match self.admit_all(client, &admissions, &mut report).await {
+                Ok(admitted) => admitted,
+                Err(error) => {
+                    // What became of the admissions cannot be learnt: every claim still open is
+                    // left to its lease, and none is given back.
+                    let mut claims = self.lock_claims();
+                    claims.abandon();
+                    claims.clear();
+                    return Err(error);
+                }
+            };
+        for ((admission, outcome), index) in admissions.iter().zip(outcomes).zip(indices) {
+            self.transition(index, ClaimEvent::Admission(&outcome));
+            let due_at = local(admission.decision.next_fire_at_ms());
+            report.account(admission, outcome, due_at);
+        }
+        self.give_back_returning(client, connection_failed, &mut report)
+            .await;
+        self.lock_claims().clear();
+        Ok(report)
+    }
+
+    /// The round's claim, with the heartbeat it carries; a claim that finds a migration this
+    /// build may not run beside gives back what it took and fails the round.
+    async fn claim(
+        &self,
+        client: &Object,
+        report: &mut RoundReport,
+    ) -> Result<RoundClaim, StoreError> {
         let heartbeat = self.due_heartbeat();
         // In the claim's round trip: whether a migration this build may not run beside has been
         // applied since it started (a rolling upgrade's new release migrated).
@@ -200,35 +251,35 @@ impl Coordinator {
                 return Err(error);
             }
         };
-        report.claim_time = started.elapsed();
-        report.claimed = claim.rows.len();
-        // A database instant as a local one: the claim's reply arrived at `received`, when the
-        // database's clock read `now_ms`. Never earlier than the reply, so never early by the
-        // network's delay.
-        let local = |due_ms: i64| {
-            let ahead = u64::try_from(due_ms.saturating_sub(claim.now_ms)).unwrap_or(0);
-            claim.received + Duration::from_millis(ahead)
-        };
-        report.next_due_at = claim.next_due_ms.map(local);
-        let rows = claim.rows;
-        if rows.is_empty() {
-            return Ok(report);
-        }
-        self.hold(rows.iter().map(ReleaseRequest::from));
+        Ok(claim)
+    }
 
-        let mut admissions = Vec::with_capacity(rows.len());
-        let mut not_due = Vec::new();
-        for row in &rows {
+    /// The core's decision on each claimed row (claim `first + i` for row `i`): a row not due is
+    /// to be given back, one that cannot be decided is left to expire, and the others are
+    /// returned as admissions in primary-key order, each beside the index of its claim.
+    fn decide_all<'r>(
+        &self,
+        rows: &'r [ClaimedRow],
+        first: usize,
+        report: &mut RoundReport,
+    ) -> (Vec<usize>, Vec<Admission<'r>>) {
+        // Each admission beside the index of its claim in the book.
+        let mut admitting = Vec::with_capacity(rows.len());
+        for (index, row) in rows.iter().enumerate() {
+            let index = first + index;
             match self.decide(row) {
-                Ok(Decision::NotDue { .. }) => not_due.push(ReleaseRequest::from(row)),
-                Ok(decision) => admissions.push(Admission {
-                    row,
-                    decision,
-                    run: run_identity(row, &decision),
-                }),
+                Ok(Decision::NotDue { .. }) => self.transition(index, ClaimEvent::NotDue),
+                Ok(decision) => admitting.push((
+                    index,
+                    Admission {
+                        row,
+                        decision,
+                        run: run_identity(row, &decision),
+                    },
+                )),
                 Err(error) => {
                     report.undecidable += 1;
-                    self.settle(&row.project_id, &row.trigger_id);
+                    self.transition(index, ClaimEvent::Undecidable);
                     tracing::error!(trigger = %row.name(), %error, "cannot decide; the claim is left to expire");
                 }
             }
@@ -236,12 +287,25 @@ impl Coordinator {
 
         // Locked in primary-key order, as every writer of schedule rows locks them (publish, a
         // pause, `expire --owner`): no two of them wait on each other in a cycle.
-        admissions.sort_by(|a, b| {
+        admitting.sort_by(|(_, a), (_, b)| {
             (&a.row.project_id, &a.row.trigger_id).cmp(&(&b.row.project_id, &b.row.trigger_id))
         });
+        admitting.into_iter().unzip()
+    }
+
+    /// Admits on the round's connection; where the outcome is not known (the admission failed,
+    /// or left rows unsettled), learns it on a fresh connection. Returns each admission's
+    /// outcome, and whether the round's connection is to be left alone from now on. An error:
+    /// the outcomes cannot be learnt, and the claims are left to their leases.
+    async fn admit_all(
+        &self,
+        client: &Object,
+        admissions: &[Admission<'_>],
+        report: &mut RoundReport,
+    ) -> Result<(Vec<AdmissionOutcome>, bool), StoreError> {
         let admit_started = Instant::now();
         let mut stats = AdmitStats::default();
-        let outcomes = admit(client, self.store.sender(), &admissions, &mut stats).await;
+        let outcomes = admit(client, self.store.sender(), admissions, &mut stats).await;
         report.admit_time = admit_started.elapsed();
         report.transactions = stats.transactions;
         report.serialization_retries = stats.serialization_retries;
@@ -263,7 +327,7 @@ impl Coordinator {
             failed => {
                 connection_failed = true;
                 let known = failed.as_ref().ok();
-                match self.settle_unknown(&admissions, known).await {
+                match self.settle_unknown(admissions, known).await {
                     Ok(outcomes) => {
                         let committed = outcomes
                             .iter()
@@ -288,82 +352,23 @@ impl Coordinator {
                     Err(settle_error) => {
                         let error = failed.err().unwrap_or(settle_error);
                         tracing::warn!(%error, "admission outcome unknown and the database unreachable; the claims expire with their lease");
-                        self.settle_all();
                         return Err(error);
                     }
                 }
             }
         };
-        let mut unsettled = Vec::new();
-        for (admission, outcome) in admissions.iter().zip(outcomes) {
-            if matches!(
-                outcome,
-                AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced
-            ) {
-                let due_at = local(admission.decision.next_fire_at_ms());
-                report.next_due_at = Some(report.next_due_at.map_or(due_at, |at| at.min(due_at)));
-                if let Some(span) = admission.decision.passed_over() {
-                    report.misfires += 1;
-                    report.occurrences_passed_over += span.count;
-                    report.passed_over.push(PassedOver {
-                        policy: admission.row.definition.misfire_policy,
-                        reason: span.reason,
-                        occurrences: span.count,
-                    });
-                    tracing::warn!(
-                        trigger = %admission.row.name(),
-                        revision = admission.row.trigger_revision,
-                        policy = %admission.row.definition.misfire_policy,
-                        first = %crate::core::time::utc(span.first_ms),
-                        last = %crate::core::time::utc(span.last_ms),
-                        occurrences = span.count,
-                        exact = span.count_exact,
-                        "misfire: occurrences later than the grace passed over"
-                    );
-                }
-            }
-            match outcome {
-                AdmissionOutcome::Admitted(run) => {
-                    report.fired += 1;
-                    report.admitted.push(AdmittedRun {
-                        project_id: admission.row.project_id.clone(),
-                        trigger_id: admission.row.trigger_id.clone(),
-                        run,
-                        misfired: matches!(
-                            admission.decision,
-                            Decision::Fire { misfired: true, .. }
-                        ),
-                        claimed_at_ms: admission.row.claimed_at_ms,
-                    });
-                }
-                AdmissionOutcome::Advanced => match admission.decision {
-                    Decision::Initialize { .. } => report.initialized += 1,
-                    _ => report.skipped += 1,
-                },
-                AdmissionOutcome::FenceLost => {
-                    report.fence_lost += 1;
-                    tracing::warn!(trigger = %admission.row.name(), "claim fence lost before admission; nothing written");
-                }
-                AdmissionOutcome::DefinitionRefused { reason } => {
-                    report.definition_refused += 1;
-                    tracing::error!(trigger = %admission.row.name(), %reason,
-                        "definition refused at admission (the claim still held): nothing written, the claim is left to expire");
-                }
-                AdmissionOutcome::Rejected { reason } => {
-                    report.rejected += 1;
-                    tracing::error!(trigger = %admission.row.name(), %reason,
-                        "the database refused this admission; nothing written, the claim is left to expire");
-                }
-                AdmissionOutcome::Unsettled { reason } => {
-                    report.unsettled += 1;
-                    tracing::warn!(trigger = %admission.row.name(), %reason,
-                        "admission not settled; the claim is given back for a later round");
-                    unsettled.push(ReleaseRequest::from(admission.row));
-                }
-            }
-            self.settle(&admission.row.project_id, &admission.row.trigger_id);
-        }
-        let returned: Vec<ReleaseRequest> = unsettled.into_iter().chain(not_due).collect();
+        Ok((outcomes, connection_failed))
+    }
+
+    /// Gives back the claims the book has returning (not due, or not settled): on the round's
+    /// connection, or on a fresh one when the round's may be dead.
+    async fn give_back_returning(
+        &self,
+        client: &Object,
+        connection_failed: bool,
+        report: &mut RoundReport,
+    ) {
+        let returned = self.lock_claims().returning();
         if !returned.is_empty() {
             let released = if connection_failed {
                 self.release_on_fresh_connection(&returned).await
@@ -377,14 +382,16 @@ impl Coordinator {
                 .await
             };
             match released {
-                Ok(released) => report.released = released.len(),
+                Ok(released) => {
+                    report.released = released.len();
+                    self.lock_claims().gave_back(Ok(&released));
+                }
                 Err(error) => {
+                    self.lock_claims().gave_back(Err(()));
                     tracing::warn!(%error, "could not give claims back; they expire with their lease");
                 }
             }
         }
-        self.settle_all();
-        Ok(report)
     }
 
     /// The outcome of each admission, learnt on a fresh connection where `known` (the outcomes
@@ -471,13 +478,13 @@ impl Coordinator {
     /// are anyone's to take, and releasing them would only wait on the same unanswering server.
     /// Returns them, so that the caller can say what became of each.
     pub fn forget_held(&self) -> Vec<ReleaseRequest> {
-        std::mem::take(&mut *self.lock_held())
+        self.lock_claims().take_held()
     }
 
     /// Gives back every claim the round in flight still holds (used when a stop cannot wait for
     /// the round). Fenced: a claim admitted or taken over meanwhile is left alone.
     pub async fn release_held(&self) -> Result<usize, StoreError> {
-        let held = std::mem::take(&mut *self.lock_held());
+        let held = self.lock_claims().take_held();
         if held.is_empty() {
             return Ok(0);
         }
@@ -562,22 +569,17 @@ impl Coordinator {
         }
     }
 
-    fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<ReleaseRequest>> {
-        self.held
+    fn lock_claims(&self) -> std::sync::MutexGuard<'_, ClaimBook> {
+        self.claims
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn hold(&self, requests: impl Iterator<Item = ReleaseRequest>) {
-        self.lock_held().extend(requests);
-    }
-
-    fn settle(&self, project_id: &str, trigger_id: &str) {
-        self.lock_held()
-            .retain(|r| !(r.project_id == project_id && r.trigger_id == trigger_id));
-    }
-
-    fn settle_all(&self) {
-        self.lock_held().clear();
+    /// Moves a claim of the round on `event` ([`ClaimState::next`]). A transition the table
+    /// refuses is a fault of the round's code: said, and the claim left as it was.
+    fn transition(&self, index: usize, event: ClaimEvent<'_>) {
+        if let Err(error) = self.lock_claims().apply(index, event) {
+            tracing::error!(%error, "claim bookkeeping refused a transition");
+        }
     }
 }

@@ -1,14 +1,8 @@
 //! `qlsched backfill P/T --from T1 --to T2`: admits the trigger's past cron occurrences in the
-//! window that have no run, each under its regular cron key, in bounded transactions
-//! (`store::control::backfill`, docs/DESIGN.md §4.10). A rerun admits nothing twice.
-//!
-//! Occurrences from before the trigger was first published are left out and counted unless
-//! `--before-creation` asks for them: a window typed a little too wide (`--from` yesterday for a
-//! trigger published this morning) must not quietly admit runs for a time the trigger never had.
+//! window that have no run (the library's [`crate::backfill`]); this parses, asks, shows the
+//! progress and the report, and turns SIGINT and SIGTERM into the backfill's stop.
 
 use std::io::IsTerminal;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 use serde::Serialize;
@@ -20,15 +14,10 @@ use super::output::{emit, table};
 use super::prompt::{ask, interactive};
 use super::signals::Shutdown;
 use super::{CliError, ExitStatus, Global};
-use crate::core::CronSchedule;
+use crate::backfill::{Backfill, BackfillError, BackfillRequest};
 use crate::core::TriggerName;
 use crate::core::time::utc;
-use crate::store::control::{self, BackfillBatch};
-
-/// Occurrences admitted per transaction: short enough that a replica waiting on the row lock
-/// (the claim skips it) loses well under a second, large enough to cover a day of minutes in
-/// three transactions.
-pub const BATCH: usize = 500;
+use crate::stop::StopToken;
 
 #[derive(Debug, Args)]
 pub struct BackfillArgs {
@@ -85,13 +74,14 @@ struct BackfillReport {
 }
 
 pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
-    if args.from > args.to {
-        return Err(CliError::BadInput(format!(
-            "--from {} is after --to {}",
-            utc(args.from),
-            utc(args.to)
-        )));
-    }
+    let request = BackfillRequest {
+        trigger: args.trigger,
+        from_ms: args.from,
+        to_ms: args.to,
+        before_creation: args.before_creation,
+        max: args.max,
+    };
+    request.check().map_err(refused)?;
     args.confirm.require_confirmable("backfilling a trigger")?;
     let store = super::fire::open(
         global,
@@ -100,54 +90,22 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         Access::Write,
     )
     .await?;
-    let client = store.client().await?;
-    let target = control::read_target(&client, store.schema(), &args.trigger).await?;
-    if args.to >= target.now_ms {
-        return Err(CliError::BadInput(format!(
-            "--to {} is not in the past (the database's now is {}): future occurrences are the \
-             scheduler's",
-            utc(args.to),
-            utc(target.now_ms)
-        )));
-    }
-    let schedule = CronSchedule::parse(&target.cron_expr, &target.time_zone)?;
-    let cap = usize::try_from(args.max).unwrap_or(usize::MAX);
-    let from = if args.before_creation {
-        args.from
-    } else {
-        args.from.max(target.created_at_ms)
-    };
-    let before_creation = if from > args.from {
-        // Counted up to --max: past it the number is only a lower bound, and says enough.
-        let last = from.min(args.to.saturating_add(1)) - 1;
-        schedule.count_between(args.from, last, args.max)?.0
-    } else {
-        0
-    };
-    let occurrences = if from <= args.to {
-        schedule.occurrences_between(from, args.to.saturating_add(1), cap.saturating_add(1))?
-    } else {
-        Vec::new()
-    };
-    if occurrences.len() > cap {
-        return Err(CliError::BadInput(format!(
-            "the window holds more than --max {} occurrences of {} ({}); narrow it or raise --max",
-            args.max, args.trigger, target.cron_expr
-        )));
-    }
+    let plan = Backfill::plan(&store, request).await.map_err(refused)?;
+    let (request, target) = (&plan.request, &plan.target);
     let dry_run = args.confirm.dry_run;
     if !args.confirm.yes && !dry_run && interactive() {
         let question = format!(
             "backfill {} (revision {}): {} occurrences from {} to {}, those without a run{}? \
              [y/N]",
-            args.trigger,
+            request.trigger,
             target.trigger_revision,
-            occurrences.len(),
-            utc(from),
-            utc(args.to),
-            if before_creation > 0 {
+            plan.occurrences.len(),
+            utc(plan.from_ms),
+            utc(request.to_ms),
+            if plan.before_creation > 0 {
                 format!(
-                    " ({before_creation} before its first publication at {} left out)",
+                    " ({} before its first publication at {} left out)",
+                    plan.before_creation,
                     utc(target.created_at_ms)
                 )
             } else {
@@ -159,79 +117,61 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         }
     }
     // SIGINT and SIGTERM end the backfill between transactions, never inside one.
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut shutdown = Shutdown::install()?;
-    let flag = Arc::clone(&stop);
-    let listener = tokio::spawn(async move {
-        shutdown.recv().await;
-        flag.store(true, Ordering::SeqCst);
-    });
+    let stop = StopToken::new();
+    let listener = Shutdown::install()?.trip(stop.clone());
     let progress = std::io::stderr().is_terminal() && !dry_run;
-    let actor = operator_name();
-    let mut total = BackfillBatch::default();
-    let mut transactions = 0;
-    let mut interrupted = false;
-    for chunk in occurrences.chunks(BATCH) {
-        if stop.load(Ordering::SeqCst) {
-            interrupted = true;
-            break;
-        }
-        let batch = control::backfill(
-            &client,
-            store.schema(),
-            &args.trigger,
-            target.trigger_revision,
-            chunk,
-            &actor,
-            dry_run,
-        )
-        .await?;
-        transactions += 1;
-        total.admitted += batch.admitted;
-        total.existing += batch.existing;
-        total.left_to_scheduler += batch.left_to_scheduler;
-        if progress {
-            let done = total.admitted + total.existing + total.left_to_scheduler;
-            eprint!(
-                "\rbackfill {}: {done}/{} occurrences, {} admitted",
-                args.trigger,
-                occurrences.len(),
-                total.admitted
-            );
-        }
-    }
+    let outcome = plan
+        .run(&operator_name(), dry_run, &stop, |done| {
+            if progress {
+                eprint!(
+                    "\rbackfill {}: {}/{} occurrences, {} admitted",
+                    request.trigger, done.done, done.total, done.admitted
+                );
+            }
+        })
+        .await;
     listener.abort();
+    let outcome = outcome?;
     if progress {
         eprintln!();
     }
     let report = BackfillReport {
         dry_run,
-        project_id: args.trigger.project_id.clone(),
-        trigger_id: args.trigger.trigger_id.clone(),
+        project_id: request.trigger.project_id.clone(),
+        trigger_id: request.trigger.trigger_id.clone(),
         trigger_revision: target.trigger_revision,
-        from_ms: args.from,
-        to_ms: args.to,
+        from_ms: request.from_ms,
+        to_ms: request.to_ms,
         first_published_at_ms: target.created_at_ms,
-        before_creation,
-        occurrences: occurrences.len() as u64,
-        already_admitted: total.existing,
-        admitted: total.admitted,
-        left_to_scheduler: total.left_to_scheduler,
-        transactions,
-        interrupted,
+        before_creation: plan.before_creation,
+        occurrences: plan.occurrences.len() as u64,
+        already_admitted: outcome.total.existing,
+        admitted: outcome.total.admitted,
+        left_to_scheduler: outcome.total.left_to_scheduler,
+        transactions: outcome.transactions,
+        interrupted: outcome.interrupted,
     };
     emit(global.format, &report, render)?;
-    if interrupted {
+    if outcome.interrupted {
         return Err(CliError::Findings {
             message: format!(
-                "interrupted after {transactions} transactions ({} admitted); the same command \
-                 continues where this one stopped",
-                report.admitted
+                "interrupted after {} transactions ({} admitted); the same command continues \
+                 where this one stopped",
+                outcome.transactions, report.admitted
             ),
             status: ExitStatus::Interrupted,
         });
     }
     Ok(())
+}
+
+/// The library's refusals are bad input (exit 65), as they were when they were checked here.
+fn refused(error: BackfillError) -> CliError {
+    match error {
+        BackfillError::Refused(text) => CliError::BadInput(text),
+        BackfillError::Core(error) => error.into(),
+        BackfillError::Store(error) => error.into(),
+    }
 }
 
 fn render(r: &BackfillReport) -> String {

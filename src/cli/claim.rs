@@ -1,8 +1,8 @@
-//! `qlsched claim`: the scheduler's steps by hand (docs/DESIGN.md §5.1). An operator claims a row,
-//! sees the fence and the decision the core takes on it, and admits, holds or releases it; a
-//! script does the same with the fence passed back explicitly (`claim admit`, `claim release`).
-//! Claim, decision and admission are the replica's own (`coordinator::decide_claimed`,
-//! `store::admit`), so what is seen here is exactly what a replica would do.
+//! `qlsched claim`: the scheduler's steps by hand (docs/DESIGN.md §5.1), the library's
+//! [`crate::manual`]. An operator claims a row, sees the fence and the decision the core takes
+//! on it, and admits, holds or releases it; a script does the same with the fence passed back
+//! explicitly (`claim admit`, `claim release`). This parses, asks, renders, and decides what a
+//! signal means while a person is asked.
 
 use std::time::Duration;
 
@@ -15,12 +15,14 @@ use super::output::{emit, opt, table};
 use super::prompt::{Answer, ask, ask_or_interrupted};
 use super::signals::Shutdown;
 use super::{CliError, Global, OutputFormat};
-use crate::coordinator::{decide_claimed, duration_ms, run_identity};
+use crate::coordinator::duration_ms;
 use crate::core::TriggerName;
 use crate::core::time::{span, utc};
-use crate::core::{ClaimOutcome, CoordinatorConfig, CronSchedule, Decision, MisfireSpan};
+use crate::core::{ClaimOutcome, CoordinatorConfig, Decision, MisfireSpan};
+use crate::manual::{self, ClaimError, ClaimRequest, ManualClaim, Settled, Step};
+use crate::stop::StopToken;
 use crate::store::operator::{self, Actor};
-use crate::store::{AdmissionOutcome, ClaimedRow, RunIdentity, Store, StoreError};
+use crate::store::{RunIdentity, Store, StoreError};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -164,37 +166,35 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
     // Ctrl-D, a closed terminal) gives the claim back instead of leaving the row blocked.
     let asking = !dry_run && !args.hold && !args.release && !args.confirm.yes;
     let mut interrupts = asking.then(Interrupts::install).transpose()?;
+    let stop = interrupts
+        .as_ref()
+        .map_or_else(StopToken::new, |i| i.stop.clone());
     let store = guarded(
         &mut interrupts,
         open(global, Access::writing_unless(dry_run)),
     )
     .await?;
-    let owner = config.owner.clone();
-    let row = claim_waiting(
-        &mut interrupts,
-        &store,
-        args.trigger.as_ref(),
-        (&owner, duration_ms(config.lease)),
+    let request = ClaimRequest {
+        target: args.trigger.as_ref(),
+        owner: &config.owner,
+        lease_ms: duration_ms(config.lease),
         dry_run,
-        args.wait,
-    )
+        wait: args.wait,
+    };
+    let row = guarded(&mut interrupts, async {
+        manual::claim(&store, request, &stop)
+            .await
+            .map_err(|error| match error {
+                ClaimError::Store(error) => CliError::Store(error),
+                ClaimError::Interrupted(_) => CliError::Usage(error.to_string()),
+            })
+    })
     .await?;
-    let actor = actor(&config.owner);
-    let give_back = async |interrupts: &mut Option<Interrupts>| {
-        guarded(interrupts, async {
-            Ok(operator::release_claim(&store, &row.name(), row.fence.reference(), &actor).await?)
-        })
-        .await
-    };
-    let (decision, run) = match decision_of(&row) {
-        Ok(decided) => decided,
-        Err(error) => {
-            if !dry_run {
-                let _ = give_back(&mut interrupts).await;
-            }
-            return Err(error);
-        }
-    };
+    let claim = guarded(&mut interrupts, async {
+        Ok(ManualClaim::decide_or_give_back(&store, row, &config.owner, dry_run).await?)
+    })
+    .await?;
+    let row = &claim.row;
     let mut report = ClaimReport {
         dry_run,
         project_id: row.project_id.clone(),
@@ -202,20 +202,23 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
         fence: row.fence.clone(),
         observed_at_ms: row.claimed_at_ms,
         cursor_ms: row.cursor_ms,
-        decision: DecisionView::of(&decision, run.as_ref()),
+        decision: DecisionView::of(&claim.decision, claim.run.as_ref()),
         step: ClaimOutcome::DryRun,
         run: None,
     };
+    let give_back = async |interrupts: &mut Option<Interrupts>| {
+        guarded(interrupts, async { Ok(claim.give_back(&store).await?) }).await
+    };
     let step = match interrupts.as_mut() {
-        None if dry_run => Step::DryRun,
-        None if args.hold => Step::Hold,
-        None if args.release => Step::Release,
-        None => Step::Admit,
+        None if dry_run => None,
+        None if args.hold => Some(Step::Hold),
+        None if args.release => Some(Step::Release),
+        None => Some(Step::Admit),
         Some(asked) => match ask_about(asked, &report, global.format).await {
-            Ok(Ok(step)) => step,
+            Ok(Ok(step)) => Some(step),
             // Nobody decided: the claim goes back, whatever else failed.
             Ok(Err(why)) => {
-                let claim = match give_back(&mut interrupts).await {
+                let claimed = match give_back(&mut interrupts).await {
                     Ok(_) => "released the claim",
                     Err(CliError::Store(StoreError::FenceRejected(_))) => {
                         "the claim no longer held"
@@ -223,7 +226,7 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
                     Err(error) => return Err(error),
                 };
                 return Err(CliError::Usage(format!(
-                    "{why}: {claim} on {}; nothing admitted",
+                    "{why}: {claimed} on {}; nothing admitted",
                     row.name()
                 )));
             }
@@ -234,66 +237,19 @@ pub async fn run(args: ClaimArgs, global: &Global) -> Result<(), CliError> {
         },
     };
     match step {
-        Step::DryRun => {}
-        Step::Hold => report.step = ClaimOutcome::Held,
-        Step::Release => {
-            give_back(&mut interrupts).await?;
-            report.step = ClaimOutcome::Released;
-        }
-        Step::Admit => {
-            let outcome =
-                guarded(&mut interrupts, settle(&store, &row, decision, run, &actor)).await?;
-            report.step = outcome.step;
-            report.run = outcome.run;
+        None => {}
+        // Nothing to wait for: no database step, so no signal to note.
+        Some(Step::Hold) => report.step = ClaimOutcome::Held,
+        Some(step) => {
+            let settled = guarded(&mut interrupts, async {
+                Ok(claim.take_step(&store, step).await?)
+            })
+            .await?;
+            report.step = settled.step;
+            report.run = settled.run;
         }
     }
     emit(global.format, &report, render_claim)
-}
-
-/// How often `--wait` tries again: often enough to take a row between two replica rounds.
-const WAIT_RETRY: Duration = Duration::from_millis(50);
-
-/// Claims as `operator::claim` does; with `wait`, a row that is not eligible (not due, claimed,
-/// locked by a replica at that moment) is tried again until it is claimed or the wait is over
-/// (then exit 5, with the last reason). The deadline is this machine's clock: it only paces the
-/// retries, no lease is compared with it (docs/DESIGN.md §4.1).
-async fn claim_waiting(
-    interrupts: &mut Option<Interrupts>,
-    store: &Store,
-    target: Option<&TriggerName>,
-    (owner, lease_ms): (&str, i64),
-    dry_run: bool,
-    wait: Option<Duration>,
-) -> Result<ClaimedRow, CliError> {
-    let deadline = wait.map(|wait| tokio::time::Instant::now() + wait);
-    loop {
-        let attempt = guarded(interrupts, async {
-            Ok(operator::claim(store, target, owner, lease_ms, dry_run).await?)
-        })
-        .await;
-        let (Err(CliError::Store(StoreError::NothingEligible(reason))), Some(deadline)) =
-            (&attempt, deadline)
-        else {
-            return attempt;
-        };
-        if let Some(signal) = interrupts.as_ref().and_then(|i| i.pending) {
-            return Err(CliError::Usage(format!(
-                "interrupted by {signal} while waiting; nothing claimed"
-            )));
-        }
-        if tokio::time::Instant::now() + WAIT_RETRY > deadline {
-            return Err(StoreError::NothingEligible(format!(
-                "{reason} (still after waiting {})",
-                crate::core::format_duration(wait.unwrap_or_default())
-            ))
-            .into());
-        }
-        guarded(interrupts, async {
-            tokio::time::sleep(WAIT_RETRY).await;
-            Ok(())
-        })
-        .await?;
-    }
 }
 
 /// Signals while a person is being asked about a claim. At the prompt, the first one ends the
@@ -303,19 +259,20 @@ async fn claim_waiting(
 /// expire with its lease, so that a stalled database never traps the person.
 struct Interrupts {
     shutdown: Shutdown,
-    pending: Option<&'static str>,
+    /// Tripped by the first signal: a waiting claim stops trying, and the claim goes back.
+    stop: StopToken,
 }
 
 impl Interrupts {
     fn install() -> Result<Self, CliError> {
         Ok(Self {
             shutdown: Shutdown::install_with_hangup()?,
-            pending: None,
+            stop: StopToken::new(),
         })
     }
 
     fn note(&mut self, signal: &'static str) {
-        if self.pending.is_some() {
+        if self.stop.reason().is_some() {
             eprintln!(
                 "qlsched: {signal} again: stopping now; a claim already taken expires with its lease"
             );
@@ -325,7 +282,7 @@ impl Interrupts {
             "qlsched: {signal}: waiting for the database step in flight (once more stops at once, \
              leaving a claim already taken to expire with its lease)"
         );
-        self.pending = Some(signal);
+        self.stop.trip(signal);
     }
 }
 
@@ -353,7 +310,7 @@ async fn ask_about(
     report: &ClaimReport,
     format: OutputFormat,
 ) -> Result<Result<Step, String>, CliError> {
-    if let Some(signal) = interrupts.pending {
+    if let Some(signal) = interrupts.stop.reason() {
         return Ok(Err(format!("interrupted by {signal}")));
     }
     // The person answering must see the fence and the decision, whatever stdout carries.
@@ -363,13 +320,6 @@ async fn ask_about(
         eprintln!("{}", render_claim(report));
     }
     ask_step(interrupts).await
-}
-
-enum Step {
-    DryRun,
-    Hold,
-    Release,
-    Admit,
 }
 
 /// The person's step, or why there is none (interrupted, or no more input).
@@ -391,7 +341,7 @@ async fn ask_step(interrupts: &mut Interrupts) -> Result<Result<Step, String>, C
             Answer::Interrupted(signal) => {
                 eprintln!();
                 // Counted: one more signal while the claim goes back stops at once.
-                interrupts.pending = Some(signal);
+                interrupts.stop.trip(signal);
                 return Ok(Err(format!("interrupted by {signal}")));
             }
         }
@@ -420,7 +370,10 @@ pub struct ReleaseReport {
 
 async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> {
     let user = manual_owner();
-    let actor = actor(&user);
+    let actor = Actor {
+        name: &user,
+        reason: None,
+    };
     match action {
         ClaimAction::Admit(AdmitArgs {
             target: FencedTrigger { trigger, fence },
@@ -430,8 +383,8 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             confirm.require_confirmable("a manual admission")?;
             let store = open(global, Access::writing_unless(confirm.dry_run)).await?;
             let row = operator::claimed(&store, &trigger, fence).await?;
-            let (decision, run) = decision_of(&row)?;
-            let view = DecisionView::of(&decision, run.as_ref());
+            let claim = ManualClaim::decide(row, &user)?;
+            let view = DecisionView::of(&claim.decision, claim.run.as_ref());
             if !confirm.yes && !confirm.dry_run {
                 eprintln!("{trigger}: {}", render_decision(&view));
                 if ask("admit it? [y/N]").await? != "y" {
@@ -444,11 +397,11 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
                     run: None,
                 }
             } else {
-                settle(&store, &row, decision, run, &actor).await?
+                claim.settle(&store).await?
             };
             let report = AdmitReport {
-                project_id: row.project_id,
-                trigger_id: row.trigger_id,
+                project_id: claim.row.project_id,
+                trigger_id: claim.row.trigger_id,
                 decision: view,
                 step: outcome.step,
                 run: outcome.run,
@@ -485,53 +438,6 @@ async fn scripted(action: ClaimAction, global: &Global) -> Result<(), CliError> 
             })
         }
     }
-}
-
-struct Settled {
-    step: ClaimOutcome,
-    run: Option<RunIdentity>,
-}
-
-/// Admits what the decision admits or advances, as a round does; a row not due after all is
-/// released, as a round releases it.
-async fn settle(
-    store: &Store,
-    row: &ClaimedRow,
-    decision: Decision,
-    run: Option<RunIdentity>,
-    actor: &Actor<'_>,
-) -> Result<Settled, CliError> {
-    if let Decision::NotDue { .. } = decision {
-        operator::release_claim(store, &row.name(), row.fence.reference(), actor).await?;
-        return Ok(Settled {
-            step: ClaimOutcome::Released,
-            run: None,
-        });
-    }
-    Ok(
-        match operator::admit_claimed(store, row, decision, run, actor).await? {
-            AdmissionOutcome::Admitted(run) => Settled {
-                step: ClaimOutcome::Admitted,
-                run: Some(run),
-            },
-            _ => Settled {
-                step: ClaimOutcome::Advanced,
-                run: None,
-            },
-        },
-    )
-}
-
-/// The core's decision on the row, and the run identity when it fires.
-fn decision_of(row: &ClaimedRow) -> Result<(Decision, Option<RunIdentity>), CliError> {
-    let schedule = CronSchedule::parse(&row.definition.cron_expr, &row.definition.time_zone)?;
-    let decision = decide_claimed(row, &schedule)?;
-    let run = run_identity(row, &decision);
-    Ok((decision, run))
-}
-
-fn actor(name: &str) -> Actor<'_> {
-    Actor { name, reason: None }
 }
 
 /// `access` is the command's: a dry run only reads.

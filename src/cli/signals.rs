@@ -50,3 +50,15 @@ impl Shutdown {
         }
     }
 }
+
+impl Shutdown {
+    /// Trips `token` with the first signal's name, from a task of its own, so that a service
+    /// waiting on the token stops as it would on the signal. Aborting the task leaves the signals
+    /// caught (and then ignored).
+    pub fn trip(mut self, token: crate::stop::StopToken) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let signal = self.recv().await;
+            token.trip(signal);
+        })
+    }
+}

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::store::RunIdentity;
+use crate::core::Decision;
+use crate::store::{Admission, AdmissionOutcome, RunIdentity};
 
 /// What one round did. Counts are of claimed rows; durations are wall time on this replica.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -60,6 +61,78 @@ pub struct RoundReport {
     /// nothing (it failed to claim).
     #[serde(skip)]
     pub next_due_at: Option<Instant>,
+}
+
+impl RoundReport {
+    /// Counts one admission's outcome (and says what the log must), `due_at` being when its
+    /// next occurrence falls due on this replica's clock.
+    pub(crate) fn account(
+        &mut self,
+        admission: &Admission<'_>,
+        outcome: AdmissionOutcome,
+        due_at: Instant,
+    ) {
+        if matches!(
+            outcome,
+            AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced
+        ) {
+            self.next_due_at = Some(self.next_due_at.map_or(due_at, |at| at.min(due_at)));
+            if let Some(span) = admission.decision.passed_over() {
+                self.misfires += 1;
+                self.occurrences_passed_over += span.count;
+                self.passed_over.push(PassedOver {
+                    policy: admission.row.definition.misfire_policy,
+                    reason: span.reason,
+                    occurrences: span.count,
+                });
+                tracing::warn!(
+                    trigger = %admission.row.name(),
+                    revision = admission.row.trigger_revision,
+                    policy = %admission.row.definition.misfire_policy,
+                    first = %crate::core::time::utc(span.first_ms),
+                    last = %crate::core::time::utc(span.last_ms),
+                    occurrences = span.count,
+                    exact = span.count_exact,
+                    "misfire: occurrences later than the grace passed over"
+                );
+            }
+        }
+        match outcome {
+            AdmissionOutcome::Admitted(run) => {
+                self.fired += 1;
+                self.admitted.push(AdmittedRun {
+                    project_id: admission.row.project_id.clone(),
+                    trigger_id: admission.row.trigger_id.clone(),
+                    run,
+                    misfired: matches!(admission.decision, Decision::Fire { misfired: true, .. }),
+                    claimed_at_ms: admission.row.claimed_at_ms,
+                });
+            }
+            AdmissionOutcome::Advanced => match admission.decision {
+                Decision::Initialize { .. } => self.initialized += 1,
+                _ => self.skipped += 1,
+            },
+            AdmissionOutcome::FenceLost => {
+                self.fence_lost += 1;
+                tracing::warn!(trigger = %admission.row.name(), "claim fence lost before admission; nothing written");
+            }
+            AdmissionOutcome::DefinitionRefused { reason } => {
+                self.definition_refused += 1;
+                tracing::error!(trigger = %admission.row.name(), %reason,
+                        "definition refused at admission (the claim still held): nothing written, the claim is left to expire");
+            }
+            AdmissionOutcome::Rejected { reason } => {
+                self.rejected += 1;
+                tracing::error!(trigger = %admission.row.name(), %reason,
+                        "the database refused this admission; nothing written, the claim is left to expire");
+            }
+            AdmissionOutcome::Unsettled { reason } => {
+                self.unsettled += 1;
+                tracing::warn!(trigger = %admission.row.name(), %reason,
+                        "admission not settled; the claim is given back for a later round");
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

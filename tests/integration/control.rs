@@ -1236,3 +1236,63 @@ async fn writers_racing_running_replicas_never_deadlock_and_keep_the_invariants(
          replicas; {runs} runs admitted"
     );
 }
+
+/// Backfill as a library service: progress after each transaction, and a stop token tripped
+/// after the first ends it there (interrupted, what committed stays); a second run admits exactly
+/// the rest.
+#[tokio::test]
+async fn the_backfill_service_reports_progress_and_stops_between_transactions() {
+    use qlsched::backfill::{BATCH, Backfill, BackfillRequest};
+    use qlsched::core::TriggerName;
+    use qlsched::stop::StopToken;
+
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]),
+    ))
+    .await;
+    let init = qlsched(Some(&db), &["claim", "p/x", "--yes"], None);
+    assert_eq!(code(&init), 0, "{}", stderr(&init));
+    let end = cursor(&db, "x").await - 1_000;
+    let occurrences = 3 * BATCH as i64;
+    let request = BackfillRequest {
+        trigger: TriggerName::new("p", "x"),
+        from_ms: end - (occurrences - 1) * 1_000,
+        to_ms: end,
+        before_creation: true,
+        max: 10_000,
+    };
+    let store = db.store("backfill service").await;
+    let plan = Backfill::plan(&store, request.clone()).await.expect("plan");
+    assert_eq!(plan.occurrences.len() as i64, occurrences);
+
+    let stop = StopToken::new();
+    let mut seen = Vec::new();
+    let first = plan
+        .run("tester", false, &stop, |progress| {
+            seen.push(progress);
+            stop.trip("test");
+        })
+        .await
+        .expect("first run");
+    assert!(first.interrupted);
+    assert_eq!(first.transactions, 1);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].total, occurrences as u64);
+    assert_eq!(seen[0].done, BATCH as u64);
+    assert_eq!(seen[0].admitted, first.total.admitted);
+
+    let rest = Backfill::plan(&store, request)
+        .await
+        .expect("plan again")
+        .run("tester", false, &StopToken::new(), |_| {})
+        .await
+        .expect("second run");
+    assert!(!rest.interrupted);
+    assert_eq!(rest.transactions, 3);
+    assert_eq!(rest.total.existing, first.total.admitted);
+    assert_eq!(
+        first.total.admitted + rest.total.admitted + rest.total.left_to_scheduler,
+        occurrences as u64
+    );
+}

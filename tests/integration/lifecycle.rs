@@ -680,3 +680,70 @@ async fn a_replica_stops_admitting_beside_a_newer_migration_it_may_not_run_besid
     );
     crate::util::assert_invariants(&db).await;
 }
+
+/// The replica as a library service, run in-process as `qlsched run` runs it: it starts, admits,
+/// and on its stop token drains, gives back, marks itself stopped and returns how the stop went.
+#[tokio::test]
+async fn the_replica_service_runs_in_process_and_stops_when_its_token_is_tripped() {
+    use qlsched::replica::{ReplicaConfig, ReplicaExit};
+    use qlsched::stop::StopToken;
+
+    let db = TestDb::new().await;
+    every_second(&db, 3).await;
+    let stop = StopToken::new();
+    let replica = tokio::spawn({
+        let stop = stop.clone();
+        let config = ReplicaConfig {
+            coordinator: config("in-process", 100, 2_000),
+            settings: db.settings.clone(),
+            schema: crate::util::schema(),
+            metrics_addr: None,
+            exit_if_unmigrated: true,
+        };
+        async move { qlsched::replica::run(config, &stop).await }
+    });
+    eventually_count(&db, Duration::from_secs(20), "SELECT count(*) FROM runs", 3).await;
+    let asked = Instant::now();
+    stop.trip("test");
+    let exit = tokio::time::timeout(Duration::from_secs(10), replica)
+        .await
+        .expect("the replica stops within its bound")
+        .expect("the replica's task")
+        .expect("the replica ran");
+    assert!(asked.elapsed() < qlsched::lifecycle::stop_bound(Duration::from_secs(2)));
+    assert!(
+        matches!(exit, ReplicaExit::Stopped(ref report) if report.drained),
+        "{exit:?}"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM replicas WHERE owner = 'in-process' AND state = 'stopped'")
+            .await,
+        1
+    );
+    assert_invariants(&db).await;
+}
+
+/// A stop asked for before the replica has connected ends its start: nothing claimed, nothing
+/// registered.
+#[tokio::test]
+async fn a_replica_service_stopped_before_it_starts_claims_nothing() {
+    use qlsched::replica::{ReplicaConfig, ReplicaExit};
+    use qlsched::stop::StopToken;
+
+    let db = TestDb::new().await;
+    every_second(&db, 1).await;
+    let stop = StopToken::new();
+    stop.trip("test");
+    let config = ReplicaConfig {
+        coordinator: config("never-started", 100, 2_000),
+        settings: db.settings.clone(),
+        schema: crate::util::schema(),
+        metrics_addr: None,
+        exit_if_unmigrated: true,
+    };
+    let exit = qlsched::replica::run(config, &stop)
+        .await
+        .expect("a clean stop");
+    assert_eq!(exit, ReplicaExit::StoppedWhileStarting);
+    assert_eq!(db.count("SELECT count(*) FROM replicas").await, 0);
+}
