@@ -1186,6 +1186,11 @@ async fn writers_racing_running_replicas_never_deadlock_and_keep_the_invariants(
                 );
                 assert_eq!(code(&output), 0, "publish: {}", stderr(&output));
                 rounds += 1;
+                // A publish that changes the task voids every claim on it. Back to back, on a
+                // loaded machine, publishes voided every claim for nine seconds and nothing was
+                // admitted (1 run in 4 before the round's claims became one type, 2 in 4 after):
+                // a pace no deployment publishes at, and not what this test is for (deadlocks).
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
             rounds
         });
