@@ -1,18 +1,21 @@
 //! qlsched: a PostgreSQL row-lease cluster scheduler (docs/DESIGN.md), and the operator's
 //! instrument for it.
 //!
-//! Layers, from the inside out: [`core`] is pure (cron, decider, fence, manifest, bounds);
-//! [`store`] is the PostgreSQL adapter and the only place SQL lives; [`coordinator`] runs one
-//! bounded round and [`lifecycle`] the timer around it; [`cli`] translates between people and
-//! the layers below; [`bench`](mod@bench) measures the whole of it against the database's commit ceiling.
+//! Layers, from the inside out, each a crate of the workspace so that the compiler holds the
+//! layering (docs/DESIGN.md, "Layout"): [`core`] (`qlsched-core`) is pure (cron, decider, fence,
+//! manifest, bounds); [`pgconn`] (`qlsched-pgconn`) is what libpq does for a connection and
+//! tokio-postgres does not; [`store`] (`qlsched-store`) is the PostgreSQL adapter and the only
+//! place SQL lives; [`coordinator`] runs one bounded round and [`lifecycle`] the timer around it,
+//! [`observe`] serves the metrics and [`bench`](mod@bench) measures the whole of it against the
+//! database's commit ceiling (all four `qlsched-service`). This package holds the rest:
+//! [`cli`] translates between people and the layers below, [`tui`] is the dashboard, and
 //! [`embedded`] is the throw-away server of the demo and the tests, beside the store, not in it.
 
-pub mod bench;
+pub use qlsched_core as core;
+pub use qlsched_pgconn as pgconn;
+pub use qlsched_service::{bench, coordinator, lifecycle, observe};
+pub use qlsched_store as store;
+
 pub mod cli;
-pub mod coordinator;
-pub mod core;
 pub mod embedded;
-pub mod lifecycle;
-pub mod observe;
-pub mod store;
 pub mod tui;

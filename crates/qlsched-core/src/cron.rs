@@ -1234,7 +1234,7 @@ mod tests {
         s.occurrences_between(from, to, 1_000)
             .unwrap()
             .into_iter()
-            .map(crate::core::time::utc)
+            .map(crate::time::utc)
             .collect()
     }
 

@@ -774,7 +774,7 @@ proptest! {
             _ => format!("field {name}: '{element}"),
         };
         match CronSchedule::parse(&expr, "UTC") {
-            Err(crate::core::CoreError::InvalidCron { reason, .. }) => {
+            Err(crate::CoreError::InvalidCron { reason, .. }) => {
                 prop_assert!(reason.starts_with(&quoted), "{expr}: {reason}");
             }
             other => prop_assert!(false, "{expr}: {other:?}"),

@@ -234,7 +234,7 @@ fn validate_project(path: &str, raw: &RawProject) -> Result<ProjectDef, Manifest
                 format!("{path}.status"),
                 format!(
                     "unknown status \"{}\": expected active or suspended",
-                    crate::core::text::clean(status)
+                    crate::text::clean(status)
                 ),
             )
         })?,
@@ -324,7 +324,7 @@ fn refuse_nul(path: &str, value: &Value) -> Result<(), ManifestError> {
             .enumerate()
             .try_for_each(|(index, item)| refuse_nul(&format!("{path}[{index}]"), item)),
         Value::Object(fields) => fields.iter().try_for_each(|(key, item)| {
-            let field = format!("{path}.{}", crate::core::text::clean(key));
+            let field = format!("{path}.{}", crate::text::clean(key));
             if key.contains('\0') {
                 return refused(field);
             }
@@ -391,7 +391,7 @@ fn check_id(path: &str, id: &str) -> Result<(), ManifestError> {
             path,
             format!(
                 "invalid id \"{}\": use 1 to {MAX_ID_CHARS} of A-Z a-z 0-9 _ . -",
-                crate::core::text::clean(id)
+                crate::text::clean(id)
             ),
         ));
     }
@@ -403,7 +403,7 @@ fn duplicate(path: &str, what: &str, id: &str, first_path: &str) -> ManifestErro
         format!("{path}.id"),
         format!(
             "duplicate {what} id \"{}\", first defined at {first_path}",
-            crate::core::text::clean(id)
+            crate::text::clean(id)
         ),
     )
 }

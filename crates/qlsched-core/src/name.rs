@@ -47,7 +47,7 @@ pub fn valid_id(id: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "expected PROJECT/TRIGGER, each 1 to 128 of A-Z a-z 0-9 _ . -, got \"{}\"",
-    crate::core::text::clean(.0)
+    crate::text::clean(.0)
 )]
 pub struct InvalidTriggerName(pub String);
 

@@ -240,7 +240,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::core::parse_manifest;
+    use crate::parse_manifest;
 
     /// 2024-01-01T00:00:00Z.
     const NOW_MS: i64 = 1_704_067_200_000;

@@ -34,14 +34,14 @@ macro_rules! words {
         }
 
         impl ::std::str::FromStr for $name {
-            type Err = $crate::core::status::UnknownWord;
+            type Err = $crate::status::UnknownWord;
 
             fn from_str(word: &str) -> Result<Self, Self::Err> {
                 Self::ALL
                     .iter()
                     .copied()
                     .find(|value| value.as_str() == word)
-                    .ok_or_else(|| $crate::core::status::UnknownWord {
+                    .ok_or_else(|| $crate::status::UnknownWord {
                         word: word.to_owned(),
                         expected: Self::ALL.iter().map(|value| value.as_str()).collect(),
                     })
@@ -59,7 +59,7 @@ pub(crate) use words;
 
 /// A word that is none of a set's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown value \"{}\": expected one of {}", crate::core::text::clean(word), expected.join(", "))]
+#[error("unknown value \"{}\": expected one of {}", crate::text::clean(word), expected.join(", "))]
 pub struct UnknownWord {
     pub word: String,
     pub expected: Vec<&'static str>,

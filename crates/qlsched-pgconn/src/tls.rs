@@ -24,7 +24,7 @@ use rustls::{
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::StoreError;
+use crate::Error as StoreError;
 
 /// libpq's `sslmode`, every value of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +103,7 @@ enum Roots {
 /// The one connector every connection uses, with what it was built from.
 #[derive(Clone)]
 pub struct Tls {
-    pub(crate) connector: MakeRustlsConnect,
+    pub connector: MakeRustlsConnect,
     roots: Roots,
 }
 

@@ -13,19 +13,19 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::core::duration::format_duration;
-use crate::core::manifest::parse_manifest;
-use crate::core::{Batch, CoordinatorConfig, CoreError, CronSchedule, MAX_BATCH, ManifestError};
 use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
-use crate::store::bench::{
+use qlsched_core::duration::format_duration;
+use qlsched_core::manifest::parse_manifest;
+use qlsched_core::{Batch, CoordinatorConfig, CoreError, CronSchedule, MAX_BATCH, ManifestError};
+use qlsched_store::bench::{
     create_batch_probe, create_commit_probe, database_now_ms, drop_batch_probe, drop_commit_probe,
     pad_schedule, place_cursors, probe_batches, probe_commits,
 };
-use crate::store::invariants::invariant_counts;
-use crate::store::migrate::migrate_up;
-use crate::store::publish::publish;
-use crate::store::scratch::{drop_database, recreate_database};
-use crate::store::{ConnectionSettings, SchemaName, StoreError};
+use qlsched_store::invariants::invariant_counts;
+use qlsched_store::migrate::migrate_up;
+use qlsched_store::publish::publish;
+use qlsched_store::scratch::{drop_database, recreate_database};
+use qlsched_store::{ConnectionSettings, SchemaName, StoreError};
 
 pub mod steady;
 
@@ -86,8 +86,14 @@ impl LivedIn {
     ) -> Result<(), BenchError> {
         let history = i64::try_from(self.history)
             .map_err(|_| BenchError::Config(format!("--history {}", self.history)))?;
-        crate::store::bench::lived_in(admin, project_id, template, i64::from(self.parked), history)
-            .await?;
+        qlsched_store::bench::lived_in(
+            admin,
+            project_id,
+            template,
+            i64::from(self.parked),
+            history,
+        )
+        .await?;
         Ok(())
     }
 }

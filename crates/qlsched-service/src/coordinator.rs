@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Object;
 use tokio_postgres::CancelToken;
 
-use crate::core::batch::{RoundLoad, next_batch};
-use crate::core::{CoordinatorConfig, CronSchedule, Decision};
-use crate::store::admit::admit;
-use crate::store::claim::{claim_for_round, give_back};
-use crate::store::replicas::Heartbeat;
-use crate::store::{
+use qlsched_core::batch::{RoundLoad, next_batch};
+use qlsched_core::{CoordinatorConfig, CronSchedule, Decision};
+use qlsched_store::admit::admit;
+use qlsched_store::claim::{claim_for_round, give_back};
+use qlsched_store::replicas::Heartbeat;
+use qlsched_store::{
     Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, Store, StoreError,
     run_in_transaction,
 };
@@ -314,8 +314,8 @@ impl Coordinator {
                         trigger = %admission.row.name(),
                         revision = admission.row.trigger_revision,
                         policy = %admission.row.definition.misfire_policy,
-                        first = %crate::core::time::utc(span.first_ms),
-                        last = %crate::core::time::utc(span.last_ms),
+                        first = %qlsched_core::time::utc(span.first_ms),
+                        last = %qlsched_core::time::utc(span.last_ms),
                         occurrences = span.count,
                         exact = span.count_exact,
                         "misfire: occurrences later than the grace passed over"
@@ -413,7 +413,7 @@ impl Coordinator {
             .await
             .map_err(|_| StoreError::TimedOut("no fresh connection to settle on".into()))??;
         let settled = run_in_transaction(&client, self.store.schema(), Begin::ReadOnly, |c| {
-            Box::pin(crate::store::admit::settle(c, &unknown))
+            Box::pin(qlsched_store::admit::settle(c, &unknown))
         });
         let mut settled = settled.await?.into_iter();
         Ok((0..admissions.len())
@@ -484,7 +484,7 @@ impl Coordinator {
         Ok(self.release_on_fresh_connection(&held).await?.len())
     }
 
-    fn decide(&self, row: &ClaimedRow) -> Result<Decision, crate::core::CoreError> {
+    fn decide(&self, row: &ClaimedRow) -> Result<Decision, qlsched_core::CoreError> {
         let definition = &row.definition;
         let mut schedules = self
             .schedules
@@ -557,7 +557,7 @@ impl Coordinator {
             }
             Err(error) => {
                 pending.failed_rounds += 1;
-                pending.last_error = Some(crate::core::text::clean(&error.to_string()));
+                pending.last_error = Some(qlsched_core::text::clean(&error.to_string()));
             }
         }
     }

@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT, RoundReport, duration_ms};
-use crate::core::{CoordinatorConfig, CoreError};
-use crate::store::{
+use qlsched_core::{CoordinatorConfig, CoreError};
+use qlsched_store::{
     Begin, ConnectionSettings, SchemaName, Store, StoreError, replicas, run_in_transaction,
 };
 
@@ -278,7 +278,7 @@ async fn run_rounds(
                 let held = coordinator.forget_held();
                 // A replica resumed after a stall (SIGSTOP, a frozen VM) lands here at once:
                 // say how long the round ran and what became of its claims meanwhile.
-                let ran = crate::core::time::span(
+                let ran = qlsched_core::time::span(
                     i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
                 );
                 let fates = fates_of(&coordinator, &held, lease).await;
@@ -286,7 +286,7 @@ async fn run_rounds(
                     "the round did not finish within the lease ({}): it ran {ran} (this process \
                      was stalled or the server did not answer); {fates}; cancelled, and its \
                      connection closed",
-                    crate::core::format_duration(lease)
+                    qlsched_core::format_duration(lease)
                 ));
                 let error = Err(error);
                 coordinator.count_round(&error);
@@ -420,7 +420,7 @@ impl Failures {
 /// server may be the thing that is not answering): `its 2 claims: p/a taken over by host-2; …`.
 async fn fates_of(
     coordinator: &Coordinator,
-    held: &[crate::store::claim::ReleaseRequest],
+    held: &[qlsched_store::claim::ReleaseRequest],
     lease: std::time::Duration,
 ) -> String {
     if held.is_empty() {
@@ -431,7 +431,7 @@ async fn fates_of(
         let read = async {
             let client = store.client().await?;
             run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
-                Box::pin(crate::store::replicas::claimed_rows(client, owner))
+                Box::pin(qlsched_store::replicas::claimed_rows(client, owner))
             })
             .await
         };
@@ -454,7 +454,7 @@ async fn fates_of(
     let read = async {
         let client = store.client().await?;
         run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
-            Box::pin(crate::store::claim::claim_fates(client, held))
+            Box::pin(qlsched_store::claim::claim_fates(client, held))
         })
         .await
     };
@@ -482,7 +482,7 @@ async fn fates_of(
     let listed: Vec<String> = fates
         .iter()
         .take(LISTED)
-        .map(|(name, fate)| format!("{} {fate}", crate::core::text::clean(&name.to_string())))
+        .map(|(name, fate)| format!("{} {fate}", qlsched_core::text::clean(&name.to_string())))
         .collect();
     text.push_str(&listed.join("; "));
     if fates.len() > LISTED {

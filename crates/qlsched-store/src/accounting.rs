@@ -1,5 +1,5 @@
 //! Reads what occurrence accounting needs (each trigger's revision, cursor, runs and misfire
-//! records in a window) and hands it to [`crate::core::accounting`], which decides what is
+//! records in a window) and hands it to [`qlsched_core::accounting`], which decides what is
 //! missing. Used by `inspect invariants`, the demo, the bench and every concurrency test.
 
 use std::collections::HashMap;
@@ -8,8 +8,8 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
-use crate::core::accounting::{AccountingInput, check};
-use crate::core::{CronSchedule, MISFIRE_RETENTION_MS, TriggerName};
+use qlsched_core::accounting::{AccountingInput, check};
+use qlsched_core::{CronSchedule, MISFIRE_RETENTION_MS, TriggerName};
 
 /// The most gaps (or duplicates) listed by name; the counts are always whole.
 pub const MAX_LISTED: usize = 100;

@@ -65,7 +65,7 @@ use super::error::{
 };
 use super::retry::{ADMISSION, Exhausted, retry};
 use super::sender::{Sender, TRANSACTION_SETTINGS};
-use crate::core::Decision;
+use qlsched_core::Decision;
 
 /// A claimed row together with the decision taken on it.
 #[derive(Debug, Clone)]
@@ -151,7 +151,7 @@ macro_rules! admit_after_input {
       AND s.claim_expires_at_ms > now_ms()
       -- Claimable by the definition itself, evaluated under the lock (never the stored fact).
       AND ",
-            $crate::store::claim::claimable_now!(),
+            $crate::claim::claimable_now!(),
             "
 ), fenced AS (
     SELECT i.*, t.task_id, t.misfire_policy

@@ -17,7 +17,7 @@ use super::error::stored;
 use super::migrate::{NEWER_MIGRATIONS, NewerMigration, first_blocking, latest_version};
 use super::replicas::{HEARTBEAT, Heartbeat};
 use super::sender::{Sender, TRANSACTION_SETTINGS};
-use crate::core::{ClaimFence, MisfirePolicy, TriggerName};
+use qlsched_core::{ClaimFence, MisfirePolicy, TriggerName};
 
 /// A schedule row as this replica claimed it: the full fence, and every definition the decision
 /// and the admission are taken on, so that the admission can check none of them moved.
@@ -113,7 +113,7 @@ macro_rules! claimed_columns {
 /// `trigger_schedules_claimable_order` holds exactly these rows, in claim order. Every read of
 /// "due", "overdue" or "next due" (the claim, the next-due read, the gauges, `inspect`'s summary
 /// and oldest overdue row, `top`) filters on this and nothing else, so that a parked row is
-/// never due anywhere; [`crate::core::diagnose::Parked`] is the same definition in Rust.
+/// never due anywhere; [`qlsched_core::diagnose::Parked`] is the same definition in Rust.
 macro_rules! claimable {
     () => {
         "s.claimable"
@@ -673,7 +673,7 @@ pub enum ClaimFate {
 
 impl std::fmt::Display for ClaimFate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use crate::core::text::clean;
+        use qlsched_core::text::clean;
         match self {
             ClaimFate::StillHeld { lapsed: true } => f.write_str("still ours, lease run out"),
             ClaimFate::StillHeld { lapsed: false } => f.write_str("still ours"),

@@ -29,8 +29,8 @@ use uuid::Uuid;
 
 use super::error::stored;
 use super::{Begin, SchemaName, StoreError, retry, run_in_transaction};
-use crate::core::run_id::run_id;
-use crate::core::{ProjectStatus, TriggerName};
+use qlsched_core::run_id::run_id;
+use qlsched_core::{ProjectStatus, TriggerName};
 
 /// Where an admitted run came from (`runs.origin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -371,7 +371,7 @@ async fn backfill_in_transaction(
         occurrences.iter().partition(|&&at| at < target.bound_ms);
     let keyed: Vec<(String, i64)> = owed
         .iter()
-        .map(|&at| (crate::core::idempotency_key(&name, revision, at), at))
+        .map(|&at| (qlsched_core::idempotency_key(&name, revision, at), at))
         .collect();
     let written = admit_unclaimed(client, &target, &keyed, Origin::Backfill, actor).await?;
     let admitted = written.len() as u64;
@@ -384,8 +384,8 @@ async fn backfill_in_transaction(
             actor,
             &format!(
                 "{admitted} occurrences from {} to {}",
-                first.map_or_else(String::new, |&t| crate::core::time::utc(t)),
-                last.map_or_else(String::new, |&t| crate::core::time::utc(t))
+                first.map_or_else(String::new, |&t| qlsched_core::time::utc(t)),
+                last.map_or_else(String::new, |&t| qlsched_core::time::utc(t))
             ),
         )
         .await?;
@@ -507,10 +507,7 @@ where
     let work = &work;
     retry::retry_conflicts(&retry::OPERATOR, what, move |_| async move {
         client
-            .batch_execute(&crate::store::operator::begin_bounded(
-                schema,
-                BEGIN_SERIALIZABLE,
-            ))
+            .batch_execute(&crate::operator::begin_bounded(schema, BEGIN_SERIALIZABLE))
             .await?;
         let done = work().await;
         finish(client, done, dry_run).await

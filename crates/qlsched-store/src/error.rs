@@ -169,13 +169,21 @@ where
             table,
             column,
             reason: error.to_string(),
-            value: crate::core::text::clean(&value),
+            value: qlsched_core::text::clean(&value),
         })
 }
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(error: tokio_postgres::Error) -> Self {
         StoreError::from_db(error)
+    }
+}
+
+impl From<qlsched_pgconn::Error> for StoreError {
+    fn from(error: qlsched_pgconn::Error) -> Self {
+        match error {
+            qlsched_pgconn::Error::Config(message) => StoreError::Config(message),
+        }
     }
 }
 
@@ -264,7 +272,7 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::RunStatus;
+    use qlsched_core::RunStatus;
 
     #[test]
     fn a_stored_word_parses_or_names_its_table_column_and_value() {

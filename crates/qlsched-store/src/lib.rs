@@ -15,7 +15,6 @@ pub mod migrate;
 pub mod misfires;
 pub mod observe;
 pub mod operator;
-pub mod passfile;
 pub mod publish;
 pub mod read;
 pub mod recovery;
@@ -25,9 +24,10 @@ pub mod retry;
 pub mod scratch;
 pub mod sender;
 pub mod statements;
-pub mod tls;
 pub mod top;
 pub mod upkeep;
+
+pub use qlsched_pgconn::{passfile, tls};
 
 pub use admit::{Admission, AdmissionOutcome, AdmitStats, RunIdentity};
 pub use claim::{ClaimedRow, ReleaseRequest, TriggerDefinition};
@@ -174,7 +174,7 @@ impl Store {
     /// [`read::trigger_detail`] in a read-only transaction of its own.
     pub async fn trigger_detail(
         &self,
-        trigger: &crate::core::TriggerName,
+        trigger: &qlsched_core::TriggerName,
     ) -> Result<read::TriggerDetail, StoreError> {
         let client = self.client().await?;
         let schema = &self.schema;
@@ -216,7 +216,7 @@ impl Store {
         let timed_out = || {
             StoreError::TimedOut(format!(
                 "{what}: no answer within {}",
-                crate::core::format_duration(limit)
+                qlsched_core::format_duration(limit)
             ))
         };
         let client = tokio::time::timeout_at(deadline, self.client())

@@ -13,7 +13,7 @@ use serde::Serialize;
 use tokio_postgres::Client;
 
 use super::{SchemaName, StoreError};
-use crate::core::manifest::sha256_hex;
+use qlsched_core::manifest::sha256_hex;
 
 /// One migration file, embedded at build time.
 #[derive(Debug, Clone, Copy)]
@@ -43,61 +43,61 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "schedule_admission",
-        sql: include_str!("../../migrations/0001_schedule_admission.sql"),
+        sql: include_str!("../../../migrations/0001_schedule_admission.sql"),
         previous_release_may_run: false,
     },
     Migration {
         version: 2,
         name: "roles_and_grants",
-        sql: include_str!("../../migrations/0002_roles_and_grants.sql"),
+        sql: include_str!("../../../migrations/0002_roles_and_grants.sql"),
         previous_release_may_run: false,
     },
     Migration {
         version: 3,
         name: "operator_read_models",
-        sql: include_str!("../../migrations/0003_operator_read_models.sql"),
+        sql: include_str!("../../../migrations/0003_operator_read_models.sql"),
         previous_release_may_run: true,
     },
     Migration {
         version: 4,
         name: "occurrence_accounting",
-        sql: include_str!("../../migrations/0004_occurrence_accounting.sql"),
+        sql: include_str!("../../../migrations/0004_occurrence_accounting.sql"),
         previous_release_may_run: false,
     },
     Migration {
         version: 5,
         name: "operator_control",
-        sql: include_str!("../../migrations/0005_operator_control.sql"),
+        sql: include_str!("../../../migrations/0005_operator_control.sql"),
         previous_release_may_run: false,
     },
     Migration {
         version: 6,
         name: "replica_registry",
-        sql: include_str!("../../migrations/0006_replica_registry.sql"),
+        sql: include_str!("../../../migrations/0006_replica_registry.sql"),
         previous_release_may_run: true,
     },
     Migration {
         version: 7,
         name: "claimable_rows",
-        sql: include_str!("../../migrations/0007_claimable_rows.sql"),
+        sql: include_str!("../../../migrations/0007_claimable_rows.sql"),
         previous_release_may_run: true,
     },
     Migration {
         version: 8,
         name: "definition_refusal",
-        sql: include_str!("../../migrations/0008_definition_refusal.sql"),
+        sql: include_str!("../../../migrations/0008_definition_refusal.sql"),
         previous_release_may_run: true,
     },
     Migration {
         version: 9,
         name: "claim_churn",
-        sql: include_str!("../../migrations/0009_claim_churn.sql"),
+        sql: include_str!("../../../migrations/0009_claim_churn.sql"),
         previous_release_may_run: true,
     },
     Migration {
         version: 10,
         name: "parked_counts",
-        sql: include_str!("../../migrations/0010_parked_counts.sql"),
+        sql: include_str!("../../../migrations/0010_parked_counts.sql"),
         previous_release_may_run: true,
     },
 ];
@@ -774,7 +774,7 @@ mod tests {
     /// the previous release keep running beside it", and it is the one `migrate` records.
     #[test]
     fn the_upgrading_table_states_each_migrations_flag() {
-        let operations = include_str!("../../docs/OPERATIONS.md");
+        let operations = include_str!("../../../docs/OPERATIONS.md");
         for migration in MIGRATIONS {
             let name = migration.file_name();
             let stem = name.trim_end_matches(".sql");
@@ -793,7 +793,7 @@ mod tests {
 
     #[test]
     fn embedded_migrations_match_the_migrations_folder() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations");
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .expect("migrations folder")
             .map(|entry| {

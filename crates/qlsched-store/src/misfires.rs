@@ -6,7 +6,7 @@ use serde::Serialize;
 use tokio_postgres::{GenericClient, Row};
 
 use super::StoreError;
-use crate::core::TriggerName;
+use qlsched_core::TriggerName;
 
 /// One misfire record, as `inspect misfires` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -159,7 +159,7 @@ impl ServerRole {
                 replay_lag: Some(lag),
             } => Some(format!(
                 "standby, replay lag {}",
-                crate::core::time::span(i64::try_from(lag.as_millis()).unwrap_or(i64::MAX))
+                qlsched_core::time::span(i64::try_from(lag.as_millis()).unwrap_or(i64::MAX))
             )),
             ServerRole::Standby { replay_lag: None } => {
                 Some("standby, replay lag unknown".to_owned())

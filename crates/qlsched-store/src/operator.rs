@@ -21,8 +21,8 @@ use super::{
     Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, RunIdentity,
     SchemaName, Store, StoreError, run_in_transaction,
 };
-use crate::core::diagnose::Diagnosis;
-use crate::core::{ClaimFence, Decision, FenceRef, TriggerName};
+use qlsched_core::diagnose::Diagnosis;
+use qlsched_core::{ClaimFence, Decision, FenceRef, TriggerName};
 
 /// A claim that an expiry cleared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -605,7 +605,7 @@ async fn fence_rejected(
         ),
         Some(claim) if claim.expired => format!(
             "no longer holds: it expired {} ago",
-            crate::core::time::span(-claim.remaining_ms)
+            qlsched_core::time::span(-claim.remaining_ms)
         ),
         // The claim is intact, so the admission refused a definition that moved under it. The
         // diagnosis names the known causes; the ones it does not check (a new task revision or

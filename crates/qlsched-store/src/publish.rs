@@ -14,9 +14,9 @@ use uuid::Uuid;
 use super::error::stored;
 use super::retry::{OPERATOR, retry_conflicts};
 use super::{Begin, SchemaName, StoreError, run_in_transaction};
-use crate::core::manifest::{Manifest, TriggerDef};
-use crate::core::publish_plan::{Current, PublishPlan, StoredHead, StoredTriggerFields, plan};
-pub use crate::core::publish_plan::{PublishReport, PublishedItem};
+use qlsched_core::manifest::{Manifest, TriggerDef};
+use qlsched_core::publish_plan::{Current, PublishPlan, StoredHead, StoredTriggerFields, plan};
+pub use qlsched_core::publish_plan::{PublishReport, PublishedItem};
 
 // Publishers of one database take turns; admissions are not blocked by this lock.
 const LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('qlsched.publish'))";
@@ -127,7 +127,7 @@ pub async fn publish(
             .batch_execute(&format!(
                 "BEGIN; {}; {}",
                 schema.transaction_settings(),
-                crate::store::operator::BOUND_TRANSACTION
+                crate::operator::BOUND_TRANSACTION
             ))
             .await?;
         let written = async {

@@ -8,7 +8,7 @@ use tokio_postgres::GenericClient;
 
 use super::StoreError;
 use super::error::stored;
-use crate::core::Liveness;
+use qlsched_core::Liveness;
 
 /// What a replica says of itself when it starts.
 #[derive(Debug, Clone)]

@@ -50,14 +50,14 @@ macro_rules! statements {
     ($(@also $($child:ident),+;)?
      $($name:ident $(= $text:block)? $(after $setup:ident)?: $($role:ident)|+),* $(,)?) => {
         /// This module's statements, for `store::statements::all`.
-        pub(crate) fn statements() -> Vec<$crate::store::statements::Statement> {
+        pub(crate) fn statements() -> Vec<$crate::statements::Statement> {
             #[allow(unused_mut)]
-            let mut list = vec![$($crate::store::statements::Statement {
+            let mut list = vec![$($crate::statements::Statement {
                 module: module_path!(),
                 name: stringify!($name),
-                text: $crate::store::statements::statements!(@text $name $(, $text)?),
-                run_by: &[$($crate::store::statements::Role::$role),+],
-                after: $crate::store::statements::statements!(@after $($setup)?),
+                text: $crate::statements::statements!(@text $name $(, $text)?),
+                run_by: &[$($crate::statements::Role::$role),+],
+                after: $crate::statements::statements!(@after $($setup)?),
             }),*];
             $($(list.extend($child::statements());)+)?
             list
@@ -77,52 +77,52 @@ pub(crate) use statements;
 #[doc(hidden)]
 pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
     (
-        "qlsched::store::admit",
+        "qlsched_store::admit",
         "WITH input AS (",
         "prepared as ADMIT_BY_TID and ADMIT_BY_KEY, which it builds once each",
     ),
     (
-        "qlsched::store::claim",
+        "qlsched_store::claim",
         "EXPLAIN {CLAIM_DUE}",
         "not prepared: EXPLAIN of CLAIM_DUE, which is",
     ),
     (
-        "qlsched::store::connect::open",
+        "qlsched_store::connect::open",
         "DO $refusal$",
         "not prepared: a DO block carrying its message as a literal, for a server it refuses",
     ),
     (
-        "qlsched::store",
+        "qlsched_store",
         "BEGIN READ ONLY",
         "not prepared: sent with the schema's transaction settings as one simple query",
     ),
     (
-        "qlsched::store::connect",
+        "qlsched_store::connect",
         "SET LOCAL search_path TO {}",
         "not prepared: SET naming the schema, which no parameter can; sent with its BEGIN",
     ),
     (
-        "qlsched::store::connect",
+        "qlsched_store::connect",
         "SET search_path TO {}",
         "not prepared: SET naming the schema, which no parameter can; sent once a session opens",
     ),
     (
-        "qlsched::store::migrate",
+        "qlsched_store::migrate",
         "CREATE SCHEMA",
         "not prepared: DDL naming the schema, which no parameter can",
     ),
     (
-        "qlsched::store::scratch",
+        "qlsched_store::scratch",
         "CREATE DATABASE",
         "not prepared: DDL naming a database, which no parameter can",
     ),
     (
-        "qlsched::store::scratch",
+        "qlsched_store::scratch",
         "DROP DATABASE",
         "not prepared: DDL naming a database, which no parameter can",
     ),
     (
-        "qlsched::store::scratch",
+        "qlsched_store::scratch",
         "COMMENT ON DATABASE",
         "not prepared: DDL naming a database, which no parameter can",
     ),

@@ -29,7 +29,7 @@ use super::observe::{ServerRole, server_role};
 use super::read::{self, ClaimView, OwnerClaims, RunView, ScheduleRow, StateCounts};
 use super::replicas::{self, ReplicaView};
 use super::{SchemaName, StoreError};
-use crate::core::{MISFIRE_RETENTION_MS, TriggerName};
+use qlsched_core::{MISFIRE_RETENTION_MS, TriggerName};
 
 /// Below this many rows (by the planner's estimate) the total is counted; above, estimated.
 pub const COUNT_EXACT_BELOW: i64 = 100_000;

@@ -19,20 +19,20 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::{BenchError, Ceiling, drop_unless_kept, measure_ceiling, ratio, start_replicas};
-use crate::core::duration::format_duration;
-use crate::core::manifest::parse_manifest;
-use crate::core::{Batch, CoordinatorConfig, CronSchedule};
 use crate::lifecycle::stop_all;
-use crate::store::accounting::occurrence_accounting;
-use crate::store::bench::{
+use qlsched_core::duration::format_duration;
+use qlsched_core::manifest::parse_manifest;
+use qlsched_core::{Batch, CoordinatorConfig, CronSchedule};
+use qlsched_store::accounting::occurrence_accounting;
+use qlsched_store::bench::{
     OccurrenceLag, database_now_ms, lag_by_occurrence, misfire_records, runs_at, uninitialized_rows,
 };
-use crate::store::invariants::invariant_counts;
-use crate::store::migrate::migrate_up;
-use crate::store::publish::publish;
-use crate::store::scratch::recreate_database;
-use crate::store::upkeep::{ScheduleUpkeep, schedule_upkeep};
-use crate::store::{ConnectionSettings, SchemaName};
+use qlsched_store::invariants::invariant_counts;
+use qlsched_store::migrate::migrate_up;
+use qlsched_store::publish::publish;
+use qlsched_store::scratch::recreate_database;
+use qlsched_store::upkeep::{ScheduleUpkeep, schedule_upkeep};
+use qlsched_store::{ConnectionSettings, SchemaName};
 
 const PROJECT: &str = "steady";
 const TASK: &str = "tick";

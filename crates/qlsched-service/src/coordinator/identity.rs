@@ -5,15 +5,15 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::core::{CronSchedule, Decision, DecisionInput, decide, idempotency_key, run_id};
-use crate::store::{ClaimedRow, RunIdentity};
+use qlsched_core::{CronSchedule, Decision, DecisionInput, decide, idempotency_key, run_id};
+use qlsched_store::{ClaimedRow, RunIdentity};
 
 /// The decision on a claimed row, taken at its claim time (docs/DESIGN.md §4.1): what a
 /// round does for every row it claims, and what a manual `qlsched claim` shows and admits.
 pub fn decide_claimed(
     row: &ClaimedRow,
     schedule: &CronSchedule,
-) -> Result<Decision, crate::core::CoreError> {
+) -> Result<Decision, qlsched_core::CoreError> {
     let definition = &row.definition;
     decide(&DecisionInput {
         schedule,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::store::RunIdentity;
+use qlsched_store::RunIdentity;
 
 /// What one round did. Counts are of claimed rows; durations are wall time on this replica.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -78,8 +78,8 @@ pub struct AdmittedRun {
 /// One misfire record a round wrote: its policy, reason and occurrences passed over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PassedOver {
-    pub policy: crate::core::MisfirePolicy,
-    pub reason: crate::core::MisfireReason,
+    pub policy: qlsched_core::MisfirePolicy,
+    pub reason: qlsched_core::MisfireReason,
     pub occurrences: u64,
 }
 

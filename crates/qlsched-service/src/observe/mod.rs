@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT};
-use crate::core::Liveness;
 use crate::lifecycle::{MAX_BACK_OFF, RoundEvent};
-use crate::store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
-use crate::store::observe::{Gauges, check_writable, gauges};
-use crate::store::replicas::{LivenessCounts, liveness_counts};
-use crate::store::{Begin, Store, StoreError, run_in_transaction};
+use qlsched_core::Liveness;
+use qlsched_store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
+use qlsched_store::observe::{Gauges, check_writable, gauges};
+use qlsched_store::replicas::{LivenessCounts, liveness_counts};
+use qlsched_store::{Begin, Store, StoreError, run_in_transaction};
 
 /// The version and the commit this binary was built from (build.rs).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -683,8 +683,8 @@ fn render(counts: &Counts, gauges: Option<Gauges>, readiness: &Readiness, health
 mod tests {
     use super::*;
     use crate::coordinator::{AdmittedRun, PassedOver, RoundReport};
-    use crate::core::{MisfirePolicy, MisfireReason};
-    use crate::store::RunIdentity;
+    use qlsched_core::{MisfirePolicy, MisfireReason};
+    use qlsched_store::RunIdentity;
 
     fn finished(report: RoundReport) -> RoundEvent {
         let started = Instant::now();
@@ -779,7 +779,7 @@ mod tests {
             &Readiness::Ready,
             true,
         );
-        let alerts = include_str!("../../docs/alerts.yml");
+        let alerts = include_str!("../../../../docs/alerts.yml");
         let mut named = 0;
         for (at, _) in alerts.match_indices("qlsched_") {
             let name: String = alerts[at..]

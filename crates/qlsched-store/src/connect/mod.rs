@@ -508,7 +508,7 @@ impl ConnectionSettings {
     }
 }
 
-crate::store::statements::statements! {
+crate::statements::statements! {
     @also open;
 }
 

@@ -13,9 +13,9 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::parse::default_socket_dir;
 use super::{ConnectionSettings, SchemaName, SessionAttrs};
-use crate::store::StoreError;
-use crate::store::passfile;
-use crate::store::tls::SslMode;
+use crate::StoreError;
+use crate::passfile;
+use crate::tls::SslMode;
 
 /// A connection as the driver returns it: every connection qlsched opens has this type, TLS or
 /// not, so that pools and single connections share one connector.
@@ -295,7 +295,7 @@ impl ConnectionSettings {
         if let Some(what) = self.tls.certificate_failure(&error, &target.name()) {
             return StoreError::Untrusted(format!("{place}: {what}"));
         }
-        let chain = crate::store::error::error_chain(&error);
+        let chain = crate::error::error_chain(&error);
         if chain.contains("server does not support TLS") {
             return StoreError::Unavailable(format!(
                 "{place}: the server does not accept TLS connections, and sslmode={} requires TLS",
@@ -471,7 +471,7 @@ fn passfile_host(target: &Target) -> String {
     }
 }
 
-crate::store::statements::statements! {
+crate::statements::statements! {
     READ_ONLY_PROBE: Owner,
     STANDBY_PROBE: Owner,
 }

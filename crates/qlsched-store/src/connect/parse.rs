@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_postgres::Config;
 
 use super::OWN_KEYWORDS;
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// libpq's `target_session_attrs`: what the session found on a host must be for the connection
 /// to stay there; otherwise the next host of the list is tried. `prefer-standby` goes through the

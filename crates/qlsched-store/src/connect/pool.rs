@@ -9,7 +9,7 @@ use tokio_postgres::{Client, Config};
 
 use super::open::{Drive, HostFailure, refusal};
 use super::{ConnectionSettings, SchemaName};
-use crate::store::StoreError;
+use crate::StoreError;
 
 impl ConnectionSettings {
     /// Opens a pool of `size` connections and checks that one can be had.

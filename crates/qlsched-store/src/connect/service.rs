@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use tokio_postgres::Config;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// Where the system's service file lies when `PGSYSCONFDIR` is not set (Debian's libpq).
 const DEFAULT_SYSCONFDIR: &str = "/etc/postgresql-common";

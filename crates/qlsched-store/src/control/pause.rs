@@ -8,9 +8,9 @@ use serde::Serialize;
 use tokio_postgres::Row;
 
 use super::finish;
-use crate::core::TriggerName;
-use crate::store::retry::{OPERATOR, retry_conflicts};
-use crate::store::{SchemaName, StoreError};
+use crate::retry::{OPERATOR, retry_conflicts};
+use crate::{SchemaName, StoreError};
+use qlsched_core::TriggerName;
 
 /// A row a pause or a resume changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -163,7 +163,7 @@ pub async fn pause(
     // admission, a lock wait past the bound).
     retry_conflicts(&OPERATOR, "pause", move |_| async move {
         client
-            .batch_execute(&crate::store::operator::begin_bounded(schema, BEGIN))
+            .batch_execute(&crate::operator::begin_bounded(schema, BEGIN))
             .await?;
         let done = async {
             let total = require_rows(client, project_id, trigger_id).await?;
@@ -234,7 +234,7 @@ pub async fn resume(
     // admission, a lock wait past the bound).
     retry_conflicts(&OPERATOR, "resume", move |_| async move {
         client
-            .batch_execute(&crate::store::operator::begin_bounded(schema, BEGIN))
+            .batch_execute(&crate::operator::begin_bounded(schema, BEGIN))
             .await?;
         let done = async {
             let total = require_rows(client, project_id, trigger_id).await?;
@@ -261,13 +261,14 @@ fn resumed_row(row: &Row) -> Result<PauseChange, StoreError> {
     let cursor: Option<i64> = row.get(3);
     let (cron_expr, time_zone): (String, String) = (row.get(7), row.get(8));
     let now_ms: i64 = row.get(10);
-    let schedule = crate::core::CronSchedule::parse(&cron_expr, &time_zone).map_err(|error| {
+    let schedule = qlsched_core::CronSchedule::parse(&cron_expr, &time_zone).map_err(|error| {
         StoreError::BadInput(format!(
             "{name}: its stored cron cannot be evaluated ({error}); \
              publish it again"
         ))
     })?;
-    let evaluate = |error: crate::core::CoreError| StoreError::BadInput(format!("{name}: {error}"));
+    let evaluate =
+        |error: qlsched_core::CoreError| StoreError::BadInput(format!("{name}: {error}"));
     let (next, passed) = match cursor {
         None => (None, None),
         Some(cursor) if cursor >= now_ms => (Some(cursor), None),
@@ -280,7 +281,7 @@ fn resumed_row(row: &Row) -> Result<PauseChange, StoreError> {
                     .map_err(evaluate)?
                     .unwrap_or(first);
                 let (count, count_exact) = schedule
-                    .count_between(first, last, crate::core::decide::MAX_COUNTED_MISFIRES)
+                    .count_between(first, last, qlsched_core::decide::MAX_COUNTED_MISFIRES)
                     .map_err(evaluate)?;
                 Some(PassedOver {
                     first_ms: first,

@@ -3,8 +3,8 @@
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 
-use crate::core::TriggerName;
-use crate::store::StoreError;
+use crate::StoreError;
+use qlsched_core::TriggerName;
 
 /// One operator action on a schedule row (docs/DESIGN.md §3.1, `schedule_audit`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -57,6 +57,6 @@ pub async fn audit(
         .collect())
 }
 
-crate::store::statements::statements! {
+crate::statements::statements! {
     AUDIT: Observer,
 }

@@ -4,7 +4,7 @@ use serde::Serialize;
 use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// A claim as operators see it: the fence, when it was taken, and its lease left in database time
 /// (negative once expired).
@@ -89,6 +89,6 @@ pub(super) fn claim_of(row: &Row) -> Option<ClaimView> {
     })
 }
 
-crate::store::statements::statements! {
+crate::statements::statements! {
     CLAIMS: Observer,
 }

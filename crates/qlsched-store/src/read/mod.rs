@@ -18,7 +18,7 @@ macro_rules! state_case {
         concat!(
             "CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
               WHEN NOT ",
-            crate::store::claim::claimable!(),
+            crate::claim::claimable!(),
             " THEN 'disabled'
               WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
               WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
@@ -35,7 +35,7 @@ macro_rules! due_in_ms {
     () => {
         concat!(
             "CASE WHEN ",
-            crate::store::claim::claimable!(),
+            crate::claim::claimable!(),
             " THEN s.next_fire_at_ms - now_ms() END"
         )
     };
@@ -62,6 +62,6 @@ pub use summary::{
 };
 pub use trigger::{TriggerDetail, TriggerState, TriggerView, trigger_detail};
 
-crate::store::statements::statements! {
+crate::statements::statements! {
     @also audit, claims, runs, schedules, summary, trigger;
 }

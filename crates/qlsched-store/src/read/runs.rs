@@ -4,9 +4,9 @@ use serde::Serialize;
 use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
-use crate::core::{RunStatus, TriggerName};
-use crate::store::StoreError;
-use crate::store::error::stored;
+use crate::StoreError;
+use crate::error::stored;
+use qlsched_core::{RunStatus, TriggerName};
 
 /// One admitted run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -218,7 +218,7 @@ pub async fn run_detail(
     })
 }
 
-crate::store::statements::statements! {
+crate::statements::statements! {
     RUNS_OF_TRIGGER: Observer,
     RECENT_RUNS: Observer,
     RUN: Observer,

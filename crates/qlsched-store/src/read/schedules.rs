@@ -6,8 +6,8 @@ use std::str::FromStr;
 use serde::Serialize;
 use tokio_postgres::{GenericClient, Row};
 
-use crate::store::StoreError;
-use crate::store::error::stored;
+use crate::StoreError;
+use crate::error::stored;
 
 /// Where a schedule row stands, from the scheduler's point of view, at one database instant.
 /// The first that applies wins, in the order of the variants.
@@ -308,7 +308,7 @@ impl std::ops::Deref for ScheduleRow {
     }
 }
 
-crate::store::statements::statements! {
+crate::statements::statements! {
     SCHEDULES: Observer,
     URGENT_SCHEDULES: Observer,
 }

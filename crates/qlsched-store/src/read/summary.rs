@@ -3,7 +3,7 @@
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// Schedule rows per state. A parked row (not claimable) is counted once: as `paused` when an
 /// operator paused it (whatever else holds, as `inspect trigger` names the pause first), else as
@@ -177,7 +177,7 @@ const OLDEST_OVERDUE: &str = concat!(
     "SELECT s.project_id, s.trigger_id, s.next_fire_at_ms, now_ms() - s.next_fire_at_ms
     FROM trigger_schedules s
     WHERE ",
-    crate::store::claim::claimable!(),
+    crate::claim::claimable!(),
     " AND s.next_fire_at_ms <= now_ms()
       AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
     ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
@@ -249,7 +249,7 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
     })
 }
 
-crate::store::statements::statements! {
+crate::statements::statements! {
     STATE_COUNTS: Observer,
     OWNERS: Observer,
     OLDEST_OVERDUE: Observer,

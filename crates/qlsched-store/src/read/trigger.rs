@@ -8,11 +8,11 @@ use super::audit::{AuditView, audit};
 use super::claims::{ClaimView, claim_of};
 use super::runs::{RunView, runs};
 use super::schedules::{PauseView, ScheduleView, pause_of, schedule_view};
-use crate::core::diagnose::{ClaimFacts, Diagnosis, PauseFacts, TriggerFacts, diagnose};
-use crate::core::{ProjectStatus, TriggerName};
-use crate::store::error::stored;
-use crate::store::migrate::check_ready;
-use crate::store::{SchemaName, StoreError};
+use crate::error::stored;
+use crate::migrate::check_ready;
+use crate::{SchemaName, StoreError};
+use qlsched_core::diagnose::{ClaimFacts, Diagnosis, PauseFacts, TriggerFacts, diagnose};
+use qlsched_core::{ProjectStatus, TriggerName};
 
 /// A trigger's definition as stored, with its project's status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -41,7 +41,7 @@ pub struct TriggerState {
     /// Replicas live in the registry at this instant.
     pub live_replicas: i64,
     /// The newest misfire records of the trigger: occurrences passed over beyond the grace.
-    pub recent_misfires: Vec<crate::store::misfires::MisfireRecord>,
+    pub recent_misfires: Vec<crate::misfires::MisfireRecord>,
     pub audit: Vec<AuditView>,
 }
 
@@ -132,9 +132,8 @@ pub async fn trigger_detail(
         schedule: schedule_view(&row)?,
         claim: claim_of(&row),
         recent_runs: runs(client, trigger, None, TRIGGER_HISTORY).await?,
-        recent_misfires: crate::store::misfires::list(client, trigger, None, TRIGGER_HISTORY)
-            .await?,
-        live_replicas: crate::store::replicas::liveness_counts(client).await?.live,
+        recent_misfires: crate::misfires::list(client, trigger, None, TRIGGER_HISTORY).await?,
+        live_replicas: crate::replicas::liveness_counts(client).await?.live,
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
     let why = diagnose(&facts_of(&state, row.get("digest_ok"), pause_of(&row)));
@@ -168,6 +167,6 @@ fn facts_of(state: &TriggerState, digest_ok: bool, pause: Option<PauseView>) -> 
     }
 }
 
-crate::store::statements::statements! {
+crate::statements::statements! {
     TRIGGER: Observer,
 }
