@@ -1,6 +1,6 @@
 //! Every SQL statement of `store` (`store::statements::all`) is prepared against a migrated
 //! database, and planned as each role that runs it, so that a renamed column or a missing grant
-//! fails here rather than in a replica. A scan of `src/store` keeps the list whole: a SQL constant
+//! fails here rather than in a replica. A scan of `crates/qlsched-store/src` keeps the list whole: a SQL constant
 //! missing from it, or a statement written in place that `store::statements::BUILT_IN_PLACE` does
 //! not account for, fails the second test, named.
 
@@ -126,7 +126,7 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
     let mut unaccounted = Vec::new();
     let mut used_exceptions = BTreeSet::new();
     let mut constants = 0;
-    for file in rust_files(&root.join("src/store")) {
+    for file in rust_files(&root.join(STORE_SOURCES)) {
         let module = module_of(&root, &file);
         let source = std::fs::read_to_string(&file).expect("read source");
         let production = source.split("\n#[cfg(test)]").next().unwrap_or("");
@@ -197,7 +197,7 @@ fn first_line(text: &str) -> &str {
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("read src/store") {
+    for entry in std::fs::read_dir(dir).expect("read the store's sources") {
         let path = entry.expect("entry").path();
         if path.is_dir() {
             files.extend(rust_files(&path));
@@ -214,18 +214,25 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// `src/store/read/runs.rs` is `qlsched::store::read::runs`; a `mod.rs` is its folder's module.
+/// Where the store crate's sources are, from the root package.
+const STORE_SOURCES: &str = "crates/qlsched-store/src";
+
+/// `crates/qlsched-store/src/read/runs.rs` is `qlsched_store::read::runs`, as `module_path!()`
+/// says; a `mod.rs` is its folder's module, `lib.rs` the crate's.
 fn module_of(root: &Path, file: &Path) -> String {
-    let relative = file.strip_prefix(root.join("src")).expect("under src");
+    let relative = file
+        .strip_prefix(root.join(STORE_SOURCES))
+        .expect("under the store's sources");
     let mut parts: Vec<String> = relative
         .with_extension("")
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
-    if parts.last().is_some_and(|p| p == "mod") {
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
         parts.pop();
     }
-    format!("qlsched::{}", parts.join("::"))
+    parts.insert(0, "qlsched_store".to_owned());
+    parts.join("::")
 }
 
 /// A verb, then more: a lone `"SELECT"` written in place is the name of a privilege.

@@ -1,0 +1,412 @@
+//! `qlsched bench --steady`: the lag users feel, measured as they get it. From a plain publish
+//! of N triggers (no cursors placed, nothing analyzed by hand) R replicas run `qlsched run`'s
+//! code at its default flags; once every row has its first cursor, every occurrence in the
+//! window is measured: runs admitted for it, and the lag from the occurrence to the run's commit
+//! in database time (`created_at_ms - scheduled_for_ms`). Afterwards the invariants and the
+//! occurrence accounting are checked on what was written.
+//!
+//! Before the replicas start, the same run measures two ceilings on the same server: durable
+//! commits a second, and the admission's writes as batched SQL a second ([`super::Ceiling`]),
+//! so that each occurrence's admission rate reads as a share of what the server can do at that
+//! moment, on a shared machine whose speed moves from one run to the next. Over a long window
+//! the report gives the trend of the per-occurrence maximum lag: a least-squares slope, and the
+//! last three occurrences' worst lag against the first three's, since a lag that grows minute
+//! over minute at a steady load will, given time, pass the grace.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::{BenchError, Ceiling, drop_unless_kept, measure_ceiling, ratio, start_replicas};
+use crate::lifecycle::stop_all;
+use qlsched_core::duration::format_duration;
+use qlsched_core::manifest::parse_manifest;
+use qlsched_core::{Batch, CoordinatorConfig, CronSchedule};
+use qlsched_store::accounting::occurrence_accounting;
+use qlsched_store::bench::{
+    OccurrenceLag, database_now_ms, lag_by_occurrence, misfire_records, still_due_at,
+    uninitialized_rows,
+};
+use qlsched_store::invariants::invariant_counts;
+use qlsched_store::migrate::migrate_up;
+use qlsched_store::publish::publish;
+use qlsched_store::scratch::recreate_database;
+use qlsched_store::upkeep::{ScheduleUpkeep, schedule_upkeep};
+use qlsched_store::{ConnectionSettings, SchemaName};
+
+const PROJECT: &str = "steady";
+const TASK: &str = "tick";
+/// How long the replicas get to give every row its first cursor, and the last occurrence of the
+/// window to be admitted, before the bench gives up on them.
+const SETTLE_LIMIT: Duration = Duration::from_secs(120);
+const POLL: Duration = Duration::from_millis(200);
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct SteadyConfig {
+    pub triggers: u32,
+    pub replicas: u8,
+    /// Every trigger's cron expression, in UTC.
+    pub cron: String,
+    /// The span of occurrences measured, from the first one after every row has a cursor.
+    pub window: Duration,
+    /// The replicas' settings: `qlsched run`'s defaults unless flags say otherwise.
+    pub coordinator: CoordinatorConfig,
+    /// How long each ceiling is probed, before the replicas start.
+    pub ceiling_time: Duration,
+    pub database: String,
+    pub keep: bool,
+    /// Parked rows and history added before measuring.
+    pub lived_in: crate::bench::LivedIn,
+}
+
+/// What a steady run measured; the JSON shape is documented in `qlsched-bench(1)`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SteadyReport {
+    pub mode: &'static str,
+    pub triggers: u32,
+    pub replicas: u8,
+    pub batch: Batch,
+    pub cadence_ms: u64,
+    pub cron: String,
+    /// Per occurrence in the window, oldest first.
+    pub occurrences: Vec<OccurrenceLag>,
+    /// Each occurrence's admission rate: its runs over the time from the occurrence to its last
+    /// run's commit, runs a second; in the order of `occurrences`.
+    pub admission_rates_per_s: Vec<f64>,
+    /// Single-row durable commits a second, with as many connections as replicas.
+    pub commit_ceiling_per_s: f64,
+    /// The admission's writes as batched SQL (256 a statement), runs a second, as many
+    /// connections as replicas.
+    pub batched_ceiling_per_s: f64,
+    /// The same two ceilings probed again once the replicas stopped: a machine that got busier
+    /// (or quieter) during the window shows here, and its lag trend is then the machine's, not
+    /// the scheduler's.
+    pub commit_ceiling_after_per_s: f64,
+    pub batched_ceiling_after_per_s: f64,
+    /// How the worst lag of an occurrence moved over the window; none under two occurrences.
+    pub trend: Option<LagTrend>,
+    /// Over every run of the window.
+    pub overall: Option<OccurrenceLag>,
+    /// Occurrences in the window with fewer runs than triggers.
+    pub short_occurrences: usize,
+    pub runs: i64,
+    pub duplicates: i64,
+    pub misfire_records: i64,
+    /// Occurrences (of the whole run) with neither a run nor a misfire record.
+    pub unaccounted: u64,
+    pub runs_without_one_attempt: i64,
+    pub runs_without_two_events: i64,
+    pub seed_s: f64,
+    /// The schedule table's upkeep once the window ended: on a server whose autovacuum is off
+    /// its dead versions grow 2 per occurrence and the lag with them (`store::upkeep`).
+    pub schedule_upkeep: ScheduleUpkeep,
+    pub database: String,
+    pub kept: bool,
+}
+
+/// How the per-occurrence maximum lag moved over the window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LagTrend {
+    /// Least-squares slope of the maximum lag over the occurrences, in milliseconds per minute
+    /// of the window: about 0 when the lag holds, positive when it grows.
+    pub max_lag_slope_ms_per_min: f64,
+    /// The worst maximum lag of the first three occurrences, and of the last three.
+    pub first_three_max_ms: i64,
+    pub last_three_max_ms: i64,
+    /// `last_three_max_ms / first_three_max_ms`.
+    pub last_over_first: f64,
+    /// The lowest occurrence's admission rate as a share of the batched-SQL ceiling.
+    pub min_rate_of_batched_ceiling: f64,
+}
+
+impl LagTrend {
+    /// The trend of `lags` (oldest first), with `rates` their admission rates; `None` under two.
+    pub fn of(lags: &[OccurrenceLag], rates: &[f64], batched_ceiling_per_s: f64) -> Option<Self> {
+        if lags.len() < 2 {
+            return None;
+        }
+        let points: Vec<(f64, f64)> = lags
+            .iter()
+            .map(|lag| {
+                (
+                    (lag.scheduled_for_ms - lags[0].scheduled_for_ms) as f64 / 60_000.0,
+                    lag.lag_max_ms as f64,
+                )
+            })
+            .collect();
+        let n = points.len() as f64;
+        let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+        let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+        let covariance: f64 = points
+            .iter()
+            .map(|(x, y)| (x - mean_x) * (y - mean_y))
+            .sum();
+        let variance: f64 = points.iter().map(|(x, _)| (x - mean_x).powi(2)).sum();
+        let slope = if variance > 0.0 {
+            covariance / variance
+        } else {
+            0.0
+        };
+        let worst = |part: &[OccurrenceLag]| part.iter().map(|l| l.lag_max_ms).max().unwrap_or(0);
+        let first = worst(&lags[..lags.len().min(3)]);
+        let last = worst(&lags[lags.len().saturating_sub(3)..]);
+        let min_rate = rates.iter().copied().fold(f64::INFINITY, f64::min);
+        Some(LagTrend {
+            max_lag_slope_ms_per_min: slope,
+            first_three_max_ms: first,
+            last_three_max_ms: last,
+            last_over_first: ratio(last as f64, first as f64),
+            min_rate_of_batched_ceiling: if min_rate.is_finite() {
+                ratio(min_rate, batched_ceiling_per_s)
+            } else {
+                0.0
+            },
+        })
+    }
+}
+
+/// An occurrence's runs over the time to its last run's commit, a second.
+fn admission_rate(lag: &OccurrenceLag) -> f64 {
+    ratio(lag.runs as f64, lag.lag_max_ms.max(1) as f64 / 1_000.0)
+}
+
+impl SteadyReport {
+    /// What this run says is wrong, as messages; empty when every promise held.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.occurrences.is_empty() {
+            problems.push("no occurrence of the window was admitted".to_owned());
+        }
+        for (count, what) in [
+            (
+                self.short_occurrences as i64,
+                "occurrences with fewer runs than triggers",
+            ),
+            (self.duplicates, "occurrences admitted more than once"),
+            (
+                i64::try_from(self.unaccounted).unwrap_or(i64::MAX),
+                "occurrences not accounted for",
+            ),
+            (self.runs_without_one_attempt, "runs without one attempt"),
+            (self.runs_without_two_events, "runs without two events"),
+        ] {
+            if count > 0 {
+                problems.push(format!("{count} {what}"));
+            }
+        }
+        problems
+    }
+}
+
+impl SteadyConfig {
+    /// Refuses what cannot give a measurement, before anything is created.
+    pub fn check(&self) -> Result<CronSchedule, BenchError> {
+        self.coordinator.validate()?;
+        if self.window < Duration::from_secs(1) {
+            return Err(BenchError::Config(format!(
+                "window must be at least 1s, got {}",
+                format_duration(self.window)
+            )));
+        }
+        Ok(CronSchedule::parse(&self.cron, "UTC")?)
+    }
+}
+
+/// Runs the steady bench against the server `server` names; the scratch database is dropped
+/// afterwards, whatever happened, unless `config.keep`.
+pub async fn run_steady(
+    server: &ConnectionSettings,
+    schema: &SchemaName,
+    config: &SteadyConfig,
+) -> Result<SteadyReport, BenchError> {
+    let schedule = config.check()?;
+    let outcome = measure(server, schema, config, &schedule).await;
+    drop_unless_kept(server, &config.database, config.keep).await;
+    outcome
+}
+
+async fn measure(
+    server: &ConnectionSettings,
+    schema: &SchemaName,
+    config: &SteadyConfig,
+    schedule: &CronSchedule,
+) -> Result<SteadyReport, BenchError> {
+    let seeding = Instant::now();
+    recreate_database(server, &config.database, None).await?;
+    let settings = server.with_dbname(&config.database);
+    let mut admin = settings.connect(schema, "qlsched bench").await?;
+    migrate_up(&mut admin, schema).await?;
+    let manifest = parse_manifest(&steady_manifest(config).to_string())?;
+    publish(&mut admin, schema, &manifest, false).await?;
+    config
+        .lived_in
+        .build(&mut admin, PROJECT, &format!("t{:07}", 1))
+        .await?;
+    let seed_s = seeding.elapsed().as_secs_f64();
+    let ceiling = |kind| {
+        measure_ceiling(
+            kind,
+            &settings,
+            schema,
+            config.replicas,
+            config.ceiling_time,
+        )
+    };
+    let commit_ceiling_per_s = ceiling(Ceiling::Commits).await?;
+    let batched_ceiling_per_s = ceiling(Ceiling::BatchedAdmissions).await?;
+    if let Some(warning) = schedule_upkeep(&admin).await?.warning() {
+        tracing::warn!("{warning}: this bench measures such a server");
+    }
+    let started_ms = database_now_ms(&admin).await?;
+
+    // Rounds report nothing the steady bench needs: it reads what was committed.
+    let (events, mut received) = mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while received.recv().await.is_some() {} });
+    let replicas = start_replicas(
+        &settings,
+        schema,
+        &config.coordinator,
+        config.replicas,
+        events,
+    )
+    .await?;
+    let measured = measure_window(&admin, config, schedule).await;
+    stop_all(replicas).await;
+    drain.abort();
+    let (from_ms, to_ms) = measured?;
+    let commit_ceiling_after_per_s = ceiling(Ceiling::Commits).await?;
+    let batched_ceiling_after_per_s = ceiling(Ceiling::BatchedAdmissions).await?;
+
+    let mut lags = lag_by_occurrence(&admin, from_ms, to_ms).await?;
+    let overall = lags.pop();
+    let rates: Vec<f64> = lags.iter().map(admission_rate).collect();
+    let trend = LagTrend::of(&lags, &rates, batched_ceiling_per_s);
+    let expected = i64::from(config.triggers);
+    let since_start = database_now_ms(&admin).await? - started_ms + 1_000;
+    // The runs of this bench only: the lived-in history is older.
+    let counts = invariant_counts(&admin, since_start).await?;
+    let accounting = occurrence_accounting(&admin, since_start).await?;
+    Ok(SteadyReport {
+        mode: "steady",
+        triggers: config.triggers,
+        replicas: config.replicas,
+        batch: config.coordinator.batch,
+        cadence_ms: u64::try_from(config.coordinator.cadence.as_millis()).unwrap_or(u64::MAX),
+        cron: config.cron.clone(),
+        short_occurrences: lags.iter().filter(|lag| lag.runs < expected).count(),
+        occurrences: lags,
+        admission_rates_per_s: rates,
+        commit_ceiling_per_s,
+        batched_ceiling_per_s,
+        commit_ceiling_after_per_s,
+        batched_ceiling_after_per_s,
+        trend,
+        overall,
+        runs: counts.runs,
+        duplicates: counts.duplicate_occurrences + accounting.duplicate_count as i64,
+        misfire_records: misfire_records(&admin).await?,
+        unaccounted: accounting.gap_count,
+        runs_without_one_attempt: counts.runs_without_one_attempt,
+        runs_without_two_events: counts.runs_without_two_events,
+        seed_s,
+        schedule_upkeep: schedule_upkeep(&admin).await?,
+        database: config.database.clone(),
+        kept: config.keep,
+    })
+}
+
+/// Waits for every row's first cursor, then through the window, then for the window's last
+/// occurrence to be admitted by every trigger; returns the window `[from, to)` in database time.
+async fn measure_window(
+    admin: &tokio_postgres::Client,
+    config: &SteadyConfig,
+    schedule: &CronSchedule,
+) -> Result<(i64, i64), BenchError> {
+    let give_up = Instant::now() + SETTLE_LIMIT;
+    while uninitialized_rows(admin).await? > 0 {
+        if Instant::now() > give_up {
+            return Err(BenchError::Config(format!(
+                "the replicas did not initialize {} triggers within {}",
+                config.triggers,
+                format_duration(SETTLE_LIMIT)
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let now_ms = database_now_ms(admin).await?;
+    let from_ms = schedule.next_after(now_ms)?;
+    let window_ms = i64::try_from(config.window.as_millis()).unwrap_or(i64::MAX);
+    let to_ms = from_ms.saturating_add(window_ms);
+    let Some(last) = schedule
+        .latest_before(to_ms)?
+        .filter(|&last| last >= from_ms)
+    else {
+        return Err(BenchError::Config(format!(
+            "no occurrence of {} within a window of {}",
+            config.cron,
+            format_duration(config.window)
+        )));
+    };
+    let ahead = u64::try_from(last - now_ms).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(ahead)).await;
+    let give_up = Instant::now() + SETTLE_LIMIT;
+    // Until every cursor has moved past the last occurrence: a walk of one index entry, never a
+    // read of the runs, which would compete with the admissions it waits for.
+    while still_due_at(admin, last).await? && Instant::now() < give_up {
+        tokio::time::sleep(POLL).await;
+    }
+    Ok((from_ms, to_ms))
+}
+
+fn steady_manifest(config: &SteadyConfig) -> serde_json::Value {
+    // misfire and misfire_grace are left out: the defaults are what users get.
+    let triggers: Vec<serde_json::Value> = (1..=config.triggers)
+        .map(|n| serde_json::json!({ "id": format!("t{n:07}"), "task": TASK, "cron": config.cron }))
+        .collect();
+    serde_json::json!({
+        "projects": [{
+            "id": PROJECT,
+            "tasks": [{ "id": TASK, "execution": { "kind": "remote_worker", "image": "qlsched/bench" } }],
+            "triggers": triggers,
+        }]
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn lag(minute: i64, max_ms: i64) -> OccurrenceLag {
+        OccurrenceLag {
+            scheduled_for_ms: minute * 60_000,
+            runs: 100_000,
+            lag_p50_ms: max_ms / 2,
+            lag_p99_ms: max_ms,
+            lag_max_ms: max_ms,
+        }
+    }
+
+    #[test]
+    fn a_lag_that_holds_has_no_slope_and_one_that_grows_shows_it() {
+        let flat: Vec<_> = (0..10).map(|m| lag(m, 12_000)).collect();
+        let rates: Vec<_> = flat.iter().map(admission_rate).collect();
+        let trend = LagTrend::of(&flat, &rates, 10_000.0).unwrap();
+        assert_eq!(trend.max_lag_slope_ms_per_min, 0.0);
+        assert_eq!(trend.last_over_first, 1.0);
+        // 100,000 runs in 12 s: 8,333 a second, 0.83 of a 10,000 ceiling.
+        assert!((trend.min_rate_of_batched_ceiling - 0.8333).abs() < 0.001);
+
+        let growing: Vec<_> = (0..10).map(|m| lag(m, 8_000 + 2_000 * m)).collect();
+        let rates: Vec<_> = growing.iter().map(admission_rate).collect();
+        let trend = LagTrend::of(&growing, &rates, 10_000.0).unwrap();
+        assert!((trend.max_lag_slope_ms_per_min - 2_000.0).abs() < 1e-6);
+        assert_eq!(
+            (trend.first_three_max_ms, trend.last_three_max_ms),
+            (12_000, 26_000)
+        );
+        assert!(LagTrend::of(&growing[..1], &rates[..1], 10_000.0).is_none());
+    }
+}

@@ -1,0 +1,585 @@
+//! The bounded round of docs/DESIGN.md §4.9: claim up to the budget, decide each claimed
+//! row outside any lock, admit what fires, advance what initializes or skips, and release what
+//! turned out not to be due. One round at a time; [`crate::lifecycle`] owns the timer.
+
+mod claims;
+mod identity;
+mod report;
+
+pub use claims::{ClaimBook, ClaimEvent, ClaimState, TransitionError};
+pub use identity::{decide_claimed, duration_ms, run_identity};
+pub use report::{AdmittedRun, PassedOver, RoundReport};
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::Object;
+use tokio_postgres::CancelToken;
+
+use qlsched_core::batch::{RoundLoad, next_batch};
+use qlsched_core::{CoordinatorConfig, CronSchedule, Decision};
+use qlsched_store::admit::admit;
+use qlsched_store::claim::{RoundClaim, claim_for_round, give_back};
+use qlsched_store::replicas::Heartbeat;
+use qlsched_store::{
+    Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, Store, StoreError,
+    run_in_transaction,
+};
+
+/// The pooled connection of one round. A round dropped before it finished (its lease ran out, or
+/// a stop could not wait for it) is followed by a cancel request, and a cancel request names the
+/// backend, not the statement: had the connection gone back to the pool, the cancel could land
+/// on the next round's statement. So such a connection is taken out of the pool and closed.
+struct RoundConnection(Option<Object>);
+
+impl Drop for RoundConnection {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            drop(Object::take(client));
+        }
+    }
+}
+
+/// How long giving claims back (or learning an unknown outcome) may wait for a connection: a
+/// stop is bounded by the drain timeout plus this, and a round by its lease plus this.
+pub const GIVE_BACK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One replica's scheduler: its configuration, its store, and the claims its round holds.
+pub struct Coordinator {
+    store: Store,
+    config: CoordinatorConfig,
+    /// The round's claims and where each stands, so that a stop that cannot wait for the round
+    /// can still give back those it holds (docs/DESIGN.md §4.9).
+    claims: Mutex<ClaimBook>,
+    /// Parsed schedules by zone, then expression: parsing is cheap, but not free on the hot
+    /// path, and nested maps let a hit be found with borrowed strings.
+    schedules: Mutex<HashMap<String, HashMap<String, CronSchedule>>>,
+    /// Cancels the statement of the round in flight, for a stop that cannot wait for it: the
+    /// server rolls the admission back, and the held claims can then be released.
+    in_flight: Mutex<Option<CancelToken>>,
+    /// What the next registry heartbeat adds, and when the last one was sent: at most one a
+    /// cadence, carried in the claim's round trip.
+    heartbeat: Mutex<(Option<Instant>, Heartbeat)>,
+    /// When the last round started, on this replica's clock: what `/healthz` reads.
+    last_started: Mutex<Option<Instant>>,
+    /// The batch the next round claims with: the pinned one, or where the adaptive rule
+    /// (`core::batch`) left it.
+    batch: Mutex<u16>,
+}
+
+impl Coordinator {
+    /// A replica's rounds on `store`, which should be opened with [`Store::open_replica`]: on any
+    /// other pool the claim is as correct, but its plan is the planner's guess again.
+    pub fn new(store: Store, config: CoordinatorConfig) -> Self {
+        Coordinator {
+            store,
+            claims: Mutex::new(ClaimBook::default()),
+            schedules: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(None),
+            heartbeat: Mutex::new((None, Heartbeat::default())),
+            last_started: Mutex::new(None),
+            batch: Mutex::new(config.batch.initial()),
+            config,
+        }
+    }
+
+    /// The batch the next round claims with.
+    pub fn batch(&self) -> u16 {
+        *self.batch.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next round's batch, from what this one did (`core::batch::next_batch`).
+    fn adapt_batch(&self, report: &RoundReport) {
+        let next = next_batch(
+            self.config.batch,
+            RoundLoad {
+                batch: report.batch,
+                claimed: report.claimed,
+                admit_time: report.admit_time,
+            },
+            self.config.lease,
+        );
+        *self.batch.lock().unwrap_or_else(|p| p.into_inner()) = next;
+    }
+
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// When the last round started (`None` before the first): the timer is alive while this
+    /// keeps moving.
+    pub fn last_round_started(&self) -> Option<Instant> {
+        *self.last_started.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs one round: claim, decide, admit, release.
+    pub async fn run_round(&self) -> Result<RoundReport, StoreError> {
+        *self.last_started.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        let mut connection = RoundConnection(Some(self.store.client().await?));
+        let Some(client) = connection.0.as_ref() else {
+            return Err(StoreError::Unavailable(
+                "no connection for the round".into(),
+            ));
+        };
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.cancel_token());
+        let result = self.round(client).await;
+        self.count_round(&result);
+        if let Ok(report) = &result {
+            self.adapt_batch(report);
+        }
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        // Finished: the connection goes back to the pool.
+        drop(connection.0.take());
+        result
+    }
+
+    async fn round(&self, client: &Object) -> Result<RoundReport, StoreError> {
+        let mut report = RoundReport {
+            owner: self.config.owner.clone(),
+            batch: self.batch(),
+            ..RoundReport::default()
+        };
+        let started = Instant::now();
+        let claim = self.claim(client, &mut report).await?;
+        report.claim_time = started.elapsed();
+        report.claimed = claim.rows.len();
+        // A database instant as a local one: the claim's reply arrived at `received`, when the
+        // database's clock read `now_ms`. Never earlier than the reply, so never early by the
+        // network's delay.
+        let local = |due_ms: i64| {
+            let ahead = u64::try_from(due_ms.saturating_sub(claim.now_ms)).unwrap_or(0);
+            claim.received + Duration::from_millis(ahead)
+        };
+        report.next_due_at = claim.next_due_ms.map(local);
+        let rows = claim.rows;
+        if rows.is_empty() {
+            return Ok(report);
+        }
+        let first = self
+            .lock_claims()
+            .hold(rows.iter().map(ReleaseRequest::from));
+        let (indices, admissions) = self.decide_all(&rows, first, &mut report);
+        let (outcomes, connection_failed) =
+            match self.admit_all(client, &admissions, &mut report).await {
+                Ok(admitted) => admitted,
+                Err(error) => {
+                    // What became of the admissions cannot be learnt: every claim still open is
+                    // left to its lease, and none is given back.
+                    let mut claims = self.lock_claims();
+                    claims.abandon();
+                    claims.clear();
+                    return Err(error);
+                }
+            };
+        for ((admission, outcome), index) in admissions.iter().zip(outcomes).zip(indices) {
+            self.transition(index, ClaimEvent::Admission(&outcome));
+            let due_at = local(admission.decision.next_fire_at_ms());
+            report.account(admission, outcome, due_at);
+        }
+        self.give_back_returning(client, connection_failed, &mut report)
+            .await;
+        self.lock_claims().clear();
+        Ok(report)
+    }
+
+    /// The round's claim, with the heartbeat it carries; a claim that finds a migration this
+    /// build may not run beside gives back what it took and fails the round.
+    async fn claim(
+        &self,
+        client: &Object,
+        report: &mut RoundReport,
+    ) -> Result<RoundClaim, StoreError> {
+        let heartbeat = self.due_heartbeat();
+        // In the claim's round trip: whether a migration this build may not run beside has been
+        // applied since it started (a rolling upgrade's new release migrated).
+        let claimed = claim_for_round(
+            client,
+            self.store.sender(),
+            &self.config.owner,
+            i64::from(report.batch),
+            duration_ms(self.config.lease),
+            heartbeat.as_ref(),
+            &mut report.round_trips,
+        )
+        .await;
+        if let Ok(trip) = &claimed {
+            match &trip.newer {
+                Ok(Some(newer)) => {
+                    // Admit nothing, and give back what the claim took.
+                    if let Ok(claim) = &trip.claim {
+                        let taken: Vec<ReleaseRequest> =
+                            claim.rows.iter().map(ReleaseRequest::from).collect();
+                        if let Err(error) =
+                            give_back(client, self.store.sender(), &taken, &mut report.round_trips)
+                                .await
+                        {
+                            tracing::warn!(%error, "could not give claims back; they expire with their lease");
+                        }
+                    }
+                    return Err(StoreError::SchemaNotReady(format!(
+                        "migration {} ({}) was applied, and this build may not run beside it: \
+                         admitting nothing (upgrade this replica to the release that applied it)",
+                        newer.version, newer.name
+                    )));
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::debug!(%error, "could not read the schema's newer migrations");
+                }
+            }
+        }
+        let claim = match claimed {
+            Ok(trip) => {
+                if let (Some(unsent), Err(error)) = (heartbeat, &trip.heartbeat) {
+                    tracing::debug!(%error, "the registry's heartbeat failed; the next one carries its counts");
+                    self.heartbeat_not_sent(unsent);
+                }
+                trip.claim?
+            }
+            Err(error) => {
+                if let Some(unsent) = heartbeat {
+                    self.heartbeat_not_sent(unsent);
+                }
+                return Err(error);
+            }
+        };
+        Ok(claim)
+    }
+
+    /// The core's decision on each claimed row (claim `first + i` for row `i`): a row not due is
+    /// to be given back, one that cannot be decided is left to expire, and the others are
+    /// returned as admissions in primary-key order, each beside the index of its claim.
+    fn decide_all<'r>(
+        &self,
+        rows: &'r [ClaimedRow],
+        first: usize,
+        report: &mut RoundReport,
+    ) -> (Vec<usize>, Vec<Admission<'r>>) {
+        // Each admission beside the index of its claim in the book.
+        let mut admitting = Vec::with_capacity(rows.len());
+        for (index, row) in rows.iter().enumerate() {
+            let index = first + index;
+            match self.decide(row) {
+                Ok(Decision::NotDue { .. }) => self.transition(index, ClaimEvent::NotDue),
+                Ok(decision) => admitting.push((
+                    index,
+                    Admission {
+                        row,
+                        decision,
+                        run: run_identity(row, &decision),
+                    },
+                )),
+                Err(error) => {
+                    report.undecidable += 1;
+                    self.transition(index, ClaimEvent::Undecidable);
+                    tracing::error!(trigger = %row.name(), %error, "cannot decide; the claim is left to expire");
+                }
+            }
+        }
+
+        // Locked in primary-key order, as every writer of schedule rows locks them (publish, a
+        // pause, `expire --owner`): no two of them wait on each other in a cycle.
+        admitting.sort_by(|(_, a), (_, b)| {
+            (&a.row.project_id, &a.row.trigger_id).cmp(&(&b.row.project_id, &b.row.trigger_id))
+        });
+        admitting.into_iter().unzip()
+    }
+
+    /// Admits on the round's connection; where the outcome is not known (the admission failed,
+    /// or left rows unsettled), learns it on a fresh connection. Returns each admission's
+    /// outcome, and whether the round's connection is to be left alone from now on. An error:
+    /// the outcomes cannot be learnt, and the claims are left to their leases.
+    async fn admit_all(
+        &self,
+        client: &Object,
+        admissions: &[Admission<'_>],
+        report: &mut RoundReport,
+    ) -> Result<(Vec<AdmissionOutcome>, bool), StoreError> {
+        let admit_started = Instant::now();
+        let mut stats = AdmitStats::default();
+        let outcomes = admit(client, self.store.sender(), admissions, &mut stats).await;
+        report.admit_time = admit_started.elapsed();
+        report.transactions = stats.transactions;
+        report.serialization_retries = stats.serialization_retries;
+        report.batch_fallbacks = stats.batch_fallbacks;
+        report.round_trips += stats.round_trips;
+        // A failed admission may have committed all the same (the connection died with the
+        // COMMIT in flight, or its reply was lost), and a row left unsettled by the fall-back may
+        // have too: what became of them is learnt on a fresh connection, never guessed, and the
+        // round's own connection, which may be dead, is not used again.
+        let mut connection_failed = false;
+        let outcomes = match outcomes {
+            Ok(outcomes)
+                if !outcomes
+                    .iter()
+                    .any(|o| matches!(o, AdmissionOutcome::Unsettled { .. })) =>
+            {
+                outcomes
+            }
+            failed => {
+                connection_failed = true;
+                let known = failed.as_ref().ok();
+                match self.settle_unknown(admissions, known).await {
+                    Ok(outcomes) => {
+                        let committed = outcomes
+                            .iter()
+                            .filter(|o| {
+                                matches!(
+                                    o,
+                                    AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced
+                                )
+                            })
+                            .count();
+                        tracing::warn!(
+                            committed,
+                            not_committed = outcomes.len() - committed,
+                            error = %failed.as_ref().err().map_or_else(
+                                || "rows left unsettled".to_owned(),
+                                ToString::to_string
+                            ),
+                            "admission outcome unknown; learnt on a fresh connection"
+                        );
+                        outcomes
+                    }
+                    Err(settle_error) => {
+                        let error = failed.err().unwrap_or(settle_error);
+                        tracing::warn!(%error, "admission outcome unknown and the database unreachable; the claims expire with their lease");
+                        return Err(error);
+                    }
+                }
+            }
+        };
+        Ok((outcomes, connection_failed))
+    }
+
+    /// Gives back the claims the book has returning (not due, or not settled): on the round's
+    /// connection, or on a fresh one when the round's may be dead.
+    async fn give_back_returning(
+        &self,
+        client: &Object,
+        connection_failed: bool,
+        report: &mut RoundReport,
+    ) {
+        let returned = self.lock_claims().returning();
+        if !returned.is_empty() {
+            let released = if connection_failed {
+                self.release_on_fresh_connection(&returned).await
+            } else {
+                give_back(
+                    client,
+                    self.store.sender(),
+                    &returned,
+                    &mut report.round_trips,
+                )
+                .await
+            };
+            match released {
+                Ok(released) => {
+                    report.released = released.len();
+                    self.lock_claims().gave_back(Ok(&released));
+                }
+                Err(error) => {
+                    self.lock_claims().gave_back(Err(()));
+                    tracing::warn!(%error, "could not give claims back; they expire with their lease");
+                }
+            }
+        }
+    }
+
+    /// The outcome of each admission, learnt on a fresh connection where `known` (the outcomes
+    /// `admit` returned, if it returned) leaves it open: all of them when `admit` failed, the
+    /// `Unsettled` ones otherwise.
+    async fn settle_unknown(
+        &self,
+        admissions: &[Admission<'_>],
+        known: Option<&Vec<AdmissionOutcome>>,
+    ) -> Result<Vec<AdmissionOutcome>, StoreError> {
+        let open = |i: usize| {
+            known.is_none_or(|outcomes| {
+                matches!(
+                    outcomes.get(i),
+                    Some(AdmissionOutcome::Unsettled { .. }) | None
+                )
+            })
+        };
+        let unknown: Vec<Admission<'_>> = admissions
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| open(*i))
+            .map(|(_, a)| a.clone())
+            .collect();
+        let client = tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.client())
+            .await
+            .map_err(|_| StoreError::TimedOut("no fresh connection to settle on".into()))??;
+        let settled = run_in_transaction(&client, self.store.schema(), Begin::ReadOnly, |c| {
+            Box::pin(qlsched_store::admit::settle(c, &unknown))
+        });
+        let mut settled = settled.await?.into_iter();
+        Ok((0..admissions.len())
+            .map(|i| match known.and_then(|outcomes| outcomes.get(i)) {
+                Some(outcome) if !open(i) => outcome.clone(),
+                _ => settled.next().map_or_else(
+                    || AdmissionOutcome::Unsettled {
+                        reason: "not settled".to_owned(),
+                    },
+                    |s| s.outcome,
+                ),
+            })
+            .collect())
+    }
+
+    /// Gives claims back on a connection other than the round's, which may be the one that
+    /// died, within [`GIVE_BACK_TIMEOUT`]: a dead connection must not keep a live replica's
+    /// claims for a whole lease.
+    async fn release_on_fresh_connection(
+        &self,
+        requests: &[ReleaseRequest],
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        tokio::time::timeout(GIVE_BACK_TIMEOUT, async {
+            let client = self.store.client().await?;
+            give_back(&client, self.store.sender(), requests, &mut 0).await
+        })
+        .await
+        .map_err(|_| StoreError::TimedOut("giving claims back".into()))?
+    }
+
+    /// Asks the server to cancel the statement of the round in flight, if any. A cancelled
+    /// admission rolls back as a whole; one that already committed is unaffected.
+    pub async fn cancel_in_flight(&self) {
+        let token = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(token) = token {
+            // A cancel request opens a connection of its own; on a partition that would wait for
+            // the connect timeout, and a stop must stay bounded.
+            match tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.cancel(&token)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "could not cancel the statement in flight");
+                }
+                Err(_) => tracing::warn!(
+                    "could not cancel the statement in flight: no answer within {GIVE_BACK_TIMEOUT:?}"
+                ),
+            }
+        }
+    }
+
+    /// Drops the record of the claims a cancelled round held: their leases have run out, so they
+    /// are anyone's to take, and releasing them would only wait on the same unanswering server.
+    /// Returns them, so that the caller can say what became of each.
+    pub fn forget_held(&self) -> Vec<ReleaseRequest> {
+        self.lock_claims().take_held()
+    }
+
+    /// Gives back every claim the round in flight still holds (used when a stop cannot wait for
+    /// the round). Fenced: a claim admitted or taken over meanwhile is left alone.
+    pub async fn release_held(&self) -> Result<usize, StoreError> {
+        let held = self.lock_claims().take_held();
+        if held.is_empty() {
+            return Ok(0);
+        }
+        Ok(self.release_on_fresh_connection(&held).await?.len())
+    }
+
+    fn decide(&self, row: &ClaimedRow) -> Result<Decision, qlsched_core::CoreError> {
+        let definition = &row.definition;
+        let mut schedules = self
+            .schedules
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let in_zone = match schedules.get_mut(definition.time_zone.as_str()) {
+            Some(in_zone) => in_zone,
+            None => schedules.entry(definition.time_zone.clone()).or_default(),
+        };
+        if let Some(schedule) = in_zone.get(definition.cron_expr.as_str()) {
+            return decide_claimed(row, schedule);
+        }
+        let parsed = CronSchedule::parse(&definition.cron_expr, &definition.time_zone)?;
+        decide_claimed(
+            row,
+            in_zone
+                .entry(definition.cron_expr.clone())
+                .or_insert(parsed),
+        )
+    }
+
+    fn lock_heartbeat(&self) -> std::sync::MutexGuard<'_, (Option<Instant>, Heartbeat)> {
+        self.heartbeat
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The heartbeat to send with this round's claim, if a cadence has passed since the last one.
+    fn due_heartbeat(&self) -> Option<Heartbeat> {
+        let batch = i32::from(self.batch());
+        let mut heartbeat = self.lock_heartbeat();
+        let due = heartbeat
+            .0
+            .is_none_or(|sent| sent.elapsed() >= self.config.cadence);
+        if !due {
+            return None;
+        }
+        heartbeat.0 = Some(Instant::now());
+        let mut due = std::mem::take(&mut heartbeat.1);
+        due.batch = batch;
+        Some(due)
+    }
+
+    /// A heartbeat whose claim failed: its counts go into the next one.
+    fn heartbeat_not_sent(&self, unsent: Heartbeat) {
+        let mut heartbeat = self.lock_heartbeat();
+        heartbeat.0 = None;
+        let pending = &mut heartbeat.1;
+        pending.rounds += unsent.rounds;
+        pending.failed_rounds += unsent.failed_rounds;
+        pending.admissions += unsent.admissions;
+        pending.misfires += unsent.misfires;
+        pending.fence_losses += unsent.fence_losses;
+        if pending.last_error.is_none() {
+            pending.last_error = unsent.last_error;
+        }
+    }
+
+    /// What a round did, for the next heartbeat; the timer counts a round it had to cancel here
+    /// too, so the registry's failed rounds and last error say what the log said.
+    pub(crate) fn count_round(&self, result: &Result<RoundReport, StoreError>) {
+        let mut heartbeat = self.lock_heartbeat();
+        let pending = &mut heartbeat.1;
+        pending.rounds += 1;
+        match result {
+            Ok(report) => {
+                pending.admissions += report.fired as i64;
+                pending.misfires += report.misfires as i64;
+                pending.fence_losses += report.fence_lost as i64;
+            }
+            Err(error) => {
+                pending.failed_rounds += 1;
+                pending.last_error = Some(qlsched_core::text::clean(&error.to_string()));
+            }
+        }
+    }
+
+    fn lock_claims(&self) -> std::sync::MutexGuard<'_, ClaimBook> {
+        self.claims
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Moves a claim of the round on `event` ([`ClaimState::next`]). A transition the table
+    /// refuses is a fault of the round's code: said, and the claim left as it was.
+    fn transition(&self, index: usize, event: ClaimEvent<'_>) {
+        if let Err(error) = self.lock_claims().apply(index, event) {
+            tracing::error!(%error, "claim bookkeeping refused a transition");
+        }
+    }
+}

@@ -1,0 +1,815 @@
+//! What a replica tells the outside while it runs (`run --metrics-addr`): the Prometheus text
+//! exposition of its rounds, and the `/healthz` and `/readyz` probes (docs/OPERATIONS.md,
+//! "Metrics and probes"). The counters and histograms are fed by the lifecycle's
+//! [`RoundEvent`]s; the gauges are read from the database when scraped, at most once per
+//! cadence, on a connection of their own. No metric has a per-trigger label.
+
+pub mod http;
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT};
+use crate::lifecycle::{MAX_BACK_OFF, RoundEvent};
+use qlsched_core::Liveness;
+use qlsched_store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
+use qlsched_store::observe::{Gauges, check_writable, gauges};
+use qlsched_store::replicas::{LivenessCounts, liveness_counts};
+use qlsched_store::{Begin, Store, StoreError, run_in_transaction};
+
+/// The version and the commit this binary was built from (build.rs).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const COMMIT: &str = env!("QLSCHED_COMMIT");
+
+/// How long a scrape or a probe waits on the database before it answers without it.
+const DATABASE_WAIT: Duration = Duration::from_secs(2);
+
+/// A cumulative histogram with fixed bucket bounds, in seconds.
+#[derive(Debug, Clone)]
+struct Histogram {
+    bounds: &'static [f64],
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Self {
+        Histogram {
+            bounds,
+            counts: vec![0; bounds.len()],
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
+    fn observe(&mut self, seconds: f64) {
+        let seconds = seconds.max(0.0);
+        for (bound, count) in self.bounds.iter().zip(self.counts.iter_mut()) {
+            if seconds <= *bound {
+                *count += 1;
+            }
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+}
+
+/// Round and claim durations: a round is milliseconds, its bound is the lease (30 s by default).
+const DURATION_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+/// Schedule lag: tens of milliseconds on a healthy cluster, up to the grace (60 s by default)
+/// when it falls behind.
+const LAG_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
+/// A misfire record's policy and reason, as stored.
+type MisfireKey = (&'static str, &'static str);
+/// Misfire records, and the occurrences passed over inside them.
+type MisfireCounts = (u64, u64);
+
+/// Everything counted since the replica started.
+#[derive(Debug, Clone)]
+struct Counts {
+    rounds_succeeded: u64,
+    rounds_failed: u64,
+    claims_taken: u64,
+    runs_admitted: u64,
+    initialized: u64,
+    skipped: u64,
+    misfires: Vec<(MisfireKey, MisfireCounts)>,
+    fence_losses: u64,
+    definition_refusals: u64,
+    rejected: u64,
+    unsettled: u64,
+    undecidable: u64,
+    released: u64,
+    transactions: u64,
+    serialization_retries: u64,
+    batch_fallbacks: u64,
+    round_duration: Histogram,
+    claim_duration: Histogram,
+    admission_duration: Histogram,
+    schedule_lag: Histogram,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        let policies = ["skip", "fire_once"];
+        Counts {
+            rounds_succeeded: 0,
+            rounds_failed: 0,
+            claims_taken: 0,
+            runs_admitted: 0,
+            initialized: 0,
+            skipped: 0,
+            // Every series exists from the start, so `increase()` sees the first misfire.
+            misfires: policies
+                .iter()
+                .map(|policy| ((*policy, "beyond_grace"), (0, 0)))
+                .collect(),
+            fence_losses: 0,
+            definition_refusals: 0,
+            rejected: 0,
+            unsettled: 0,
+            undecidable: 0,
+            released: 0,
+            transactions: 0,
+            serialization_retries: 0,
+            batch_fallbacks: 0,
+            round_duration: Histogram::new(DURATION_BUCKETS),
+            claim_duration: Histogram::new(DURATION_BUCKETS),
+            admission_duration: Histogram::new(DURATION_BUCKETS),
+            schedule_lag: Histogram::new(LAG_BUCKETS),
+        }
+    }
+}
+
+impl Counts {
+    fn add(&mut self, event: &RoundEvent) {
+        match event {
+            RoundEvent::Failed {
+                started, finished, ..
+            } => {
+                self.rounds_failed += 1;
+                self.round_duration
+                    .observe((*finished - *started).as_secs_f64());
+            }
+            RoundEvent::Finished {
+                started,
+                finished,
+                report,
+            } => {
+                self.rounds_succeeded += 1;
+                self.round_duration
+                    .observe((*finished - *started).as_secs_f64());
+                self.claim_duration.observe(report.claim_time.as_secs_f64());
+                if report.transactions > 0 {
+                    self.admission_duration
+                        .observe(report.admit_time.as_secs_f64());
+                }
+                self.claims_taken += report.claimed as u64;
+                self.runs_admitted += report.fired as u64;
+                self.initialized += report.initialized as u64;
+                self.skipped += report.skipped as u64;
+                for passed in &report.passed_over {
+                    let key = (passed.policy.as_str(), passed.reason.as_str());
+                    match self.misfires.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, (records, occurrences))) => {
+                            *records += 1;
+                            *occurrences += passed.occurrences;
+                        }
+                        None => self.misfires.push((key, (1, passed.occurrences))),
+                    }
+                }
+                self.fence_losses += report.fence_lost as u64;
+                self.definition_refusals += report.definition_refused as u64;
+                self.rejected += report.rejected as u64;
+                self.unsettled += report.unsettled as u64;
+                self.undecidable += report.undecidable as u64;
+                self.released += report.released as u64;
+                self.transactions += u64::from(report.transactions);
+                self.serialization_retries += u64::from(report.serialization_retries);
+                self.batch_fallbacks += u64::from(report.batch_fallbacks);
+                // Run created − scheduled for, on the database clock: the claim's database time
+                // less the occurrence, plus the admission that created the run (an upper bound
+                // of the time from the claim to the run's creation, measured on this replica).
+                let admission = report.admit_time.as_secs_f64();
+                for run in &report.admitted {
+                    let claimed = (run.claimed_at_ms - run.run.scheduled_for_ms) as f64 / 1000.0;
+                    self.schedule_lag.observe(claimed + admission);
+                }
+            }
+        }
+    }
+}
+
+/// Readiness, as `/readyz` and `qlsched_ready` report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    NotReady(String),
+}
+
+/// Cached reads of the database, each taken at most once per period.
+#[derive(Debug, Default)]
+struct Cached {
+    database: Option<(Instant, Result<DatabaseReads, String>)>,
+    readiness: Option<(Instant, Readiness)>,
+}
+
+/// What a scrape reads from the database besides readiness.
+#[derive(Debug, Clone)]
+struct DatabaseReads {
+    gauges: Gauges,
+    replicas: LivenessCounts,
+}
+
+/// The replica's rounds, once they start.
+struct Running {
+    coordinator: Arc<Coordinator>,
+    store: Store,
+    /// When the lifecycle started: the last round's start until the first round starts.
+    since: Instant,
+}
+
+/// One replica's metrics and probes. Cloning shares them.
+#[derive(Clone)]
+pub struct Observer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    owner: String,
+    lease: Duration,
+    cadence: Duration,
+    counts: Mutex<Counts>,
+    /// Set when the rounds start: the coordinator whose timer `/healthz` watches, and a pool of
+    /// its own (one connection) for `/readyz` and the gauges, so that a scrape never waits for,
+    /// nor delays, a round.
+    running: Mutex<Option<Running>>,
+    cached: tokio::sync::Mutex<Cached>,
+}
+
+impl Observer {
+    pub fn new(owner: &str, lease: Duration, cadence: Duration) -> Self {
+        Observer {
+            inner: Arc::new(Inner {
+                owner: owner.to_owned(),
+                lease,
+                cadence,
+                counts: Mutex::new(Counts::default()),
+                running: Mutex::new(None),
+                cached: tokio::sync::Mutex::new(Cached::default()),
+            }),
+        }
+    }
+
+    /// The lifecycle starts: from now on `/healthz` watches its rounds, and `/readyz` and the
+    /// gauges read the database through `store`.
+    pub fn watch(&self, coordinator: Arc<Coordinator>, store: Store) {
+        *self.running() = Some(Running {
+            coordinator,
+            store,
+            since: Instant::now(),
+        });
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
+        self.inner.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn store(&self) -> Option<Store> {
+        self.running().as_ref().map(|r| r.store.clone())
+    }
+
+    /// Counts one round.
+    pub fn record(&self, event: &RoundEvent) {
+        self.counts().add(event);
+    }
+
+    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.inner.counts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The longest a live timer goes without starting a round: the lease (a round's bound),
+    /// the cadence (the sleep between rounds), widened by what the lifecycle may add to both:
+    /// the back-off after failed rounds (up to `MAX_BACK_OFF`) and the cancel and give-back
+    /// bounds (`GIVE_BACK_TIMEOUT` each) of a round that ran out its lease.
+    pub fn health_bound(&self) -> Duration {
+        self.inner.lease + self.inner.cadence.max(MAX_BACK_OFF) + GIVE_BACK_TIMEOUT * 2
+    }
+
+    /// `/healthz`: `Ok(detail)` while the timer is alive, `Err(reason)` when it is not.
+    pub fn health(&self) -> Result<String, String> {
+        // Before the first round, the timer's start counts as its last round.
+        let last = self
+            .running()
+            .as_ref()
+            .map(|r| r.coordinator.last_round_started().unwrap_or(r.since));
+        match last {
+            None => Ok("starting: connecting and checking the schema".to_owned()),
+            Some(last) => judge_health(last.elapsed(), self.health_bound()),
+        }
+    }
+
+    /// `/readyz`: schema ready, the runtime role's privileges, a working connection, a
+    /// writable server. Checked at most once a second, whatever the probe rate.
+    pub async fn readiness(&self) -> Readiness {
+        let Some(store) = self.store() else {
+            return Readiness::NotReady("starting: the replica has not started its rounds".into());
+        };
+        let mut cached = self.inner.cached.lock().await;
+        if let Some((at, readiness)) = &cached.readiness
+            && at.elapsed() < Duration::from_secs(1)
+        {
+            return readiness.clone();
+        }
+        let store = &store;
+        let check = async {
+            let client = store.client().await?;
+            let schema = store.schema();
+            run_in_transaction(&client, schema, Begin::ReadWrite, |client| {
+                Box::pin(async move {
+                    check_ready(client, schema).await?;
+                    check_capability(client, schema, RUNTIME_ROLE).await?;
+                    check_writable(client).await
+                })
+            })
+            .await
+        };
+        let readiness = match tokio::time::timeout(DATABASE_WAIT, check).await {
+            Ok(Ok(())) => Readiness::Ready,
+            Ok(Err(error)) => Readiness::NotReady(error.to_string()),
+            Err(_) => Readiness::NotReady(format!(
+                "the database did not answer within {}s",
+                DATABASE_WAIT.as_secs()
+            )),
+        };
+        cached.readiness = Some((Instant::now(), readiness.clone()));
+        readiness
+    }
+
+    /// The database gauges and the registry's replicas by liveness, read together on one
+    /// connection at most once per cadence (at least a second apart). The replicas are every
+    /// live replica's to show, since a hung one cannot say so itself.
+    async fn database_reads(&self) -> Result<DatabaseReads, String> {
+        let Some(store) = self.store() else {
+            return Err("starting".to_owned());
+        };
+        let mut cached = self.inner.cached.lock().await;
+        let period = self.inner.cadence.max(Duration::from_secs(1));
+        if let Some((at, reads)) = &cached.database
+            && at.elapsed() < period
+        {
+            return reads.clone();
+        }
+        let owner = &self.inner.owner;
+        let read = async {
+            let client = store.client().await?;
+            run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
+                Box::pin(async move {
+                    Ok(DatabaseReads {
+                        gauges: gauges(client, owner).await?,
+                        replicas: liveness_counts(client).await?,
+                    })
+                })
+            })
+            .await
+        };
+        let result = match tokio::time::timeout(DATABASE_WAIT, read).await {
+            Ok(result) => result.map_err(|error: StoreError| error.to_string()),
+            Err(_) => Err("the database did not answer in time".to_owned()),
+        };
+        cached.database = Some((Instant::now(), result.clone()));
+        result
+    }
+
+    /// The Prometheus text exposition (format 0.0.4).
+    pub async fn render(&self) -> String {
+        let readiness = self.readiness().await;
+        let reads = self.database_reads().await;
+        if let Err(error) = &reads {
+            tracing::debug!(%error, "metrics: the database gauges could not be read");
+        }
+        let counts = self.counts().clone();
+        let healthy = self.health().is_ok();
+        let mut text = render(
+            &counts,
+            reads.as_ref().ok().map(|r| r.gauges),
+            &readiness,
+            healthy,
+        );
+        if let Ok(reads) = &reads {
+            render_replicas(&mut text, &reads.replicas);
+        }
+        let batch = self.running().as_ref().map(|r| r.coordinator.batch());
+        if let Some(batch) = batch {
+            gauge(
+                &mut text,
+                "qlsched_claim_batch",
+                "Rows the next round claims at most: --batch, or where the adaptive batch stands.",
+                f64::from(batch),
+            );
+        }
+        text
+    }
+}
+
+/// Alive while the last round started within `bound`.
+fn judge_health(ago: Duration, bound: Duration) -> Result<String, String> {
+    if ago <= bound {
+        Ok(format!("last round started {:.3}s ago", ago.as_secs_f64()))
+    } else {
+        Err(format!(
+            "no round started for {:.3}s (bound {}s: lease + cadence, back-off and give-back)",
+            ago.as_secs_f64(),
+            bound.as_secs_f64()
+        ))
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn counter(out: &mut String, name: &str, help: &str, value: u64) {
+    header(out, name, "counter", help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
+    header(out, name, "gauge", help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+fn histogram(out: &mut String, name: &str, help: &str, histogram: &Histogram) {
+    header(out, name, "histogram", help);
+    for (bound, count) in histogram.bounds.iter().zip(&histogram.counts) {
+        let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {count}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", histogram.count);
+    let _ = writeln!(out, "{name}_sum {}", histogram.sum);
+    let _ = writeln!(out, "{name}_count {}", histogram.count);
+}
+
+/// The registry's replicas by liveness, one sample a state, so a state with none reads 0.
+fn render_replicas(out: &mut String, counts: &LivenessCounts) {
+    header(
+        out,
+        "qlsched_replicas",
+        "gauge",
+        "Registered replicas by liveness (live; stalled: no heartbeat for two cadences; stale: none \
+         for lease + cadence; stopped), database clock.",
+    );
+    for liveness in Liveness::ALL {
+        let _ = writeln!(
+            out,
+            "qlsched_replicas{{liveness=\"{liveness}\"}} {}",
+            counts.get(*liveness)
+        );
+    }
+}
+
+/// A label value as the text format quotes it.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn render(counts: &Counts, gauges: Option<Gauges>, readiness: &Readiness, healthy: bool) -> String {
+    let mut out = String::with_capacity(8192);
+    let c = counts;
+    header(
+        &mut out,
+        "qlsched_rounds_total",
+        "counter",
+        "Rounds run by this replica, by outcome (succeeded, failed).",
+    );
+    let _ = writeln!(
+        out,
+        "qlsched_rounds_total{{outcome=\"succeeded\"}} {}",
+        c.rounds_succeeded
+    );
+    let _ = writeln!(
+        out,
+        "qlsched_rounds_total{{outcome=\"failed\"}} {}",
+        c.rounds_failed
+    );
+    counter(
+        &mut out,
+        "qlsched_claims_taken_total",
+        "Schedule rows claimed.",
+        c.claims_taken,
+    );
+    counter(
+        &mut out,
+        "qlsched_runs_admitted_total",
+        "Runs admitted (queued): occurrences fired.",
+        c.runs_admitted,
+    );
+    header(
+        &mut out,
+        "qlsched_schedules_advanced_total",
+        "counter",
+        "Claimed rows advanced without a run, by decision (initialized, skipped).",
+    );
+    let _ = writeln!(
+        out,
+        "qlsched_schedules_advanced_total{{decision=\"initialized\"}} {}",
+        c.initialized
+    );
+    let _ = writeln!(
+        out,
+        "qlsched_schedules_advanced_total{{decision=\"skipped\"}} {}",
+        c.skipped
+    );
+    header(
+        &mut out,
+        "qlsched_misfire_records_total",
+        "counter",
+        "Misfire records written (decisions that passed occurrences over), by policy and reason.",
+    );
+    for ((policy, reason), (records, _)) in &c.misfires {
+        let _ = writeln!(
+            out,
+            "qlsched_misfire_records_total{{policy=\"{}\",reason=\"{}\"}} {records}",
+            label(policy),
+            label(reason)
+        );
+    }
+    header(
+        &mut out,
+        "qlsched_occurrences_passed_over_total",
+        "counter",
+        "Occurrences passed over inside misfire records, by policy and reason.",
+    );
+    for ((policy, reason), (_, occurrences)) in &c.misfires {
+        let _ = writeln!(
+            out,
+            "qlsched_occurrences_passed_over_total{{policy=\"{}\",reason=\"{}\"}} {occurrences}",
+            label(policy),
+            label(reason)
+        );
+    }
+    counter(
+        &mut out,
+        "qlsched_fence_losses_total",
+        "Admissions whose claim fence no longer matched: nothing written.",
+        c.fence_losses,
+    );
+    counter(
+        &mut out,
+        "qlsched_definition_refusals_total",
+        "Admissions whose claim held and whose definitions no longer admit them: nothing written.",
+        c.definition_refusals,
+    );
+    counter(
+        &mut out,
+        "qlsched_admissions_rejected_total",
+        "Admissions the database refused; their claims are left to expire.",
+        c.rejected,
+    );
+    counter(
+        &mut out,
+        "qlsched_admissions_unsettled_total",
+        "Admissions not settled (retries ran out, or the database went away); claims given back.",
+        c.unsettled,
+    );
+    counter(
+        &mut out,
+        "qlsched_undecidable_rows_total",
+        "Claimed rows whose stored cron could not be evaluated.",
+        c.undecidable,
+    );
+    counter(
+        &mut out,
+        "qlsched_claims_released_total",
+        "Claims given back by rounds: rows not due after all, admissions that did not commit.",
+        c.released,
+    );
+    counter(
+        &mut out,
+        "qlsched_admission_transactions_total",
+        "Admission transactions run, fall-backs included.",
+        c.transactions,
+    );
+    counter(
+        &mut out,
+        "qlsched_serialization_retries_total",
+        "Admission transactions retried after a serialization failure.",
+        c.serialization_retries,
+    );
+    counter(
+        &mut out,
+        "qlsched_batch_fallbacks_total",
+        "Batched admissions that failed and were admitted row by row.",
+        c.batch_fallbacks,
+    );
+    histogram(
+        &mut out,
+        "qlsched_round_duration_seconds",
+        "Duration of a round (claim, decide, admit, release), failed rounds included.",
+        &c.round_duration,
+    );
+    histogram(
+        &mut out,
+        "qlsched_claim_duration_seconds",
+        "Duration of a round's claim (one round trip).",
+        &c.claim_duration,
+    );
+    histogram(
+        &mut out,
+        "qlsched_admission_duration_seconds",
+        "Duration of a round's admission, retries and fall-backs included.",
+        &c.admission_duration,
+    );
+    histogram(
+        &mut out,
+        "qlsched_schedule_lag_seconds",
+        "Run created minus scheduled for, database clock (claim time plus the admission).",
+        &c.schedule_lag,
+    );
+    if let Some(g) = gauges {
+        gauge(
+            &mut out,
+            "qlsched_claims_held",
+            "Valid claims held by this replica's owner (database, at most once per cadence).",
+            g.claims_held as f64,
+        );
+        gauge(
+            &mut out,
+            "qlsched_due_unclaimed_rows",
+            "Eligible rows due (or uninitialized) and not validly claimed, counted up to 1000.",
+            g.due_unclaimed as f64,
+        );
+        gauge(
+            &mut out,
+            "qlsched_oldest_due_age_seconds",
+            "Database now minus the cursor of the most overdue unclaimed eligible row; 0 if none.",
+            g.oldest_due_age_ms as f64 / 1000.0,
+        );
+        gauge(
+            &mut out,
+            "qlsched_paused_rows",
+            "Schedule rows an operator paused: parked, never counted as due or overdue.",
+            g.paused as f64,
+        );
+        gauge(
+            &mut out,
+            "qlsched_disabled_rows",
+            "Schedule rows of a disabled trigger or a suspended project, not paused: parked.",
+            g.disabled as f64,
+        );
+    }
+    gauge(
+        &mut out,
+        "qlsched_ready",
+        "1 when /readyz would answer 200 (schema, privileges, connection, writable server).",
+        if *readiness == Readiness::Ready {
+            1.0
+        } else {
+            0.0
+        },
+    );
+    gauge(
+        &mut out,
+        "qlsched_healthy",
+        "1 when /healthz would answer 200 (the round timer is alive).",
+        if healthy { 1.0 } else { 0.0 },
+    );
+    header(
+        &mut out,
+        "qlsched_build_info",
+        "gauge",
+        "Always 1; the labels name the version and the commit of this binary.",
+    );
+    let _ = writeln!(
+        out,
+        "qlsched_build_info{{version=\"{}\",commit=\"{}\"}} 1",
+        label(VERSION),
+        label(COMMIT)
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coordinator::{AdmittedRun, PassedOver, RoundReport};
+    use qlsched_core::{MisfirePolicy, MisfireReason};
+    use qlsched_store::RunIdentity;
+
+    fn finished(report: RoundReport) -> RoundEvent {
+        let started = Instant::now();
+        RoundEvent::Finished {
+            started,
+            finished: started + Duration::from_millis(12),
+            report: Box::new(report),
+        }
+    }
+
+    #[test]
+    fn counts_rounds_admissions_misfires_and_lag() {
+        let mut counts = Counts::default();
+        let run = AdmittedRun {
+            project_id: "p".into(),
+            trigger_id: "t".into(),
+            run: RunIdentity {
+                run_id: uuid::Uuid::nil(),
+                attempt_id: uuid::Uuid::nil(),
+                idempotency_key: "k".into(),
+                scheduled_for_ms: 10_000,
+            },
+            misfired: false,
+            claimed_at_ms: 10_040,
+        };
+        counts.add(&finished(RoundReport {
+            claimed: 3,
+            fired: 1,
+            skipped: 1,
+            initialized: 1,
+            misfires: 1,
+            occurrences_passed_over: 7,
+            passed_over: vec![PassedOver {
+                policy: MisfirePolicy::FireOnce,
+                reason: MisfireReason::BeyondGrace,
+                occurrences: 7,
+            }],
+            transactions: 1,
+            admit_time: Duration::from_millis(5),
+            admitted: vec![run],
+            ..RoundReport::default()
+        }));
+        counts.add(&RoundEvent::Failed {
+            started: Instant::now(),
+            finished: Instant::now(),
+            error: "x".into(),
+        });
+        let text = render(&counts, Some(Gauges::default()), &Readiness::Ready, true);
+        for line in [
+            "qlsched_rounds_total{outcome=\"succeeded\"} 1",
+            "qlsched_rounds_total{outcome=\"failed\"} 1",
+            "qlsched_claims_taken_total 3",
+            "qlsched_runs_admitted_total 1",
+            "qlsched_misfire_records_total{policy=\"fire_once\",reason=\"beyond_grace\"} 1",
+            "qlsched_misfire_records_total{policy=\"skip\",reason=\"beyond_grace\"} 0",
+            "qlsched_occurrences_passed_over_total{policy=\"fire_once\",reason=\"beyond_grace\"} 7",
+            // 40 ms after the occurrence, plus 5 ms of admission: the 0.05 bucket, not 0.025.
+            "qlsched_schedule_lag_seconds_bucket{le=\"0.025\"} 0",
+            "qlsched_schedule_lag_seconds_bucket{le=\"0.05\"} 1",
+            "qlsched_schedule_lag_seconds_count 1",
+            "qlsched_round_duration_seconds_count 2",
+            "qlsched_ready 1",
+            "qlsched_due_unclaimed_rows 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+        // Every metric has HELP and TYPE, and every sample belongs to a declared metric.
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap_or_default();
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .filter(|b| text.contains(&format!("# TYPE {b} histogram")))
+                .unwrap_or(name);
+            assert!(
+                text.contains(&format!("# HELP {base} ")),
+                "{name} has no HELP"
+            );
+            assert!(name.starts_with("qlsched_"), "{name}");
+        }
+    }
+
+    /// docs/alerts.yml names only metrics this binary exposes.
+    #[test]
+    fn the_example_alerts_name_metrics_that_exist() {
+        let text = render(
+            &Counts::default(),
+            Some(Gauges::default()),
+            &Readiness::Ready,
+            true,
+        );
+        let alerts = include_str!("../../../../docs/alerts.yml");
+        let mut named = 0;
+        for (at, _) in alerts.match_indices("qlsched_") {
+            let name: String = alerts[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                text.contains(&format!("# TYPE {name} "))
+                    || text.lines().any(|l| l.starts_with(&format!("{name}{{"))),
+                "docs/alerts.yml names {name}, which /metrics does not expose"
+            );
+            named += 1;
+        }
+        assert!(named >= 5);
+    }
+
+    #[test]
+    fn health_fails_past_lease_plus_cadence_and_the_lifecycle_bounds() {
+        let observer = Observer::new("o", Duration::from_secs(30), Duration::from_secs(1));
+        // 30 s lease + max(1 s cadence, 5 s back-off cap) + 2 × 2 s give-back.
+        assert_eq!(observer.health_bound(), Duration::from_secs(39));
+        assert!(observer.health().is_ok(), "starting is alive");
+        let bound = observer.health_bound();
+        assert!(judge_health(Duration::from_secs(2), bound).is_ok());
+        let dead = judge_health(Duration::from_secs(40), bound).expect_err("a stopped timer");
+        assert!(dead.contains("no round started for 40.000s"), "{dead}");
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

@@ -1,0 +1,392 @@
+//! One scheduler replica as a service (docs/DESIGN.md §4.9): what `qlsched run` is, without its
+//! command line. [`run`] binds the probes, waits for the schema, checks the runtime role, logs
+//! startup recovery, warns of a schedule table autovacuum never visits, and registers; then runs the [`Lifecycle`] with the probes fed, a summary
+//! and housekeeping every minute, until its [`StopToken`] is tripped; then drains the round in
+//! flight and stops (within [`crate::lifecycle::stop_bound`]).
+//!
+//! The loop that waits for the stop never awaits the database: housekeeping runs as a task of
+//! its own, bounded by [`HOUSEKEEPING_TIMEOUT`], so a stop is taken at once whatever the server
+//! does.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::coordinator::Coordinator;
+use qlsched_core::duration::format_duration;
+use qlsched_core::{CoordinatorConfig, TriggerName};
+use crate::lifecycle::{Lifecycle, RoundEvent, StopReport};
+use crate::observe::Observer;
+use crate::stop::StopToken;
+use qlsched_store::migrate::{RUNTIME_ROLE, check_capability, check_not_behind, check_ready};
+use qlsched_store::recovery::recovery_report;
+use qlsched_store::{
+    Begin, ConnectionSettings, SchemaName, Store, StoreError, replicas, run_in_transaction,
+};
+
+/// A replica's configuration: the coordinator's, and where and how it runs.
+#[derive(Clone)]
+pub struct ReplicaConfig {
+    pub coordinator: CoordinatorConfig,
+    pub settings: ConnectionSettings,
+    pub schema: SchemaName,
+    /// Serve /metrics, /healthz and /readyz on this address (bound before anything is opened).
+    pub metrics_addr: Option<String>,
+    /// Fail at start when the schema is not migrated, instead of waiting for `migrate`.
+    pub exit_if_unmigrated: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How a replica that was asked to stop ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplicaExit {
+    /// Stopped before its lifecycle started: nothing was claimed.
+    StoppedWhileStarting,
+    /// Stopped after running: how the stop went.
+    Stopped(StopReport),
+}
+
+/// Runs a replica until `stop` is tripped (see the module's documentation). An error is one of
+/// the start (an address that cannot be bound, a schema that will not do, a database that
+/// refuses); once running, a replica only stops when asked.
+pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit, ReplicaError> {
+    let ReplicaConfig {
+        coordinator: config,
+        settings,
+        schema,
+        metrics_addr,
+        exit_if_unmigrated,
+    } = config;
+    let schema = &schema;
+    // Bound first, so that probes answer ("starting") while the replica connects, and a busy or
+    // invalid address fails the start before anything is opened.
+    let listener = match &metrics_addr {
+        Some(addr) => Some(crate::observe::http::bind(addr).await.map_err(|error| {
+            StoreError::Config(format!("--metrics-addr {addr}: cannot listen: {error}"))
+        })?),
+        None => None,
+    };
+    let mut observer = None;
+    let mut server = None;
+    if let Some(listener) = listener {
+        let watcher = Observer::new(&config.owner, config.lease, config.cadence);
+        tracing::info!(address = %listener.local_addr()?, "serving /metrics, /healthz and /readyz");
+        server = Some(crate::observe::http::serve(listener, watcher.clone()));
+        observer = Some(watcher);
+    }
+    let start = async {
+        let store = Store::open_replica(
+            &settings,
+            schema,
+            &format!("qlsched run {}", config.owner),
+            crate::lifecycle::REPLICA_POOL_SIZE,
+        )
+        .await?;
+        // The startup checks and recovery's report on a connection of their own, each in a
+        // transaction of its own.
+        let startup = wait_for_schema(
+            &settings,
+            schema,
+            &format!("qlsched run {} startup", config.owner),
+            exit_if_unmigrated,
+        )
+        .await?;
+        run_in_transaction(&startup, schema, Begin::ReadOnly, |client| {
+            Box::pin(check_capability(client, schema, RUNTIME_ROLE))
+        })
+        .await?;
+        log_recovery(&startup, schema).await?;
+        // A server that never vacuums the schedule table slows every claim minute over minute:
+        // said once here, since no replica may vacuum in its place (`store::upkeep`).
+        let upkeep = run_in_transaction(&startup, schema, Begin::ReadOnly, |client| {
+            Box::pin(qlsched_store::upkeep::schedule_upkeep(client))
+        })
+        .await;
+        match upkeep {
+            Ok(upkeep) => {
+                if let Some(warning) = upkeep.warning() {
+                    tracing::warn!("{warning}");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "could not read the schedule table's upkeep"),
+        }
+        drop(startup);
+        crate::lifecycle::register(&store, &config).await?;
+        // The probes' and gauges' pool of one connection, so that a scrape never competes with
+        // a round for a connection.
+        let probes = match observer {
+            Some(_) => Some(
+                Store::open(
+                    &settings,
+                    schema,
+                    &format!("qlsched run {} metrics", config.owner),
+                    1,
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        Ok::<_, StoreError>((store, probes))
+    };
+    let (store, probes) = tokio::select! {
+        store = start => store?,
+        signal = stop.tripped() => {
+            tracing::info!(signal, "stopped while starting: nothing was claimed");
+            return Ok(ReplicaExit::StoppedWhileStarting);
+        }
+    };
+    tracing::info!(
+        owner = %config.owner, batch = %config.batch, lease = %format_duration(config.lease),
+        cadence = %format_duration(config.cadence), database = %settings.describe(), %schema,
+        "replica started"
+    );
+
+    let coordinator = Arc::new(Coordinator::new(store, config));
+    let (events, mut received) = mpsc::unbounded_channel();
+    let store = coordinator.store().clone();
+    if let (Some(observer), Some(probes)) = (&observer, probes) {
+        observer.watch(coordinator.clone(), probes);
+    }
+    let lifecycle = Lifecycle::start(coordinator, Some(events));
+    let mut totals = Totals::default();
+    let mut housekeeping = Housekeeping::default();
+    let mut summary = tokio::time::interval(Duration::from_secs(60));
+    summary.tick().await;
+    let record = |totals: &mut Totals, event: &RoundEvent| {
+        if let Some(observer) = &observer {
+            observer.record(event);
+        }
+        totals.add(event);
+    };
+    loop {
+        tokio::select! {
+            signal = stop.tripped() => {
+                tracing::info!(signal, "stopping: draining the round in flight");
+                break;
+            }
+            Some(event) = received.recv() => record(&mut totals, &event),
+            _ = summary.tick() => {
+                totals.log_and_reset();
+                housekeeping.start_unless_running(&store);
+            }
+        }
+    }
+    housekeeping.abort();
+    let stopped = lifecycle.stop_registered().await;
+    // The round the stop drained reported after the loop above stopped listening: count it, or
+    // the last summary leaves out what that round admitted.
+    while let Ok(event) = received.try_recv() {
+        record(&mut totals, &event);
+    }
+    if let Some(server) = server {
+        server.abort();
+    }
+    totals.log_and_reset();
+    tracing::info!(
+        drained = stopped.drained,
+        released = stopped.released,
+        "replica stopped"
+    );
+    Ok(ReplicaExit::Stopped(stopped))
+}
+
+/// How often a replica waiting for `migrate` looks at the schema again.
+const SCHEMA_POLL: Duration = Duration::from_secs(2);
+
+/// How often a replica still waiting for `migrate` says so again.
+const SCHEMA_REMINDER: Duration = Duration::from_secs(60);
+
+/// Waits until the schema is one this build can run against, looking every [`SCHEMA_POLL`] on a
+/// connection of its own, and saying why once a minute: so that replicas deployed before
+/// `migrate` has run come up by themselves once it has, and the order of a deployment does not
+/// matter. A schema that is missing or behind is waited for (with `exit_if_unmigrated`, exit 78
+/// instead); one that diverges from this build (a changed migration, or one this build does not
+/// know) is not something waiting mends: exit 78 at once.
+async fn wait_for_schema(
+    settings: &ConnectionSettings,
+    schema: &SchemaName,
+    application: &str,
+    exit_if_unmigrated: bool,
+) -> Result<tokio_postgres::Client, StoreError> {
+    let mut said: Option<std::time::Instant> = None;
+    loop {
+        let startup = settings.connect(schema, application).await?;
+        let checked = run_in_transaction(&startup, schema, Begin::ReadOnly, |client| {
+            Box::pin(async move {
+                check_not_behind(client, schema).await?;
+                // Past this point a schema that is not ready is not one to wait for.
+                Ok(check_ready(client, schema).await)
+            })
+        });
+        match checked.await {
+            Ok(ready) => {
+                ready?;
+                if said.is_some() {
+                    tracing::info!(%schema, "the schema is migrated: starting");
+                }
+                return Ok(startup);
+            }
+            Err(StoreError::SchemaNotReady(problem)) if !exit_if_unmigrated => {
+                if said.is_none_or(|at| at.elapsed() >= SCHEMA_REMINDER) {
+                    said = Some(std::time::Instant::now());
+                    tracing::warn!(%problem,
+                        "waiting, not ready, for the schema to be migrated (`qlsched migrate`); \
+                         --exit-if-unmigrated exits 78 instead");
+                }
+            }
+            Err(error) => return Err(error),
+        }
+        drop(startup);
+        tokio::time::sleep(SCHEMA_POLL).await;
+    }
+}
+
+/// Admissions since the last summary line.
+#[derive(Default)]
+struct Totals {
+    rounds: u64,
+    failed: u64,
+    fired: u64,
+    skipped: u64,
+    initialized: u64,
+    misfires: u64,
+    passed_over: u64,
+    fence_lost: u64,
+    definition_refused: u64,
+    unsettled: u64,
+}
+
+impl Totals {
+    fn add(&mut self, event: &RoundEvent) {
+        self.rounds += 1;
+        match event {
+            RoundEvent::Finished { report, .. } => {
+                self.fired += report.fired as u64;
+                self.skipped += report.skipped as u64;
+                self.initialized += report.initialized as u64;
+                self.misfires += report.misfires as u64;
+                self.passed_over += report.occurrences_passed_over;
+                self.fence_lost += report.fence_lost as u64;
+                self.definition_refused += report.definition_refused as u64;
+                self.unsettled += report.unsettled as u64;
+                for run in &report.admitted {
+                    tracing::debug!(trigger = %TriggerName::new(&run.project_id, &run.trigger_id),
+                        run = %run.run.run_id, key = %run.run.idempotency_key, "admitted");
+                }
+            }
+            RoundEvent::Failed { .. } => self.failed += 1,
+        }
+    }
+
+    fn log_and_reset(&mut self) {
+        if self.rounds > 0 {
+            tracing::info!(
+                rounds = self.rounds,
+                failed = self.failed,
+                admitted = self.fired,
+                skipped = self.skipped,
+                initialized = self.initialized,
+                misfires = self.misfires,
+                passed_over = self.passed_over,
+                fence_lost = self.fence_lost,
+                definition_refused = self.definition_refused,
+                unsettled = self.unsettled,
+                "summary"
+            );
+        }
+        *self = Totals::default();
+    }
+}
+
+/// How long a replica's minute of housekeeping may take: a batch of deletes is an index probe
+/// and a few thousand rows at most, so this is long; past it the statement is cancelled and the
+/// next minute tries again.
+pub const HOUSEKEEPING_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The minute's housekeeping task: at most one at a time, never awaited by the loop.
+#[derive(Default)]
+struct Housekeeping(Option<JoinHandle<()>>);
+
+impl Housekeeping {
+    /// Starts a round of housekeeping, unless the last one is still running.
+    fn start_unless_running(&mut self, store: &Store) {
+        if self.0.as_ref().is_none_or(JoinHandle::is_finished) {
+            self.0 = Some(tokio::spawn(housekeep(store.clone())));
+        }
+    }
+
+    fn abort(self) {
+        if let Some(task) = self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// A replica's minute of housekeeping: misfire records and audit rows past their retention
+/// deleted (`store::retention`), a bounded batch from every replica (cheap when there is nothing
+/// to delete: an index probe), and stopped or long-dead replicas forgotten from the registry, so
+/// no table the scheduler owns grows without end.
+async fn housekeep(store: Store) {
+    let done = store
+        .within(HOUSEKEEPING_TIMEOUT, "housekeeping", |client| {
+            Box::pin(async move {
+                let pruned = qlsched_store::misfires::prune(
+                    client,
+                    qlsched_core::MISFIRE_RETENTION_MS,
+                    10_000,
+                )
+                .await?;
+                let forgotten = replicas::forget(client).await?;
+                let pruned = pruned + qlsched_store::retention::prune_audit(client, 10_000).await?;
+                Ok((pruned, forgotten))
+            })
+        })
+        .await;
+    match done {
+        Ok((0, 0)) => {}
+        Ok((pruned, forgotten)) => tracing::info!(
+            history_rows_deleted = pruned,
+            replicas_forgotten = forgotten,
+            "housekeeping"
+        ),
+        Err(error) => tracing::warn!(%error, "housekeeping failed; trying again in a minute"),
+    }
+}
+
+/// Startup recovery (docs/DESIGN.md §4.8): drifted queued runs are logged, never re-admitted, and
+/// the replica still starts.
+async fn log_recovery(
+    client: &tokio_postgres::Client,
+    schema: &SchemaName,
+) -> Result<(), StoreError> {
+    let recovery = run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(recovery_report(client, 20))
+    })
+    .await?;
+    if recovery.drifted == 0 {
+        tracing::info!(
+            pristine = recovery.pristine,
+            "startup recovery: every queued run is pristine"
+        );
+        return Ok(());
+    }
+    tracing::warn!(
+        pristine = recovery.pristine,
+        drifted = recovery.drifted,
+        "startup recovery found drifted runs; they are not re-admitted (see `qlsched inspect recovery`)"
+    );
+    for candidate in &recovery.candidates {
+        tracing::warn!(run = %candidate.run_id, trigger = %TriggerName::new(&candidate.project_id, &candidate.trigger_id),
+            drift = %candidate.drift.join("; "), "recovery candidate");
+    }
+    Ok(())
+}

@@ -1,0 +1,728 @@
+//! The admission: one SERIALIZABLE transaction that re-checks the full claim fence and every
+//! definition a decision was taken on, then writes the queued run, its claimed `remote_worker`
+//! attempt, the `run.created` and `run.queued` events, and advances the schedule, clearing the
+//! claim (docs/DESIGN.md §4.5).
+//!
+//! One file of about 650 lines on purpose: the statement, its parameter list, the retries, the
+//! one-by-one fall-back and the settlement of an unknown outcome are one protocol, and each part
+//! is only correct given the others.
+//!
+//! Shape, chosen for throughput without weakening any of that:
+//! - A claimed batch is admitted by one statement, each row's fence checked in it. A batch that
+//!   fails (a lost fence, a refused row, retries exhausted) falls back to admitting its rows one
+//!   by one, so one stale row never blocks the others and every row gets its own verdict.
+//! - BEGIN, the plan settings, the statement and COMMIT are pipelined: one round trip. The
+//!   statement ends in `admission_complete()`, which raises when a fence failed, so the
+//!   pipelined COMMIT finds an aborted transaction and rolls it back. Nothing of a failed
+//!   admission is ever committed.
+//! - Concurrent admissions of different replicas hold no SIREAD lock on a page another one
+//!   writes, so PostgreSQL's SERIALIZABLE, which tracks reads of index pages at page
+//!   granularity, sees no false read-write conflict between them. Two places would otherwise
+//!   be shared:
+//!   - the schedule rows. Found through `trigger_schedules_pkey`, neighbouring batches lock the
+//!     leaf pages that their non-HOT cursor updates write into. The batch statement finds each
+//!     row by the `ctid` its claim returned instead (`Lookup::Tid`: a TID scan, which locks
+//!     the tuple, not a page) and checks the key and the whole fence on the row there. The
+//!     tuple's lock then goes away: PostgreSQL drops a transaction's SIREAD lock on a tuple
+//!     when the same transaction updates it, and the statement updates each row before it
+//!     reads the next (the UPDATE pulls `fenced` row by row through a nested loop).
+//!   - `runs_pkey`: the foreign keys from attempts and events make the transaction read the
+//!     page its new runs went to. Run ids lead with a shard of the claim owner
+//!     (`core::run_id`), so each replica inserts into, and reads, its own pages.
+//! - That needs one plan shape, and the planner does not always choose it: on a small analyzed
+//!   schedule table it scans the whole table (a SIREAD lock on the relation, which every other
+//!   admission's write conflicts with), and at some sizes it hash-joins, reading every row
+//!   before writing any, so more than `max_pred_locks_per_page` (2) tuple locks on one heap page
+//!   are promoted to a page lock that no write removes. Both were seen. Each admission
+//!   transaction therefore turns off sequential scans, hash joins and merge joins for itself
+//!   (`PIN_PLAN`), which leaves nested loops over TID scans.
+//!   `an_admission_holds_no_predicate_lock_on_the_schedule_table` checks the locks at three
+//!   table sizes, analyzed, with custom and generic plans; it fails without the settings.
+//! - A row that moved since its claim is not found by ctid. Every update of a schedule row moves
+//!   `state_version`, so that is almost always a lost fence; the exception is a table rewrite
+//!   (VACUUM FULL, CLUSTER), which moves rows and not their fences. A row admitted on its own is
+//!   looked up by key when its ctid misses (`Lookup::Key`), so a rewrite costs a batch in
+//!   flight its failed transaction and two per row, and a `FenceLost` verdict
+//!   always means the fence moved.
+//!
+//! `interleaved_admissions_of_neighbouring_rows_all_commit` (tests/integration/admission.rs)
+//! fails if either of the two is undone; docs/PERFORMANCE.md has what they measured.
+
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use deadpool_postgres::ClientWrapper;
+use futures_util::future::join5;
+use serde::Serialize;
+use tokio_postgres::GenericClient;
+use tokio_postgres::types::ToSql;
+use uuid::Uuid;
+
+use super::StoreError;
+use super::claim::ClaimedRow;
+use super::error::{
+    describe_server_error, is_definition_refused, is_fence_lost, is_rejection, is_retryable,
+};
+use super::retry::{ADMISSION, Exhausted, retry};
+use super::sender::{Sender, TRANSACTION_SETTINGS};
+use qlsched_core::Decision;
+
+/// A claimed row together with the decision taken on it.
+#[derive(Debug, Clone)]
+pub struct Admission<'a> {
+    pub row: &'a ClaimedRow,
+    pub decision: Decision,
+    /// Present exactly when the decision fires: a run identity is allocated only for an admission.
+    pub run: Option<RunIdentity>,
+}
+
+/// The identities a fired occurrence is admitted under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunIdentity {
+    pub run_id: Uuid,
+    pub attempt_id: Uuid,
+    pub idempotency_key: String,
+    pub scheduled_for_ms: i64,
+}
+
+/// The verdict on one admission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum AdmissionOutcome {
+    /// The run, its attempt and both events were committed, and the schedule advanced.
+    Admitted(RunIdentity),
+    /// No run (initialize or skip): the schedule advanced and the claim was cleared.
+    Advanced,
+    /// The claim no longer held (expired and taken over, expired by an operator, or a definition
+    /// changed); nothing was written.
+    FenceLost,
+    /// The claim held its fence, and a definition the decision was taken on no longer admits it
+    /// (the project not active, the trigger disabled or changed, the task changed, the execution
+    /// revision's digest not matching its spec): nothing was written. Not a lost race: the claim
+    /// is left to expire, which paces the next attempt, and the fault is reported as itself.
+    DefinitionRefused { reason: String },
+    /// The database refused this occurrence's writes (a constraint, such as a run already holding
+    /// its idempotency key, or the admission's own consistency check); nothing was written. The
+    /// claim is left to expire, which paces the next attempt, and the row never blocks others.
+    Rejected { reason: String },
+    /// Admitted on its own after its batch failed, and not settled: serialization failures
+    /// outlasted the retries, or the database could not be reached (then whether its
+    /// transaction committed is unknown). The claim is released if it still holds, or expires;
+    /// either way a later claim finds the row as this admission left it.
+    Unsettled { reason: String },
+}
+
+/// What admitting a set of rows took.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AdmitStats {
+    pub transactions: u32,
+    pub serialization_retries: u32,
+    pub batch_fallbacks: u32,
+    /// Exchanges with the server the admission waited on: one per pipelined transaction (a failed
+    /// one included: its pipelined COMMIT rolls it back), one per statement this connection had
+    /// not prepared before.
+    pub round_trips: u32,
+}
+
+// Re-lock every claimed row and check its whole fence and every definition its decision was
+// taken on, against database time; then advance the schedule (the fence again in the UPDATE),
+// insert runs, attempts and events, and let admission_complete() raise if any row dropped out.
+// `$find` is how a claimed row is found (`Lookup`); the UPDATE finds it where `held` locked it.
+// What follows the `input` CTE, which `admission_statement` writes from `ADMISSION_INPUT`.
+macro_rules! admit_after_input {
+    ($find:literal) => {
+        concat!(
+            "
+), held AS (
+    -- The claimed row, locked (FOR UPDATE also keeps the planner from pulling the subquery up
+    -- and choosing another access path), then its whole fence; held_tid is where it is now.
+    -- The fence unchanged, its updated_at_ms is the time of the claim, the now it was decided at.
+    SELECT i.*, s.ctid AS held_tid, s.updated_at_ms AS decided_at_ms
+    FROM input i
+    CROSS JOIN LATERAL (
+        SELECT s.*, s.ctid FROM trigger_schedules s WHERE ",
+            $find,
+            " FOR UPDATE
+    ) s
+    WHERE s.trigger_revision = i.trigger_revision
+      AND s.state_version = i.state_version
+      AND s.next_fire_at_ms IS NOT DISTINCT FROM i.cursor_ms
+      AND s.claim_owner = i.owner AND s.claim_token = i.token AND s.claim_version = i.claim_version
+      AND s.claim_expires_at_ms > now_ms()
+      -- Claimable by the definition itself, evaluated under the lock (never the stored fact).
+      AND ",
+            $crate::claim::claimable_now!(),
+            "
+), fenced AS (
+    SELECT i.*, t.task_id, t.misfire_policy
+    FROM held i
+    JOIN projects p ON p.project_id = i.project_id
+    JOIN triggers t ON t.project_id = i.project_id AND t.trigger_id = i.trigger_id
+    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
+    JOIN execution_revisions e ON e.execution_revision_id = k.execution_revision_id
+    -- A row that holds its fence and fails a definition check raises definition_refused
+    -- (QLD01) rather than dropping out as a lost fence would.
+    WHERE CASE
+        WHEN p.status = 'active'
+          AND t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest
+          AND k.revision = i.task_revision AND k.content_digest = i.task_digest
+          AND k.execution_revision_id = i.execution_revision_id
+          AND e.kind = 'remote_worker'
+          AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex')
+        THEN true
+        ELSE admission_definition_refused(i.project_id, i.trigger_id, p.status = 'active',
+            t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest,
+            k.revision = i.task_revision AND k.content_digest = i.task_digest
+                AND k.execution_revision_id = i.execution_revision_id,
+            e.kind = 'remote_worker'
+                AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex'))
+    END
+), advanced AS (
+    -- By the tid held locked, key and fence again. Row by row, each row written before the
+    -- next is read: a nested loop over a TID scan, which PIN_PLAN leaves as the only cheap plan.
+    UPDATE trigger_schedules s
+    SET next_fire_at_ms = f.next_fire_at_ms,
+        -- Accounting for a revision starts at its first cursor: the one an initialization sets.
+        accounted_from_ms = coalesce(s.accounted_from_ms, s.next_fire_at_ms, f.next_fire_at_ms),
+        last_scheduled_at_ms = coalesce(f.scheduled_for_ms, s.last_scheduled_at_ms),
+        state_version = s.state_version + 1,
+        claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+        updated_at_ms = now_ms()
+    FROM fenced f
+    WHERE s.ctid = f.held_tid
+      AND s.project_id = f.project_id AND s.trigger_id = f.trigger_id
+      AND s.state_version = f.state_version AND s.claim_owner = f.owner
+      AND s.claim_token = f.token AND s.claim_version = f.claim_version
+    RETURNING f.*
+), new_runs AS (
+    INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
+                      execution_revision_id, idempotency_key, status, scheduled_for_ms,
+                      created_at_ms, queued_at_ms)
+    SELECT run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
+           execution_revision_id, idempotency_key, 'queued', scheduled_for_ms, now_ms(), now_ms()
+    FROM advanced WHERE run_id IS NOT NULL
+    RETURNING 1
+), new_attempts AS (
+    INSERT INTO attempts (attempt_id, run_id, attempt_no, executor, state, created_at_ms)
+    SELECT attempt_id, run_id, 1, 'remote_worker', 'claimed', now_ms()
+    FROM advanced WHERE run_id IS NOT NULL
+    RETURNING 1
+), new_events AS (
+    INSERT INTO run_events (run_id, seq, type, at_ms, payload)
+    SELECT a.run_id, e.seq, e.type, now_ms(),
+           CASE e.seq
+               WHEN 1 THEN jsonb_build_object(
+                   'idempotency_key', a.idempotency_key, 'scheduled_for_ms', a.scheduled_for_ms,
+                   'decision', a.decision, 'claim_owner', a.owner,
+                   'claim_version', a.claim_version)
+               ELSE jsonb_build_object('attempt_id', a.attempt_id, 'executor', 'remote_worker')
+           END
+    FROM advanced a CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS e(seq, type)
+    WHERE a.run_id IS NOT NULL
+    RETURNING 1
+), new_misfires AS (
+    -- One record for the occurrences a decision passed over, in the transaction that moves the
+    -- cursor past them: every occurrence is a run or inside a record.
+    INSERT INTO misfires (project_id, trigger_id, trigger_revision, first_occurrence_ms,
+                          last_occurrence_ms, occurrences, occurrences_exact, policy, reason,
+                          owner, decided_at_ms, recorded_at_ms)
+    SELECT project_id, trigger_id, trigger_revision, misfire_first_ms, misfire_last_ms,
+           misfire_count, misfire_exact, misfire_policy, misfire_reason, owner, decided_at_ms,
+           now_ms()
+    FROM advanced WHERE misfire_first_ms IS NOT NULL
+    RETURNING 1
+)
+SELECT admission_complete(
+    (SELECT count(*) FROM input), (SELECT count(*) FROM advanced),
+    (SELECT count(*) FROM input WHERE run_id IS NOT NULL), (SELECT count(*) FROM new_runs),
+    (SELECT count(*) FROM new_attempts), (SELECT count(*) FROM new_events))"
+        )
+    };
+}
+
+/// How the admission finds a claimed row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// By the ctid its claim returned (a TID scan), the key checked on the row found there: no
+    /// index page is read, so concurrent admissions share none. A row that moved since its
+    /// claim is not found.
+    Tid,
+    /// By primary key: finds a row wherever it is, so a row a table rewrite moved between
+    /// claim and admission is still admitted, and a row whose fence fails here really lost it.
+    /// Tried for a single row only after its ctid missed: it locks an index page.
+    Key,
+}
+
+impl Lookup {
+    fn statement(self) -> &'static str {
+        match self {
+            Lookup::Tid => &ADMIT_BY_TID,
+            Lookup::Key => &ADMIT_BY_KEY,
+        }
+    }
+}
+
+static ADMIT_BY_TID: LazyLock<String> = LazyLock::new(|| {
+    admission_statement(admit_after_input!(
+        "s.ctid = i.row_tid::tid \
+         AND s.project_id = i.project_id AND s.trigger_id = i.trigger_id"
+    ))
+});
+static ADMIT_BY_KEY: LazyLock<String> = LazyLock::new(|| {
+    admission_statement(admit_after_input!(
+        "s.project_id = i.project_id AND s.trigger_id = i.trigger_id"
+    ))
+});
+
+/// The admission statement: its `input` CTE unnests one parameter per `ADMISSION_INPUT` column,
+/// in that order (`$1` the first), then `rest`. Built once per lookup, at its first use.
+fn admission_statement(rest: &str) -> String {
+    let arrays: Vec<String> = ADMISSION_INPUT
+        .iter()
+        .zip(1..)
+        .map(|((_, sql_type), n)| format!("${n}::{sql_type}[]"))
+        .collect();
+    let names: Vec<&str> = ADMISSION_INPUT.iter().map(|(name, _)| *name).collect();
+    format!(
+        "WITH input AS (\n    SELECT * FROM unnest({})\n        AS i({}){rest}",
+        arrays.join(", "),
+        names.join(", ")
+    )
+}
+
+const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
+
+// The plan the admission relies on (module docs): every join a nested loop, so each row is
+// written before the next is read, and no sequential scan, so each schedule row is reached by
+// TID. Left to itself the planner takes a sequential scan on a small schedule table (a SIREAD
+// lock on the whole relation) and, at some sizes, a hash join that reads every row first.
+// Transaction-local: the COMMIT or rollback that follows resets them.
+const PIN_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), \
+    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
+const COMMIT: &str = "COMMIT";
+
+/// Admits every admission given; one outcome per admission, in order. Fence losses are outcomes,
+/// not errors. An error means nothing was committed: the database could not be asked, or, for a
+/// single admission, its retries ran out ([`StoreError::RetriesExhausted`]).
+///
+/// A claimed set of several rows is admitted in one transaction, rows found by ctid. If that
+/// fails (a lost fence, a refused row, retries exhausted), each row is admitted on its own
+/// (`admit_one`) and gets its own verdict, so one stale row never blocks the others; a row
+/// that cannot be settled then is [`AdmissionOutcome::Unsettled`], since rows before it may
+/// have committed.
+pub async fn admit(
+    client: &ClientWrapper,
+    sender: &Sender,
+    admissions: &[Admission<'_>],
+    stats: &mut AdmitStats,
+) -> Result<Vec<AdmissionOutcome>, StoreError> {
+    match admissions {
+        [] => return Ok(Vec::new()),
+        [single] => return Ok(vec![admit_one(client, sender, single, stats).await?]),
+        _ => {}
+    }
+    match admit_with_retries(client, sender, admissions, Lookup::Tid, stats).await {
+        Ok(Verdict::Committed) => {
+            return Ok(admissions.iter().map(committed_outcome).collect());
+        }
+        Ok(Verdict::FenceLost | Verdict::DefinitionRefused(_) | Verdict::Rejected(_))
+        | Err(StoreError::RetriesExhausted { .. }) => {
+            stats.batch_fallbacks += 1;
+        }
+        Err(other) => return Err(other),
+    }
+    let mut outcomes = Vec::with_capacity(admissions.len());
+    let mut unreachable: Option<String> = None;
+    for admission in admissions {
+        if let Some(reason) = &unreachable {
+            outcomes.push(AdmissionOutcome::Unsettled {
+                reason: format!("not tried: {reason}"),
+            });
+            continue;
+        }
+        outcomes.push(match admit_one(client, sender, admission, stats).await {
+            Ok(outcome) => outcome,
+            Err(error @ StoreError::RetriesExhausted { .. }) => AdmissionOutcome::Unsettled {
+                reason: error.to_string(),
+            },
+            Err(error) => {
+                let reason = error.to_string();
+                unreachable = Some(reason.clone());
+                AdmissionOutcome::Unsettled { reason }
+            }
+        });
+    }
+    Ok(outcomes)
+}
+
+/// Admits one row: found by ctid, and if not found there, by key, so that a row a table rewrite
+/// moved is admitted all the same and `FenceLost` always means the fence moved. The ctid comes
+/// first because the lookup by key locks an index page other admissions write, and a row is
+/// admitted on its own exactly when its batch failed, often for conflicts.
+async fn admit_one(
+    client: &ClientWrapper,
+    sender: &Sender,
+    admission: &Admission<'_>,
+    stats: &mut AdmitStats,
+) -> Result<AdmissionOutcome, StoreError> {
+    let single = std::slice::from_ref(admission);
+    let mut verdict = admit_with_retries(client, sender, single, Lookup::Tid, stats).await?;
+    if matches!(verdict, Verdict::FenceLost) {
+        verdict = admit_with_retries(client, sender, single, Lookup::Key, stats).await?;
+    }
+    Ok(match verdict {
+        Verdict::Committed => committed_outcome(admission),
+        Verdict::FenceLost => AdmissionOutcome::FenceLost,
+        Verdict::DefinitionRefused(reason) => AdmissionOutcome::DefinitionRefused { reason },
+        Verdict::Rejected(reason) => AdmissionOutcome::Rejected { reason },
+    })
+}
+
+fn committed_outcome(admission: &Admission<'_>) -> AdmissionOutcome {
+    match &admission.run {
+        Some(run) => AdmissionOutcome::Admitted(run.clone()),
+        None => AdmissionOutcome::Advanced,
+    }
+}
+
+enum Verdict {
+    Committed,
+    FenceLost,
+    DefinitionRefused(String),
+    Rejected(String),
+}
+
+async fn admit_with_retries(
+    client: &ClientWrapper,
+    sender: &Sender,
+    admissions: &[Admission<'_>],
+    lookup: Lookup,
+    stats: &mut AdmitStats,
+) -> Result<Verdict, StoreError> {
+    let trips = AtomicU32::new(0);
+    let trips = &trips;
+    // A lost fence, a refused definition or a rejected row is a verdict, not a failure to retry.
+    let tried = retry(&ADMISSION, is_retryable, move |_| async move {
+        let mut round_trips = 0;
+        let done = admit_once(client, sender, admissions, lookup, &mut round_trips).await;
+        trips.fetch_add(round_trips, Ordering::Relaxed);
+        match done {
+            Ok(()) => Ok(Verdict::Committed),
+            Err(error) if is_fence_lost(&error) => Ok(Verdict::FenceLost),
+            Err(error) if is_definition_refused(&error) => {
+                Ok(Verdict::DefinitionRefused(describe_server_error(&error)))
+            }
+            Err(error) if is_rejection(&error) => {
+                Ok(Verdict::Rejected(StoreError::from_db(error).to_string()))
+            }
+            Err(error) => Err(error),
+        }
+    })
+    .await;
+    stats.round_trips += trips.load(Ordering::Relaxed);
+    stats.transactions += tried.attempts;
+    stats.serialization_retries += tried.attempts - 1;
+    match tried.result {
+        Ok(verdict) => Ok(verdict),
+        Err(Exhausted::RanOut(error)) => Err(StoreError::RetriesExhausted {
+            what: "admission",
+            attempts: tried.attempts,
+            last: describe_server_error(&error),
+        }),
+        Err(Exhausted::Failed(error)) => Err(StoreError::from_db(error)),
+    }
+}
+
+/// The admission statement alone (rows found by ctid, as [`admit`] first tries), in a
+/// transaction the caller opened, which must be SERIALIZABLE: for tests and fault drills that
+/// interleave admissions step by step. It raises as [`admit`]'s transaction does (a lost fence
+/// is `QLF01`) and leaves the commit to the caller. [`admit`] is what a replica runs.
+#[doc(hidden)]
+pub async fn admit_in_transaction(
+    transaction: &impl GenericClient,
+    admissions: &[Admission<'_>],
+) -> Result<(), StoreError> {
+    let columns = Columns::of(admissions);
+    transaction
+        .query_one(PIN_PLAN, &[])
+        .await
+        .map_err(StoreError::from_db)?;
+    transaction
+        .query_one(Lookup::Tid.statement(), &columns.params())
+        .await
+        .map_err(StoreError::from_db)?;
+    Ok(())
+}
+
+// What became of admissions whose outcome the replica could not learn (the connection died with
+// the COMMIT in flight, or the reply was lost): for each, whether its run exists (by run id, which
+// is allocated once per decision, so another replica's run of the same occurrence does not count),
+// whether its claim is still on the row (owner, token, version), and the row's cursor now.
+const SETTLE: &str = "SELECT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = i.run_id),
+        coalesce(s.claim_owner = i.owner AND s.claim_token = i.token
+                 AND s.claim_version = i.claim_version, false),
+        s.next_fire_at_ms
+    FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::int8[])
+         WITH ORDINALITY AS i(project_id, trigger_id, run_id, owner, token, claim_version, ord)
+    LEFT JOIN trigger_schedules s ON s.project_id = i.project_id AND s.trigger_id = i.trigger_id
+    ORDER BY i.ord";
+
+/// What the database says became of one admission whose outcome was unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settlement {
+    /// `Admitted` or `Advanced` when it committed; `FenceLost` when it did not and its claim is
+    /// gone (expired and taken over, or expired by an operator); `Unsettled` when it did not
+    /// commit and the claim is still this replica's, to give back.
+    pub outcome: AdmissionOutcome,
+    pub claim_held: bool,
+}
+
+/// Learns, on a connection that works, whether admissions whose reply never came committed:
+/// never guessed. A fired occurrence committed exactly when its run exists; an advance without a
+/// run (initialize, skip) committed when the claim is gone and the cursor is the decision's. A
+/// transaction still committing on the server while this asks is read as not committed; the
+/// claim's release that follows is fenced, so it then changes nothing.
+pub async fn settle(
+    client: &impl GenericClient,
+    admissions: &[Admission<'_>],
+) -> Result<Vec<Settlement>, StoreError> {
+    let column = |f: fn(&Admission<'_>) -> String| admissions.iter().map(f).collect::<Vec<_>>();
+    let projects = column(|a| a.row.project_id.clone());
+    let triggers = column(|a| a.row.trigger_id.clone());
+    let owners = column(|a| a.row.fence.owner.clone());
+    let run_ids: Vec<Option<Uuid>> = admissions
+        .iter()
+        .map(|a| a.run.as_ref().map(|r| r.run_id))
+        .collect();
+    let tokens: Vec<Uuid> = admissions.iter().map(|a| a.row.fence.token).collect();
+    let versions: Vec<i64> = admissions.iter().map(|a| a.row.fence.version).collect();
+    let rows = client
+        .query(
+            SETTLE,
+            &[&projects, &triggers, &run_ids, &owners, &tokens, &versions],
+        )
+        .await?;
+    Ok(admissions
+        .iter()
+        .zip(&rows)
+        .map(|(admission, row)| {
+            let run_exists: bool = row.get(0);
+            let claim_held: bool = row.get(1);
+            let cursor: Option<i64> = row.get(2);
+            let outcome = match &admission.run {
+                Some(run) if run_exists => AdmissionOutcome::Admitted(run.clone()),
+                None if !claim_held && cursor == Some(admission.decision.next_fire_at_ms()) => {
+                    AdmissionOutcome::Advanced
+                }
+                _ if claim_held => AdmissionOutcome::Unsettled {
+                    reason: "not committed; the claim is given back".to_owned(),
+                },
+                _ => AdmissionOutcome::FenceLost,
+            };
+            Settlement {
+                outcome,
+                claim_held,
+            }
+        })
+        .collect())
+}
+
+/// One pipelined round trip: BEGIN, the schema's settings, the plan settings, the admission
+/// statement, COMMIT.
+async fn admit_once(
+    client: &ClientWrapper,
+    sender: &Sender,
+    admissions: &[Admission<'_>],
+    lookup: Lookup,
+    round_trips: &mut u32,
+) -> Result<(), tokio_postgres::Error> {
+    let begin = sender
+        .ready(client, BEGIN_SERIALIZABLE, round_trips)
+        .await?;
+    let settings = sender
+        .ready(client, TRANSACTION_SETTINGS, round_trips)
+        .await?;
+    let pin = sender.ready(client, PIN_PLAN, round_trips).await?;
+    let admit = sender
+        .ready(client, lookup.statement(), round_trips)
+        .await?;
+    let commit = sender.ready(client, COMMIT, round_trips).await?;
+    *round_trips += 1;
+    let columns = Columns::of(admissions);
+    let params = columns.params();
+    // join polls in order, so the requests leave in order on the one connection.
+    let (began, set, pinned, admitted, committed) = join5(
+        begin.execute(client, &[]),
+        sender.settings(client, &settings),
+        pin.query_one(client, &[]),
+        admit.query_one(client, &params),
+        commit.execute(client, &[]),
+    )
+    .await;
+    // The first error is the cause; after it the pipelined COMMIT found the transaction aborted
+    // and ended it as a rollback.
+    began?;
+    set?;
+    pinned?;
+    admitted?;
+    committed?;
+    Ok(())
+}
+
+/// Declares the admission's input once: each column's name, the Rust type of its values and its
+/// SQL type. From it come `ADMISSION_INPUT` (which `admission_statement` writes the `unnest(...)
+/// AS i(...)` from), [`Columns`] and [`Columns::params`], so a parameter's position, name and
+/// type cannot disagree between the statement and the values bound to it.
+macro_rules! admission_input {
+    ($($name:ident: $rust:ty => $sql:literal),+ $(,)?) => {
+        /// The admission's input columns in parameter order: (column, SQL element type).
+        const ADMISSION_INPUT: &[(&str, &str)] = &[$((stringify!($name), $sql)),+];
+
+        /// The admission statement's parameters, column by column.
+        struct Columns {
+            $($name: Vec<$rust>,)+
+        }
+
+        impl Columns {
+            fn with_capacity(n: usize) -> Self {
+                Columns {
+                    $($name: Vec::with_capacity(n),)+
+                }
+            }
+
+            fn params(&self) -> [&(dyn ToSql + Sync); ADMISSION_INPUT.len()] {
+                [$(&self.$name),+]
+            }
+
+            /// How many values each column holds: all equal, or `unnest` would pad the short
+            /// ones with NULLs without a word.
+            fn lengths(&self) -> [usize; ADMISSION_INPUT.len()] {
+                [$(self.$name.len()),+]
+            }
+
+            /// Whether each column's values can be bound to its SQL array type, in order.
+            #[cfg(test)]
+            fn binds() -> Vec<(&'static str, bool)> {
+                vec![$((
+                    stringify!($name),
+                    <Vec<$rust> as ToSql>::accepts(&tests::array_type($sql)),
+                )),+]
+            }
+        }
+    };
+}
+
+admission_input! {
+    project_id: String => "text",
+    trigger_id: String => "text",
+    trigger_revision: i64 => "int8",
+    state_version: i64 => "int8",
+    cursor_ms: Option<i64> => "int8",
+    owner: String => "text",
+    token: Uuid => "uuid",
+    claim_version: i64 => "int8",
+    trigger_digest: String => "text",
+    task_revision: i64 => "int8",
+    task_digest: String => "text",
+    execution_revision_id: Uuid => "uuid",
+    next_fire_at_ms: i64 => "int8",
+    scheduled_for_ms: Option<i64> => "int8",
+    run_id: Option<Uuid> => "uuid",
+    attempt_id: Option<Uuid> => "uuid",
+    idempotency_key: Option<String> => "text",
+    decision: String => "text",
+    row_tid: String => "text",
+    misfire_first_ms: Option<i64> => "int8",
+    misfire_last_ms: Option<i64> => "int8",
+    misfire_count: Option<i64> => "int8",
+    misfire_exact: Option<bool> => "bool",
+    misfire_reason: Option<&'static str> => "text",
+}
+
+impl Columns {
+    fn of(admissions: &[Admission<'_>]) -> Self {
+        let mut c = Columns::with_capacity(admissions.len());
+        for Admission { row, decision, run } in admissions {
+            let d = &row.definition;
+            c.project_id.push(row.project_id.clone());
+            c.trigger_id.push(row.trigger_id.clone());
+            c.trigger_revision.push(row.trigger_revision);
+            c.state_version.push(row.state_version);
+            c.cursor_ms.push(row.cursor_ms);
+            c.owner.push(row.fence.owner.clone());
+            c.token.push(row.fence.token);
+            c.claim_version.push(row.fence.version);
+            c.trigger_digest.push(d.trigger_digest.clone());
+            c.task_revision.push(d.task_revision);
+            c.task_digest.push(d.task_digest.clone());
+            c.execution_revision_id.push(d.execution_revision_id);
+            c.next_fire_at_ms.push(decision.next_fire_at_ms());
+            c.scheduled_for_ms
+                .push(run.as_ref().map(|r| r.scheduled_for_ms));
+            c.run_id.push(run.as_ref().map(|r| r.run_id));
+            c.attempt_id.push(run.as_ref().map(|r| r.attempt_id));
+            c.idempotency_key
+                .push(run.as_ref().map(|r| r.idempotency_key.clone()));
+            c.decision.push(decision_label(decision).to_owned());
+            c.row_tid.push(row.row_tid.clone());
+            let span = decision.passed_over();
+            c.misfire_first_ms.push(span.map(|s| s.first_ms));
+            c.misfire_last_ms.push(span.map(|s| s.last_ms));
+            c.misfire_count
+                .push(span.map(|s| i64::try_from(s.count).unwrap_or(i64::MAX)));
+            c.misfire_exact.push(span.map(|s| s.count_exact));
+            c.misfire_reason.push(span.map(|s| s.reason.as_str()));
+        }
+        debug_assert!(
+            c.lengths().iter().all(|&n| n == admissions.len()),
+            "an admission column was left short: {:?}",
+            c.lengths()
+        );
+        c
+    }
+}
+
+/// The label recorded in the `run.created` event: on time, or the one occurrence a misfire admits.
+fn decision_label(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::Fire { misfired: true, .. } => "fire_once_misfire",
+        other => other.kind(),
+    }
+}
+
+super::statements::statements! {
+    BEGIN_SERIALIZABLE: Runtime | Admin,
+    PIN_PLAN: Runtime | Admin,
+    ADMIT_BY_TID = { Lookup::Tid.statement() }: Runtime | Admin,
+    ADMIT_BY_KEY = { Lookup::Key.statement() }: Runtime | Admin,
+    COMMIT: Runtime | Admin,
+    SETTLE: Runtime,
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio_postgres::types::Type;
+
+    use super::*;
+
+    /// The array type of a column whose elements are `sql`.
+    pub(super) fn array_type(sql: &str) -> Type {
+        match sql {
+            "text" => Type::TEXT_ARRAY,
+            "int8" => Type::INT8_ARRAY,
+            "uuid" => Type::UUID_ARRAY,
+            "bool" => Type::BOOL_ARRAY,
+            other => panic!("no array type for {other} here"),
+        }
+    }
+
+    #[test]
+    fn every_admission_column_binds_to_its_sql_type() {
+        let binds = Columns::binds();
+        assert_eq!(binds.len(), ADMISSION_INPUT.len());
+        for ((name, binds), (column, sql_type)) in binds.iter().zip(ADMISSION_INPUT) {
+            assert_eq!(name, column);
+            assert!(binds, "{name}'s values do not bind to {sql_type}[]");
+        }
+    }
+}

@@ -1,0 +1,477 @@
+//! Opening one connection: host by host as libpq does, each within `connect_timeout`, with
+//! `sslmode`'s fall-backs, the password file, and `target_session_attrs` checked on each.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_postgres::config::{Host, LoadBalanceHosts, SslMode as DriverSslMode};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Config, SimpleQueryMessage, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::parse::default_socket_dir;
+use super::{ConnectionSettings, SchemaName, SessionAttrs};
+use crate::StoreError;
+use crate::passfile;
+use crate::tls::SslMode;
+
+/// A connection as the driver returns it: every connection qlsched opens has this type, TLS or
+/// not, so that pools and single connections share one connector.
+type Connection =
+    tokio_postgres::Connection<Socket, <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream>;
+type Opened = (Client, Connection);
+
+/// One entry of the host list, as libpq tries them in turn.
+#[derive(Debug, Clone)]
+pub(super) struct Target {
+    host: Option<Host>,
+    hostaddr: Option<IpAddr>,
+    port: u16,
+}
+
+impl Target {
+    /// The name the server is known by: for the certificate check, the password file, messages.
+    fn name(&self) -> String {
+        match (&self.host, self.hostaddr) {
+            (Some(Host::Tcp(name)), _) => name.clone(),
+            (Some(Host::Unix(path)), _) => path.display().to_string(),
+            (None, Some(addr)) => addr.to_string(),
+            (None, None) => "localhost".to_owned(),
+        }
+    }
+
+    fn is_socket(&self) -> bool {
+        matches!(self.host, Some(Host::Unix(_))) && self.hostaddr.is_none()
+    }
+}
+
+impl ConnectionSettings {
+    /// Opens one connection outside any pool (migrations, the demo's admin work): the first
+    /// host, in list order, whose session is what `target_session_attrs` asks for.
+    pub async fn connect(
+        &self,
+        schema: &SchemaName,
+        application_name: &str,
+    ) -> Result<Client, StoreError> {
+        let base = self.driver_config(application_name);
+        let mut failures = Vec::new();
+        for &wanted in self.session_attrs.passes() {
+            // A later pass starts afresh: what the earlier one refused is no longer the reason.
+            failures.clear();
+            for target in self.targets() {
+                match self
+                    .open_session(&base, &target, wanted, schema, Drive::Alone)
+                    .await
+                {
+                    Ok((client, _task)) => return Ok(client),
+                    Err(failure) => failures.push(self.host_failure(failure, &target)),
+                }
+            }
+        }
+        Err(combine(failures))
+    }
+
+    /// One host, within `connect_timeout` (TCP, TLS, authentication and the session check
+    /// together), its connection driven by a task of its own, and its session checked against
+    /// `wanted`, then given `schema`'s session settings unless a transaction-mode pooler is in
+    /// between ([`SchemaName::session_settings`]).
+    pub(super) async fn open_session(
+        &self,
+        base: &Config,
+        target: &Target,
+        wanted: SessionAttrs,
+        schema: &SchemaName,
+        drive: Drive,
+    ) -> Result<(Client, JoinHandle<()>), HostFailure> {
+        let driver = |error| {
+            HostFailure::Driver(Failed {
+                error,
+                passfile: None,
+                refused_certificate: None,
+            })
+        };
+        let attempt = async {
+            let (client, connection) = self
+                .open_target(base, target)
+                .await
+                .map_err(HostFailure::Driver)?;
+            let task = drive.spawn(connection);
+            match session_mismatch(&client, wanted).await {
+                Ok(None) => {
+                    if self.pooler.keeps_sessions() {
+                        client
+                            .batch_execute(&schema.session_settings())
+                            .await
+                            .map_err(driver)?;
+                    }
+                    Ok((client, task))
+                }
+                Ok(Some(reason)) => Err(HostFailure::Mismatch { client, reason }),
+                Err(error) => Err(driver(error)),
+            }
+        };
+        match self.connect_timeout {
+            Some(limit) => tokio::time::timeout(limit, attempt)
+                .await
+                .unwrap_or(Err(HostFailure::TimedOut(limit))),
+            None => attempt.await,
+        }
+    }
+
+    /// A host's failure as the error a command reports.
+    fn host_failure(&self, failure: HostFailure, target: &Target) -> StoreError {
+        match failure {
+            HostFailure::Driver(failed) => self.failure(failed, target),
+            HostFailure::TimedOut(limit) => StoreError::Unavailable(format!(
+                "{}: no answer within {} s (connect_timeout, which bounds the TCP connection, \
+                 the TLS handshake and authentication together)",
+                self.describe_target(target),
+                limit.as_secs()
+            )),
+            HostFailure::Mismatch { reason, .. } => {
+                StoreError::Unavailable(format!("{}: {reason}", self.describe_target(target)))
+            }
+        }
+    }
+
+    /// The host list in the order to try it (shuffled for `load_balance_hosts=random`).
+    pub(super) fn targets(&self) -> Vec<Target> {
+        let hosts = self.config.get_hosts();
+        let hostaddrs = self.config.get_hostaddrs();
+        let ports = self.config.get_ports();
+        let count = hosts.len().max(hostaddrs.len());
+        let mut targets = (0..count)
+            .map(|i| Target {
+                host: hosts.get(i).cloned(),
+                hostaddr: hostaddrs.get(i).copied(),
+                port: ports.get(i).or(ports.first()).copied().unwrap_or(5432),
+            })
+            .collect::<Vec<_>>();
+        if self.config.get_load_balance_hosts() == LoadBalanceHosts::Random {
+            // Fisher-Yates with a v4 UUID's random bytes: no other randomness is needed here.
+            let bytes = uuid::Uuid::new_v4().into_bytes();
+            for i in (1..targets.len()).rev() {
+                let j = usize::from(bytes[i % bytes.len()]) % (i + 1);
+                targets.swap(i, j);
+            }
+        }
+        targets
+    }
+
+    /// `base` narrowed to one host, with the password file's password for it when none is
+    /// given (and the file's path, to say where a refused password came from).
+    fn config_for(&self, base: &Config, target: &Target) -> (Config, Option<PathBuf>) {
+        let mut config = Config::new();
+        if let Some(user) = base.get_user() {
+            config.user(user);
+        }
+        if let Some(dbname) = base.get_dbname() {
+            config.dbname(dbname);
+        }
+        if let Some(options) = base.get_options() {
+            config.options(options);
+        }
+        if let Some(name) = base.get_application_name() {
+            config.application_name(name);
+        }
+        match &target.host {
+            Some(Host::Tcp(name)) => {
+                config.host(name);
+            }
+            Some(Host::Unix(path)) => {
+                config.host_path(path);
+            }
+            None => {}
+        }
+        if let Some(addr) = target.hostaddr {
+            config.hostaddr(addr);
+        }
+        config.port(target.port);
+        if let Some(timeout) = base.get_connect_timeout() {
+            config.connect_timeout(*timeout);
+        }
+        if let Some(timeout) = base.get_tcp_user_timeout() {
+            config.tcp_user_timeout(*timeout);
+        }
+        config.keepalives(base.get_keepalives());
+        config.keepalives_idle(base.get_keepalives_idle());
+        if let Some(interval) = base.get_keepalives_interval() {
+            config.keepalives_interval(interval);
+        }
+        if let Some(retries) = base.get_keepalives_retries() {
+            config.keepalives_retries(retries);
+        }
+        config.channel_binding(base.get_channel_binding());
+        config.ssl_negotiation(base.get_ssl_negotiation());
+        let mut from_file = None;
+        match base.get_password() {
+            Some(password) => {
+                config.password(password);
+            }
+            None => {
+                if let Some(path) = &self.passfile
+                    && let Some(password) = passfile::password(
+                        path,
+                        passfile::Lookup {
+                            host: &passfile_host(target),
+                            port: target.port,
+                            dbname: base.get_dbname().unwrap_or_default(),
+                            user: base.get_user().unwrap_or_default(),
+                        },
+                    )
+                {
+                    config.password(password);
+                    from_file = Some(path.clone());
+                }
+            }
+        }
+        (config, from_file)
+    }
+
+    /// One host, with `sslmode`'s fall-backs as libpq makes them: `allow` goes on with TLS when
+    /// the server refuses the plain connection, `prefer` goes on without TLS when the handshake
+    /// fails. A Unix socket never speaks TLS (libpq ignores `sslmode` there).
+    pub(super) async fn open_target(
+        &self,
+        base: &Config,
+        target: &Target,
+    ) -> Result<Opened, Failed> {
+        let (mut config, from_file) = self.config_for(base, target);
+        let tls = self.tls.connector.clone();
+        let mode = if target.is_socket() {
+            SslMode::Disable
+        } else {
+            self.ssl_mode
+        };
+        let first = match mode {
+            SslMode::Disable | SslMode::Allow => DriverSslMode::Disable,
+            SslMode::Prefer => DriverSslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => DriverSslMode::Require,
+        };
+        config.ssl_mode(first);
+        let error = match config.connect(tls.clone()).await {
+            Ok(opened) => return Ok(opened),
+            Err(error) => error,
+        };
+        let second = match mode {
+            SslMode::Allow if error.as_db_error().is_some() => DriverSslMode::Require,
+            SslMode::Prefer if is_handshake_failure(&error) => DriverSslMode::Disable,
+            _ => {
+                return Err(Failed {
+                    error,
+                    passfile: from_file,
+                    refused_certificate: None,
+                });
+            }
+        };
+        tracing::debug!(host = %target.name(), %error, ?second, "sslmode fall-back");
+        // Kept for the message should the plain attempt fail too: "no encryption" alone would
+        // hide that TLS was tried and why it failed.
+        let refused_certificate = self.tls.certificate_failure(&error, &target.name());
+        config.ssl_mode(second);
+        config.connect(tls).await.map_err(|error| Failed {
+            error,
+            passfile: from_file,
+            refused_certificate,
+        })
+    }
+
+    /// A driver error while connecting to `target`, classified and described.
+    fn failure(&self, failed: Failed, target: &Target) -> StoreError {
+        let Failed {
+            error,
+            passfile,
+            refused_certificate,
+        } = failed;
+        let place = match refused_certificate {
+            Some(what) => format!(
+                "{} (with TLS first: {what}; then without TLS, as sslmode=prefer does)",
+                self.describe_target(target)
+            ),
+            None => self.describe_target(target),
+        };
+        if let Some(what) = self.tls.certificate_failure(&error, &target.name()) {
+            return StoreError::Untrusted(format!("{place}: {what}"));
+        }
+        let chain = crate::error::error_chain(&error);
+        if chain.contains("server does not support TLS") {
+            return StoreError::Unavailable(format!(
+                "{place}: the server does not accept TLS connections, and sslmode={} requires TLS",
+                self.ssl_mode
+            ));
+        }
+        match StoreError::from_db(error) {
+            StoreError::Unavailable(message) => {
+                StoreError::Unavailable(format!("{place}: {message}"))
+            }
+            StoreError::PermissionDenied(message) => StoreError::PermissionDenied(match passfile {
+                Some(path) => format!(
+                    "{place}: {message} (the password came from the password file {})",
+                    path.display()
+                ),
+                None => format!("{place}: {message}"),
+            }),
+            other => other,
+        }
+    }
+
+    fn describe_target(&self, target: &Target) -> String {
+        format!(
+            "{}@{}:{}/{}",
+            self.user(),
+            target.name(),
+            target.port,
+            self.dbname()
+        )
+    }
+}
+
+/// Who drives a connection's I/O once it is open: its task ends when the connection does, and
+/// says so at the level that matters to the holder.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Drive {
+    /// A connection of its own ([`ConnectionSettings::connect`]): its end is routine.
+    Alone,
+    /// A pooled connection: its end, when not asked for, is worth a warning.
+    Pooled,
+}
+
+impl Drive {
+    fn spawn(self, connection: Connection) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                match self {
+                    Drive::Alone => tracing::debug!(%error, "connection closed"),
+                    Drive::Pooled => tracing::warn!(%error, "pooled connection closed"),
+                }
+            }
+        })
+    }
+}
+
+/// Why a host was passed over.
+pub(super) enum HostFailure {
+    /// The driver could not open a connection there.
+    Driver(Failed),
+    /// Nothing within `connect_timeout`.
+    TimedOut(Duration),
+    /// A session was opened, and it is not what `target_session_attrs` asks for: `reason` says
+    /// what it is instead. The client is kept for the pool, which can report only a driver error
+    /// (see [`refusal`]).
+    Mismatch { client: Client, reason: String },
+}
+
+const READ_ONLY_PROBE: &str = "SHOW transaction_read_only";
+const STANDBY_PROBE: &str = "SELECT pg_is_in_recovery()";
+
+/// Why `client`'s session is not what `wanted` asks for, or `None` when it is: one simple query
+/// (no statement to prepare), none for `any`. As libpq: writability is `transaction_read_only`,
+/// being a standby is `pg_is_in_recovery()`.
+async fn session_mismatch(
+    client: &Client,
+    wanted: SessionAttrs,
+) -> Result<Option<String>, tokio_postgres::Error> {
+    let (query, yes) = match wanted {
+        SessionAttrs::Any | SessionAttrs::PreferStandby => return Ok(None),
+        SessionAttrs::ReadWrite | SessionAttrs::ReadOnly => (READ_ONLY_PROBE, "on"),
+        SessionAttrs::Primary | SessionAttrs::Standby => (STANDBY_PROBE, "t"),
+    };
+    let value = client
+        .simple_query(query)
+        .await?
+        .into_iter()
+        .find_map(|message| match message {
+            SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+            _ => None,
+        });
+    let flag = value.as_deref() == Some(yes);
+    let reason = match (wanted, flag) {
+        (SessionAttrs::ReadWrite, true) => {
+            "server is read-only (a standby?), and target_session_attrs=read-write wants writes"
+        }
+        (SessionAttrs::ReadOnly, false) => {
+            "server accepts writes, and target_session_attrs=read-only wants a read-only one"
+        }
+        (SessionAttrs::Primary, true) => {
+            "server is a standby (in recovery), and target_session_attrs=primary wants the primary"
+        }
+        (SessionAttrs::Standby, false) => {
+            "server is a primary (not in recovery), and target_session_attrs=standby wants a standby"
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(reason.to_owned()))
+}
+
+/// The error the pool reports when every host was passed over for its session: the pool's
+/// connector can return only a driver error, so the server the last mismatch was found on raises
+/// it (SQLSTATE 08004, the server rejected the connection: a connection failure, exit 69).
+/// `None` should the server not raise it.
+pub(super) async fn refusal(client: &Client, reason: &str) -> Option<tokio_postgres::Error> {
+    let message = reason.replace('\'', "''");
+    client
+        .batch_execute(&format!(
+            "DO $refusal$ BEGIN RAISE EXCEPTION USING MESSAGE = '{message}', ERRCODE = '08004'; \
+             END $refusal$"
+        ))
+        .await
+        .err()
+}
+
+/// A host's attempt that failed, with what the message needs besides the driver's error.
+pub(super) struct Failed {
+    pub(super) error: tokio_postgres::Error,
+    /// The password file the password came from, if it did.
+    passfile: Option<PathBuf>,
+    /// Under `prefer`, why the TLS attempt before the plain one failed, if a certificate was
+    /// refused.
+    refused_certificate: Option<String>,
+}
+
+/// The failures of every host, as one error: the first that is not "unavailable" (a refused
+/// password or certificate says more than a host that did not answer), else all of them.
+fn combine(mut failures: Vec<StoreError>) -> StoreError {
+    if let Some(at) = failures
+        .iter()
+        .position(|failure| !matches!(failure, StoreError::Unavailable(_)))
+    {
+        return failures.swap_remove(at);
+    }
+    if failures.len() == 1 {
+        return failures.swap_remove(0);
+    }
+    StoreError::Unavailable(
+        failures
+            .iter()
+            .map(|failure| match failure {
+                StoreError::Unavailable(message) => message.clone(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
+/// A failed TLS handshake (as opposed to a refused login or a closed socket): what makes libpq's
+/// `prefer` try again without TLS. tokio-postgres has no public error kind, only its message.
+fn is_handshake_failure(error: &tokio_postgres::Error) -> bool {
+    error
+        .to_string()
+        .starts_with("error performing TLS handshake")
+}
+
+/// The host name the password file is searched for: as libpq, the default socket directory
+/// counts as `localhost`.
+fn passfile_host(target: &Target) -> String {
+    match &target.host {
+        Some(Host::Unix(path)) if path == Path::new(default_socket_dir()) => "localhost".to_owned(),
+        _ => target.name(),
+    }
+}
+
+crate::statements::statements! {
+    READ_ONLY_PROBE: Owner,
+    STANDBY_PROBE: Owner,
+}

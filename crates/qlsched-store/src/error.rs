@@ -1,0 +1,295 @@
+//! The store layer's errors: kinds of failure, which `cli::error` maps to the exit statuses of
+//! docs/DESIGN.md §5.4.
+//!
+//! PostgreSQL reports what went wrong as a SQLSTATE; [`StoreError::from_db`] is the one place
+//! that reads it, so every caller sees the same classification.
+
+use tokio_postgres::error::SqlState;
+
+/// SQLSTATE raised by the admission statement when a claim fence no longer holds.
+pub(crate) const FENCE_LOST_SQLSTATE: &str = "QLF01";
+
+/// SQLSTATE raised by the admission statement when every claim holds its fence and a definition
+/// the decision was taken on no longer admits it (migration 0008): not a lost race, a fault to
+/// look at.
+pub(crate) const DEFINITION_REFUSED_SQLSTATE: &str = "QLD01";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("permission denied by the database role: {0}")]
+    PermissionDenied(String),
+    #[error("schema not ready: {0}")]
+    SchemaNotReady(String),
+    /// The server's TLS certificate failed the check `sslmode` asks for (a CA not trusted, another
+    /// host's name, expired): the server did not prove who it is, so retrying cannot help.
+    #[error("server not trusted: {0}")]
+    Untrusted(String),
+    #[error("configuration invalid: {0}")]
+    Config(String),
+    /// Conflicts outlasted the retries; `last` is the server's last error (SQLSTATE, detail, hint).
+    #[error("transient conflict: {what} still failed after {attempts} attempts: {last}")]
+    RetriesExhausted {
+        what: &'static str,
+        attempts: u32,
+        last: String,
+    },
+    /// A serialization failure (40001) or a deadlock (40P01) where nothing retries it, or before
+    /// [`super::retry`] tries again: trying again may succeed.
+    /// The server's message with its SQLSTATE, detail and hint.
+    #[error("transient conflict: {0}")]
+    Conflict(String),
+    #[error("fence rejected: {0}")]
+    FenceRejected(String),
+    /// The claim held its fence, and the definitions its decision was taken on no longer admit
+    /// it (the project not active, the trigger or task changed, a corrupt execution revision
+    /// digest): nothing was written.
+    #[error("definition refused: {0}")]
+    DefinitionRefused(String),
+    /// A round that outlived its lease and was cancelled (the server may be slow or unreachable,
+    /// or this process was paused; nothing says which), or a statement or lock wait that ran past
+    /// its bound on the server (57014, 55P03), with the server's message.
+    #[error("timed out: {0}")]
+    TimedOut(String),
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("nothing eligible: {0}")]
+    NothingEligible(String),
+    #[error("bad input: {0}")]
+    BadInput(String),
+    #[error("refused by the database: {0}")]
+    Refused(String),
+    /// A stored word this binary has no name for (a row written by hand, or by a newer version):
+    /// bad data, named where it lies, rather than a panic or a string compared further in.
+    #[error("unexpected value in the database: {table}.{column} is \"{value}\" ({reason})")]
+    UnknownValue {
+        table: &'static str,
+        column: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("database error: {}", describe_db(.0))]
+    Database(#[source] tokio_postgres::Error),
+}
+
+impl StoreError {
+    /// Classifies a driver error by its SQLSTATE (or by its lack of one: a closed or never-opened
+    /// connection has none).
+    pub fn from_db(error: tokio_postgres::Error) -> Self {
+        let Some(db) = error.as_db_error() else {
+            let chain = error_chain(&error);
+            // tokio-postgres has no public error kind: a server that asks for a password when
+            // none was given shows only in the message. Retrying (69) would never help.
+            if chain.contains("password missing") {
+                return StoreError::PermissionDenied(
+                    "the server asks for a password and none was given (put it in the URL or \
+                     PGPASSWORD)"
+                        .to_owned(),
+                );
+            }
+            return StoreError::Unavailable(chain);
+        };
+        let code = db.code();
+        // What is printed keeps the server's SQLSTATE, detail and hint; `raw` is for matching.
+        let raw = db.message();
+        let message = describe_db(&error);
+        // PgBouncer's refusal of a startup parameter (SQLSTATE 08P01): retrying never helps, the
+        // pooler's configuration does.
+        if let Some(parameter) = raw.strip_prefix("unsupported startup parameter: ") {
+            // qlsched sends no startup parameter a pooler refuses by default: this one is the
+            // connection string's own (or PGOPTIONS'), which only the operator can take out.
+            return StoreError::Config(format!(
+                "{message}: the server, a connection pooler, refuses the startup parameter \
+                 `{parameter}`, which the connection settings give (the connection string or \
+                 PGOPTIONS); qlsched needs none of its own: take it out of the settings, or list \
+                 it in the pooler's `ignore_startup_parameters` if losing it is acceptable \
+                 (docs/OPERATIONS.md, \"Behind a connection pooler\")"
+            ));
+        }
+        if *code == SqlState::INSUFFICIENT_PRIVILEGE
+            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+            || *code == SqlState::INVALID_PASSWORD
+        {
+            // A login without USAGE on the schema sees none of its tables: name that privilege.
+            if raw.starts_with("permission denied for schema") {
+                return StoreError::PermissionDenied(format!(
+                    "{message}: the login lacks USAGE on the schema (grant it the qlsched role \
+                     its command needs, e.g. qlsched_observer to read)"
+                ));
+            }
+            StoreError::PermissionDenied(message)
+        } else if *code == SqlState::INVALID_SCHEMA_NAME
+            || *code == SqlState::UNDEFINED_TABLE
+            || *code == SqlState::UNDEFINED_FUNCTION
+        {
+            StoreError::SchemaNotReady(format!("{message} (run `qlsched migrate`)"))
+        } else if *code == SqlState::LOCK_NOT_AVAILABLE || *code == SqlState::QUERY_CANCELED {
+            // A bound ran out (a lock wait, a statement): the command reports it rather than
+            // wait its bound again; an admission retries these itself (`is_retryable`).
+            StoreError::TimedOut(describe_db(&error))
+        } else if is_retryable(&error) {
+            StoreError::Conflict(describe_db(&error))
+        } else if code.code() == DEFINITION_REFUSED_SQLSTATE {
+            StoreError::DefinitionRefused(describe_db(&error))
+        } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+            // A standby (or a session made read-only) refuses every write: the writer needs the
+            // primary, which another host or a promotion may provide, so it is "unavailable".
+            StoreError::Unavailable(format!(
+                "server is read-only (a standby?): {message}; writes need the primary"
+            ))
+        } else if code.code().starts_with("08")
+            || *code == SqlState::ADMIN_SHUTDOWN
+            || *code == SqlState::CRASH_SHUTDOWN
+            || *code == SqlState::CANNOT_CONNECT_NOW
+            || *code == SqlState::INVALID_CATALOG_NAME
+            || *code == SqlState::TOO_MANY_CONNECTIONS
+        {
+            StoreError::Unavailable(message)
+        } else {
+            StoreError::Database(error)
+        }
+    }
+}
+
+/// Parses the word read from `table`.`column` at the store's boundary: a word the binary has no
+/// name for is [`StoreError::UnknownValue`].
+pub(crate) fn stored<T>(
+    table: &'static str,
+    column: &'static str,
+    value: String,
+) -> Result<T, StoreError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    value
+        .parse()
+        .map_err(|error: T::Err| StoreError::UnknownValue {
+            table,
+            column,
+            reason: error.to_string(),
+            value: qlsched_core::text::clean(&value),
+        })
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(error: tokio_postgres::Error) -> Self {
+        StoreError::from_db(error)
+    }
+}
+
+impl From<qlsched_pgconn::Error> for StoreError {
+    fn from(error: qlsched_pgconn::Error) -> Self {
+        match error {
+            qlsched_pgconn::Error::Config(message) => StoreError::Config(message),
+        }
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(error: deadpool_postgres::PoolError) -> Self {
+        match error {
+            deadpool_postgres::PoolError::Backend(db) => StoreError::from_db(db),
+            other => StoreError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+/// True for the errors a transaction is expected to hit under contention and that a retry of
+/// the whole transaction resolves: a serialization failure (40001), a deadlock (40P01), a
+/// statement cancelled by the server (57014: a statement timeout, a cancel request) and a lock
+/// wait that ran out (55P03, `lock_timeout`). A
+/// cancel this process asked for is never retried: the future that would retry it is dropped.
+pub(crate) fn is_retryable(error: &tokio_postgres::Error) -> bool {
+    matches!(
+        error.code(),
+        Some(code) if *code == SqlState::T_R_SERIALIZATION_FAILURE
+            || *code == SqlState::T_R_DEADLOCK_DETECTED
+            || *code == SqlState::QUERY_CANCELED
+            || *code == SqlState::LOCK_NOT_AVAILABLE
+    )
+}
+
+/// The server's message with its SQLSTATE, detail and hint, as every error that came from the
+/// server is printed (a retry loop's last error, a failed migration).
+pub(crate) fn describe_server_error(error: &tokio_postgres::Error) -> String {
+    describe_db(error)
+}
+
+pub(crate) fn is_definition_refused(error: &tokio_postgres::Error) -> bool {
+    error
+        .code()
+        .is_some_and(|code| code.code() == DEFINITION_REFUSED_SQLSTATE)
+}
+
+/// An integrity violation (SQLSTATE class 23) or the admission's own count check (QLF02): the
+/// database refused these particular writes, and retrying them as they are cannot succeed.
+pub(crate) fn is_rejection(error: &tokio_postgres::Error) -> bool {
+    error
+        .code()
+        .is_some_and(|code| code.code().starts_with("23") || code.code() == "QLF02")
+}
+
+pub(crate) fn is_fence_lost(error: &tokio_postgres::Error) -> bool {
+    error
+        .code()
+        .is_some_and(|code| code.code() == FENCE_LOST_SQLSTATE)
+}
+
+/// The server's message, detail and hint (the driver's own Display says only "db error").
+fn describe_db(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => {
+            let mut text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+            if let Some(detail) = db.detail() {
+                text.push_str(&format!("; {detail}"));
+            }
+            if let Some(hint) = db.hint() {
+                text.push_str(&format!("; hint: {hint}"));
+            }
+            text
+        }
+        None => error_chain(error),
+    }
+}
+
+/// The driver's message with its causes ("error connecting to server: Connection refused").
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qlsched_core::RunStatus;
+
+    #[test]
+    fn a_stored_word_parses_or_names_its_table_column_and_value() {
+        let status: Result<RunStatus, _> = stored("runs", "status", "queued".to_owned());
+        assert!(matches!(status, Ok(RunStatus::Queued)));
+        let error = stored::<RunStatus>("runs", "status", "pausd\u{1b}".to_owned())
+            .expect_err("an unknown status");
+        assert!(
+            matches!(error, StoreError::UnknownValue { .. }),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.starts_with(
+                "unexpected value in the database: runs.status is \"pausd\\u{1b}\" (unknown value"
+            ),
+            "{message}"
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! The PostgreSQL adapter: the only place SQL lives (docs/DESIGN.md §2). Each statement is a
+//! `const` next to the function that runs it, with its intent in a comment; every value is a
+//! parameter. Each module lists its statements with the roles that run them (`statements!`), and
+//! a test prepares them all (`statements`).
+
+pub mod accounting;
+pub mod admit;
+pub mod bench;
+pub mod claim;
+pub mod connect;
+pub mod control;
+mod error;
+pub mod invariants;
+pub mod migrate;
+pub mod misfires;
+pub mod observe;
+pub mod operator;
+pub mod publish;
+pub mod read;
+pub mod recovery;
+pub mod replicas;
+pub mod retention;
+pub mod retry;
+pub mod scratch;
+pub mod sender;
+pub mod statements;
+pub mod top;
+pub mod upkeep;
+
+pub use qlsched_pgconn::{passfile, tls};
+
+pub use admit::{Admission, AdmissionOutcome, AdmitStats, RunIdentity};
+pub use claim::{ClaimedRow, ReleaseRequest, TriggerDefinition};
+pub use connect::{ConnectionSettings, Pooler, SchemaName};
+pub use error::StoreError;
+pub use recovery::RecoveryReport;
+
+use deadpool_postgres::{Object, Pool};
+use futures_util::future::BoxFuture;
+
+/// Work to run on one connection, inside a transaction it is given: a closure returning a boxed
+/// future, since the borrow of the client must outlive the call.
+pub type Work<'c, T> = BoxFuture<'c, Result<T, StoreError>>;
+
+/// How a transaction of [`run_in_transaction`] begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begin {
+    ReadOnly,
+    ReadWrite,
+}
+
+impl Begin {
+    fn statement(self) -> &'static str {
+        match self {
+            Begin::ReadOnly => "BEGIN READ ONLY",
+            Begin::ReadWrite => "BEGIN",
+        }
+    }
+}
+
+/// Runs `work` inside a transaction of its own on `client`: BEGIN and the schema's transaction
+/// settings in one round trip ([`SchemaName::transaction_settings`]), then `work`, then COMMIT,
+/// or ROLLBACK when `work` failed. Every statement qlsched sends runs in such a transaction (or
+/// in one of the replica's pipelines, which set the same themselves), never on a bare session:
+/// behind a transaction-mode pooler a statement outside a transaction may run on a server
+/// connection without the schema, and a named statement prepared outside one may be gone from the
+/// server connection its execution lands on.
+pub async fn run_in_transaction<'c, T>(
+    client: &'c tokio_postgres::Client,
+    schema: &SchemaName,
+    begin: Begin,
+    work: impl FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
+) -> Result<T, StoreError> {
+    client
+        .batch_execute(&format!(
+            "{}; {}",
+            begin.statement(),
+            schema.transaction_settings()
+        ))
+        .await?;
+    let result = work(client).await;
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    let ended = client.batch_execute(end).await;
+    let value = result?;
+    ended?;
+    Ok(value)
+}
+
+/// A connection pool on one qlsched schema: what a replica, an operator command or the dashboard
+/// holds. Cloning shares the pool.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+    schema: SchemaName,
+    sender: sender::Sender,
+    /// For cancel requests, which open a connection of their own, as TLS as the pool's.
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    connect_timeout: Option<std::time::Duration>,
+}
+
+impl Store {
+    /// Opens a pool of `size` connections and checks one can be had.
+    pub async fn open(
+        settings: &ConnectionSettings,
+        schema: &SchemaName,
+        application_name: &str,
+        size: usize,
+    ) -> Result<Self, StoreError> {
+        let pool = settings.pool(schema, application_name, size).await?;
+        Ok(Store {
+            pool,
+            schema: schema.clone(),
+            sender: sender::Sender::new(settings.pooler(), schema.clone()),
+            tls: settings.tls_connector(),
+            connect_timeout: settings.connect_timeout(),
+        })
+    }
+
+    /// A replica's pool: as [`Store::open`]. Its sessions carry no setting of their own: the
+    /// claim pins its plan in its own transaction ([`claim::claim_for_round`]).
+    pub async fn open_replica(
+        settings: &ConnectionSettings,
+        schema: &SchemaName,
+        application_name: &str,
+        size: usize,
+    ) -> Result<Self, StoreError> {
+        Self::open(settings, schema, application_name, size).await
+    }
+
+    pub fn schema(&self) -> &SchemaName {
+        &self.schema
+    }
+
+    /// How the replica's pipelined statements are sent on this store's connections.
+    pub fn sender(&self) -> &sender::Sender {
+        &self.sender
+    }
+
+    /// A pooled connection.
+    pub async fn client(&self) -> Result<Object, StoreError> {
+        Ok(self.pool.get().await?)
+    }
+
+    /// Runs `work` on a pooled connection in a read-only transaction of its own
+    /// ([`run_in_transaction`]): what the operator's views and the metrics read.
+    pub async fn read<T>(
+        &self,
+        work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
+    ) -> Result<T, StoreError> {
+        let client = self.client().await?;
+        run_in_transaction(&client, &self.schema, Begin::ReadOnly, work).await
+    }
+
+    /// [`migrate::check_ready`] in a read-only transaction of its own.
+    pub async fn check_ready(&self) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let schema = &self.schema;
+        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+            Box::pin(migrate::check_ready(client, schema))
+        })
+        .await
+    }
+
+    /// [`migrate::check_not_behind`] in a read-only transaction of its own.
+    pub async fn check_not_behind(&self) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let schema = &self.schema;
+        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+            Box::pin(migrate::check_not_behind(client, schema))
+        })
+        .await
+    }
+
+    /// [`read::trigger_detail`] in a read-only transaction of its own.
+    pub async fn trigger_detail(
+        &self,
+        trigger: &qlsched_core::TriggerName,
+    ) -> Result<read::TriggerDetail, StoreError> {
+        let client = self.client().await?;
+        let schema = &self.schema;
+        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+            Box::pin(read::trigger_detail(client, schema, trigger))
+        })
+        .await
+    }
+
+    /// Asks the server to cancel the statement running on the session `token` came from, over
+    /// a connection made as the pool's are, within the connect timeout.
+    pub async fn cancel(&self, token: &tokio_postgres::CancelToken) -> Result<(), StoreError> {
+        let cancel = token.cancel_query(self.tls.clone());
+        match self.connect_timeout {
+            Some(limit) => tokio::time::timeout(limit, cancel).await.map_err(|_| {
+                StoreError::Unavailable(format!(
+                    "the cancel request got no answer within {} s",
+                    limit.as_secs()
+                ))
+            })??,
+            None => cancel.await?,
+        }
+        Ok(())
+    }
+
+    /// Runs `work` on a pooled connection, in a read-write transaction of its own
+    /// ([`run_in_transaction`]), within `limit`, the wait for the connection included:
+    /// what a replica does beside its rounds (housekeeping, the registry) never waits longer on
+    /// a server that stopped answering. On time out the statement in flight is cancelled in the
+    /// background and the connection is closed instead of going back to the pool, where the
+    /// cancel could land on the next statement sent on it.
+    pub async fn within<T>(
+        &self,
+        limit: std::time::Duration,
+        what: &str,
+        work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
+    ) -> Result<T, StoreError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        let timed_out = || {
+            StoreError::TimedOut(format!(
+                "{what}: no answer within {}",
+                qlsched_core::format_duration(limit)
+            ))
+        };
+        let client = tokio::time::timeout_at(deadline, self.client())
+            .await
+            .map_err(|_| timed_out())??;
+        let token = client.cancel_token();
+        let transaction = run_in_transaction(&client, &self.schema, Begin::ReadWrite, work);
+        match tokio::time::timeout_at(deadline, transaction).await {
+            Ok(result) => result,
+            Err(_) => {
+                drop(Object::take(client));
+                let store = self.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = store.cancel(&token).await {
+                        tracing::debug!(%error, "could not cancel a statement that timed out");
+                    }
+                });
+                Err(timed_out())
+            }
+        }
+    }
+
+    /// Connections the pool holds now, idle or lent out.
+    pub fn connections(&self) -> usize {
+        self.pool.status().size
+    }
+}

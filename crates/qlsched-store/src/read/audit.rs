@@ -1,0 +1,62 @@
+//! Operator actions on schedule rows, newest first (`schedule_audit`): `inspect audit`.
+
+use serde::Serialize;
+use tokio_postgres::GenericClient;
+
+use crate::StoreError;
+use qlsched_core::TriggerName;
+
+/// One operator action on a schedule row (docs/DESIGN.md §3.1, `schedule_audit`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditView {
+    pub audit_id: i64,
+    pub project_id: String,
+    pub trigger_id: String,
+    pub action: String,
+    pub actor: String,
+    pub db_user: String,
+    pub reason: Option<String>,
+    pub at_ms: i64,
+    pub fence_before: Option<serde_json::Value>,
+    pub fence_after: Option<serde_json::Value>,
+}
+
+// Audit rows, newest first, optionally of one trigger (its (project, trigger, id) index).
+const AUDIT: &str =
+    "SELECT audit_id, project_id, trigger_id, action, actor, db_user, reason, at_ms,
+        fence_before, fence_after
+    FROM schedule_audit
+    WHERE ($1::text IS NULL OR (project_id = $1 AND trigger_id = $2))
+    ORDER BY audit_id DESC
+    LIMIT $3";
+
+pub async fn audit(
+    client: &impl GenericClient,
+    trigger: Option<&TriggerName>,
+    limit: i64,
+) -> Result<Vec<AuditView>, StoreError> {
+    let (project_id, trigger_id) = trigger
+        .map(|name| (&name.project_id, &name.trigger_id))
+        .unzip();
+    Ok(client
+        .query(AUDIT, &[&project_id, &trigger_id, &limit])
+        .await?
+        .iter()
+        .map(|row| AuditView {
+            audit_id: row.get(0),
+            project_id: row.get(1),
+            trigger_id: row.get(2),
+            action: row.get(3),
+            actor: row.get(4),
+            db_user: row.get(5),
+            reason: row.get(6),
+            at_ms: row.get(7),
+            fence_before: row.get(8),
+            fence_after: row.get(9),
+        })
+        .collect())
+}
+
+crate::statements::statements! {
+    AUDIT: Observer,
+}

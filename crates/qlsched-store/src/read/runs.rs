@@ -1,0 +1,227 @@
+//! Admitted runs, with their attempts and events: `inspect runs`, `inspect run` and the dashboard.
+
+use serde::Serialize;
+use tokio_postgres::{GenericClient, Row};
+use uuid::Uuid;
+
+use crate::StoreError;
+use crate::error::stored;
+use qlsched_core::{RunStatus, TriggerName};
+
+/// One admitted run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunView {
+    pub run_id: Uuid,
+    pub project_id: String,
+    pub trigger_id: String,
+    pub trigger_revision: i64,
+    pub task_id: String,
+    pub task_revision: i64,
+    pub execution_revision_id: Uuid,
+    pub idempotency_key: String,
+    pub status: RunStatus,
+    pub scheduled_for_ms: i64,
+    pub created_at_ms: i64,
+    pub queued_at_ms: Option<i64>,
+}
+
+/// A run with where it came from: `cron` (the scheduler), `manual` (`qlsched fire`) or
+/// `backfill` (`qlsched backfill`). `inspect runs` and `inspect run` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunRow {
+    #[serde(flatten)]
+    pub run: RunView,
+    pub origin: String,
+}
+
+impl std::ops::Deref for RunRow {
+    type Target = RunView;
+    fn deref(&self) -> &RunView {
+        &self.run
+    }
+}
+
+/// The columns of a [`RunView`], in its order, then the run's origin (a [`RunRow`]).
+macro_rules! run_columns {
+    () => {
+        "run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
+         execution_revision_id, idempotency_key, status, scheduled_for_ms, created_at_ms,
+         queued_at_ms, origin"
+    };
+}
+
+pub(super) fn run_row(row: &Row) -> Result<RunRow, StoreError> {
+    Ok(RunRow {
+        run: run_view(row)?,
+        origin: row.get(12),
+    })
+}
+
+pub(super) fn run_view(row: &Row) -> Result<RunView, StoreError> {
+    Ok(RunView {
+        run_id: row.get(0),
+        project_id: row.get(1),
+        trigger_id: row.get(2),
+        trigger_revision: row.get(3),
+        task_id: row.get(4),
+        task_revision: row.get(5),
+        execution_revision_id: row.get(6),
+        idempotency_key: row.get(7),
+        status: stored("runs", "status", row.get(8))?,
+        scheduled_for_ms: row.get(9),
+        created_at_ms: row.get(10),
+        queued_at_ms: row.get(11),
+    })
+}
+
+// One trigger's runs, latest occurrence first, from its (project, trigger, scheduled_for) index.
+const RUNS_OF_TRIGGER: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    " FROM runs
+    WHERE project_id = $1 AND trigger_id = $2
+      AND ($3::int8 IS NULL OR created_at_ms >= now_ms() - $3)
+    ORDER BY scheduled_for_ms DESC
+    LIMIT $4"
+);
+
+// All triggers' runs, newest first, from the creation-time index.
+const RECENT_RUNS: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    " FROM runs
+    WHERE $1::int8 IS NULL OR created_at_ms >= now_ms() - $1
+    ORDER BY created_at_ms DESC
+    LIMIT $2"
+);
+
+/// Runs, newest first: of one trigger or of all, created within `since_ms` if given.
+pub async fn runs(
+    client: &impl GenericClient,
+    trigger: Option<&TriggerName>,
+    since_ms: Option<i64>,
+    limit: i64,
+) -> Result<Vec<RunView>, StoreError> {
+    Ok(runs_with_origin(client, trigger, since_ms, limit)
+        .await?
+        .into_iter()
+        .map(|r| r.run)
+        .collect())
+}
+
+/// [`runs`], each with its origin.
+pub async fn runs_with_origin(
+    client: &impl GenericClient,
+    trigger: Option<&TriggerName>,
+    since_ms: Option<i64>,
+    limit: i64,
+) -> Result<Vec<RunRow>, StoreError> {
+    let rows = match trigger {
+        Some(TriggerName {
+            project_id,
+            trigger_id,
+        }) => {
+            client
+                .query(
+                    RUNS_OF_TRIGGER,
+                    &[project_id, trigger_id, &since_ms, &limit],
+                )
+                .await?
+        }
+        None => client.query(RECENT_RUNS, &[&since_ms, &limit]).await?,
+    };
+    rows.iter().map(run_row).collect()
+}
+
+/// One attempt of a run, with the dispatcher's fields as they stand.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttemptView {
+    pub attempt_id: Uuid,
+    pub attempt_no: i32,
+    pub executor: String,
+    pub state: String,
+    pub worker_id: Option<String>,
+    pub session_id: Option<String>,
+    pub lease_id: Option<String>,
+    pub started_at_ms: Option<i64>,
+    pub created_at_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventView {
+    pub seq: i32,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub at_ms: i64,
+    pub payload: serde_json::Value,
+}
+
+/// `inspect run RUN_ID`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunDetail {
+    pub run: RunRow,
+    pub attempts: Vec<AttemptView>,
+    pub events: Vec<EventView>,
+}
+
+const RUN: &str = concat!("SELECT ", run_columns!(), " FROM runs WHERE run_id = $1");
+
+const ATTEMPTS_OF_RUN: &str = "SELECT attempt_id, attempt_no, executor, state, worker_id,
+        session_id, lease_id, started_at_ms, created_at_ms
+    FROM attempts WHERE run_id = $1 ORDER BY attempt_no";
+
+const EVENTS_OF_RUN: &str =
+    "SELECT seq, type, at_ms, payload FROM run_events WHERE run_id = $1 ORDER BY seq";
+
+/// One run with its attempts and events; [`StoreError::NotFound`] when there is no such run.
+pub async fn run_detail(
+    client: &impl GenericClient,
+    run_id: Uuid,
+) -> Result<RunDetail, StoreError> {
+    let run = client
+        .query_opt(RUN, &[&run_id])
+        .await?
+        .map(|row| run_row(&row))
+        .transpose()?
+        .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
+    let attempts = client
+        .query(ATTEMPTS_OF_RUN, &[&run_id])
+        .await?
+        .iter()
+        .map(|row| AttemptView {
+            attempt_id: row.get(0),
+            attempt_no: row.get(1),
+            executor: row.get(2),
+            state: row.get(3),
+            worker_id: row.get(4),
+            session_id: row.get(5),
+            lease_id: row.get(6),
+            started_at_ms: row.get(7),
+            created_at_ms: row.get(8),
+        })
+        .collect();
+    let events = client
+        .query(EVENTS_OF_RUN, &[&run_id])
+        .await?
+        .iter()
+        .map(|row| EventView {
+            seq: row.get(0),
+            event_type: row.get(1),
+            at_ms: row.get(2),
+            payload: row.get(3),
+        })
+        .collect();
+    Ok(RunDetail {
+        run,
+        attempts,
+        events,
+    })
+}
+
+crate::statements::statements! {
+    RUNS_OF_TRIGGER: Observer,
+    RECENT_RUNS: Observer,
+    RUN: Observer,
+    ATTEMPTS_OF_RUN: Observer,
+    EVENTS_OF_RUN: Observer,
+}

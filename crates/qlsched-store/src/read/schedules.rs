@@ -1,0 +1,322 @@
+//! Schedule rows with their state and pause: `inspect schedules` and the dashboard's rows.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+use tokio_postgres::{GenericClient, Row};
+
+use crate::StoreError;
+use crate::error::stored;
+
+/// Where a schedule row stands, from the scheduler's point of view, at one database instant.
+/// The first that applies wins, in the order of the variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleState {
+    /// Parked by an operator (`qlsched pause`): no replica will claim it, and it is never due.
+    Paused,
+    /// Parked declaratively: its project is suspended or its trigger disabled (or, for the moment
+    /// a publish takes, its revision is not the trigger's). No replica will claim it.
+    Disabled,
+    /// A claim holds it and has not expired.
+    Claimed,
+    /// A claim is recorded but expired: any replica may take it over.
+    ExpiredClaim,
+    /// No cursor yet: the next claim initializes it.
+    Uninitialized,
+    /// The cursor is at or before now: the next claim decides it.
+    Due,
+    /// The cursor is in the future.
+    NotDue,
+}
+
+impl ScheduleState {
+    pub const ALL: [ScheduleState; 7] = [
+        ScheduleState::Paused,
+        ScheduleState::Disabled,
+        ScheduleState::Claimed,
+        ScheduleState::ExpiredClaim,
+        ScheduleState::Uninitialized,
+        ScheduleState::Due,
+        ScheduleState::NotDue,
+    ];
+
+    /// The names `--state` accepts, in the order of [`Self::ALL`].
+    pub const NAMES: [&'static str; 7] = [
+        "paused",
+        "disabled",
+        "claimed",
+        "expired_claim",
+        "uninitialized",
+        "due",
+        "not_due",
+    ];
+
+    /// Paused or disabled: not claimable (docs/DESIGN.md §3.1), so never due, overdue or lagging
+    /// whatever its cursor says.
+    pub fn is_parked(self) -> bool {
+        matches!(self, ScheduleState::Paused | ScheduleState::Disabled)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScheduleState::Paused => "paused",
+            ScheduleState::Disabled => "disabled",
+            ScheduleState::Claimed => "claimed",
+            ScheduleState::ExpiredClaim => "expired_claim",
+            ScheduleState::Uninitialized => "uninitialized",
+            ScheduleState::Due => "due",
+            ScheduleState::NotDue => "not_due",
+        }
+    }
+}
+
+impl fmt::Display for ScheduleState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ScheduleState {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|state| state.as_str() == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown schedule state {name:?}: expected one of {}",
+                    Self::NAMES.join(", ")
+                )
+            })
+    }
+}
+
+/// One schedule row with its state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScheduleView {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub state: ScheduleState,
+    pub trigger_revision: i64,
+    pub state_version: i64,
+    pub claim_version: i64,
+    pub next_fire_at_ms: Option<i64>,
+    /// `next_fire_at_ms` minus database now: negative when overdue; absent (null) for a parked
+    /// row (paused or disabled), which is never due whatever its cursor says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due_in_ms: Option<i64>,
+    pub last_scheduled_at_ms: Option<i64>,
+    pub claim_owner: Option<String>,
+    pub claim_expires_at_ms: Option<i64>,
+    pub updated_at_ms: i64,
+}
+
+/// Which schedule rows `inspect schedules` lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScheduleFilter {
+    pub project_id: Option<String>,
+    pub state: Option<ScheduleState>,
+    /// Only paused rows (`--state paused`).
+    pub paused: bool,
+    pub owner: Option<String>,
+    pub limit: i64,
+}
+
+/// The columns after `state` that [`schedule_row`] reads, of a schedule row `s`.
+macro_rules! schedule_columns {
+    () => {
+        concat!(
+            "s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms, ",
+            due_in_ms!(),
+            " AS due_in_ms, s.last_scheduled_at_ms,
+         s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+         s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable"
+        )
+    };
+}
+
+// Schedule rows, most urgent first, filtered: the claimable rows in claim order (the
+// claimable-order index), then the parked ones by key (the parked index), each half bounded by
+// the limit, the state filter applied inside each half so that its walk stops at the limit.
+// Unset filters are NULL parameters; each statement is planned with its values, so a set owner or
+// project uses its index. `--state paused` ($5) reads the paused rows' own index.
+macro_rules! schedules_half {
+    ($which:literal, $order:literal) => {
+        concat!(
+            "(SELECT s.project_id, s.trigger_id, ",
+            state_case!(),
+            " AS state, ",
+            schedule_columns!(),
+            "
+        FROM trigger_schedules s
+        WHERE ",
+            $which,
+            " AND ($1::text IS NULL OR s.project_id = $1)
+          AND ($2::text IS NULL OR s.claim_owner = $2)
+          AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
+          AND ($3::text IS NULL OR ",
+            state_case!(),
+            " = $3)
+        ORDER BY ",
+            $order,
+            "
+        LIMIT $4)"
+        )
+    };
+}
+
+const SCHEDULES: &str = concat!(
+    "SELECT * FROM (",
+    schedules_half!(
+        "s.claimable",
+        "s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id"
+    ),
+    "
+    UNION ALL ",
+    schedules_half!("NOT s.claimable", "s.project_id, s.trigger_id"),
+    "
+    ) rows
+    ORDER BY NOT claimable, CASE WHEN claimable THEN next_fire_at_ms END NULLS FIRST,
+             project_id, trigger_id
+    LIMIT $4"
+);
+
+pub async fn schedules(
+    client: &impl GenericClient,
+    filter: &ScheduleFilter,
+) -> Result<Vec<ScheduleView>, StoreError> {
+    Ok(schedules_with_pause(client, filter)
+        .await?
+        .into_iter()
+        .map(|row| row.schedule)
+        .collect())
+}
+
+/// [`schedules`], each with its pause.
+pub async fn schedules_with_pause(
+    client: &impl GenericClient,
+    filter: &ScheduleFilter,
+) -> Result<Vec<ScheduleRow>, StoreError> {
+    let state = filter.state.map(ScheduleState::as_str);
+    client
+        .query(
+            SCHEDULES,
+            &[
+                &filter.project_id,
+                &filter.owner,
+                &state,
+                &filter.limit,
+                &filter.paused,
+            ],
+        )
+        .await?
+        .iter()
+        .map(schedule_row)
+        .collect()
+}
+
+// The dashboard's rows, each with its pause: the head of the claim order (the claimable-order
+// index), every row holding a claim (valid or expired, from the claim-owner index), so a held or
+// abandoned claim is on screen even when thousands of uninitialized or overdue rows come first in
+// claim order, and the first parked rows (the parked index), shown as paused or disabled after
+// the others. Each part is bounded by an index and the limit; the union is at most three times it.
+const URGENT_SCHEDULES: &str = concat!(
+    "WITH keys AS (
+        (SELECT project_id, trigger_id FROM trigger_schedules WHERE claimable
+         ORDER BY next_fire_at_ms NULLS FIRST, project_id, trigger_id LIMIT $1)
+        UNION
+        (SELECT project_id, trigger_id FROM trigger_schedules
+         WHERE claim_owner IS NOT NULL ORDER BY claim_owner, claim_expires_at_ms LIMIT $1)
+        UNION
+        (SELECT project_id, trigger_id FROM trigger_schedules WHERE NOT claimable
+         ORDER BY project_id, trigger_id LIMIT $1)
+    )
+    SELECT s.project_id, s.trigger_id, ",
+    state_case!(),
+    " AS state, ",
+    schedule_columns!(),
+    "
+    FROM keys
+    JOIN trigger_schedules s ON s.project_id = keys.project_id AND s.trigger_id = keys.trigger_id
+    ORDER BY NOT s.claimable, CASE WHEN s.claimable THEN s.next_fire_at_ms END NULLS FIRST,
+             s.project_id, s.trigger_id"
+);
+
+/// The most urgent schedule rows for `top`, with their pauses: the claimable-order head, every
+/// held claim, then the first parked rows.
+pub async fn urgent_schedules(
+    client: &impl GenericClient,
+    limit: i64,
+) -> Result<Vec<ScheduleRow>, StoreError> {
+    client
+        .query(URGENT_SCHEDULES, &[&limit])
+        .await?
+        .iter()
+        .map(schedule_row)
+        .collect()
+}
+
+pub(super) fn schedule_view(row: &Row) -> Result<ScheduleView, StoreError> {
+    Ok(ScheduleView {
+        project_id: row.get("project_id"),
+        trigger_id: row.get("trigger_id"),
+        state: stored("trigger_schedules", "state", row.get("state"))?,
+        trigger_revision: row.get("trigger_revision"),
+        state_version: row.get("state_version"),
+        claim_version: row.get("claim_version"),
+        next_fire_at_ms: row.get("next_fire_at_ms"),
+        due_in_ms: row.get("due_in_ms"),
+        last_scheduled_at_ms: row.get("last_scheduled_at_ms"),
+        claim_owner: row.get("claim_owner"),
+        claim_expires_at_ms: row.get("claim_expires_at_ms"),
+        updated_at_ms: row.get("updated_at_ms"),
+    })
+}
+
+/// An operator's pause of a schedule row (`qlsched pause`, docs/DESIGN.md §4.10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseView {
+    pub paused_by: String,
+    pub paused_at_ms: i64,
+    pub reason: Option<String>,
+}
+
+/// The pause of a row read with `paused_at_ms`, `paused_by` and `pause_reason`.
+pub(super) fn pause_of(row: &Row) -> Option<PauseView> {
+    Some(PauseView {
+        paused_at_ms: row.get::<_, Option<i64>>("paused_at_ms")?,
+        paused_by: row.get::<_, Option<String>>("paused_by")?,
+        reason: row.get("pause_reason"),
+    })
+}
+
+/// A schedule row with its pause, for `inspect schedules` and `top`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScheduleRow {
+    #[serde(flatten)]
+    pub schedule: ScheduleView,
+    pub paused: Option<PauseView>,
+}
+
+impl std::ops::Deref for ScheduleRow {
+    type Target = ScheduleView;
+    fn deref(&self) -> &ScheduleView {
+        &self.schedule
+    }
+}
+
+crate::statements::statements! {
+    SCHEDULES: Observer,
+    URGENT_SCHEDULES: Observer,
+}
+
+/// A schedule row with its pause, as both lists read them.
+fn schedule_row(row: &Row) -> Result<ScheduleRow, StoreError> {
+    Ok(ScheduleRow {
+        schedule: schedule_view(row)?,
+        paused: pause_of(row),
+    })
+}

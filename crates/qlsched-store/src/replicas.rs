@@ -1,0 +1,237 @@
+//! The replica registry (migration 0006): each `qlsched run` registers itself, beats a heartbeat
+//! at most once per cadence inside its claim's round trip (`store::claim::claim_for_round`), and
+//! marks itself draining and stopped on SIGTERM; `inspect replicas`, the summary and the
+//! why-not-firing diagnosis read which replicas are alive from here, on the database clock.
+
+use serde::Serialize;
+use tokio_postgres::GenericClient;
+
+use super::StoreError;
+use super::error::stored;
+use qlsched_core::Liveness;
+
+/// What a replica says of itself when it starts.
+#[derive(Debug, Clone)]
+pub struct Registration<'a> {
+    pub owner: &'a str,
+    pub host: &'a str,
+    pub pid: i32,
+    pub version: &'a str,
+    pub lease_ms: i64,
+    pub cadence_ms: i64,
+}
+
+// Registers (or re-registers, after a restart under the same owner) a running replica: its
+// counters start again from zero.
+const REGISTER: &str = "INSERT INTO replicas (owner, host, pid, version, started_at_ms,
+        heartbeat_at_ms, state, lease_ms, cadence_ms)
+    VALUES ($1, $2, $3, $4, now_ms(), now_ms(), 'running', $5, $6)
+    ON CONFLICT (owner) DO UPDATE SET host = excluded.host, pid = excluded.pid,
+        version = excluded.version, started_at_ms = excluded.started_at_ms,
+        heartbeat_at_ms = excluded.heartbeat_at_ms, last_round_at_ms = NULL, state = 'running',
+        lease_ms = excluded.lease_ms, cadence_ms = excluded.cadence_ms, rounds = 0,
+        failed_rounds = 0, admissions = 0, misfires = 0, fence_losses = 0, last_error = NULL";
+
+/// Registers a replica as running.
+pub async fn register(
+    client: &impl GenericClient,
+    replica: &Registration<'_>,
+) -> Result<(), StoreError> {
+    client
+        .execute(
+            REGISTER,
+            &[
+                &replica.owner,
+                &replica.host,
+                &replica.pid,
+                &replica.version,
+                &replica.lease_ms,
+                &replica.cadence_ms,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// What a replica did since its last heartbeat, added to its row by the next one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Heartbeat {
+    pub rounds: i64,
+    pub failed_rounds: i64,
+    pub admissions: i64,
+    pub misfires: i64,
+    pub fence_losses: i64,
+    /// The last round error since the last heartbeat; `None` leaves the stored one.
+    pub last_error: Option<String>,
+    /// The batch the replica's next round claims with (`core::batch`).
+    pub batch: i32,
+}
+
+// A heartbeat of owner $1: database time, the counters moved on, the last error kept unless a
+// newer one came. Pipelined with the claim, so it costs no round trip of its own.
+pub(crate) const HEARTBEAT: &str = "UPDATE replicas SET heartbeat_at_ms = now_ms(),
+        last_round_at_ms = now_ms(), rounds = rounds + $2, failed_rounds = failed_rounds + $3,
+        admissions = admissions + $4, misfires = misfires + $5, fence_losses = fence_losses + $6,
+        last_error = coalesce($7, last_error), batch = $8
+    WHERE owner = $1";
+
+// The state of owner $1 moved to $2 (draining, stopped), with a heartbeat.
+const MARK: &str = "UPDATE replicas SET state = $2, heartbeat_at_ms = now_ms() WHERE owner = $1";
+
+/// Marks a replica `draining` or `stopped`.
+pub async fn mark(client: &impl GenericClient, owner: &str, state: &str) -> Result<(), StoreError> {
+    client.execute(MARK, &[&owner, &state]).await?;
+    Ok(())
+}
+
+// Stopped replicas a day after they stopped, and any whose heartbeat stopped a week ago.
+const FORGET: &str = "DELETE FROM replicas
+    WHERE (state = 'stopped' AND heartbeat_at_ms < now_ms() - 86400000)
+       OR heartbeat_at_ms < now_ms() - 604800000";
+
+/// Forgets stopped and long-dead replicas; returns how many.
+pub async fn forget(client: &impl GenericClient) -> Result<u64, StoreError> {
+    Ok(client.execute(FORGET, &[]).await?)
+}
+
+// Rows whose claim still names owner $1, valid or expired (a range of the claim-owner index):
+// what a claim whose reply never reached the replica took.
+const CLAIMED_ROWS: &str = "SELECT count(*) FILTER (WHERE claim_expires_at_ms > now_ms()),
+        count(*) FILTER (WHERE claim_expires_at_ms <= now_ms())
+    FROM trigger_schedules WHERE claim_owner = $1";
+
+/// How many rows still carry `owner`'s claim: `(valid, expired)`.
+pub async fn claimed_rows(
+    client: &impl GenericClient,
+    owner: &str,
+) -> Result<(i64, i64), StoreError> {
+    let row = client.query_one(CLAIMED_ROWS, &[&owner]).await?;
+    Ok((row.get(0), row.get(1)))
+}
+
+/// One replica as `inspect replicas` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplicaView {
+    pub owner: String,
+    pub host: String,
+    pub pid: i32,
+    pub version: String,
+    /// From the heartbeat's age on the database clock ([`Liveness`]): `live`, `stalled` (no
+    /// heartbeat for two cadences), `stale` (none for its lease plus its cadence), `stopped`.
+    pub liveness: Liveness,
+    /// As the replica last wrote it: `running`, `draining` or `stopped`.
+    pub state: String,
+    pub started_at_ms: i64,
+    pub heartbeat_at_ms: i64,
+    /// Database time since the last heartbeat.
+    pub heartbeat_age_ms: i64,
+    pub last_round_at_ms: Option<i64>,
+    pub rounds: i64,
+    pub failed_rounds: i64,
+    pub admissions: i64,
+    pub misfires: i64,
+    pub fence_losses: i64,
+    pub last_error: Option<String>,
+    /// The batch its next round claims with, as its last heartbeat said; null for a replica of
+    /// a release that does not say.
+    pub batch: Option<i32>,
+}
+
+// Every registered replica with its liveness at one database instant: the one place the rule of
+// `core::Liveness` is written (two cadences, at least a second, then the lease plus the cadence).
+// The registry is small (stopped rows are forgotten after a day, any row after a week), so the
+// counts elsewhere are taken from this list rather than from a second statement.
+const LIST: &str = "SELECT owner, host, pid, version,
+        CASE WHEN state = 'stopped' THEN 'stopped'
+             WHEN heartbeat_at_ms < now_ms() - lease_ms - cadence_ms THEN 'stale'
+             WHEN heartbeat_at_ms < now_ms() - greatest(2 * cadence_ms, 1000) THEN 'stalled'
+             ELSE 'live' END AS liveness,
+        state, started_at_ms, heartbeat_at_ms, now_ms() - heartbeat_at_ms AS heartbeat_age_ms,
+        last_round_at_ms, rounds, failed_rounds, admissions, misfires, fence_losses, last_error,
+        batch
+    FROM replicas
+    ORDER BY owner";
+
+/// Every registered replica with its liveness: the ones that need a look first (stale, then
+/// stalled), then live, then stopped, each by owner.
+pub async fn list(client: &impl GenericClient) -> Result<Vec<ReplicaView>, StoreError> {
+    let rows = client.query(LIST, &[]).await?;
+    let mut replicas = rows
+        .iter()
+        .map(|row| {
+            Ok(ReplicaView {
+                owner: row.get("owner"),
+                host: row.get("host"),
+                pid: row.get("pid"),
+                version: row.get("version"),
+                liveness: stored("replicas", "liveness", row.get("liveness"))?,
+                state: row.get("state"),
+                started_at_ms: row.get("started_at_ms"),
+                heartbeat_at_ms: row.get("heartbeat_at_ms"),
+                heartbeat_age_ms: row.get("heartbeat_age_ms"),
+                last_round_at_ms: row.get("last_round_at_ms"),
+                rounds: row.get("rounds"),
+                failed_rounds: row.get("failed_rounds"),
+                admissions: row.get("admissions"),
+                misfires: row.get("misfires"),
+                fence_losses: row.get("fence_losses"),
+                last_error: row.get("last_error"),
+                batch: row.get("batch"),
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    replicas
+        .sort_by(|a, b| (a.liveness.urgency(), &a.owner).cmp(&(b.liveness.urgency(), &b.owner)));
+    Ok(replicas)
+}
+
+/// How many registered replicas are in each state of [`Liveness`], in `Liveness::ALL`'s order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct LivenessCounts {
+    pub live: i64,
+    pub stalled: i64,
+    pub stale: i64,
+    pub stopped: i64,
+}
+
+impl LivenessCounts {
+    pub fn of(replicas: &[ReplicaView]) -> Self {
+        let mut counts = Self::default();
+        for replica in replicas {
+            *counts.get_mut(replica.liveness) += 1;
+        }
+        counts
+    }
+
+    pub fn get(&self, liveness: Liveness) -> i64 {
+        match liveness {
+            Liveness::Live => self.live,
+            Liveness::Stalled => self.stalled,
+            Liveness::Stale => self.stale,
+            Liveness::Stopped => self.stopped,
+        }
+    }
+
+    fn get_mut(&mut self, liveness: Liveness) -> &mut i64 {
+        match liveness {
+            Liveness::Live => &mut self.live,
+            Liveness::Stalled => &mut self.stalled,
+            Liveness::Stale => &mut self.stale,
+            Liveness::Stopped => &mut self.stopped,
+        }
+    }
+}
+
+/// How many registered replicas are in each state now (the rule of [`list`]).
+pub async fn liveness_counts(client: &impl GenericClient) -> Result<LivenessCounts, StoreError> {
+    Ok(LivenessCounts::of(&list(client).await?))
+}
+
+super::statements::statements! {
+    REGISTER: Runtime,
+    HEARTBEAT: Runtime,
+    MARK: Runtime,
+    FORGET: Runtime,
+    CLAIMED_ROWS: Runtime,
+    LIST: Observer | Runtime,
+}

@@ -1,0 +1,160 @@
+//! Every SQL statement of `store`, named, with the roles that run it: the list
+//! `tests/integration/statements.rs` prepares against a migrated database, so that a renamed
+//! column or a missing grant fails a test rather than a replica. Each module declares its own
+//! list with [`statements!`] next to its statements; the test also scans the sources and fails
+//! naming any SQL constant missing from the list, or any statement written in place that
+//! [`BUILT_IN_PLACE`] does not account for.
+
+/// A group role of docs/DESIGN.md §3.2, or the schema's owner.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Whoever migrates, benchmarks or connects: planned as the test's superuser only.
+    Owner,
+    Admin,
+    Runtime,
+    Observer,
+}
+
+impl Role {
+    /// The group role to plan as, `None` for the owner.
+    pub fn group(self) -> Option<&'static str> {
+        match self {
+            Role::Owner => None,
+            Role::Admin => Some("qlsched_admin"),
+            Role::Runtime => Some("qlsched_runtime"),
+            Role::Observer => Some("qlsched_observer"),
+        }
+    }
+}
+
+/// One statement of `store`.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Statement {
+    /// The module that holds it, as `module_path!()` says.
+    pub module: &'static str,
+    /// The constant's name (or, for a statement built once at run time, the name it is listed by).
+    pub name: &'static str,
+    pub text: &'static str,
+    /// Who runs it: each is planned as that role, so a missing privilege fails too.
+    pub run_by: &'static [Role],
+    /// A statement that must run first in the same transaction, for a table created at run time.
+    pub after: Option<&'static str>,
+}
+
+/// Declares a module's `statements()`: `NAME: Role | Role`, `NAME = { expression }: Role` for a
+/// statement built once at run time, `NAME after SETUP: Role` for one whose table `SETUP`
+/// creates; `@also child, child;` first adds the lists of submodules.
+macro_rules! statements {
+    ($(@also $($child:ident),+;)?
+     $($name:ident $(= $text:block)? $(after $setup:ident)?: $($role:ident)|+),* $(,)?) => {
+        /// This module's statements, for `store::statements::all`.
+        pub(crate) fn statements() -> Vec<$crate::statements::Statement> {
+            #[allow(unused_mut)]
+            let mut list = vec![$($crate::statements::Statement {
+                module: module_path!(),
+                name: stringify!($name),
+                text: $crate::statements::statements!(@text $name $(, $text)?),
+                run_by: &[$($crate::statements::Role::$role),+],
+                after: $crate::statements::statements!(@after $($setup)?),
+            }),*];
+            $($(list.extend($child::statements());)+)?
+            list
+        }
+    };
+    (@text $name:ident) => { $name };
+    (@text $name:ident, $text:block) => { $text };
+    (@after) => { None };
+    (@after $setup:ident) => { Some($setup) };
+}
+pub(crate) use statements;
+
+/// Statements written in place rather than as a constant: each with the module that builds it,
+/// how its text starts in the source, and what prepares it or why nothing does. The source scan
+/// of `tests/integration/statements.rs` fails on one that is not here, and on an entry that no
+/// longer matches the sources.
+#[doc(hidden)]
+pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
+    (
+        "qlsched_store::admit",
+        "WITH input AS (",
+        "prepared as ADMIT_BY_TID and ADMIT_BY_KEY, which it builds once each",
+    ),
+    (
+        "qlsched_store::claim",
+        "EXPLAIN {CLAIM_DUE}",
+        "not prepared: EXPLAIN of CLAIM_DUE, which is",
+    ),
+    (
+        "qlsched_store::connect::open",
+        "DO $refusal$",
+        "not prepared: a DO block carrying its message as a literal, for a server it refuses",
+    ),
+    (
+        "qlsched_store",
+        "BEGIN READ ONLY",
+        "not prepared: sent with the schema's transaction settings as one simple query",
+    ),
+    (
+        "qlsched_store::connect",
+        "SET LOCAL search_path TO {}",
+        "not prepared: SET naming the schema, which no parameter can; sent with its BEGIN",
+    ),
+    (
+        "qlsched_store::connect",
+        "SET search_path TO {}",
+        "not prepared: SET naming the schema, which no parameter can; sent once a session opens",
+    ),
+    (
+        "qlsched_store::migrate",
+        "CREATE SCHEMA",
+        "not prepared: DDL naming the schema, which no parameter can",
+    ),
+    (
+        "qlsched_store::scratch",
+        "CREATE DATABASE",
+        "not prepared: DDL naming a database, which no parameter can",
+    ),
+    (
+        "qlsched_store::scratch",
+        "DROP DATABASE",
+        "not prepared: DDL naming a database, which no parameter can",
+    ),
+    (
+        "qlsched_store::scratch",
+        "COMMENT ON DATABASE",
+        "not prepared: DDL naming a database, which no parameter can",
+    ),
+];
+
+/// Every statement of `store`, module by module. The migrations (`migrate::MIGRATIONS`) are not
+/// here: each is a batch of many statements, which cannot be prepared, and every test database is
+/// made from a template they built.
+#[doc(hidden)]
+pub fn all() -> Vec<Statement> {
+    use super::*;
+    [
+        accounting::statements(),
+        admit::statements(),
+        bench::statements(),
+        claim::statements(),
+        connect::statements(),
+        control::statements(),
+        invariants::statements(),
+        migrate::statements(),
+        misfires::statements(),
+        observe::statements(),
+        operator::statements(),
+        publish::statements(),
+        read::statements(),
+        recovery::statements(),
+        replicas::statements(),
+        retention::statements(),
+        scratch::statements(),
+        sender::statements(),
+        top::statements(),
+        upkeep::statements(),
+    ]
+    .concat()
+}
