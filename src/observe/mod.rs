@@ -808,6 +808,34 @@ mod tests {
         assert!(dead.contains("no round started for 40.000s"), "{dead}");
     }
 
+    /// The whole exposition of a scrape with every metric present, as operators' dashboards and
+    /// alerts read it: a change to a name, a label, a HELP or a TYPE shows here.
+    #[test]
+    fn the_exposition_is_unchanged() {
+        let mut counts = Counts::default();
+        counts.add(&RoundEvent::Failed {
+            started: Instant::now(),
+            finished: Instant::now(),
+            error: "x".into(),
+        });
+        let mut text = render(&counts, Some(Gauges::default()), &Readiness::Ready, true);
+        render_replicas(&mut text, &LivenessCounts::default());
+        let text: String = text
+            .lines()
+            .map(|line| {
+                if line.starts_with("qlsched_build_info{") {
+                    "qlsched_build_info{version=\"[version]\",commit=\"[commit]\"} 1".to_owned()
+                } else if line.starts_with("qlsched_round_duration_seconds_sum ") {
+                    "qlsched_round_duration_seconds_sum [sum]".to_owned()
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        insta::assert_snapshot!(text);
+    }
+
     #[test]
     fn label_values_are_escaped() {
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
