@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::store::RunIdentity;
 
 /// What one round did. Counts are of claimed rows; durations are wall time on this replica.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct RoundReport {
     pub owner: String,
     /// The batch this round claimed with (`core::batch`): the claim was full when `claimed`
@@ -62,7 +62,7 @@ pub struct RoundReport {
     pub next_due_at: Option<Instant>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AdmittedRun {
     pub project_id: String,
     pub trigger_id: String,
