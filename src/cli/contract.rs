@@ -275,10 +275,11 @@ fn conform(r: &Renderer<'_>, schema: &Value, value: &Value, path: &str, out: &mu
         return;
     }
     match value {
-        Value::String(text) if object.get("format").and_then(Value::as_str) == Some("uuid") => {
-            if uuid::Uuid::parse_str(text).is_err() {
-                out.push(format!("{path}: {text:?} is not a uuid"));
-            }
+        Value::String(text)
+            if object.get("format").and_then(Value::as_str) == Some("uuid")
+                && uuid::Uuid::parse_str(text).is_err() =>
+        {
+            out.push(format!("{path}: {text:?} is not a uuid"));
         }
         Value::Array(items) => {
             if let Some(item) = object.get("items") {
