@@ -47,7 +47,7 @@ pub struct BackfillArgs {
     pub confirm: ConfirmArgs,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct BackfillReport {
     dry_run: bool,
     project_id: String,

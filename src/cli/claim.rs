@@ -90,7 +90,7 @@ pub struct FencedTrigger {
 }
 
 /// The decision the core took on a claimed row, for output.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DecisionView {
     /// `initialize`, `fire`, `skip` or `not_due`.
     pub kind: &'static str,
@@ -129,7 +129,7 @@ impl DecisionView {
 }
 
 /// What `qlsched claim` did: the claim as taken, the decision, and the step that followed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ClaimReport {
     pub dry_run: bool,
     pub project_id: String,
@@ -349,7 +349,7 @@ async fn ask_step(interrupts: &mut Interrupts) -> Result<Result<Step, String>, C
 }
 
 /// What `claim admit` prints.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AdmitReport {
     pub project_id: String,
     pub trigger_id: String,
@@ -360,7 +360,7 @@ pub struct AdmitReport {
 }
 
 /// What `claim release` prints.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ReleaseReport {
     pub project_id: String,
     pub trigger_id: String,

@@ -66,7 +66,7 @@ pub fn instant_arg(text: &str) -> Result<i64, String> {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct CronReport {
     expr: String,
     time_zone: String,
@@ -74,7 +74,7 @@ struct CronReport {
     occurrences: Vec<Occurrence>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Occurrence {
     pub at_ms: i64,
     pub utc: String,
@@ -136,7 +136,7 @@ pub fn run(args: &CronArgs, global: &Global) -> Result<(), CliError> {
 
 /// A trigger's previous occurrence and its next five after the database's now, for
 /// `inspect trigger` (in the trigger's zone and UTC).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct TriggerOccurrences {
     pub previous: Option<Occurrence>,
     pub next: Vec<Occurrence>,

@@ -49,7 +49,7 @@ pub struct ExpireArgs {
 }
 
 /// What `qlsched expire` did (or, with --dry-run, would do).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ExpireReport {
     pub dry_run: bool,
     pub expired: Vec<Expired>,

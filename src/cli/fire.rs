@@ -30,7 +30,7 @@ pub struct FireArgs {
     pub confirm: ConfirmArgs,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct FireReport {
     dry_run: bool,
     project_id: String,

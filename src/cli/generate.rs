@@ -80,8 +80,15 @@ fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Re
     // A nested page (qlsched-inspect-schedules) shows its command's examples and JSON shapes.
     let short = name.strip_prefix("qlsched-").unwrap_or(name);
     let short = short.split('-').next().unwrap_or(short);
-    if let Some(json) = super::manual::json_section(short) {
-        section(&mut out, "JSON OUTPUT", json)?;
+    let json = match (
+        super::manual::json_section(short),
+        super::contract::section(short),
+    ) {
+        (Some(prose), Some(shapes)) => Some(format!("{prose}\n\n{shapes}")),
+        (prose, shapes) => prose.map(str::to_owned).or(shapes),
+    };
+    if let Some(json) = json {
+        section(&mut out, "JSON OUTPUT", &json)?;
     }
     for (title, body) in super::manual::extra_sections(short) {
         section(&mut out, title, &body)?;

@@ -264,7 +264,8 @@ its report when the --duration cap cut it short or an invariant was broken."
     }
 }
 
-/// The documented JSON wire format of a subcommand's `-o json`, if it prints data.
+/// The documented JSON wire format of a subcommand's `-o json`, if it prints data, besides the
+/// shapes rendered from their types (`super::contract::section`), which follow it.
 pub fn json_section(command: &str) -> Option<&'static str> {
     Some(match command {
         "migrate" => "\
@@ -294,8 +295,6 @@ inspect replicas: [replica], stale first, then stalled, live and stopped, where 
 
 inspect schedules: [{\"project_id\", \"trigger_id\": string, \"state\": \"paused\"|\"disabled\"|\"claimed\"|\"expired_claim\"|\"uninitialized\"|\"due\"|\"not_due\", \"trigger_revision\", \"state_version\", \"claim_version\": int, \"next_fire_at_ms\", \"last_scheduled_at_ms\": int|null, \"due_in_ms\": int (absent for a paused or disabled row, which is never due), \"claim_owner\": string|null, \"claim_expires_at_ms\": int|null, \"updated_at_ms\": int, \"paused\": {\"paused_by\": string, \"paused_at_ms\": int, \"reason\": string|null}|null}]. A paused row's state is paused, a row of a disabled trigger or a suspended project disabled: no replica claims either, and neither is ever due.
 
-inspect claims: [claim], where claim is {\"project_id\", \"trigger_id\", \"owner\": string, \"token\": uuid, \"version\", \"acquired_at_ms\", \"expires_at_ms\", \"remaining_ms\" (negative once expired): int, \"expired\": bool}.
-
 inspect runs: [run], where run is {\"run_id\": uuid, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"task_id\": string, \"task_revision\": int, \"execution_revision_id\": uuid, \"idempotency_key\", \"status\": string, \"scheduled_for_ms\", \"created_at_ms\": int, \"queued_at_ms\": int|null, \"origin\": \"cron\"|\"manual\"|\"backfill\"} (recent_runs of inspect trigger carry no origin).
 
 inspect run: {\"run\": run, \"attempts\": [{\"attempt_id\": uuid, \"attempt_no\": int, \"executor\", \"state\": string, \"worker_id\", \"session_id\", \"lease_id\": string|null, \"started_at_ms\": int|null, \"created_at_ms\": int}], \"events\": [{\"seq\": int, \"type\": string, \"at_ms\": int, \"payload\": object}]}.
@@ -304,11 +303,7 @@ inspect trigger: {\"project_id\", \"trigger_id\": string, \"why_not_firing\": {\
 
 inspect recovery: {\"pristine\": int, \"drifted\": int, \"candidates\" (oldest run first): [{\"run_id\": uuid, \"project_id\", \"trigger_id\", \"run_status\": string, \"attempt_id\": uuid|null, \"attempt_no\": int|null, \"attempt_state\": string|null, \"drift\": [string]}]}.
 
-inspect audit: [audit], where audit is {\"audit_id\": int, \"project_id\", \"trigger_id\": string, \"action\": \"claim\"|\"admit\"|\"release\"|\"expire\"|\"pause\"|\"resume\"|\"fire\"|\"backfill\", \"actor\": string (the operator: OS user and host, or --owner), \"db_user\": string (the database login that did it), \"reason\": string|null, \"at_ms\": int, \"fence_before\", \"fence_after\": fence|null}; a cleared fence has null owner, token and expires_at_ms.
-
-inspect misfires: [misfire], newest first, where misfire is {\"misfire_id\": int, \"project_id\", \"trigger_id\": string, \"trigger_revision\": int, \"first_occurrence_ms\", \"last_occurrence_ms\": int (the first and last occurrence passed over), \"occurrences\": int (how many, both included), \"occurrences_exact\": bool (false: counting stopped at 10000 and occurrences is a lower bound), \"policy\": \"skip\"|\"fire_once\", \"reason\": \"beyond_grace\"|\"paused\" (written by a resume), \"owner\": string (the replica or operator whose decision it was), \"decided_at_ms\", \"recorded_at_ms\": int}. Records are kept 7 days.
-
-inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrences\", \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\", \"half_written_claims\", \"cursors_behind\", \"claims_held\": int}, \"accounting\": {\"since_ms\": int (the window's start), \"triggers\", \"occurrences\" (checked), \"gap_count\", \"duplicate_count\": int, \"gaps\", \"duplicates\": [{\"project_id\", \"trigger_id\": string, \"trigger_revision\", \"occurrence_ms\": int}] (at most 100 each), \"truncated\": [\"PROJECT/TRIGGER\"] (more than a million occurrences in the window: checked up to there)}, \"failures\": [string], \"grants\": [finding as in migrate verify]}. A gap is an occurrence between the later of the window's start and the revision's first cursor, and the cursor, with neither a run nor a misfire record.",
+inspect invariants: {\"ok\": bool, \"counts\": {\"runs\", \"duplicate_occurrences\", \"runs_without_one_attempt\", \"runs_without_two_events\", \"orphans\", \"half_written_claims\", \"cursors_behind\", \"claims_held\": int}, \"accounting\": {\"since_ms\": int (the window's start), \"triggers\", \"occurrences\" (checked), \"gap_count\", \"duplicate_count\": int, \"gaps\", \"duplicates\": [{\"project_id\", \"trigger_id\": string, \"trigger_revision\", \"occurrence_ms\": int}] (at most 100 each), \"truncated\": [\"PROJECT/TRIGGER\"] (more than a million occurrences in the window: checked up to there)}, \"failures\": [string], \"grants\": [finding as in migrate verify]}. A gap is an occurrence between the later of the window's start and the revision's first cursor, and the cursor, with neither a run nor a misfire record.\n\nThe lists below come newest first; misfire records are kept 7 days.",
         "cron" => "\
 {\"expr\", \"time_zone\": string, \"from_ms\": int, \"occurrences\": [occurrence]}, where occurrence is {\"at_ms\": int, \"utc\": string, \"local\": string (wall time in the zone, with its abbreviation), \"dst\": null|\"gap_moved\" (the wall time the pattern names fell in a spring-forward gap: moved to the first instant after it)|\"fold_first\"|\"fold_second\" (an autumn fold repeats this wall time: which of its two instants)}.",
         "fire" => "\

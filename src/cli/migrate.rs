@@ -75,7 +75,7 @@ pub async fn run(args: MigrateArgs, global: &Global) -> Result<(), CliError> {
     }
 }
 
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 struct VerifyReport {
     schema: String,
     ok: bool,

@@ -6,6 +6,7 @@ mod args;
 mod backfill;
 mod bench;
 mod claim;
+pub mod contract;
 mod cron;
 mod demo;
 mod error;

@@ -68,7 +68,7 @@ impl Target {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct Report {
     dry_run: bool,
     action: &'static str,

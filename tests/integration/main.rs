@@ -9,6 +9,7 @@ mod bench;
 mod claiming;
 mod cli;
 mod connection;
+mod contracts;
 mod control;
 mod deploy;
 mod drills;

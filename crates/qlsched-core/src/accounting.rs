@@ -30,7 +30,7 @@ pub struct AccountingInput<'a> {
 }
 
 /// What the check found for one trigger.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AccountingFindings {
     /// Occurrences checked.
     pub occurrences: u64,

@@ -65,6 +65,23 @@ impl serde::Serialize for Batch {
     }
 }
 
+impl schemars::JsonSchema for Batch {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Batch".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "--batch, or adaptive (no --batch: 16 to 256, following the backlog)",
+            "anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "enum": ["adaptive"]}]
+        })
+    }
+}
+
 /// What one round did with its batch, for the next round's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoundLoad {

@@ -129,7 +129,7 @@ pub fn diagnose(facts: &TriggerFacts) -> Diagnosis {
 }
 
 /// Why a trigger is not firing, as far as the scheduler can tell; each cause with its fix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "cause", rename_all = "snake_case")]
 pub enum Diagnosis {
     SchemaNotReady {

@@ -18,7 +18,7 @@ use super::manifest::{Manifest, ProjectDef, ProjectStatus, TaskDef, TriggerDef};
 use super::status::Change;
 
 /// What publishing did (or, with `--dry-run`, would do) to one definition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PublishedItem {
     /// `project`, `task` or `trigger`.
     pub kind: &'static str,
@@ -36,7 +36,7 @@ pub struct PublishedItem {
     pub next_occurrence_ms: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PublishReport {
     pub dry_run: bool,
     pub items: Vec<PublishedItem>,

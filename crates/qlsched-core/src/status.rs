@@ -6,7 +6,7 @@
 //! string compared further in.
 
 /// Declares a unit enum stored as a snake_case word: `as_str`, `ALL`, `Display`, `FromStr` (the
-/// error lists the words expected) and `Serialize` as that word.
+/// error lists the words expected), and `Serialize` and `JsonSchema` as that word.
 macro_rules! words {
     ($(#[$meta:meta])* $name:ident { $($(#[$variant_meta:meta])* $variant:ident => $word:literal,)+ }) => {
         $(#[$meta])*
@@ -51,6 +51,23 @@ macro_rules! words {
         impl ::serde::Serialize for $name {
             fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                let mut schema = ::schemars::json_schema!({"type": "string"});
+                let words: Vec<&str> = Self::ALL.iter().map(|value| value.as_str()).collect();
+                schema.insert("enum".into(), words.into());
+                schema
             }
         }
     };

@@ -112,7 +112,7 @@ impl std::fmt::Display for LivedIn {
 }
 
 /// Everything one bench run measured; the JSON shape is documented in `qlsched-bench(1)`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BenchReport {
     pub triggers: u32,
     pub due: u64,

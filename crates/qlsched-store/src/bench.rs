@@ -248,7 +248,7 @@ pub async fn still_due_at(
 
 /// The lag users feel at one occurrence: runs admitted for it, and the lag from the occurrence
 /// to the run's commit in database time (`created_at_ms - scheduled_for_ms`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct OccurrenceLag {
     pub scheduled_for_ms: i64,
     pub runs: i64,

@@ -33,7 +33,7 @@ use qlsched_core::run_id::run_id;
 use qlsched_core::{ProjectStatus, TriggerName};
 
 /// Where an admitted run came from (`runs.origin`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// `qlsched fire`.
@@ -220,7 +220,7 @@ async fn lock_target(
 }
 
 /// What `fire` did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Fired {
     pub run_id: Uuid,
     pub idempotency_key: String,
@@ -314,7 +314,7 @@ async fn fire_in_transaction(
 }
 
 /// What one backfill transaction did with its occurrences.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct BackfillBatch {
     /// Admitted now (with `dry_run`: would be).
     pub admitted: u64,

@@ -8,7 +8,7 @@ use tokio_postgres::GenericClient;
 
 use super::StoreError;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct InvariantCounts {
     /// Runs created in the window checked.
     pub runs: i64,

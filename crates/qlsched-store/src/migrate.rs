@@ -189,7 +189,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
 const SCHEMA_USERS: [&str; 3] = ["qlsched_admin", "qlsched_runtime", "qlsched_observer"];
 
 /// One row of `migrate status`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MigrationStatus {
     pub version: i64,
     pub name: String,
@@ -201,7 +201,7 @@ pub struct MigrationStatus {
 }
 
 /// What `migrate up` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MigrateReport {
     pub schema: String,
     pub applied: Vec<MigrationStatus>,
@@ -625,7 +625,7 @@ pub async fn check_capability(
 }
 
 /// One difference between the live database and what docs/DESIGN.md §3.2 prescribes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct VerifyFinding {
     /// `checksum`, `pending`, `unknown_migration`, `missing_grant`, `extra_grant`, `schema_usage`,
     /// `role`.

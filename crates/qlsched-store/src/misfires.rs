@@ -9,22 +9,29 @@ use super::StoreError;
 use qlsched_core::TriggerName;
 
 /// One misfire record, as `inspect misfires` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MisfireRecord {
     pub misfire_id: i64,
     pub project_id: String,
     pub trigger_id: String,
     pub trigger_revision: i64,
+    /// The first occurrence passed over.
     pub first_occurrence_ms: i64,
+    /// The last occurrence passed over.
     pub last_occurrence_ms: i64,
     /// Occurrences passed over, first and last included; a lower bound when `occurrences_exact`
     /// is false.
     pub occurrences: i64,
+    /// False: counting stopped at 10000 and occurrences is a lower bound.
     pub occurrences_exact: bool,
-    /// `skip` or `fire_once`.
+    /// The trigger's misfire policy when it was decided.
+    #[schemars(extend("enum" = ["skip", "fire_once"]))]
     pub policy: String,
-    /// `beyond_grace`.
+    /// beyond_grace: later than the grace when decided; paused: passed while paused, written by
+    /// a resume.
+    #[schemars(extend("enum" = ["beyond_grace", "paused"]))]
     pub reason: String,
+    /// The replica or operator whose decision it was.
     pub owner: String,
     pub decided_at_ms: i64,
     pub recorded_at_ms: i64,

@@ -136,7 +136,7 @@ pub async fn gauges(client: &impl GenericClient, owner: &str) -> Result<Gauges, 
 
 /// Whether the server a session reads is the primary or a standby, for the headers of `inspect`
 /// and `top` (docs/OPERATIONS.md, "`qlsched top`"): a standby answers every read, some of it old.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum ServerRole {
     Primary,

@@ -25,7 +25,7 @@ use qlsched_core::diagnose::Diagnosis;
 use qlsched_core::{ClaimFence, Decision, FenceRef, TriggerName};
 
 /// A claim that an expiry cleared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Expired {
     pub project_id: String,
     pub trigger_id: String,

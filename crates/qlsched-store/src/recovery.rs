@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::StoreError;
 
 /// One recovery candidate and why it is not pristine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RecoveryCandidate {
     pub run_id: Uuid,
     pub project_id: String,
@@ -24,7 +24,7 @@ pub struct RecoveryCandidate {
     pub drift: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RecoveryReport {
     /// Queued runs left to the dispatcher, untouched.
     pub pristine: i64,

@@ -110,7 +110,7 @@ pub async fn claimed_rows(
 }
 
 /// One replica as `inspect replicas` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ReplicaView {
     pub owner: String,
     pub host: String,
@@ -186,7 +186,7 @@ pub async fn list(client: &impl GenericClient) -> Result<Vec<ReplicaView>, Store
 }
 
 /// How many registered replicas are in each state of [`Liveness`], in `Liveness::ALL`'s order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 pub struct LivenessCounts {
     pub live: i64,
     pub stalled: i64,

@@ -37,7 +37,7 @@ pub const COUNT_EXACT_BELOW: i64 = 100_000;
 pub const DUE_CAP: i64 = 10_000;
 
 /// The dashboard's header and replicas panel at one database instant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TopSummary {
     pub now_ms: i64,
     pub schema_version: i64,

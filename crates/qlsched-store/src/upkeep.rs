@@ -15,7 +15,7 @@ use tokio_postgres::GenericClient;
 use super::StoreError;
 
 /// What the server does about the schedule table's dead row versions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct ScheduleUpkeep {
     /// Autovacuum visits the table: the server's `autovacuum` is on and the table does not
     /// switch it off.

@@ -413,7 +413,7 @@ async fn invariants(
 }
 
 /// `inspect invariants`: the counts, and every failure (violated promise or grant difference).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct InvariantReport {
     ok: bool,
     counts: InvariantCounts,
@@ -442,7 +442,7 @@ impl InvariantReport {
 }
 
 /// `inspect` without a view: the summary, and what keeps the schema from being ready.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SummaryReport {
     /// Primary, or a standby with its replay lag: a standby's answers may be behind.
     pub server: ServerRole,
@@ -456,7 +456,7 @@ pub struct SummaryReport {
 }
 
 /// `inspect trigger` with the trigger's previous and next occurrences.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 struct TriggerShown<'a> {
     #[serde(flatten)]
     detail: &'a TriggerDetail,

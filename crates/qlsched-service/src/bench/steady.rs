@@ -62,7 +62,7 @@ pub struct SteadyConfig {
 }
 
 /// What a steady run measured; the JSON shape is documented in `qlsched-bench(1)`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SteadyReport {
     pub mode: &'static str,
     pub triggers: u32,
@@ -107,7 +107,7 @@ pub struct SteadyReport {
 }
 
 /// How the per-occurrence maximum lag moved over the window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct LagTrend {
     /// Least-squares slope of the maximum lag over the occurrences, in milliseconds per minute
     /// of the window: about 0 when the lag holds, positive when it grows.

@@ -4,12 +4,13 @@
 //! [`RoundEvent`]s; the gauges are read from the database when scraped, at most once per
 //! cadence, on a connection of their own. No metric has a per-trigger label.
 
+pub mod exposition;
 pub mod http;
 
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use self::exposition::Histogram;
 use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT};
 use crate::lifecycle::{MAX_BACK_OFF, RoundEvent};
 use qlsched_core::Liveness;
@@ -24,37 +25,6 @@ pub const COMMIT: &str = env!("QLSCHED_COMMIT");
 
 /// How long a scrape or a probe waits on the database before it answers without it.
 const DATABASE_WAIT: Duration = Duration::from_secs(2);
-
-/// A cumulative histogram with fixed bucket bounds, in seconds.
-#[derive(Debug, Clone)]
-struct Histogram {
-    bounds: &'static [f64],
-    counts: Vec<u64>,
-    sum: f64,
-    count: u64,
-}
-
-impl Histogram {
-    fn new(bounds: &'static [f64]) -> Self {
-        Histogram {
-            bounds,
-            counts: vec![0; bounds.len()],
-            sum: 0.0,
-            count: 0,
-        }
-    }
-
-    fn observe(&mut self, seconds: f64) {
-        let seconds = seconds.max(0.0);
-        for (bound, count) in self.bounds.iter().zip(self.counts.iter_mut()) {
-            if seconds <= *bound {
-                *count += 1;
-            }
-        }
-        self.sum += seconds;
-        self.count += 1;
-    }
-}
 
 /// Round and claim durations: a round is milliseconds, its bound is the lease (30 s by default).
 const DURATION_BUCKETS: &[f64] = &[
@@ -377,25 +347,16 @@ impl Observer {
         }
         let counts = self.counts().clone();
         let healthy = self.health().is_ok();
-        let mut text = render(
+        let batch = self.running().as_ref().map(|r| r.coordinator.batch());
+        let reads = reads.as_ref().ok();
+        render(
             &counts,
-            reads.as_ref().ok().map(|r| r.gauges),
+            reads.map(|r| r.gauges),
             &readiness,
             healthy,
-        );
-        if let Ok(reads) = &reads {
-            render_replicas(&mut text, &reads.replicas);
-        }
-        let batch = self.running().as_ref().map(|r| r.coordinator.batch());
-        if let Some(batch) = batch {
-            gauge(
-                &mut text,
-                "qlsched_claim_batch",
-                "Rows the next round claims at most: --batch, or where the adaptive batch stands.",
-                f64::from(batch),
-            );
-        }
-        text
+            reads.map(|r| &r.replicas),
+            batch,
+        )
     }
 }
 
@@ -412,271 +373,70 @@ fn judge_health(ago: Duration, bound: Duration) -> Result<String, String> {
     }
 }
 
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-fn counter(out: &mut String, name: &str, help: &str, value: u64) {
-    header(out, name, "counter", help);
-    let _ = writeln!(out, "{name} {value}");
-}
-
-fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
-    header(out, name, "gauge", help);
-    let _ = writeln!(out, "{name} {value}");
-}
-
-fn histogram(out: &mut String, name: &str, help: &str, histogram: &Histogram) {
-    header(out, name, "histogram", help);
-    for (bound, count) in histogram.bounds.iter().zip(&histogram.counts) {
-        let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {count}");
+/// The exposition of one scrape. The database's gauges and replicas are left out when they
+/// could not be read, the claim batch before the rounds start.
+fn render(
+    c: &Counts,
+    gauges: Option<Gauges>,
+    readiness: &Readiness,
+    healthy: bool,
+    replicas: Option<&LivenessCounts>,
+    batch: Option<u16>,
+) -> String {
+    use self::exposition::*;
+    let mut out = Exposition::new();
+    out.family(&ROUNDS)
+        .sample(&["succeeded"], c.rounds_succeeded)
+        .sample(&["failed"], c.rounds_failed);
+    out.single(&CLAIMS_TAKEN, c.claims_taken);
+    out.single(&RUNS_ADMITTED, c.runs_admitted);
+    out.family(&SCHEDULES_ADVANCED)
+        .sample(&["initialized"], c.initialized)
+        .sample(&["skipped"], c.skipped);
+    let mut records = out.family(&MISFIRE_RECORDS);
+    for ((policy, reason), (count, _)) in &c.misfires {
+        records.sample(&[*policy, *reason], count);
     }
-    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", histogram.count);
-    let _ = writeln!(out, "{name}_sum {}", histogram.sum);
-    let _ = writeln!(out, "{name}_count {}", histogram.count);
-}
-
-/// The registry's replicas by liveness, one sample a state, so a state with none reads 0.
-fn render_replicas(out: &mut String, counts: &LivenessCounts) {
-    header(
-        out,
-        "qlsched_replicas",
-        "gauge",
-        "Registered replicas by liveness (live; stalled: no heartbeat for two cadences; stale: none \
-         for lease + cadence; stopped), database clock.",
-    );
-    for liveness in Liveness::ALL {
-        let _ = writeln!(
-            out,
-            "qlsched_replicas{{liveness=\"{liveness}\"}} {}",
-            counts.get(*liveness)
-        );
-    }
-}
-
-/// A label value as the text format quotes it.
-fn label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn render(counts: &Counts, gauges: Option<Gauges>, readiness: &Readiness, healthy: bool) -> String {
-    let mut out = String::with_capacity(8192);
-    let c = counts;
-    header(
-        &mut out,
-        "qlsched_rounds_total",
-        "counter",
-        "Rounds run by this replica, by outcome (succeeded, failed).",
-    );
-    let _ = writeln!(
-        out,
-        "qlsched_rounds_total{{outcome=\"succeeded\"}} {}",
-        c.rounds_succeeded
-    );
-    let _ = writeln!(
-        out,
-        "qlsched_rounds_total{{outcome=\"failed\"}} {}",
-        c.rounds_failed
-    );
-    counter(
-        &mut out,
-        "qlsched_claims_taken_total",
-        "Schedule rows claimed.",
-        c.claims_taken,
-    );
-    counter(
-        &mut out,
-        "qlsched_runs_admitted_total",
-        "Runs admitted (queued): occurrences fired.",
-        c.runs_admitted,
-    );
-    header(
-        &mut out,
-        "qlsched_schedules_advanced_total",
-        "counter",
-        "Claimed rows advanced without a run, by decision (initialized, skipped).",
-    );
-    let _ = writeln!(
-        out,
-        "qlsched_schedules_advanced_total{{decision=\"initialized\"}} {}",
-        c.initialized
-    );
-    let _ = writeln!(
-        out,
-        "qlsched_schedules_advanced_total{{decision=\"skipped\"}} {}",
-        c.skipped
-    );
-    header(
-        &mut out,
-        "qlsched_misfire_records_total",
-        "counter",
-        "Misfire records written (decisions that passed occurrences over), by policy and reason.",
-    );
-    for ((policy, reason), (records, _)) in &c.misfires {
-        let _ = writeln!(
-            out,
-            "qlsched_misfire_records_total{{policy=\"{}\",reason=\"{}\"}} {records}",
-            label(policy),
-            label(reason)
-        );
-    }
-    header(
-        &mut out,
-        "qlsched_occurrences_passed_over_total",
-        "counter",
-        "Occurrences passed over inside misfire records, by policy and reason.",
-    );
+    let mut passed_over = out.family(&OCCURRENCES_PASSED_OVER);
     for ((policy, reason), (_, occurrences)) in &c.misfires {
-        let _ = writeln!(
-            out,
-            "qlsched_occurrences_passed_over_total{{policy=\"{}\",reason=\"{}\"}} {occurrences}",
-            label(policy),
-            label(reason)
-        );
+        passed_over.sample(&[*policy, *reason], occurrences);
     }
-    counter(
-        &mut out,
-        "qlsched_fence_losses_total",
-        "Admissions whose claim fence no longer matched: nothing written.",
-        c.fence_losses,
-    );
-    counter(
-        &mut out,
-        "qlsched_definition_refusals_total",
-        "Admissions whose claim held and whose definitions no longer admit them: nothing written.",
-        c.definition_refusals,
-    );
-    counter(
-        &mut out,
-        "qlsched_admissions_rejected_total",
-        "Admissions the database refused; their claims are left to expire.",
-        c.rejected,
-    );
-    counter(
-        &mut out,
-        "qlsched_admissions_unsettled_total",
-        "Admissions not settled (retries ran out, or the database went away); claims given back.",
-        c.unsettled,
-    );
-    counter(
-        &mut out,
-        "qlsched_undecidable_rows_total",
-        "Claimed rows whose stored cron could not be evaluated.",
-        c.undecidable,
-    );
-    counter(
-        &mut out,
-        "qlsched_claims_released_total",
-        "Claims given back by rounds: rows not due after all, admissions that did not commit.",
-        c.released,
-    );
-    counter(
-        &mut out,
-        "qlsched_admission_transactions_total",
-        "Admission transactions run, fall-backs included.",
-        c.transactions,
-    );
-    counter(
-        &mut out,
-        "qlsched_serialization_retries_total",
-        "Admission transactions retried after a serialization failure.",
-        c.serialization_retries,
-    );
-    counter(
-        &mut out,
-        "qlsched_batch_fallbacks_total",
-        "Batched admissions that failed and were admitted row by row.",
-        c.batch_fallbacks,
-    );
-    histogram(
-        &mut out,
-        "qlsched_round_duration_seconds",
-        "Duration of a round (claim, decide, admit, release), failed rounds included.",
-        &c.round_duration,
-    );
-    histogram(
-        &mut out,
-        "qlsched_claim_duration_seconds",
-        "Duration of a round's claim (one round trip).",
-        &c.claim_duration,
-    );
-    histogram(
-        &mut out,
-        "qlsched_admission_duration_seconds",
-        "Duration of a round's admission, retries and fall-backs included.",
-        &c.admission_duration,
-    );
-    histogram(
-        &mut out,
-        "qlsched_schedule_lag_seconds",
-        "Run created minus scheduled for, database clock (claim time plus the admission).",
-        &c.schedule_lag,
-    );
+    out.single(&FENCE_LOSSES, c.fence_losses);
+    out.single(&DEFINITION_REFUSALS, c.definition_refusals);
+    out.single(&ADMISSIONS_REJECTED, c.rejected);
+    out.single(&ADMISSIONS_UNSETTLED, c.unsettled);
+    out.single(&UNDECIDABLE_ROWS, c.undecidable);
+    out.single(&CLAIMS_RELEASED, c.released);
+    out.single(&ADMISSION_TRANSACTIONS, c.transactions);
+    out.single(&SERIALIZATION_RETRIES, c.serialization_retries);
+    out.single(&BATCH_FALLBACKS, c.batch_fallbacks);
+    out.family(&ROUND_DURATION).histogram(&c.round_duration);
+    out.family(&CLAIM_DURATION).histogram(&c.claim_duration);
+    out.family(&ADMISSION_DURATION)
+        .histogram(&c.admission_duration);
+    out.family(&SCHEDULE_LAG).histogram(&c.schedule_lag);
     if let Some(g) = gauges {
-        gauge(
-            &mut out,
-            "qlsched_claims_held",
-            "Valid claims held by this replica's owner (database, at most once per cadence).",
-            g.claims_held as f64,
-        );
-        gauge(
-            &mut out,
-            "qlsched_due_unclaimed_rows",
-            "Eligible rows due (or uninitialized) and not validly claimed, counted up to 1000.",
-            g.due_unclaimed as f64,
-        );
-        gauge(
-            &mut out,
-            "qlsched_oldest_due_age_seconds",
-            "Database now minus the cursor of the most overdue unclaimed eligible row; 0 if none.",
-            g.oldest_due_age_ms as f64 / 1000.0,
-        );
-        gauge(
-            &mut out,
-            "qlsched_paused_rows",
-            "Schedule rows an operator paused: parked, never counted as due or overdue.",
-            g.paused as f64,
-        );
-        gauge(
-            &mut out,
-            "qlsched_disabled_rows",
-            "Schedule rows of a disabled trigger or a suspended project, not paused: parked.",
-            g.disabled as f64,
-        );
+        out.single(&CLAIMS_HELD, g.claims_held as f64);
+        out.single(&DUE_UNCLAIMED_ROWS, g.due_unclaimed as f64);
+        out.single(&OLDEST_DUE_AGE, g.oldest_due_age_ms as f64 / 1000.0);
+        out.single(&PAUSED_ROWS, g.paused as f64);
+        out.single(&DISABLED_ROWS, g.disabled as f64);
     }
-    gauge(
-        &mut out,
-        "qlsched_ready",
-        "1 when /readyz would answer 200 (schema, privileges, connection, writable server).",
-        if *readiness == Readiness::Ready {
-            1.0
-        } else {
-            0.0
-        },
-    );
-    gauge(
-        &mut out,
-        "qlsched_healthy",
-        "1 when /healthz would answer 200 (the round timer is alive).",
-        if healthy { 1.0 } else { 0.0 },
-    );
-    header(
-        &mut out,
-        "qlsched_build_info",
-        "gauge",
-        "Always 1; the labels name the version and the commit of this binary.",
-    );
-    let _ = writeln!(
-        out,
-        "qlsched_build_info{{version=\"{}\",commit=\"{}\"}} 1",
-        label(VERSION),
-        label(COMMIT)
-    );
-    out
+    let one = |yes: bool| if yes { 1.0 } else { 0.0 };
+    out.single(&READY, one(*readiness == Readiness::Ready));
+    out.single(&HEALTHY, one(healthy));
+    out.family(&BUILD_INFO).sample(&[VERSION, COMMIT], 1);
+    if let Some(counts) = replicas {
+        // One sample a state, so a state with none reads 0.
+        let mut family = out.family(&REPLICAS);
+        for liveness in Liveness::ALL {
+            family.sample(&[&liveness.to_string()], counts.get(*liveness));
+        }
+    }
+    if let Some(batch) = batch {
+        out.single(&CLAIM_BATCH, f64::from(batch));
+    }
+    out.finish()
 }
 
 #[cfg(test)]
@@ -732,7 +492,14 @@ mod tests {
             finished: Instant::now(),
             error: "x".into(),
         });
-        let text = render(&counts, Some(Gauges::default()), &Readiness::Ready, true);
+        let text = render(
+            &counts,
+            Some(Gauges::default()),
+            &Readiness::Ready,
+            true,
+            None,
+            None,
+        );
         for line in [
             "qlsched_rounds_total{outcome=\"succeeded\"} 1",
             "qlsched_rounds_total{outcome=\"failed\"} 1",
@@ -773,12 +540,7 @@ mod tests {
     /// docs/alerts.yml names only metrics this binary exposes.
     #[test]
     fn the_example_alerts_name_metrics_that_exist() {
-        let text = render(
-            &Counts::default(),
-            Some(Gauges::default()),
-            &Readiness::Ready,
-            true,
-        );
+        let text = everything();
         let alerts = include_str!("../../../../docs/alerts.yml");
         let mut named = 0;
         for (at, _) in alerts.match_indices("qlsched_") {
@@ -808,8 +570,133 @@ mod tests {
         assert!(dead.contains("no round started for 40.000s"), "{dead}");
     }
 
+    /// The whole exposition of a scrape with every metric present, as operators' dashboards and
+    /// alerts read it: a change to a name, a label, a HELP or a TYPE shows here.
+    #[test]
+    fn the_exposition_is_unchanged() {
+        let mut counts = Counts::default();
+        counts.add(&RoundEvent::Failed {
+            started: Instant::now(),
+            finished: Instant::now(),
+            error: "x".into(),
+        });
+        let text = render(
+            &counts,
+            Some(Gauges::default()),
+            &Readiness::Ready,
+            true,
+            Some(&LivenessCounts::default()),
+            Some(16),
+        );
+        let text: String = text
+            .lines()
+            .map(|line| {
+                if line.starts_with("qlsched_build_info{") {
+                    "qlsched_build_info{version=\"[version]\",commit=\"[commit]\"} 1".to_owned()
+                } else if line.starts_with("qlsched_round_duration_seconds_sum ") {
+                    "qlsched_round_duration_seconds_sum [sum]".to_owned()
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        insta::assert_snapshot!(text);
+    }
+
     #[test]
     fn label_values_are_escaped() {
-        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(exposition::escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    /// A scrape with every metric present.
+    fn everything() -> String {
+        render(
+            &Counts::default(),
+            Some(Gauges::default()),
+            &Readiness::Ready,
+            true,
+            Some(&LivenessCounts::default()),
+            Some(16),
+        )
+    }
+
+    /// The names docs/OPERATIONS.md, docs/alerts.yml and dashboards know: a metric is only ever
+    /// added (here and in `exposition::ALL`), never renamed or dropped.
+    #[test]
+    fn the_metric_names_are_those_operators_know() {
+        let known = [
+            "qlsched_rounds_total counter outcome",
+            "qlsched_claims_taken_total counter",
+            "qlsched_runs_admitted_total counter",
+            "qlsched_schedules_advanced_total counter decision",
+            "qlsched_misfire_records_total counter policy,reason",
+            "qlsched_occurrences_passed_over_total counter policy,reason",
+            "qlsched_fence_losses_total counter",
+            "qlsched_definition_refusals_total counter",
+            "qlsched_admissions_rejected_total counter",
+            "qlsched_admissions_unsettled_total counter",
+            "qlsched_undecidable_rows_total counter",
+            "qlsched_claims_released_total counter",
+            "qlsched_admission_transactions_total counter",
+            "qlsched_serialization_retries_total counter",
+            "qlsched_batch_fallbacks_total counter",
+            "qlsched_round_duration_seconds histogram",
+            "qlsched_claim_duration_seconds histogram",
+            "qlsched_admission_duration_seconds histogram",
+            "qlsched_schedule_lag_seconds histogram",
+            "qlsched_claims_held gauge",
+            "qlsched_due_unclaimed_rows gauge",
+            "qlsched_oldest_due_age_seconds gauge",
+            "qlsched_paused_rows gauge",
+            "qlsched_disabled_rows gauge",
+            "qlsched_ready gauge",
+            "qlsched_healthy gauge",
+            "qlsched_build_info gauge version,commit",
+            "qlsched_replicas gauge liveness",
+            "qlsched_claim_batch gauge",
+        ];
+        let declared: Vec<String> = exposition::ALL
+            .iter()
+            .map(|m| {
+                let kind = format!("{:?}", m.kind).to_lowercase();
+                [m.name, &kind, &m.labels.join(",")]
+                    .join(" ")
+                    .trim_end()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(declared, known);
+        // A scrape with everything present writes every declared metric, once, in that order.
+        let text = everything();
+        let typed: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        let names: Vec<&str> = exposition::ALL.iter().map(|m| m.name).collect();
+        assert_eq!(typed, names);
+        // Every metric docs/OPERATIONS.md names is declared.
+        let operations = include_str!("../../../../docs/OPERATIONS.md");
+        for (at, _) in operations.match_indices("qlsched_") {
+            let name: String = operations[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(&name);
+            // Role names (qlsched_admin, ...) are not metrics.
+            if ["qlsched_admin", "qlsched_observer", "qlsched_runtime"].contains(&base)
+                || base.starts_with("qlsched_bench")
+            {
+                continue;
+            }
+            assert!(
+                names.contains(&base),
+                "docs/OPERATIONS.md names {name}, which no metric declares"
+            );
+        }
     }
 }

@@ -7,18 +7,37 @@ use crate::StoreError;
 use qlsched_core::TriggerName;
 
 /// One operator action on a schedule row (docs/DESIGN.md §3.1, `schedule_audit`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AuditView {
     pub audit_id: i64,
     pub project_id: String,
     pub trigger_id: String,
+    /// What was done (the words the `schedule_audit.action` CHECK constraint allows).
+    #[schemars(extend("enum" = ["claim", "admit", "release", "expire", "pause", "resume", "fire", "backfill"]))]
     pub action: String,
+    /// The operator: OS user and host, or --owner.
     pub actor: String,
+    /// The database login that did it.
     pub db_user: String,
     pub reason: Option<String>,
     pub at_ms: i64,
+    /// The fence before: owner, token, version, expires_at_ms; a cleared fence has null owner,
+    /// token and expires_at_ms.
+    #[schemars(with = "Option<FenceJson>")]
     pub fence_before: Option<serde_json::Value>,
+    /// The fence after, as fence_before.
+    #[schemars(with = "Option<FenceJson>")]
     pub fence_after: Option<serde_json::Value>,
+}
+
+/// A fence as `schedule_audit` stores it (its shape only: the column is JSON).
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct FenceJson {
+    owner: Option<String>,
+    token: Option<uuid::Uuid>,
+    version: i64,
+    expires_at_ms: Option<i64>,
 }
 
 // Audit rows, newest first, optionally of one trigger (its (project, trigger, id) index).

@@ -8,7 +8,7 @@ use crate::StoreError;
 
 /// A claim as operators see it: the fence, when it was taken, and its lease left in database time
 /// (negative once expired).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClaimView {
     pub project_id: String,
     pub trigger_id: String,
@@ -17,6 +17,7 @@ pub struct ClaimView {
     pub version: i64,
     pub acquired_at_ms: i64,
     pub expires_at_ms: i64,
+    /// The lease left, database time; negative once expired.
     pub remaining_ms: i64,
     pub expired: bool,
 }

@@ -9,7 +9,7 @@ use crate::error::stored;
 use qlsched_core::{RunStatus, TriggerName};
 
 /// One admitted run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RunView {
     pub run_id: Uuid,
     pub project_id: String,
@@ -27,7 +27,7 @@ pub struct RunView {
 
 /// A run with where it came from: `cron` (the scheduler), `manual` (`qlsched fire`) or
 /// `backfill` (`qlsched backfill`). `inspect runs` and `inspect run` show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RunRow {
     #[serde(flatten)]
     pub run: RunView,
@@ -134,7 +134,7 @@ pub async fn runs_with_origin(
 }
 
 /// One attempt of a run, with the dispatcher's fields as they stand.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AttemptView {
     pub attempt_id: Uuid,
     pub attempt_no: i32,
@@ -147,7 +147,7 @@ pub struct AttemptView {
     pub created_at_ms: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EventView {
     pub seq: i32,
     #[serde(rename = "type")]
@@ -157,7 +157,7 @@ pub struct EventView {
 }
 
 /// `inspect run RUN_ID`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RunDetail {
     pub run: RunRow,
     pub attempts: Vec<AttemptView>,

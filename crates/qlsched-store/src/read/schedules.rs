@@ -11,7 +11,7 @@ use crate::error::stored;
 
 /// Where a schedule row stands, from the scheduler's point of view, at one database instant.
 /// The first that applies wins, in the order of the variants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ScheduleState {
     /// Parked by an operator (`qlsched pause`): no replica will claim it, and it is never due.
@@ -95,7 +95,7 @@ impl FromStr for ScheduleState {
 }
 
 /// One schedule row with its state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ScheduleView {
     pub project_id: String,
     pub trigger_id: String,
@@ -277,7 +277,7 @@ pub(super) fn schedule_view(row: &Row) -> Result<ScheduleView, StoreError> {
 }
 
 /// An operator's pause of a schedule row (`qlsched pause`, docs/DESIGN.md §4.10).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PauseView {
     pub paused_by: String,
     pub paused_at_ms: i64,
@@ -294,7 +294,7 @@ pub(super) fn pause_of(row: &Row) -> Option<PauseView> {
 }
 
 /// A schedule row with its pause, for `inspect schedules` and `top`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ScheduleRow {
     #[serde(flatten)]
     pub schedule: ScheduleView,

@@ -8,7 +8,7 @@ use crate::StoreError;
 /// Schedule rows per state. A parked row (not claimable) is counted once: as `paused` when an
 /// operator paused it (whatever else holds, as `inspect trigger` names the pause first), else as
 /// `disabled` (its trigger disabled or its project suspended, declaratively); never as due.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct StateCounts {
     pub total: i64,
     pub due: i64,
@@ -21,7 +21,7 @@ pub struct StateCounts {
 }
 
 /// One claim owner's share.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct OwnerClaims {
     pub owner: String,
     /// Claims still valid.
@@ -36,7 +36,7 @@ pub struct OwnerClaims {
 }
 
 /// The schedule row that has waited longest for a replica.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Overdue {
     pub project_id: String,
     pub trigger_id: String,
@@ -46,7 +46,7 @@ pub struct Overdue {
 
 /// Claimed rows whose cursor is past: a live replica holds such a row for a moment; one held
 /// long (a hung or paused replica) is overdue though no replica can take it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClaimedOverdue {
     /// How many claimed rows (valid or expired claims) have their cursor at or before now.
     pub count: i64,
@@ -55,7 +55,7 @@ pub struct ClaimedOverdue {
 }
 
 /// The claimed row that has waited longest, with its holder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct HeldOverdue {
     pub project_id: String,
     pub trigger_id: String,
@@ -66,7 +66,7 @@ pub struct HeldOverdue {
 }
 
 /// `inspect` with no argument, and the header of `top`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub schema_version: i64,
     pub now_ms: i64,

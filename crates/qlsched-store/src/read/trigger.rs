@@ -15,7 +15,7 @@ use qlsched_core::diagnose::{ClaimFacts, Diagnosis, PauseFacts, TriggerFacts, di
 use qlsched_core::{ProjectStatus, TriggerName};
 
 /// A trigger's definition as stored, with its project's status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TriggerView {
     pub project_status: ProjectStatus,
     pub task_id: String,
@@ -30,7 +30,7 @@ pub struct TriggerView {
 }
 
 /// Everything known about one trigger at one database instant.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TriggerState {
     pub now_ms: i64,
     pub definition: TriggerView,
@@ -47,7 +47,7 @@ pub struct TriggerState {
 
 /// `inspect trigger P/T`: the answer to "why is this not firing?" and what it rests on. `state`
 /// is absent when the schema is not ready, since nothing else can be read then.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TriggerDetail {
     pub project_id: String,
     pub trigger_id: String,

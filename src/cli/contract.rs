@@ -1,0 +1,385 @@
+//! The JSON shapes the commands print with `-o json`, from one definition: the `Serialize` types
+//! themselves, through their `JsonSchema` derive (schemars, in its serialize contract: a field is
+//! required when it is always written). The man pages' JSON OUTPUT sections are rendered from
+//! these schemas ([`render`]), and the integration tests check what the real commands print
+//! against them ([`check`]), so neither can drift from the code.
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema};
+use serde_json::{Map, Value};
+
+/// One shape a command prints: the man page it belongs to, its name in that page, the schema.
+pub struct Shape {
+    pub command: &'static str,
+    pub name: &'static str,
+    /// For a list, the name other shapes call its element by (`[audit], where audit is ...`).
+    pub element: Option<&'static str>,
+    pub schema: Schema,
+}
+
+/// The schema of what `T` serializes to.
+fn schema_of<T: JsonSchema>() -> Schema {
+    SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+}
+
+fn list<T: JsonSchema>(command: &'static str, name: &'static str, element: &'static str) -> Shape {
+    Shape {
+        command,
+        name,
+        element: Some(element),
+        schema: schema_of::<Vec<T>>(),
+    }
+}
+
+/// Every shape rendered from its type, by command.
+pub fn shapes() -> Vec<Shape> {
+    use crate::store::misfires::MisfireRecord;
+    use crate::store::read::{AuditView, ClaimView};
+    vec![
+        list::<ClaimView>("inspect", "inspect claims", "claim"),
+        list::<AuditView>("inspect", "inspect audit", "audit"),
+        list::<MisfireRecord>("inspect", "inspect misfires", "misfire"),
+    ]
+}
+
+/// The shapes of `command`'s page, rendered: `name: shape` a paragraph.
+pub fn section(command: &str) -> Option<String> {
+    let paragraphs: Vec<String> = shapes()
+        .iter()
+        .filter(|s| s.command == command)
+        .map(|s| match (s.element, s.schema.get("items")) {
+            (Some(element), Some(items)) => {
+                let item = Schema::try_from(items.clone()).unwrap_or_default();
+                let mut item = item.to_value();
+                if let (Some(object), Some(defs)) = (item.as_object_mut(), s.schema.get("$defs")) {
+                    object.insert("$defs".into(), defs.clone());
+                }
+                let item = Schema::try_from(item).unwrap_or_default();
+                format!(
+                    "{}: [{element}], where {element} is {}",
+                    s.name,
+                    render(&item)
+                )
+            }
+            _ => format!("{}: {}", s.name, render(&s.schema)),
+        })
+        .collect();
+    (!paragraphs.is_empty()).then(|| paragraphs.join("\n\n"))
+}
+
+/// A compact, readable rendering of a schema: `{"field": type (description), ...}` (fields in
+/// alphabetical order, as serde_json keeps a schema's properties), `[item]`,
+/// `T|null`, `"a"|"b"` for a closed set of words, `any` for any JSON value.
+pub fn render(schema: &Schema) -> String {
+    let root = schema.as_value();
+    let defs = root.get("$defs").and_then(Value::as_object);
+    Renderer { defs }.value(root)
+}
+
+struct Renderer<'a> {
+    defs: Option<&'a Map<String, Value>>,
+}
+
+impl Renderer<'_> {
+    fn resolve<'v>(&'v self, schema: &'v Value) -> &'v Value {
+        match schema.get("$ref").and_then(Value::as_str) {
+            Some(reference) => reference
+                .strip_prefix("#/$defs/")
+                .and_then(|name| self.defs?.get(name))
+                .unwrap_or(schema),
+            None => schema,
+        }
+    }
+
+    fn value(&self, schema: &Value) -> String {
+        let schema = self.resolve(schema);
+        let Some(object) = schema.as_object() else {
+            // `true`: anything.
+            return "any".to_owned();
+        };
+        if let Some(words) = object.get("enum").and_then(Value::as_array) {
+            return words
+                .iter()
+                .map(|w| w.to_string())
+                .collect::<Vec<_>>()
+                .join("|");
+        }
+        if let Some(word) = object.get("const") {
+            return word.to_string();
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(alternatives) = object.get(key).and_then(Value::as_array) {
+                return alternatives
+                    .iter()
+                    .map(|a| self.value(a))
+                    .collect::<Vec<_>>()
+                    .join("|");
+            }
+        }
+        let types: Vec<&str> = match object.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if types.is_empty() {
+            return "any".to_owned();
+        }
+        types
+            .iter()
+            .map(|t| self.typed(t, object))
+            .collect::<Vec<_>>()
+            .join("|")
+    }
+
+    fn typed(&self, kind: &str, object: &Map<String, Value>) -> String {
+        match kind {
+            "object" => self.object(object),
+            "array" => match object.get("items") {
+                Some(items) => format!("[{}]", self.value(items)),
+                None => "[any]".to_owned(),
+            },
+            "integer" => "int".to_owned(),
+            "boolean" => "bool".to_owned(),
+            "string" if object.get("format").and_then(Value::as_str) == Some("uuid") => {
+                "uuid".to_owned()
+            }
+            other => other.to_owned(),
+        }
+    }
+
+    fn object(&self, object: &Map<String, Value>) -> String {
+        let Some(properties) = object.get("properties").and_then(Value::as_object) else {
+            return "object".to_owned();
+        };
+        let required = required(object);
+        let fields: Vec<String> = properties
+            .iter()
+            .map(|(name, schema)| {
+                let mut field = format!("\"{name}\": {}", self.value(schema));
+                let mut notes = Vec::new();
+                if let Some(description) = schema.get("description").and_then(Value::as_str) {
+                    notes.push(note(description));
+                }
+                if !required.contains(&name.as_str()) {
+                    notes.push("absent when it does not apply".to_owned());
+                }
+                if !notes.is_empty() {
+                    field.push_str(&format!(" ({})", notes.join("; ")));
+                }
+                field
+            })
+            .collect();
+        format!("{{{}}}", fields.join(", "))
+    }
+}
+
+/// A doc comment as a note in parentheses: one line, no markup, no capital or full stop.
+fn note(description: &str) -> String {
+    let text = description
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('`', "");
+    let text = text.strip_suffix('.').unwrap_or(&text);
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if first.is_uppercase() && !second.is_uppercase() => {
+            first.to_lowercase().chain(text.chars().skip(1)).collect()
+        }
+        _ => text.to_owned(),
+    }
+}
+
+fn required(object: &Map<String, Value>) -> Vec<&str> {
+    object
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Where `value` departs from `schema`, strictly: a field the schema does not name is a
+/// departure too (an undocumented field is drift). Empty when it conforms.
+///
+/// A structural check of the keywords schemars writes (`type`, `properties`, `required`,
+/// `items`, `enum`, `const`, `anyOf`, `oneOf`, `$ref`, `format: uuid`), not a general JSON Schema
+/// validator.
+pub fn check(schema: &Schema, value: &Value) -> Vec<String> {
+    let root = schema.as_value();
+    let renderer = Renderer {
+        defs: root.get("$defs").and_then(Value::as_object),
+    };
+    let mut problems = Vec::new();
+    conform(&renderer, root, value, "$", &mut problems);
+    problems
+}
+
+fn conform(r: &Renderer<'_>, schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+    let schema = r.resolve(schema);
+    let Some(object) = schema.as_object() else {
+        if schema == &Value::Bool(false) {
+            out.push(format!("{path}: nothing is allowed here"));
+        }
+        return;
+    };
+    if let Some(words) = object.get("enum").and_then(Value::as_array)
+        && !words.contains(value)
+    {
+        out.push(format!(
+            "{path}: {value} is none of {}",
+            Value::from(words.clone())
+        ));
+    }
+    if let Some(word) = object.get("const")
+        && word != value
+    {
+        out.push(format!("{path}: {value} is not {word}"));
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(alternatives) = object.get(key).and_then(Value::as_array) {
+            let mut closest: Option<Vec<String>> = None;
+            for alternative in alternatives {
+                let mut problems = Vec::new();
+                conform(r, alternative, value, path, &mut problems);
+                if problems.is_empty() {
+                    closest = None;
+                    break;
+                }
+                if closest.as_ref().is_none_or(|c| problems.len() < c.len()) {
+                    closest = Some(problems);
+                }
+            }
+            out.extend(closest.unwrap_or_default());
+        }
+    }
+    let types: Vec<&str> = match object.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => return,
+    };
+    let matches = |kind: &str| match kind {
+        "null" => value.is_null(),
+        "boolean" => value.is_boolean(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "string" => value.is_string(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        _ => true,
+    };
+    if !types.iter().any(|t| matches(t)) {
+        out.push(format!("{path}: {value} is not {}", types.join("|")));
+        return;
+    }
+    match value {
+        Value::String(text)
+            if object.get("format").and_then(Value::as_str) == Some("uuid")
+                && uuid::Uuid::parse_str(text).is_err() =>
+        {
+            out.push(format!("{path}: {text:?} is not a uuid"));
+        }
+        Value::Array(items) => {
+            if let Some(item) = object.get("items") {
+                for (at, element) in items.iter().enumerate() {
+                    conform(r, item, element, &format!("{path}[{at}]"), out);
+                }
+            }
+        }
+        Value::Object(fields) => {
+            let properties = object.get("properties").and_then(Value::as_object);
+            for name in required(object) {
+                if !fields.contains_key(name) {
+                    out.push(format!("{path}: no field {name:?}"));
+                }
+            }
+            for (name, field) in fields {
+                match properties.and_then(|p| p.get(name)) {
+                    Some(property) => conform(r, property, field, &format!("{path}.{name}"), out),
+                    None if properties.is_some() => {
+                        out.push(format!("{path}: field {name:?} is not in the schema"));
+                    }
+                    None => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct Example {
+        /// The id.
+        id: uuid::Uuid,
+        count: i64,
+        note: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        extra: Option<bool>,
+        #[schemars(extend("enum" = ["a", "b"]))]
+        word: String,
+        items: Vec<Inner>,
+    }
+
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct Inner {
+        at_ms: i64,
+    }
+
+    #[test]
+    fn renders_fields_types_nullability_and_words() {
+        assert_eq!(
+            render(&schema_of::<Example>()),
+            "{\"count\": int, \"extra\": bool|null (absent when it does not apply), \"id\": uuid \
+             (the id), \"items\": [{\"at_ms\": int}], \"note\": string|null, \"word\": \"a\"|\"b\"}"
+        );
+    }
+
+    #[test]
+    fn checks_what_a_command_printed() {
+        let schema = schema_of::<Example>();
+        let good = json!({"id": uuid::Uuid::nil(), "count": 1, "note": null, "word": "a",
+            "items": [{"at_ms": 5}]});
+        assert_eq!(check(&schema, &good), Vec::<String>::new());
+        let bad = json!({"id": "x", "count": 1.5, "word": "c", "new": 1,
+            "items": [{"at_ms": 5, "late": true}]});
+        let problems = check(&schema, &bad);
+        for expected in [
+            "$: no field \"note\"",
+            "$: field \"new\" is not in the schema",
+            "$.id: \"x\" is not a uuid",
+            "$.count: 1.5 is not integer",
+            "$.word: \"c\" is none of [\"a\",\"b\"]",
+            "$.items[0]: field \"late\" is not in the schema",
+        ] {
+            assert!(
+                problems.iter().any(|p| p == expected),
+                "{expected} not in {problems:#?}"
+            );
+        }
+    }
+
+    /// The audit actions the man page lists are those the database accepts.
+    #[test]
+    fn audit_actions_are_those_the_migrations_allow() {
+        let schema = schema_of::<crate::store::read::AuditView>();
+        let action = &schema.as_value()["properties"]["action"]["enum"];
+        let migration = include_str!("../../migrations/0005_operator_control.sql");
+        let check = migration
+            .split("CHECK (action IN (")
+            .nth(1)
+            .and_then(|rest| rest.split("))").next())
+            .unwrap_or_default();
+        let allowed: Vec<String> = check
+            .split(',')
+            .map(|w| w.trim().trim_matches('\'').to_owned())
+            .collect();
+        assert_eq!(action, &json!(allowed));
+    }
+}
