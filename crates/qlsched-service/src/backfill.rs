@@ -13,9 +13,9 @@
 
 use deadpool_postgres::Object;
 
+use crate::stop::StopToken;
 use qlsched_core::time::utc;
 use qlsched_core::{CoreError, CronSchedule, TriggerName};
-use crate::stop::StopToken;
 use qlsched_store::control::{self, BackfillBatch, Target};
 use qlsched_store::{Store, StoreError};
 

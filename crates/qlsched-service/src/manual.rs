@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use crate::coordinator::{decide_claimed, run_identity};
-use qlsched_core::{ClaimFence, ClaimOutcome, CoreError, CronSchedule, Decision, TriggerName};
 use crate::stop::StopToken;
+use qlsched_core::{ClaimFence, ClaimOutcome, CoreError, CronSchedule, Decision, TriggerName};
 use qlsched_store::operator::{self, Actor};
 use qlsched_store::{AdmissionOutcome, ClaimedRow, RunIdentity, Store, StoreError};
 

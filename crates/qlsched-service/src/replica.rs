@@ -15,11 +15,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::coordinator::Coordinator;
-use qlsched_core::duration::format_duration;
-use qlsched_core::{CoordinatorConfig, TriggerName};
 use crate::lifecycle::{Lifecycle, RoundEvent, StopReport};
 use crate::observe::Observer;
 use crate::stop::StopToken;
+use qlsched_core::duration::format_duration;
+use qlsched_core::{CoordinatorConfig, TriggerName};
 use qlsched_store::migrate::{RUNTIME_ROLE, check_capability, check_not_behind, check_ready};
 use qlsched_store::recovery::recovery_report;
 use qlsched_store::{
