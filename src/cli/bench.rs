@@ -326,6 +326,19 @@ fn render_steady(report: &SteadyReport) -> String {
                 "occurrences short of runs",
                 report.short_occurrences.to_string(),
             ),
+            (
+                "schedule table at the end",
+                format!(
+                    "{} live, {} dead row versions (the server's estimates); autovacuum {}",
+                    report.schedule_upkeep.live_rows,
+                    report.schedule_upkeep.dead_rows,
+                    if report.schedule_upkeep.autovacuum {
+                        "on"
+                    } else {
+                        "OFF: the lag grows with the dead versions"
+                    }
+                ),
+            ),
             ("duplicates", report.duplicates.to_string()),
             ("misfire records", report.misfire_records.to_string()),
             ("unaccounted occurrences", report.unaccounted.to_string()),
