@@ -227,7 +227,9 @@ impl CliError {
                 StoreError::NotFound(_) => Class::of(NotFound),
                 StoreError::NothingEligible(_) => Class::of(NothingEligible),
                 StoreError::BadInput(_) | StoreError::UnknownValue { .. } => Class::of(Data),
-                StoreError::Refused(_) | StoreError::Database(_) => Class::of(Unexpected),
+                StoreError::Refused(_) | StoreError::Column { .. } | StoreError::Database(_) => {
+                    Class::of(Unexpected)
+                }
             },
             CliError::Embedded(error) => match error {
                 EmbeddedError::NotFound(_) | EmbeddedError::Root(_) => Class::of(Config),
@@ -393,6 +395,14 @@ mod tests {
                     },
                     65,
                     "bad_input",
+                ),
+                (
+                    StoreError::Column {
+                        column: "lag_ms",
+                        reason: "not found".into(),
+                    },
+                    1,
+                    "unexpected",
                 ),
                 (StoreError::Database(a_driver_error()), 1, "unexpected"),
             ]
