@@ -73,7 +73,10 @@ pub enum StoreError {
     /// the type read: the statement and its reader disagree, which is a fault of this binary (or
     /// of a schema changed by hand), named rather than a panic.
     #[error("unexpected row: column \"{column}\" {reason}")]
-    Column { column: &'static str, reason: String },
+    Column {
+        column: &'static str,
+        reason: String,
+    },
     #[error("database error: {}", describe_db(.0))]
     Database(#[source] tokio_postgres::Error),
 }

@@ -21,7 +21,7 @@ pub mod recovery;
 pub mod replicas;
 pub mod retention;
 pub mod retry;
-mod row;
+pub mod row;
 pub mod scratch;
 pub mod sender;
 pub mod statements;

@@ -14,7 +14,7 @@ use crate::StoreError;
 use crate::error::error_chain;
 
 /// A row read by column name.
-pub(crate) trait Named {
+pub trait Named {
     /// The value of `column`, or [`StoreError::Column`] naming it when the row has no such
     /// column or its value does not convert to `T`.
     fn col<'a, T: FromSql<'a>>(&'a self, column: &'static str) -> Result<T, StoreError>;
