@@ -48,7 +48,7 @@ pub struct BackfillArgs {
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-struct BackfillReport {
+pub(crate) struct BackfillReport {
     dry_run: bool,
     project_id: String,
     trigger_id: String,

@@ -92,7 +92,7 @@ pub struct FencedTrigger {
 /// The decision the core took on a claimed row, for output.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DecisionView {
-    /// `initialize`, `fire`, `skip` or `not_due`.
+    #[schemars(extend("enum" = ["initialize", "fire", "skip", "not_due"]))]
     pub kind: &'static str,
     pub next_fire_at_ms: i64,
     pub scheduled_for_ms: Option<i64>,

@@ -34,14 +34,53 @@ fn list<T: JsonSchema>(command: &'static str, name: &'static str, element: &'sta
     }
 }
 
-/// Every shape rendered from its type, by command.
+fn one<T: JsonSchema>(command: &'static str, name: &'static str) -> Shape {
+    Shape {
+        command,
+        name,
+        element: None,
+        schema: schema_of::<T>(),
+    }
+}
+
+/// Every shape a command prints with `-o json`, rendered from the type it serializes, by command
+/// and in the order its man page lists them.
 pub fn shapes() -> Vec<Shape> {
+    use super::{backfill, claim, cron, expire, fire, inspect, migrate, pause};
+    use crate::bench::{BenchReport, steady::SteadyReport};
+    use crate::core::publish_plan::PublishReport;
+    use crate::store::migrate::{MigrateReport, MigrationStatus};
     use crate::store::misfires::MisfireRecord;
-    use crate::store::read::{AuditView, ClaimView};
+    use crate::store::read::{AuditView, ClaimView, RunDetail, RunRow, ScheduleRow};
+    use crate::store::recovery::RecoveryReport;
+    use crate::store::replicas::ReplicaView;
     vec![
+        one::<MigrateReport>("migrate", "migrate up"),
+        list::<MigrationStatus>("migrate", "migrate status", "migration"),
+        one::<migrate::VerifyReport>("migrate", "migrate verify"),
+        one::<PublishReport>("publish", "publish"),
+        one::<claim::ClaimReport>("claim", "claim"),
+        one::<claim::AdmitReport>("claim", "claim admit"),
+        one::<claim::ReleaseReport>("claim", "claim release"),
+        one::<inspect::SummaryReport>("inspect", "inspect"),
+        list::<ReplicaView>("inspect", "inspect replicas", "replica"),
+        list::<ScheduleRow>("inspect", "inspect schedules", "schedule"),
         list::<ClaimView>("inspect", "inspect claims", "claim"),
+        list::<RunRow>("inspect", "inspect runs", "run"),
+        one::<RunDetail>("inspect", "inspect run"),
+        one::<inspect::TriggerShown<'static>>("inspect", "inspect trigger"),
+        one::<RecoveryReport>("inspect", "inspect recovery"),
+        one::<inspect::InvariantReport>("inspect", "inspect invariants"),
         list::<AuditView>("inspect", "inspect audit", "audit"),
         list::<MisfireRecord>("inspect", "inspect misfires", "misfire"),
+        one::<cron::CronReport>("cron", "cron"),
+        one::<fire::FireReport>("fire", "fire"),
+        one::<backfill::BackfillReport>("backfill", "backfill"),
+        one::<pause::Report>("pause", "pause"),
+        one::<pause::Report>("resume", "resume"),
+        one::<expire::ExpireReport>("expire", "expire"),
+        one::<BenchReport>("bench", "bench"),
+        one::<SteadyReport>("bench", "bench --steady"),
     ]
 }
 
@@ -313,6 +352,29 @@ fn conform(r: &Renderer<'_>, schema: &Value, value: &Value, path: &str, out: &mu
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A field's description is read by whoever reads the man page: no rustdoc link to a name
+    /// of the code, no pointer into the repository's documents, and the figures it states are
+    /// those of the code.
+    #[test]
+    fn every_shape_reads_as_a_man_page() {
+        for shape in shapes() {
+            let text = render(&shape.schema);
+            for leak in ["[`", "`]", "docs/", "§", "crate::", "core::", "store::"] {
+                assert!(!text.contains(leak), "{}: {leak:?} in {text}", shape.name);
+            }
+        }
+        let inspect = section("inspect").expect("inspect's shapes");
+        let listed = crate::store::accounting::MAX_LISTED;
+        assert!(
+            inspect.contains(&format!("at most {listed} listed")),
+            "{inspect}"
+        );
+        let claim = section("claim").expect("claim's shapes");
+        let counted = crate::core::decide::MAX_COUNTED_MISFIRES;
+        let counted = format!("more than {},{:03}", counted / 1000, counted % 1000);
+        assert!(claim.contains(&counted), "{claim}");
+    }
 
     #[derive(serde::Serialize, schemars::JsonSchema)]
     struct Example {

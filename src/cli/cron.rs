@@ -67,7 +67,7 @@ pub fn instant_arg(text: &str) -> Result<i64, String> {
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-struct CronReport {
+pub(crate) struct CronReport {
     expr: String,
     time_zone: String,
     from_ms: i64,
@@ -77,8 +77,13 @@ struct CronReport {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Occurrence {
     pub at_ms: i64,
+    /// RFC 3339, in UTC.
     pub utc: String,
+    /// Wall time in the zone, with its abbreviation.
     pub local: String,
+    /// gap_moved: the wall time the pattern names fell in a spring-forward gap and was moved to
+    /// the first instant after it; fold_first, fold_second: an autumn fold repeats this wall
+    /// time, and this is the first or the second of its two instants.
     pub dst: Option<DstNote>,
 }
 

@@ -31,7 +31,7 @@ pub struct FireArgs {
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-struct FireReport {
+pub(crate) struct FireReport {
     dry_run: bool,
     project_id: String,
     trigger_id: String,

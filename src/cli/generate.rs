@@ -84,8 +84,8 @@ fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Re
         super::manual::json_section(short),
         super::contract::section(short),
     ) {
-        (Some(prose), Some(shapes)) => Some(format!("{prose}\n\n{shapes}")),
-        (prose, shapes) => prose.map(str::to_owned).or(shapes),
+        (Some(prose), Some(shapes)) => Some(format!("{shapes}\n\n{prose}")),
+        (prose, shapes) => shapes.or(prose.map(str::to_owned)),
     };
     if let Some(json) = json {
         section(&mut out, "JSON OUTPUT", &json)?;

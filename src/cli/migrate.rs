@@ -76,7 +76,7 @@ pub async fn run(args: MigrateArgs, global: &Global) -> Result<(), CliError> {
 }
 
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-struct VerifyReport {
+pub(crate) struct VerifyReport {
     schema: String,
     ok: bool,
     findings: Vec<VerifyFinding>,

@@ -69,8 +69,9 @@ impl Target {
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-struct Report {
+pub(crate) struct Report {
     dry_run: bool,
+    #[schemars(extend("enum" = ["pause", "resume"]))]
     action: &'static str,
     #[serde(flatten)]
     report: PauseReport,

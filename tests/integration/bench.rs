@@ -25,6 +25,7 @@ fn a_tiny_bench_admits_every_occurrence_once() {
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let report: serde_json::Value =
         serde_json::from_str(&stdout(&output)).expect("one JSON object");
+    crate::contracts::assert_conforms("bench", &report);
     assert_eq!(report["triggers"], 200);
     assert_eq!(report["replicas"], 2);
     assert_eq!(report["due"], 200);
@@ -198,6 +199,7 @@ fn a_steady_bench_reports_the_lag_of_every_occurrence_in_its_window() {
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let report: serde_json::Value =
         serde_json::from_str(&stdout(&output)).expect("one JSON object");
+    crate::contracts::assert_conforms("bench --steady", &report);
     assert_eq!(report["mode"], "steady");
     assert_eq!(report["cadence_ms"], 1000, "qlsched run's default cadence");
     assert_eq!(report["batch"], "adaptive", "qlsched run's default batch");

@@ -1,6 +1,8 @@
 //! What the commands print with `-o json` conforms to the shapes their man pages are rendered
 //! from (`qlsched::cli::contract`): a field added, renamed, retyped or left out of a printed type
 //! without its schema fails here, and `generated.rs` keeps the man pages equal to the schemas.
+//! Every shape is checked against a real command's output: here, or (the benchmarks, which take
+//! a scratch database of their own) in `bench.rs`.
 
 use qlsched::cli::contract::{Shape, check, shapes};
 
@@ -13,6 +15,15 @@ fn shape(name: &str) -> Shape {
         .unwrap_or_else(|| panic!("no shape {name}"))
 }
 
+/// Fails naming what `value` has that the shape `name` does not say, or lacks.
+pub fn assert_conforms(name: &str, value: &serde_json::Value) {
+    let problems = check(&shape(name).schema, value);
+    assert!(
+        problems.is_empty(),
+        "{name} printed what its man page does not say:\n{problems:#?}\n{value:#}"
+    );
+}
+
 /// Runs `args` with `-o json` and checks its output against the shape `name`; returns it.
 fn conforms(db: &TestDb, name: &str, args: &[&str]) -> serde_json::Value {
     let mut args = args.to_vec();
@@ -21,27 +32,22 @@ fn conforms(db: &TestDb, name: &str, args: &[&str]) -> serde_json::Value {
     assert_eq!(code(&output), 0, "{args:?}: {}", stderr(&output));
     let value: serde_json::Value =
         serde_json::from_str(&stdout(&output)).expect("one JSON document");
-    let problems = check(&shape(name).schema, &value);
-    assert!(
-        problems.is_empty(),
-        "{args:?} printed what its man page does not say:\n{problems:#?}\n{value:#}"
-    );
+    assert_conforms(name, &value);
     value
 }
 
-#[tokio::test]
-async fn inspect_claims_audit_and_misfires_print_their_documented_shapes() {
+/// A database with two every-second triggers, both initialized by a round (so they have a
+/// cursor), a claim held by hand on `p/x`, and `p/y` paused and resumed after occurrences passed
+/// (a misfire record, reason paused).
+async fn lived_in() -> TestDb {
     let db = TestDb::new().await;
     db.publish(&every_second(&["x", "y"])).await;
-    // Both rows initialized by a round, so they have a cursor.
     let store = db.store("contracts").await;
     let rows = crate::util::claim(&store, "r1", 16, 30_000).await;
     let admissions: Vec<_> = rows.iter().map(crate::util::admission).collect();
     crate::util::admit(&store, &admissions)
         .await
         .expect("initialize");
-    // A held claim (an audit row with a fence), a pause and a resume after occurrences passed
-    // while paused (a misfire record, reason paused; audit rows without a fence after).
     let held = qlsched(
         Some(&db),
         &["claim", "p/x", "--hold", "--owner", "o", "--wait", "5s"],
@@ -53,9 +59,38 @@ async fn inspect_claims_audit_and_misfires_print_their_documented_shapes() {
     sleep_ms(2_500).await;
     let resumed = qlsched(Some(&db), &["resume", "p/y", "--yes"], None);
     assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    db
+}
 
+#[tokio::test]
+async fn inspect_prints_every_view_in_its_documented_shape() {
+    let db = lived_in().await;
+    let fired = conforms(&db, "fire", &["fire", "p/y", "--yes"]);
+    let run_id = fired["run_id"].as_str().expect("a run id").to_owned();
+
+    let summary = conforms(&db, "inspect", &["inspect"]);
+    assert_eq!(summary["server"]["role"], "primary", "{summary}");
+    conforms(&db, "inspect replicas", &["inspect", "replicas"]);
+    let schedules = conforms(&db, "inspect schedules", &["inspect", "schedules"]);
+    assert_eq!(schedules.as_array().map(Vec::len), Some(2), "{schedules}");
     let claims = conforms(&db, "inspect claims", &["inspect", "claims"]);
     assert_eq!(claims.as_array().map(Vec::len), Some(1), "{claims}");
+    let runs = conforms(&db, "inspect runs", &["inspect", "runs"]);
+    assert!(
+        runs.as_array()
+            .into_iter()
+            .flatten()
+            .any(|run| run["origin"] == "manual"),
+        "{runs}"
+    );
+    conforms(&db, "inspect run", &["inspect", "run", &run_id]);
+    let trigger = conforms(&db, "inspect trigger", &["inspect", "trigger", "p/x"]);
+    assert_eq!(
+        trigger["why_not_firing"]["cause"], "claim_held",
+        "{trigger}"
+    );
+    conforms(&db, "inspect recovery", &["inspect", "recovery"]);
+    conforms(&db, "inspect invariants", &["inspect", "invariants"]);
     let audit = conforms(&db, "inspect audit", &["inspect", "audit"]);
     let actions: Vec<&str> = audit
         .as_array()
@@ -63,9 +98,104 @@ async fn inspect_claims_audit_and_misfires_print_their_documented_shapes() {
         .flatten()
         .filter_map(|row| row["action"].as_str())
         .collect();
-    for action in ["claim", "pause", "resume"] {
+    for action in ["claim", "pause", "resume", "fire"] {
         assert!(actions.contains(&action), "{action} in {actions:?}");
     }
     let misfires = conforms(&db, "inspect misfires", &["inspect", "misfires"]);
     assert_eq!(misfires[0]["reason"], "paused", "{misfires}");
+}
+
+#[tokio::test]
+async fn the_operator_commands_print_their_documented_shapes() {
+    let db = lived_in().await;
+    for name in ["migrate up", "migrate status", "migrate verify"] {
+        let args: Vec<&str> = name.split(' ').collect();
+        conforms(&db, name, &args);
+    }
+    let manifest = tempfile_with(&every_second(&["x", "y", "z"]));
+    let published = conforms(&db, "publish", &["publish", "-f", &manifest, "--dry-run"]);
+    assert_eq!(published["dry_run"], true, "{published}");
+    conforms(
+        &db,
+        "cron",
+        &["cron", "*/30 1 * * *", "-z", "Europe/Berlin", "-n", "3"],
+    );
+
+    // The claim on p/x is held by `o`: a dry run shows it, expire gives it back.
+    // A dry run does not wait for the row to come due: asked until it has (every second).
+    let dry_run = ["claim", "p/y", "--dry-run", "-o", "json"];
+    let mut output = qlsched(Some(&db), &dry_run, None);
+    for _ in 0..20 {
+        if code(&output) == 0 {
+            break;
+        }
+        sleep_ms(100).await;
+        output = qlsched(Some(&db), &dry_run, None);
+    }
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let shown = serde_json::from_str(&stdout(&output)).expect("one JSON document");
+    assert_conforms("claim", &shown);
+    let expired = conforms(&db, "expire", &["expire", "p/x", "--yes"]);
+    assert_eq!(
+        expired["expired"].as_array().map(Vec::len),
+        Some(1),
+        "{expired}"
+    );
+    let held = conforms(
+        &db,
+        "claim",
+        &["claim", "p/y", "--hold", "--owner", "ops", "--wait", "5s"],
+    );
+    let fence = &held["fence"];
+    let (token, version) = (
+        fence["token"].as_str().expect("token").to_owned(),
+        fence["version"].to_string(),
+    );
+    let fenced = ["p/y", "--token", &token, "--version", &version];
+    let mut admit = vec!["claim", "admit"];
+    admit.extend(fenced);
+    admit.extend(["--dry-run"]);
+    conforms(&db, "claim admit", &admit);
+    let mut release = vec!["claim", "release"];
+    release.extend(fenced);
+    conforms(&db, "claim release", &release);
+
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let (from, to) = ((now_ms - 60_000).to_string(), (now_ms - 5_000).to_string());
+    conforms(
+        &db,
+        "backfill",
+        &[
+            "backfill",
+            "p/x",
+            "--from",
+            &from,
+            "--to",
+            &to,
+            "--dry-run",
+            "--yes",
+        ],
+    );
+    conforms(&db, "pause", &["pause", "p/x", "--dry-run", "--yes"]);
+    conforms(&db, "resume", &["resume", "p/y", "--dry-run", "--yes"]);
+}
+
+/// `manifest` written to a file the test leaves behind in the temporary directory.
+fn tempfile_with(manifest: &serde_json::Value) -> String {
+    let path = std::env::temp_dir().join(format!("qlsched-contract-{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&path, manifest.to_string()).expect("write the manifest");
+    path.to_string_lossy().into_owned()
+}
+
+/// Every shape the man pages show is one a test checks a real command's output against: its
+/// name is written, quoted, in the tests of this file or of `bench.rs`.
+#[test]
+fn every_documented_shape_is_checked_against_a_command() {
+    let sources = [include_str!("contracts.rs"), include_str!("bench.rs")].concat();
+    let unchecked: Vec<String> = shapes()
+        .iter()
+        .map(|s| s.name.to_owned())
+        .filter(|name| !sources.contains(&format!("{name:?}")))
+        .collect();
+    assert!(unchecked.is_empty(), "shapes no test checks: {unchecked:?}");
 }

@@ -96,7 +96,7 @@ pub struct MisfireSpan {
     pub first_ms: i64,
     pub last_ms: i64,
     /// Occurrences in `[first_ms, last_ms]`, all passed over; a lower bound when `count_exact`
-    /// is false (more than [`MAX_COUNTED_MISFIRES`]).
+    /// is false (more than 10,000).
     pub count: u64,
     pub count_exact: bool,
     pub reason: MisfireReason,

@@ -25,13 +25,17 @@ pub struct PublishedItem {
     /// `PROJECT`, or `PROJECT/TASK`, or `PROJECT/TRIGGER`.
     pub name: String,
     pub change: Change,
-    /// The revision after publishing (tasks and triggers).
+    /// The revision after publishing (tasks and triggers; with --dry-run, the one it would
+    /// write).
     pub revision: Option<i64>,
     /// A changed trigger: the manifest fields that differ from the stored revision.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("items" = {"enum": [
+        "task", "cron", "time_zone", "misfire", "misfire_grace", "enabled"
+    ]}))]
     pub changed_fields: Option<Vec<&'static str>>,
     /// A created or changed trigger: its first occurrence after the database's now, where its
-    /// new cursor will start (docs/DESIGN.md §4.4).
+    /// new cursor will start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_occurrence_ms: Option<i64>,
 }

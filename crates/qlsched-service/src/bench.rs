@@ -114,8 +114,11 @@ impl std::fmt::Display for LivedIn {
 /// Everything one bench run measured; the JSON shape is documented in `qlsched-bench(1)`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BenchReport {
+    /// Triggers published.
     pub triggers: u32,
+    /// Of them, due at once.
     pub due: u64,
+    /// Schedule rows, parked padding included.
     pub rows_total: u64,
     pub replicas: u8,
     pub batch: Batch,
@@ -125,37 +128,53 @@ pub struct BenchReport {
     pub complete: bool,
     /// From the first round's start to the end of the last round that admitted anything.
     pub elapsed_s: f64,
+    /// `admitted / elapsed_s`.
     pub admissions_per_s: f64,
+    /// Single-row INSERT transactions a second with as many connections as replicas, probed
+    /// before the replicas start.
     pub commit_ceiling_per_s: f64,
     /// `admissions_per_s / commit_ceiling_per_s`.
     pub ratio: f64,
+    /// The claim statement, every round: nearest-rank percentile over rounds.
     pub claim_p50_ms: f64,
+    /// As claim_p50_ms.
     pub claim_p99_ms: f64,
+    /// A round's whole admission, retries and fallbacks included, over rounds that claimed
+    /// anything: nearest-rank percentile.
     pub admit_p50_ms: f64,
+    /// As admit_p50_ms.
     pub admit_p99_ms: f64,
     pub rounds: u64,
     pub failed_rounds: u64,
+    /// Admission transactions, retries included.
     pub transactions: u64,
     pub serialization_retries: u64,
     /// `serialization_retries / admitted`.
     pub serialization_retry_rate: f64,
+    /// Batches admitted row by row after failing whole.
     pub batch_fallbacks: u64,
     pub fence_lost: u64,
     /// Admissions the database refused (a constraint or consistency check).
     pub rejected: u64,
     /// Rows of failed batches whose own admission could not be settled either (given back).
     pub unsettled: u64,
+    /// Exchanges with the server the rounds waited on: a claim 1, each admission transaction 1,
+    /// a release 2, each first preparation of a statement on a connection 1.
     pub round_trips: u64,
     pub round_trips_per_admission: f64,
     /// Runs in the database afterwards.
     pub runs: i64,
+    /// Occurrences admitted more than once.
     pub duplicates: i64,
     pub runs_without_one_attempt: i64,
     pub runs_without_two_events: i64,
+    /// Attempts or events without their run.
     pub orphans: i64,
     /// Seconds spent creating, migrating, publishing and padding the database.
     pub seed_s: f64,
+    /// The scratch database's name.
     pub database: String,
+    /// The scratch database was kept (--keep).
     pub kept: bool,
 }
 

@@ -31,7 +31,7 @@ pub struct AccountingReport {
     pub since_ms: i64,
     pub triggers: u64,
     pub occurrences: u64,
-    /// Occurrences with neither a run nor a misfire record (at most [`MAX_LISTED`] listed).
+    /// Occurrences with neither a run nor a misfire record (at most 100 listed).
     pub gap_count: u64,
     pub gaps: Vec<OccurrenceFinding>,
     /// Occurrences with more than one run of one revision, or runs off the pattern.

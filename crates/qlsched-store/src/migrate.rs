@@ -193,8 +193,10 @@ const SCHEMA_USERS: [&str; 3] = ["qlsched_admin", "qlsched_runtime", "qlsched_ob
 pub struct MigrationStatus {
     pub version: i64,
     pub name: String,
-    /// `applied`, `pending`, `checksum_mismatch`, or `unknown` (applied, but not in this binary).
+    /// unknown: applied, but not in this binary.
+    #[schemars(extend("enum" = ["applied", "pending", "checksum_mismatch", "unknown"]))]
     pub state: &'static str,
+    /// SHA-256 of the migration's text, in hex.
     pub checksum: String,
     pub applied_at_ms: Option<i64>,
     pub execution_ms: Option<i64>,
@@ -210,6 +212,7 @@ pub struct MigrateReport {
     /// were (roles belong to the server, not the database: another schema's migrate may have
     /// made them, or someone by hand). Both empty when the roles' migration did not run now.
     pub roles_created: Vec<String>,
+    /// As roles_created.
     pub roles_reused: Vec<String>,
 }
 
@@ -627,8 +630,10 @@ pub async fn check_capability(
 /// One difference between the live database and what docs/DESIGN.md §3.2 prescribes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct VerifyFinding {
-    /// `checksum`, `pending`, `unknown_migration`, `missing_grant`, `extra_grant`, `schema_usage`,
-    /// `role`.
+    #[schemars(extend("enum" = [
+        "checksum", "pending", "unknown_migration", "missing_grant", "extra_grant",
+        "schema_usage", "role"
+    ]))]
     pub kind: &'static str,
     pub message: String,
 }

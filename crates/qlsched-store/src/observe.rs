@@ -144,7 +144,9 @@ pub enum ServerRole {
     /// transaction replayed: unknown (null) before the first replay; on an idle primary it grows
     /// although nothing is missing, as PostgreSQL's own measure does.
     Standby {
+        /// Seconds: database now minus the last replayed commit; null before the first replay.
         #[serde(rename = "replay_lag_s", serialize_with = "seconds")]
+        #[schemars(with = "Option<f64>")]
         replay_lag: Option<Duration>,
     },
 }

@@ -116,10 +116,12 @@ pub struct ReplicaView {
     pub host: String,
     pub pid: i32,
     pub version: String,
-    /// From the heartbeat's age on the database clock ([`Liveness`]): `live`, `stalled` (no
-    /// heartbeat for two cadences), `stale` (none for its lease plus its cadence), `stopped`.
+    /// From the heartbeat's age on the database clock: live (running or draining, a heartbeat
+    /// within two cadences, at least a second), stalled (none for longer, but within its lease
+    /// plus its cadence), stale (none for longer than that: its claims have expired), stopped.
     pub liveness: Liveness,
-    /// As the replica last wrote it: `running`, `draining` or `stopped`.
+    /// As the replica last wrote it.
+    #[schemars(extend("enum" = ["running", "draining", "stopped"]))]
     pub state: String,
     pub started_at_ms: i64,
     pub heartbeat_at_ms: i64,

@@ -414,7 +414,7 @@ async fn invariants(
 
 /// `inspect invariants`: the counts, and every failure (violated promise or grant difference).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-struct InvariantReport {
+pub(crate) struct InvariantReport {
     ok: bool,
     counts: InvariantCounts,
     accounting: AccountingReport,
@@ -449,7 +449,7 @@ pub struct SummaryReport {
     #[serde(flatten)]
     pub summary: Summary,
     /// Registered replicas that have not stopped: stale ones first, then stalled, then live
-    /// (`core::Liveness` says when each is which).
+    /// (as inspect replicas says).
     pub replicas: Vec<ReplicaView>,
     /// Why `run` would refuse this schema (`migrate verify` has the details); null when ready.
     pub schema_problem: Option<String>,
@@ -457,7 +457,7 @@ pub struct SummaryReport {
 
 /// `inspect trigger` with the trigger's previous and next occurrences.
 #[derive(serde::Serialize, schemars::JsonSchema)]
-struct TriggerShown<'a> {
+pub(crate) struct TriggerShown<'a> {
     #[serde(flatten)]
     detail: &'a TriggerDetail,
     occurrences: Option<super::cron::TriggerOccurrences>,

@@ -64,6 +64,7 @@ pub struct SteadyConfig {
 /// What a steady run measured; the JSON shape is documented in `qlsched-bench(1)`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SteadyReport {
+    #[schemars(extend("enum" = ["steady"]))]
     pub mode: &'static str,
     pub triggers: u32,
     pub replicas: u8,
@@ -84,6 +85,7 @@ pub struct SteadyReport {
     /// (or quieter) during the window shows here, and its lag trend is then the machine's, not
     /// the scheduler's.
     pub commit_ceiling_after_per_s: f64,
+    /// As commit_ceiling_after_per_s.
     pub batched_ceiling_after_per_s: f64,
     /// How the worst lag of an occurrence moved over the window; none under two occurrences.
     pub trend: Option<LagTrend>,
@@ -92,6 +94,7 @@ pub struct SteadyReport {
     /// Occurrences in the window with fewer runs than triggers.
     pub short_occurrences: usize,
     pub runs: i64,
+    /// Occurrences admitted more than once.
     pub duplicates: i64,
     pub misfire_records: i64,
     /// Occurrences (of the whole run) with neither a run nor a misfire record.
@@ -100,7 +103,7 @@ pub struct SteadyReport {
     pub runs_without_two_events: i64,
     pub seed_s: f64,
     /// The schedule table's upkeep once the window ended: on a server whose autovacuum is off
-    /// its dead versions grow 2 per occurrence and the lag with them (`store::upkeep`).
+    /// its dead versions grow 2 per occurrence and the lag with them.
     pub schedule_upkeep: ScheduleUpkeep,
     pub database: String,
     pub kept: bool,
@@ -114,6 +117,7 @@ pub struct LagTrend {
     pub max_lag_slope_ms_per_min: f64,
     /// The worst maximum lag of the first three occurrences, and of the last three.
     pub first_three_max_ms: i64,
+    /// As first_three_max_ms.
     pub last_three_max_ms: i64,
     /// `last_three_max_ms / first_three_max_ms`.
     pub last_over_first: f64,

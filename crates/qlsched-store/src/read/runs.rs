@@ -31,6 +31,7 @@ pub struct RunView {
 pub struct RunRow {
     #[serde(flatten)]
     pub run: RunView,
+    #[schemars(extend("enum" = ["cron", "manual", "backfill"]))]
     pub origin: String,
 }
 
