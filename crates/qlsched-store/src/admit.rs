@@ -48,7 +48,6 @@
 //! `interleaved_admissions_of_neighbouring_rows_all_commit` (tests/integration/admission.rs)
 //! fails if either of the two is undone; docs/PERFORMANCE.md has what they measured.
 
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use deadpool_postgres::ClientWrapper;
@@ -64,6 +63,7 @@ use super::error::{
     describe_server_error, is_definition_refused, is_fence_lost, is_rejection, is_retryable,
 };
 use super::retry::{ADMISSION, Exhausted, retry};
+use super::row::Named;
 use super::sender::{Sender, TRANSACTION_SETTINGS};
 use qlsched_core::Decision;
 
@@ -127,12 +127,20 @@ pub struct AdmitStats {
 // Re-lock every claimed row and check its whole fence and every definition its decision was
 // taken on, against database time; then advance the schedule (the fence again in the UPDATE),
 // insert runs, attempts and events, and let admission_complete() raise if any row dropped out.
-// `$find` is how a claimed row is found (`Lookup`); the UPDATE finds it where `held` locked it.
-// What follows the `input` CTE, which `admission_statement` writes from `ADMISSION_INPUT`.
-macro_rules! admit_after_input {
-    ($find:literal) => {
-        concat!(
-            "
+// The `input` CTE unnests one parameter per `ADMISSION_INPUT` column, in that order ($1 the
+// first); `tests` fails when the two disagree. `held` finds each claimed row by the ctid its
+// claim returned (`Lookup::Tid`), the key checked on the row found there; the UPDATE finds it
+// where `held` locked it. The definition evaluated under the lock is the claim's
+// (`schedule_claimable(...)`, explained at `claim::CLAIM_DUE`).
+const ADMIT_BY_TID: &str = r#"WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[],
+                         $7::uuid[], $8::int8[], $9::text[], $10::int8[], $11::text[], $12::uuid[],
+                         $13::int8[], $14::int8[], $15::uuid[], $16::uuid[], $17::text[], $18::text[],
+                         $19::text[], $20::int8[], $21::int8[], $22::int8[], $23::bool[], $24::text[])
+        AS i(project_id, trigger_id, trigger_revision, state_version, cursor_ms, owner, token,
+             claim_version, trigger_digest, task_revision, task_digest, execution_revision_id,
+             next_fire_at_ms, scheduled_for_ms, run_id, attempt_id, idempotency_key, decision,
+             row_tid, misfire_first_ms, misfire_last_ms, misfire_count, misfire_exact, misfire_reason)
 ), held AS (
     -- The claimed row, locked (FOR UPDATE also keeps the planner from pulling the subquery up
     -- and choosing another access path), then its whole fence; held_tid is where it is now.
@@ -140,9 +148,9 @@ macro_rules! admit_after_input {
     SELECT i.*, s.ctid AS held_tid, s.updated_at_ms AS decided_at_ms
     FROM input i
     CROSS JOIN LATERAL (
-        SELECT s.*, s.ctid FROM trigger_schedules s WHERE ",
-            $find,
-            " FOR UPDATE
+        SELECT s.*, s.ctid FROM trigger_schedules s
+        WHERE s.ctid = i.row_tid::tid AND s.project_id = i.project_id AND s.trigger_id = i.trigger_id
+        FOR UPDATE
     ) s
     WHERE s.trigger_revision = i.trigger_revision
       AND s.state_version = i.state_version
@@ -150,9 +158,7 @@ macro_rules! admit_after_input {
       AND s.claim_owner = i.owner AND s.claim_token = i.token AND s.claim_version = i.claim_version
       AND s.claim_expires_at_ms > now_ms()
       -- Claimable by the definition itself, evaluated under the lock (never the stored fact).
-      AND ",
-            $crate::claim::claimable_now!(),
-            "
+      AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
 ), fenced AS (
     SELECT i.*, t.task_id, t.misfire_policy
     FROM held i
@@ -235,10 +241,120 @@ macro_rules! admit_after_input {
 SELECT admission_complete(
     (SELECT count(*) FROM input), (SELECT count(*) FROM advanced),
     (SELECT count(*) FROM input WHERE run_id IS NOT NULL), (SELECT count(*) FROM new_runs),
-    (SELECT count(*) FROM new_attempts), (SELECT count(*) FROM new_events))"
-        )
-    };
-}
+    (SELECT count(*) FROM new_attempts), (SELECT count(*) FROM new_events))"#;
+
+// ADMIT_BY_TID with each claimed row found by its key instead (`Lookup::Key`); the rest of the
+// statement is the same text, which `tests` checks.
+const ADMIT_BY_KEY: &str = r#"WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[],
+                         $7::uuid[], $8::int8[], $9::text[], $10::int8[], $11::text[], $12::uuid[],
+                         $13::int8[], $14::int8[], $15::uuid[], $16::uuid[], $17::text[], $18::text[],
+                         $19::text[], $20::int8[], $21::int8[], $22::int8[], $23::bool[], $24::text[])
+        AS i(project_id, trigger_id, trigger_revision, state_version, cursor_ms, owner, token,
+             claim_version, trigger_digest, task_revision, task_digest, execution_revision_id,
+             next_fire_at_ms, scheduled_for_ms, run_id, attempt_id, idempotency_key, decision,
+             row_tid, misfire_first_ms, misfire_last_ms, misfire_count, misfire_exact, misfire_reason)
+), held AS (
+    -- The claimed row, locked (FOR UPDATE also keeps the planner from pulling the subquery up
+    -- and choosing another access path), then its whole fence; held_tid is where it is now.
+    -- The fence unchanged, its updated_at_ms is the time of the claim, the now it was decided at.
+    SELECT i.*, s.ctid AS held_tid, s.updated_at_ms AS decided_at_ms
+    FROM input i
+    CROSS JOIN LATERAL (
+        SELECT s.*, s.ctid FROM trigger_schedules s
+        WHERE s.project_id = i.project_id AND s.trigger_id = i.trigger_id
+        FOR UPDATE
+    ) s
+    WHERE s.trigger_revision = i.trigger_revision
+      AND s.state_version = i.state_version
+      AND s.next_fire_at_ms IS NOT DISTINCT FROM i.cursor_ms
+      AND s.claim_owner = i.owner AND s.claim_token = i.token AND s.claim_version = i.claim_version
+      AND s.claim_expires_at_ms > now_ms()
+      -- Claimable by the definition itself, evaluated under the lock (never the stored fact).
+      AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
+), fenced AS (
+    SELECT i.*, t.task_id, t.misfire_policy
+    FROM held i
+    JOIN projects p ON p.project_id = i.project_id
+    JOIN triggers t ON t.project_id = i.project_id AND t.trigger_id = i.trigger_id
+    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
+    JOIN execution_revisions e ON e.execution_revision_id = k.execution_revision_id
+    -- A row that holds its fence and fails a definition check raises definition_refused
+    -- (QLD01) rather than dropping out as a lost fence would.
+    WHERE CASE
+        WHEN p.status = 'active'
+          AND t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest
+          AND k.revision = i.task_revision AND k.content_digest = i.task_digest
+          AND k.execution_revision_id = i.execution_revision_id
+          AND e.kind = 'remote_worker'
+          AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex')
+        THEN true
+        ELSE admission_definition_refused(i.project_id, i.trigger_id, p.status = 'active',
+            t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest,
+            k.revision = i.task_revision AND k.content_digest = i.task_digest
+                AND k.execution_revision_id = i.execution_revision_id,
+            e.kind = 'remote_worker'
+                AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex'))
+    END
+), advanced AS (
+    -- By the tid held locked, key and fence again. Row by row, each row written before the
+    -- next is read: a nested loop over a TID scan, which PIN_PLAN leaves as the only cheap plan.
+    UPDATE trigger_schedules s
+    SET next_fire_at_ms = f.next_fire_at_ms,
+        -- Accounting for a revision starts at its first cursor: the one an initialization sets.
+        accounted_from_ms = coalesce(s.accounted_from_ms, s.next_fire_at_ms, f.next_fire_at_ms),
+        last_scheduled_at_ms = coalesce(f.scheduled_for_ms, s.last_scheduled_at_ms),
+        state_version = s.state_version + 1,
+        claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+        updated_at_ms = now_ms()
+    FROM fenced f
+    WHERE s.ctid = f.held_tid
+      AND s.project_id = f.project_id AND s.trigger_id = f.trigger_id
+      AND s.state_version = f.state_version AND s.claim_owner = f.owner
+      AND s.claim_token = f.token AND s.claim_version = f.claim_version
+    RETURNING f.*
+), new_runs AS (
+    INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
+                      execution_revision_id, idempotency_key, status, scheduled_for_ms,
+                      created_at_ms, queued_at_ms)
+    SELECT run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
+           execution_revision_id, idempotency_key, 'queued', scheduled_for_ms, now_ms(), now_ms()
+    FROM advanced WHERE run_id IS NOT NULL
+    RETURNING 1
+), new_attempts AS (
+    INSERT INTO attempts (attempt_id, run_id, attempt_no, executor, state, created_at_ms)
+    SELECT attempt_id, run_id, 1, 'remote_worker', 'claimed', now_ms()
+    FROM advanced WHERE run_id IS NOT NULL
+    RETURNING 1
+), new_events AS (
+    INSERT INTO run_events (run_id, seq, type, at_ms, payload)
+    SELECT a.run_id, e.seq, e.type, now_ms(),
+           CASE e.seq
+               WHEN 1 THEN jsonb_build_object(
+                   'idempotency_key', a.idempotency_key, 'scheduled_for_ms', a.scheduled_for_ms,
+                   'decision', a.decision, 'claim_owner', a.owner,
+                   'claim_version', a.claim_version)
+               ELSE jsonb_build_object('attempt_id', a.attempt_id, 'executor', 'remote_worker')
+           END
+    FROM advanced a CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS e(seq, type)
+    WHERE a.run_id IS NOT NULL
+    RETURNING 1
+), new_misfires AS (
+    -- One record for the occurrences a decision passed over, in the transaction that moves the
+    -- cursor past them: every occurrence is a run or inside a record.
+    INSERT INTO misfires (project_id, trigger_id, trigger_revision, first_occurrence_ms,
+                          last_occurrence_ms, occurrences, occurrences_exact, policy, reason,
+                          owner, decided_at_ms, recorded_at_ms)
+    SELECT project_id, trigger_id, trigger_revision, misfire_first_ms, misfire_last_ms,
+           misfire_count, misfire_exact, misfire_policy, misfire_reason, owner, decided_at_ms,
+           now_ms()
+    FROM advanced WHERE misfire_first_ms IS NOT NULL
+    RETURNING 1
+)
+SELECT admission_complete(
+    (SELECT count(*) FROM input), (SELECT count(*) FROM advanced),
+    (SELECT count(*) FROM input WHERE run_id IS NOT NULL), (SELECT count(*) FROM new_runs),
+    (SELECT count(*) FROM new_attempts), (SELECT count(*) FROM new_events))"#;
 
 /// How the admission finds a claimed row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,38 +372,10 @@ enum Lookup {
 impl Lookup {
     fn statement(self) -> &'static str {
         match self {
-            Lookup::Tid => &ADMIT_BY_TID,
-            Lookup::Key => &ADMIT_BY_KEY,
+            Lookup::Tid => ADMIT_BY_TID,
+            Lookup::Key => ADMIT_BY_KEY,
         }
     }
-}
-
-static ADMIT_BY_TID: LazyLock<String> = LazyLock::new(|| {
-    admission_statement(admit_after_input!(
-        "s.ctid = i.row_tid::tid \
-         AND s.project_id = i.project_id AND s.trigger_id = i.trigger_id"
-    ))
-});
-static ADMIT_BY_KEY: LazyLock<String> = LazyLock::new(|| {
-    admission_statement(admit_after_input!(
-        "s.project_id = i.project_id AND s.trigger_id = i.trigger_id"
-    ))
-});
-
-/// The admission statement: its `input` CTE unnests one parameter per `ADMISSION_INPUT` column,
-/// in that order (`$1` the first), then `rest`. Built once per lookup, at its first use.
-fn admission_statement(rest: &str) -> String {
-    let arrays: Vec<String> = ADMISSION_INPUT
-        .iter()
-        .zip(1..)
-        .map(|((_, sql_type), n)| format!("${n}::{sql_type}[]"))
-        .collect();
-    let names: Vec<&str> = ADMISSION_INPUT.iter().map(|(name, _)| *name).collect();
-    format!(
-        "WITH input AS (\n    SELECT * FROM unnest({})\n        AS i({}){rest}",
-        arrays.join(", "),
-        names.join(", ")
-    )
 }
 
 const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
@@ -458,9 +546,9 @@ pub async fn admit_in_transaction(
 // the COMMIT in flight, or the reply was lost): for each, whether its run exists (by run id, which
 // is allocated once per decision, so another replica's run of the same occurrence does not count),
 // whether its claim is still on the row (owner, token, version), and the row's cursor now.
-const SETTLE: &str = "SELECT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = i.run_id),
+const SETTLE: &str = "SELECT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = i.run_id) AS run_exists,
         coalesce(s.claim_owner = i.owner AND s.claim_token = i.token
-                 AND s.claim_version = i.claim_version, false),
+                 AND s.claim_version = i.claim_version, false) AS claim_held,
         s.next_fire_at_ms
     FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::int8[])
          WITH ORDINALITY AS i(project_id, trigger_id, run_id, owner, token, claim_version, ord)
@@ -502,13 +590,13 @@ pub async fn settle(
             &[&projects, &triggers, &run_ids, &owners, &tokens, &versions],
         )
         .await?;
-    Ok(admissions
+    admissions
         .iter()
         .zip(&rows)
         .map(|(admission, row)| {
-            let run_exists: bool = row.get(0);
-            let claim_held: bool = row.get(1);
-            let cursor: Option<i64> = row.get(2);
+            let run_exists: bool = row.col("run_exists")?;
+            let claim_held: bool = row.col("claim_held")?;
+            let cursor: Option<i64> = row.col("next_fire_at_ms")?;
             let outcome = match &admission.run {
                 Some(run) if run_exists => AdmissionOutcome::Admitted(run.clone()),
                 None if !claim_held && cursor == Some(admission.decision.next_fire_at_ms()) => {
@@ -519,12 +607,12 @@ pub async fn settle(
                 },
                 _ => AdmissionOutcome::FenceLost,
             };
-            Settlement {
+            Ok(Settlement {
                 outcome,
                 claim_held,
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// One pipelined round trip: BEGIN, the schema's settings, the plan settings, the admission
@@ -570,9 +658,10 @@ async fn admit_once(
 }
 
 /// Declares the admission's input once: each column's name, the Rust type of its values and its
-/// SQL type. From it come `ADMISSION_INPUT` (which `admission_statement` writes the `unnest(...)
-/// AS i(...)` from), [`Columns`] and [`Columns::params`], so a parameter's position, name and
-/// type cannot disagree between the statement and the values bound to it.
+/// SQL type. From it come `ADMISSION_INPUT` (which the `unnest(...) AS i(...)` of the admission
+/// statements must match, as `tests` checks), [`Columns`] and [`Columns::params`], so a
+/// parameter's position, name and type cannot disagree between the statement and the values bound
+/// to it.
 macro_rules! admission_input {
     ($($name:ident: $rust:ty => $sql:literal),+ $(,)?) => {
         /// The admission's input columns in parameter order: (column, SQL element type).
@@ -693,8 +782,8 @@ fn decision_label(decision: &Decision) -> &'static str {
 super::statements::statements! {
     BEGIN_SERIALIZABLE: Runtime | Admin,
     PIN_PLAN: Runtime | Admin,
-    ADMIT_BY_TID = { Lookup::Tid.statement() }: Runtime | Admin,
-    ADMIT_BY_KEY = { Lookup::Key.statement() }: Runtime | Admin,
+    ADMIT_BY_TID: Runtime | Admin,
+    ADMIT_BY_KEY: Runtime | Admin,
     COMMIT: Runtime | Admin,
     SETTLE: Runtime,
 }
@@ -704,6 +793,7 @@ mod tests {
     use tokio_postgres::types::Type;
 
     use super::*;
+    use crate::claim::tests::squeezed;
 
     /// The array type of a column whose elements are `sql`.
     pub(super) fn array_type(sql: &str) -> Type {
@@ -713,6 +803,53 @@ mod tests {
             "uuid" => Type::UUID_ARRAY,
             "bool" => Type::BOOL_ARRAY,
             other => panic!("no array type for {other} here"),
+        }
+    }
+
+    /// The admission statements unnest exactly `ADMISSION_INPUT`, in its order and with its
+    /// types, so that `Columns::params` binds each column to its own parameter.
+    #[test]
+    fn the_admission_statements_unnest_the_admission_input_in_order() {
+        let arrays: Vec<String> = ADMISSION_INPUT
+            .iter()
+            .zip(1..)
+            .map(|((_, sql_type), n)| format!("${n}::{sql_type}[]"))
+            .collect();
+        let names: Vec<&str> = ADMISSION_INPUT.iter().map(|(name, _)| *name).collect();
+        let input = format!(
+            "WITH input AS ( SELECT * FROM unnest({}) AS i({}) ), held AS (",
+            arrays.join(", "),
+            names.join(", ")
+        );
+        for statement in [ADMIT_BY_TID, ADMIT_BY_KEY] {
+            assert!(squeezed(statement).starts_with(&input), "{statement}");
+        }
+    }
+
+    /// The two admission statements differ in how `held` finds a claimed row, and nothing else.
+    #[test]
+    fn the_admission_statements_differ_in_the_lookup_alone() {
+        let by_tid = "WHERE s.ctid = i.row_tid::tid AND s.project_id = i.project_id \
+                      AND s.trigger_id = i.trigger_id FOR UPDATE";
+        let by_key = "WHERE s.project_id = i.project_id AND s.trigger_id = i.trigger_id FOR UPDATE";
+        let (tid, key) = (squeezed(ADMIT_BY_TID), squeezed(ADMIT_BY_KEY));
+        assert_eq!(tid.matches(by_tid).count(), 1);
+        assert_eq!(key.matches(by_key).count(), 1);
+        assert_eq!(tid.replace(by_tid, by_key), key);
+    }
+
+    /// The definition the admission checks under its lock is the one the claim evaluates now
+    /// (`claim::CLAIM_DUE` explains it), evaluated on the locked row.
+    #[test]
+    fn the_admission_checks_the_claims_definition_under_its_lock() {
+        use crate::claim::tests::CLAIMABLE_NOW;
+        let check = format!("AND {CLAIMABLE_NOW} ), fenced AS (");
+        for statement in [ADMIT_BY_TID, ADMIT_BY_KEY] {
+            assert_eq!(
+                squeezed(statement).matches(&check).count(),
+                1,
+                "{statement}"
+            );
         }
     }
 

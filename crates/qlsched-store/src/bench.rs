@@ -7,6 +7,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, GenericClient};
 
 use super::StoreError;
+use super::row::Named;
 
 // Database time, the only clock (docs/DESIGN.md §4.1): the burst occurrence is set relative to it.
 const NOW_MS: &str = "SELECT now_ms()";
@@ -259,10 +260,10 @@ pub struct OccurrenceLag {
 
 // Per occurrence in [$1, $2): runs and lag percentiles (nearest rank), and the same over all of
 // them as one more row with a null occurrence.
-const LAG: &str = "SELECT scheduled_for_ms, count(*),
-        percentile_disc(0.5) WITHIN GROUP (ORDER BY created_at_ms - scheduled_for_ms),
-        percentile_disc(0.99) WITHIN GROUP (ORDER BY created_at_ms - scheduled_for_ms),
-        max(created_at_ms - scheduled_for_ms)
+const LAG: &str = "SELECT scheduled_for_ms, count(*) AS runs,
+        percentile_disc(0.5) WITHIN GROUP (ORDER BY created_at_ms - scheduled_for_ms) AS lag_p50_ms,
+        percentile_disc(0.99) WITHIN GROUP (ORDER BY created_at_ms - scheduled_for_ms) AS lag_p99_ms,
+        max(created_at_ms - scheduled_for_ms) AS lag_max_ms
     FROM runs WHERE scheduled_for_ms >= $1 AND scheduled_for_ms < $2
     GROUP BY GROUPING SETS ((scheduled_for_ms), ())
     ORDER BY scheduled_for_ms NULLS LAST";
@@ -275,16 +276,17 @@ pub async fn lag_by_occurrence(
     to_ms: i64,
 ) -> Result<Vec<OccurrenceLag>, StoreError> {
     let rows = client.query(LAG, &[&from_ms, &to_ms]).await?;
-    Ok(rows
-        .iter()
-        .map(|row| OccurrenceLag {
-            scheduled_for_ms: row.get::<_, Option<i64>>(0).unwrap_or(to_ms),
-            runs: row.get(1),
-            lag_p50_ms: row.get(2),
-            lag_p99_ms: row.get(3),
-            lag_max_ms: row.get(4),
+    rows.iter()
+        .map(|row| {
+            Ok(OccurrenceLag {
+                scheduled_for_ms: row.col::<Option<i64>>("scheduled_for_ms")?.unwrap_or(to_ms),
+                runs: row.col("runs")?,
+                lag_p50_ms: row.col("lag_p50_ms")?,
+                lag_p99_ms: row.col("lag_p99_ms")?,
+                lag_max_ms: row.col("lag_max_ms")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 // Misfire records written, of every trigger.

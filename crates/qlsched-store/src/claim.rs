@@ -16,6 +16,7 @@ use super::StoreError;
 use super::error::stored;
 use super::migrate::{NEWER_MIGRATIONS, NewerMigration, first_blocking, latest_version};
 use super::replicas::{HEARTBEAT, Heartbeat};
+use super::row::Named;
 use super::sender::{Sender, TRANSACTION_SETTINGS};
 use qlsched_core::{ClaimFence, MisfirePolicy, TriggerName};
 
@@ -65,112 +66,44 @@ impl ClaimedRow {
 
     fn from_row(row: &Row) -> Result<Self, StoreError> {
         Ok(ClaimedRow {
-            row_tid: row.get("row_tid"),
-            project_id: row.get("project_id"),
-            trigger_id: row.get("trigger_id"),
-            trigger_revision: row.get("trigger_revision"),
-            state_version: row.get("state_version"),
-            cursor_ms: row.get("next_fire_at_ms"),
+            row_tid: row.col("row_tid")?,
+            project_id: row.col("project_id")?,
+            trigger_id: row.col("trigger_id")?,
+            trigger_revision: row.col("trigger_revision")?,
+            state_version: row.col("state_version")?,
+            cursor_ms: row.col("next_fire_at_ms")?,
             fence: ClaimFence {
-                owner: row.get("claim_owner"),
-                token: row.get("claim_token"),
-                version: row.get("claim_version"),
-                expires_at_ms: row.get("claim_expires_at_ms"),
+                owner: row.col("claim_owner")?,
+                token: row.col("claim_token")?,
+                version: row.col("claim_version")?,
+                expires_at_ms: row.col("claim_expires_at_ms")?,
             },
-            claimed_at_ms: row.get("updated_at_ms"),
+            claimed_at_ms: row.col("updated_at_ms")?,
             definition: TriggerDefinition {
-                task_id: row.get("task_id"),
-                cron_expr: row.get("cron_expr"),
-                time_zone: row.get("time_zone"),
-                misfire_policy: stored("triggers", "misfire_policy", row.get("misfire_policy"))?,
-                misfire_grace_ms: row.get("misfire_grace_ms"),
-                trigger_digest: row.get("trigger_digest"),
-                task_revision: row.get("task_revision"),
-                task_digest: row.get("task_digest"),
-                execution_revision_id: row.get("execution_revision_id"),
+                task_id: row.col("task_id")?,
+                cron_expr: row.col("cron_expr")?,
+                time_zone: row.col("time_zone")?,
+                misfire_policy: stored("triggers", "misfire_policy", row.col("misfire_policy")?)?,
+                misfire_grace_ms: row.col("misfire_grace_ms")?,
+                trigger_digest: row.col("trigger_digest")?,
+                task_revision: row.col("task_revision")?,
+                task_digest: row.col("task_digest")?,
+                execution_revision_id: row.col("execution_revision_id")?,
             },
         })
     }
 }
 
-/// The columns every claim statement returns, in [`ClaimedRow::from_row`]'s names.
-macro_rules! claimed_columns {
-    () => {
-        "s.ctid::text AS row_tid,
-         s.project_id, s.trigger_id, s.trigger_revision, s.state_version, s.next_fire_at_ms,
-         s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms,
-         t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
-         t.content_digest AS trigger_digest, k.revision AS task_revision,
-         k.content_digest AS task_digest, k.execution_revision_id"
-    };
-}
-
-/// Whether a replica may claim schedule row `s` at all, leases and cursor aside, as stored on the
-/// row (docs/DESIGN.md §3.1, "Claimable rows"): not paused, and an active project with an enabled
-/// builtin cron trigger at the row's revision. The column is the value of the SQL function
-/// `schedule_claimable` (migration 0007), kept by the writes that change it (publish, pause,
-/// resume, a project's status, a trigger's revision or `enabled`), and the partial index
-/// `trigger_schedules_claimable_order` holds exactly these rows, in claim order. Every read of
-/// "due", "overdue" or "next due" (the claim, the next-due read, the gauges, `inspect`'s summary
-/// and oldest overdue row, `top`) filters on this and nothing else, so that a parked row is
-/// never due anywhere; [`qlsched_core::diagnose::Parked`] is the same definition in Rust.
+/// `s.claimable`: the stored fact [`CLAIM_DUE`]'s comment explains. Left here for the statements
+/// of other modules that still write it through this macro; nothing in this module uses it.
+#[allow(unused_macros)]
 macro_rules! claimable {
     () => {
         "s.claimable"
     };
 }
+#[allow(unused_imports)]
 pub(crate) use claimable;
-
-/// The definition itself, evaluated now on schedule row `s`: what the claim re-checks on each row
-/// the stored fact found, and what the admission checks again under its SERIALIZABLE lock. The
-/// stored fact finds rows; it is never trusted.
-macro_rules! claimable_now {
-    () => {
-        "schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)"
-    };
-}
-pub(crate) use claimable_now;
-
-/// Eligibility of a schedule row `s` (docs/DESIGN.md §4.3): claimable by the stored fact (the
-/// condition of the partial index the claim walks), no valid claim, and claimable by the
-/// definition evaluated now on the few rows the walk returns.
-macro_rules! eligible {
-    () => {
-        concat!(
-            claimable!(),
-            " AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms()) AND ",
-            claimable_now!()
-        )
-    };
-}
-
-/// Writes a fresh claim (owner parameter, lease parameter in ms) on every row of the `chosen` CTE
-/// and returns it with its definitions: a new random token, the claim version and the state
-/// version moved on, expiry and acquired time from database time.
-macro_rules! take_chosen {
-    ($owner:literal, $lease_ms:literal) => {
-        concat!(
-            "
-    UPDATE trigger_schedules s
-    SET claim_owner = ",
-            $owner,
-            ",
-        claim_token = gen_random_uuid(),
-        claim_version = s.claim_version + 1,
-        claim_expires_at_ms = now_ms() + ",
-            $lease_ms,
-            ",
-        state_version = s.state_version + 1,
-        updated_at_ms = now_ms()
-    FROM chosen c, triggers t, tasks k
-    WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id
-      AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-      AND k.project_id = t.project_id AND k.task_id = t.task_id
-    RETURNING ",
-            claimed_columns!()
-        )
-    };
-}
 
 // Claim up to $2 due rows for owner $1 with a lease of $3 ms, in claim order, skipping rows that
 // another replica holds locked. Uninitialized rows (NULL cursor, first in claim order) and overdue
@@ -178,22 +111,44 @@ macro_rules! take_chosen {
 // its own condition, so a claim that finds nothing stops at once instead of walking a million rows
 // that are not due, and no parked row is ever walked.
 // The overdue scan takes only what the first left of the budget.
-const CLAIM_DUE: &str = concat!(
-    "WITH uninitialized AS (
+//
+// Eligibility of a schedule row `s` (docs/DESIGN.md §4.3), the two lines after each scan's own
+// condition: claimable by the stored fact (the condition of the partial index the claim walks),
+// no valid claim, and claimable by the definition evaluated now on the few rows the walk returns.
+// - `s.claimable`: whether a replica may claim the row at all, leases and cursor aside, as stored
+//   on the row (docs/DESIGN.md §3.1, "Claimable rows"): not paused, and an active project with an
+//   enabled builtin cron trigger at the row's revision. The column is the value of the SQL
+//   function `schedule_claimable` (migration 0007), kept by the writes that change it (publish,
+//   pause, resume, a project's status, a trigger's revision or `enabled`), and the partial index
+//   `trigger_schedules_claimable_order` holds exactly these rows, in claim order. Every read of
+//   "due", "overdue" or "next due" (the claim, the next-due read, the gauges, `inspect`'s summary
+//   and oldest overdue row, `top`) filters on this and nothing else, so that a parked row is
+//   never due anywhere; [`qlsched_core::diagnose::Parked`] is the same definition in Rust.
+// - `schedule_claimable(...)`: the definition itself, evaluated now on the row: what the claim
+//   re-checks on each row the stored fact found, and what the admission checks again under its
+//   SERIALIZABLE lock. The stored fact finds rows; it is never trusted.
+// CLAIM_ONE and WOULD_CLAIM carry the same predicate, NEXT_DUE its stored fact, the admission
+// (`store::admit`) its definition evaluated now; `tests` fails when a copy differs.
+//
+// The UPDATE writes a fresh claim (owner $1, lease $3 ms) on every row of the `chosen` CTE and
+// returns it with its definitions: a new random token, the claim version and the state version
+// moved on, expiry and acquired time from database time. CLAIM_ONE writes its claim the same way;
+// the RETURNING list, in `ClaimedRow::from_row`'s names, is every claim statement's.
+const CLAIM_DUE: &str = r#"WITH uninitialized AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        WHERE s.next_fire_at_ms IS NULL AND ",
-    eligible!(),
-    "
+        WHERE s.next_fire_at_ms IS NULL
+          AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
+          AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
         LIMIT $2
         FOR UPDATE OF s SKIP LOCKED
     ), overdue AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        WHERE s.next_fire_at_ms <= now_ms() AND ",
-    eligible!(),
-    "
+        WHERE s.next_fire_at_ms <= now_ms()
+          AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
+          AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
         LIMIT $2 - (SELECT count(*) FROM uninitialized)
         FOR UPDATE OF s SKIP LOCKED
@@ -202,39 +157,68 @@ const CLAIM_DUE: &str = concat!(
         UNION ALL
         SELECT project_id, trigger_id FROM overdue
     )
-",
-    take_chosen!("$1", "$3")
-);
+    UPDATE trigger_schedules s
+    SET claim_owner = $1,
+        claim_token = gen_random_uuid(),
+        claim_version = s.claim_version + 1,
+        claim_expires_at_ms = now_ms() + $3,
+        state_version = s.state_version + 1,
+        updated_at_ms = now_ms()
+    FROM chosen c, triggers t, tasks k
+    WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id
+      AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+      AND k.project_id = t.project_id AND k.task_id = t.task_id
+    RETURNING s.ctid::text AS row_tid,
+        s.project_id, s.trigger_id, s.trigger_revision, s.state_version, s.next_fire_at_ms,
+        s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms,
+        t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
+        t.content_digest AS trigger_digest, k.revision AS task_revision,
+        k.content_digest AS task_digest, k.execution_revision_id"#;
 
 // Claim one named row for owner $3 with a lease of $4 ms, if it is due and eligible; SKIP LOCKED so
 // an operator is told at once (nothing claimed) that a replica holds the row locked, instead of
-// waiting behind it.
-const CLAIM_ONE: &str = concat!(
-    "WITH chosen AS (
+// waiting behind it. Eligibility, the claim's write and its RETURNING list as in CLAIM_DUE.
+const CLAIM_ONE: &str = r#"WITH chosen AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
         WHERE s.project_id = $1 AND s.trigger_id = $2
-          AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms()) AND ",
-    eligible!(),
-    "
+          AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms())
+          AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
+          AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
         FOR UPDATE OF s SKIP LOCKED
     )
-",
-    take_chosen!("$3", "$4")
-);
+    UPDATE trigger_schedules s
+    SET claim_owner = $3,
+        claim_token = gen_random_uuid(),
+        claim_version = s.claim_version + 1,
+        claim_expires_at_ms = now_ms() + $4,
+        state_version = s.state_version + 1,
+        updated_at_ms = now_ms()
+    FROM chosen c, triggers t, tasks k
+    WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id
+      AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+      AND k.project_id = t.project_id AND k.task_id = t.task_id
+    RETURNING s.ctid::text AS row_tid,
+        s.project_id, s.trigger_id, s.trigger_revision, s.state_version, s.next_fire_at_ms,
+        s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms,
+        t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
+        t.content_digest AS trigger_digest, k.revision AS task_revision,
+        k.content_digest AS task_digest, k.execution_revision_id"#;
 
 // The named row as its holder claimed it, if the claim with token $3 and version $4 is still
 // there and unexpired: what a script's `qlsched claim admit` hands to the admission, which checks
-// the whole fence again under its own lock.
-const CLAIMED_BY_FENCE: &str = concat!(
-    "SELECT ",
-    claimed_columns!(),
-    " FROM trigger_schedules s
+// the whole fence again under its own lock. The columns are CLAIM_DUE's RETURNING list.
+const CLAIMED_BY_FENCE: &str = r#"SELECT s.ctid::text AS row_tid,
+        s.project_id, s.trigger_id, s.trigger_revision, s.state_version, s.next_fire_at_ms,
+        s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms,
+        t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
+        t.content_digest AS trigger_digest, k.revision AS task_revision,
+        k.content_digest AS task_digest, k.execution_revision_id
+    FROM trigger_schedules s
     JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
     JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
     WHERE s.project_id = $1 AND s.trigger_id = $2 AND s.claim_token = $3 AND s.claim_version = $4
-      AND s.claim_expires_at_ms > now_ms()"
-);
+      AND s.claim_expires_at_ms > now_ms()"#;
 
 // Give claims back: clear each row's claim if its fence (owner, token, version) still holds.
 // The version moves on, so the released fence can never be used again.
@@ -247,43 +231,34 @@ const RELEASE: &str = "UPDATE trigger_schedules s
       AND s.claim_owner = r.owner AND s.claim_token = r.token AND s.claim_version = r.claim_version
     RETURNING s.project_id, s.trigger_id";
 
-/// The columns a claim by owner `$3` with a lease of `$4` ms would return for schedule row `s`,
-/// computed without writing it: what `--dry-run` shows (the token is one the claim would not
-/// reuse).
-macro_rules! would_claim_columns {
-    () => {
-        "s.ctid::text AS row_tid,
-         s.project_id, s.trigger_id, s.trigger_revision, s.state_version + 1 AS state_version,
-         s.next_fire_at_ms, $3::text AS claim_owner, gen_random_uuid() AS claim_token,
-         s.claim_version + 1 AS claim_version, now_ms() + $4::int8 AS claim_expires_at_ms,
-         now_ms() AS updated_at_ms,
-         t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
-         t.content_digest AS trigger_digest, k.revision AS task_revision,
-         k.content_digest AS task_digest, k.execution_revision_id"
-    };
-}
-
 // What a claim would take, by SELECT alone (no row lock: FOR UPDATE needs UPDATE privilege, and
 // a dry run must work for a login that may only read): the named row ($1, $2 not null) if it is
-// due and eligible, else the first due, eligible row in claim order.
-const WOULD_CLAIM: &str = concat!(
-    "WITH chosen AS (
+// due and eligible (eligibility as in CLAIM_DUE), else the first due, eligible row in claim order.
+// Its columns are those a claim by owner $3 with a lease of $4 ms would return (CLAIM_DUE's
+// RETURNING list), computed without writing the row: what `--dry-run` shows (the token is one the
+// claim would not reuse).
+const WOULD_CLAIM: &str = r#"WITH chosen AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
         WHERE ($1::text IS NULL OR (s.project_id = $1 AND s.trigger_id = $2))
-          AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms()) AND ",
-    eligible!(),
-    "
+          AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms())
+          AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
+          AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
         LIMIT 1
     )
-    SELECT ",
-    would_claim_columns!(),
-    " FROM chosen c
+    SELECT s.ctid::text AS row_tid,
+        s.project_id, s.trigger_id, s.trigger_revision, s.state_version + 1 AS state_version,
+        s.next_fire_at_ms, $3::text AS claim_owner, gen_random_uuid() AS claim_token,
+        s.claim_version + 1 AS claim_version, now_ms() + $4::int8 AS claim_expires_at_ms,
+        now_ms() AS updated_at_ms,
+        t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
+        t.content_digest AS trigger_digest, k.revision AS task_revision,
+        k.content_digest AS task_digest, k.execution_revision_id
+    FROM chosen c
     JOIN trigger_schedules s ON s.project_id = c.project_id AND s.trigger_id = c.trigger_id
     JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id"
-);
+    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id"#;
 
 /// The row a claim would take now (the named one, or the next in claim order) as it would be
 /// claimed, read-only; `None` when there is none.
@@ -346,13 +321,11 @@ pub async fn claim_due(
 
 // Database time now, and the earliest cursor after it: when the next occurrence falls due,
 // so that a replica sleeps until then and no longer (one row from the claimable-order index).
-const NEXT_DUE: &str = concat!(
-    "SELECT now_ms(),
-    (SELECT s.next_fire_at_ms FROM trigger_schedules s WHERE s.next_fire_at_ms > now_ms() AND ",
-    claimable!(),
-    "
-     ORDER BY s.next_fire_at_ms NULLS FIRST LIMIT 1)"
-);
+// Claimable by the stored fact, as CLAIM_DUE explains.
+const NEXT_DUE: &str = "SELECT now_ms() AS now_ms,
+    (SELECT s.next_fire_at_ms FROM trigger_schedules s WHERE s.next_fire_at_ms > now_ms()
+       AND s.claimable
+     ORDER BY s.next_fire_at_ms NULLS FIRST LIMIT 1) AS next_due_ms";
 
 /// A round's claim, and what the database said about the time after it.
 #[derive(Debug, Clone)]
@@ -454,7 +427,13 @@ pub async fn claim_for_round(
             ),
         )
         .await;
-        (clock, newer.map(|rows| first_blocking(&rows)), beat)
+        (
+            clock,
+            newer
+                .map_err(StoreError::from)
+                .and_then(|rows| first_blocking(&rows)),
+            beat,
+        )
     };
     // One round trip: the requests leave in order on the one connection (join polls in order).
     // The claim commits at once, as docs/DESIGN.md §4.3 requires.
@@ -470,8 +449,11 @@ pub async fn claim_for_round(
                 .iter()
                 .map(ClaimedRow::from_row)
                 .collect::<Result<Vec<_>, _>>()?;
+            let clock = clock.map_err(StoreError::from).and_then(|clock| {
+                Ok((clock.col("now_ms")?, clock.col("next_due_ms")?))
+            });
             let (now_ms, next_due_ms) = match clock {
-                Ok(clock) => (clock.get(0), clock.get(1)),
+                Ok(clock) => clock,
                 Err(error) => {
                     tracing::debug!(%error, "the next-due read after a claim failed; sleeping one cadence");
                     (0, None)
@@ -487,7 +469,7 @@ pub async fn claim_for_round(
     Ok(ClaimTrip {
         claim,
         heartbeat,
-        newer: newer.map_err(StoreError::from),
+        newer,
     })
 }
 
@@ -586,7 +568,7 @@ pub async fn release(
     *round_trips += 2;
     let columns = ReleaseColumns::of(requests);
     let rows = client.query(RELEASE, &columns.params()).await?;
-    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    released(&rows)
 }
 
 /// [`RELEASE`]'s parameters: the requests as columns, one array each.
@@ -648,7 +630,14 @@ pub async fn give_back(
     set?;
     let rows = rows?;
     committed?;
-    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    released(&rows)
+}
+
+/// The `(project, trigger)` pairs [`RELEASE`] returned.
+fn released(rows: &[Row]) -> Result<Vec<(String, String)>, StoreError> {
+    rows.iter()
+        .map(|row| Ok((row.col("project_id")?, row.col("trigger_id")?)))
+        .collect()
 }
 
 /// What became of a claim this replica held, read after a stall (docs/DESIGN.md §4.3: only the
@@ -694,13 +683,14 @@ impl std::fmt::Display for ClaimFate {
 // For each claim given by key and token ($1, $2, $3): whether the row still carries it, who holds
 // the row now, and which operator expired it (the audit row whose fence_before has the token, by
 // the audit's trigger index). One statement, one round trip.
-const CLAIM_FATES: &str = "SELECT r.project_id, r.trigger_id, s.project_id IS NOT NULL,
-        s.claim_token IS NOT DISTINCT FROM r.token, coalesce(s.claim_expires_at_ms <= now_ms(), true),
+const CLAIM_FATES: &str = "SELECT r.project_id, r.trigger_id, s.project_id IS NOT NULL AS row_exists,
+        s.claim_token IS NOT DISTINCT FROM r.token AS still_ours,
+        coalesce(s.claim_expires_at_ms <= now_ms(), true) AS lapsed,
         s.claim_owner,
         (SELECT a.actor FROM schedule_audit a
          WHERE a.project_id = r.project_id AND a.trigger_id = r.trigger_id
            AND a.action = 'expire' AND a.fence_before->>'token' = r.token::text
-         ORDER BY a.audit_id DESC LIMIT 1)
+         ORDER BY a.audit_id DESC LIMIT 1) AS expired_by
     FROM unnest($1::text[], $2::text[], $3::uuid[]) WITH ORDINALITY AS r(project_id, trigger_id, token, n)
     LEFT JOIN trigger_schedules s ON s.project_id = r.project_id AND s.trigger_id = r.trigger_id
     ORDER BY r.n";
@@ -719,26 +709,30 @@ pub async fn claim_fates(
     let rows = client
         .query(CLAIM_FATES, &[&projects, &triggers, &tokens])
         .await?;
-    Ok(rows
-        .iter()
+    rows.iter()
         .map(|row| {
-            let exists: bool = row.get(2);
-            let ours: bool = row.get(3);
-            let holder: Option<String> = row.get(5);
-            let expired_by: Option<String> = row.get(6);
+            let exists: bool = row.col("row_exists")?;
+            let ours: bool = row.col("still_ours")?;
+            let holder: Option<String> = row.col("claim_owner")?;
+            let expired_by: Option<String> = row.col("expired_by")?;
             let fate = match (exists, ours, expired_by, holder) {
                 (false, ..) => ClaimFate::Gone,
-                (true, true, ..) => ClaimFate::StillHeld { lapsed: row.get(4) },
+                (true, true, ..) => ClaimFate::StillHeld {
+                    lapsed: row.col("lapsed")?,
+                },
                 (true, false, Some(actor), now_held_by) => {
                     ClaimFate::ExpiredBy { actor, now_held_by }
                 }
                 (true, false, None, Some(owner)) => ClaimFate::TakenOver { owner },
                 (true, false, None, None) => ClaimFate::Cleared,
             };
-            let name = TriggerName::new(row.get::<_, String>(0), row.get::<_, String>(1));
-            (name, fate)
+            let name = TriggerName::new(
+                row.col::<String>("project_id")?,
+                row.col::<String>("trigger_id")?,
+            );
+            Ok((name, fate))
         })
-        .collect())
+        .collect()
 }
 
 super::statements::statements! {
@@ -755,8 +749,89 @@ super::statements::statements! {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The claimable-by-definition check, as every claim statement and the admission write it.
+    pub(crate) const CLAIMABLE_NOW: &str =
+        "schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)";
+
+    /// Eligibility (CLAIM_DUE's comment): the stored fact, no valid claim, the definition now.
+    fn eligible() -> String {
+        format!(
+            "AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms()) \
+             AND {CLAIMABLE_NOW}"
+        )
+    }
+
+    /// The columns of a claimed row, in `ClaimedRow::from_row`'s names, as the claim writes them.
+    const CLAIMED_COLUMNS: &str = "s.ctid::text AS row_tid, s.project_id, s.trigger_id, \
+        s.trigger_revision, s.state_version, s.next_fire_at_ms, s.claim_owner, s.claim_token, \
+        s.claim_version, s.claim_expires_at_ms, s.updated_at_ms, t.task_id, t.cron_expr, \
+        t.time_zone, t.misfire_policy, t.misfire_grace_ms, t.content_digest AS trigger_digest, \
+        k.revision AS task_revision, k.content_digest AS task_digest, k.execution_revision_id";
+
+    /// The claim's write on the rows of `chosen`, for owner `owner` with a lease of `lease`.
+    fn take_chosen(owner: &str, lease: &str) -> String {
+        format!(
+            ") UPDATE trigger_schedules s SET claim_owner = {owner}, \
+             claim_token = gen_random_uuid(), claim_version = s.claim_version + 1, \
+             claim_expires_at_ms = now_ms() + {lease}, state_version = s.state_version + 1, \
+             updated_at_ms = now_ms() FROM chosen c, triggers t, tasks k \
+             WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id \
+             AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id \
+             AND k.project_id = t.project_id AND k.task_id = t.task_id \
+             RETURNING {CLAIMED_COLUMNS}"
+        )
+    }
+
+    /// Whitespace collapsed: the statements are compared as SQL reads them, not as laid out.
+    pub(crate) fn squeezed(text: &str) -> String {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    fn occurrences(statement: &str, fragment: &str) -> usize {
+        squeezed(statement).matches(&squeezed(fragment)).count()
+    }
+
+    /// Every statement that must agree on which rows are eligible carries the same predicate:
+    /// a copy edited alone fails here.
+    #[test]
+    fn the_claim_statements_share_one_eligibility() {
+        let eligible = eligible();
+        assert_eq!(occurrences(CLAIM_DUE, &eligible), 2, "both scans");
+        assert_eq!(occurrences(CLAIM_ONE, &eligible), 1);
+        assert_eq!(occurrences(WOULD_CLAIM, &eligible), 1);
+        // The next-due read filters on the stored fact alone (one index probe), as the claim's
+        // scans do before they evaluate the definition.
+        assert_eq!(occurrences(NEXT_DUE, "AND s.claimable ORDER BY"), 1);
+        // The definition is evaluated within that predicate and nowhere else.
+        for statement in [CLAIM_DUE, CLAIM_ONE, WOULD_CLAIM] {
+            assert_eq!(
+                occurrences(statement, CLAIMABLE_NOW),
+                occurrences(statement, &eligible),
+                "{statement}"
+            );
+        }
+    }
+
+    /// The claims write a claim the same way, and every statement that returns a claimed row
+    /// returns the same columns under the same names.
+    #[test]
+    fn the_claim_statements_write_and_return_a_claim_alike() {
+        assert!(squeezed(CLAIM_DUE).ends_with(&take_chosen("$1", "$3")));
+        assert!(squeezed(CLAIM_ONE).ends_with(&take_chosen("$3", "$4")));
+        assert!(squeezed(CLAIMED_BY_FENCE).starts_with(&format!("SELECT {CLAIMED_COLUMNS} FROM")));
+        // The dry run computes the same columns, under the same names, without writing them.
+        let would = "SELECT s.ctid::text AS row_tid, s.project_id, s.trigger_id, \
+            s.trigger_revision, s.state_version + 1 AS state_version, s.next_fire_at_ms, \
+            $3::text AS claim_owner, gen_random_uuid() AS claim_token, \
+            s.claim_version + 1 AS claim_version, now_ms() + $4::int8 AS claim_expires_at_ms, \
+            now_ms() AS updated_at_ms, t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, \
+            t.misfire_grace_ms, t.content_digest AS trigger_digest, k.revision AS task_revision, \
+            k.content_digest AS task_digest, k.execution_revision_id FROM chosen c";
+        assert_eq!(occurrences(WOULD_CLAIM, would), 1);
+    }
 
     /// The transaction-local pin turns off every claim plan setting, and nothing else.
     #[test]

@@ -28,6 +28,7 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use super::error::stored;
+use super::row::Named;
 use super::{Begin, SchemaName, StoreError, retry, run_in_transaction};
 use qlsched_core::run_id::run_id;
 use qlsched_core::{ProjectStatus, TriggerName};
@@ -58,13 +59,14 @@ const ROLLBACK: &str = "ROLLBACK";
 // Lock one schedule row and read, in the same snapshot, every definition a run admitted outside
 // a claim rests on, the row's bound for backfills (its cursor; without one, the time of a claim
 // in flight or now), the database's now, and when the trigger was first published.
-const LOCK_TARGET: &str = "SELECT s.trigger_revision, t.revision, p.status, t.enabled,
-        t.cron_expr, t.time_zone, t.task_id, k.revision, k.execution_revision_id,
+const LOCK_TARGET: &str = "SELECT s.trigger_revision AS schedule_revision,
+        t.revision AS trigger_revision, p.status, t.enabled,
+        t.cron_expr, t.time_zone, t.task_id, k.revision AS task_revision, k.execution_revision_id,
         e.kind = 'remote_worker'
-            AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex'),
+            AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex') AS execution_sound,
         coalesce(s.next_fire_at_ms,
-                 CASE WHEN s.claim_token IS NOT NULL THEN s.updated_at_ms END, now_ms()),
-        now_ms(), s.paused_at_ms IS NOT NULL, t.created_at_ms
+                 CASE WHEN s.claim_token IS NOT NULL THEN s.updated_at_ms END, now_ms()) AS bound_ms,
+        now_ms() AS now_ms, s.paused_at_ms IS NOT NULL AS paused, t.created_at_ms
     FROM trigger_schedules s
     JOIN projects p ON p.project_id = s.project_id
     JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
@@ -115,7 +117,7 @@ const ADMIT_UNCLAIMED: &str = "WITH input AS (
            (SELECT count(*) FROM new_events) AS events
 )
 SELECT admission_complete(runs, runs, runs, runs, attempts, events),
-       (SELECT coalesce(array_agg(scheduled_for_ms), '{}') FROM new_runs)
+       (SELECT coalesce(array_agg(scheduled_for_ms), '{}') FROM new_runs) AS written
 FROM counts";
 
 // The run that holds an idempotency key, for a `fire` repeated with its request id.
@@ -180,9 +182,9 @@ async fn lock_target(
         .query_opt(LOCK_TARGET, &[project_id, trigger_id])
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("trigger {name}")))?;
-    let schedule_revision: i64 = row.get(0);
-    let trigger_revision: i64 = row.get(1);
-    let status: ProjectStatus = stored("projects", "status", row.get(2))?;
+    let schedule_revision: i64 = row.col("schedule_revision")?;
+    let trigger_revision: i64 = row.col("trigger_revision")?;
+    let status: ProjectStatus = stored("projects", "status", row.col("status")?)?;
     if status != ProjectStatus::Active {
         return Err(StoreError::NothingEligible(format!(
             "{name}: project {project_id} is {status}; nothing is admitted for a suspended \
@@ -195,8 +197,8 @@ async fn lock_target(
              {trigger_revision} (edited by hand?); publish the trigger again"
         )));
     }
-    let execution_revision_id: Uuid = row.get(8);
-    if !row.get::<_, bool>(9) {
+    let execution_revision_id: Uuid = row.col("execution_revision_id")?;
+    if !row.col::<bool>("execution_sound")? {
         return Err(StoreError::NothingEligible(format!(
             "{name}: execution revision {execution_revision_id} is corrupt (its digest does not \
              match its spec); every admission is refused until the task is published again"
@@ -206,16 +208,16 @@ async fn lock_target(
         project_id: project_id.to_owned(),
         trigger_id: trigger_id.to_owned(),
         trigger_revision,
-        enabled: row.get(3),
-        cron_expr: row.get(4),
-        time_zone: row.get(5),
-        task_id: row.get(6),
-        task_revision: row.get(7),
+        enabled: row.col("enabled")?,
+        cron_expr: row.col("cron_expr")?,
+        time_zone: row.col("time_zone")?,
+        task_id: row.col("task_id")?,
+        task_revision: row.col("task_revision")?,
         execution_revision_id,
-        bound_ms: row.get(10),
-        now_ms: row.get(11),
-        paused: row.get(12),
-        created_at_ms: row.get(13),
+        bound_ms: row.col("bound_ms")?,
+        now_ms: row.col("now_ms")?,
+        paused: row.col("paused")?,
+        created_at_ms: row.col("created_at_ms")?,
     })
 }
 
@@ -285,9 +287,9 @@ async fn fire_in_transaction(
             .await
             .map_err(StoreError::from_db)?;
         return Ok(Fired {
-            run_id: row.get(0),
+            run_id: row.col("run_id")?,
             idempotency_key: key,
-            scheduled_for_ms: row.get(1),
+            scheduled_for_ms: row.col("scheduled_for_ms")?,
             created: false,
             trigger_revision: revision,
         });
@@ -305,9 +307,9 @@ async fn fire_in_transaction(
         .await
         .map_err(StoreError::from_db)?;
     Ok(Fired {
-        run_id: row.get(0),
+        run_id: row.col("run_id")?,
         idempotency_key: key,
-        scheduled_for_ms: row.get(1),
+        scheduled_for_ms: row.col("scheduled_for_ms")?,
         created: true,
         trigger_revision: revision,
     })
@@ -441,7 +443,7 @@ async fn admit_unclaimed(
         )
         .await
         .map_err(StoreError::from_db)?;
-    Ok(row.get(1))
+    row.col("written")
 }
 
 async fn audit(

@@ -7,6 +7,7 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
+use super::row::Named;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct InvariantCounts {
@@ -77,29 +78,31 @@ const COUNTS: &str = "WITH recent AS MATERIALIZED (
         FROM runs WHERE created_at_ms >= now_ms() - $1
     )
     SELECT
-    (SELECT count(*) FROM recent),
+    (SELECT count(*) FROM recent) AS runs,
     (SELECT count(*) FROM (
         SELECT DISTINCT r.project_id, r.trigger_id, r.scheduled_for_ms FROM recent r
         WHERE r.origin <> 'manual'
           AND EXISTS (SELECT 1 FROM runs o
                       WHERE o.project_id = r.project_id AND o.trigger_id = r.trigger_id
                         AND o.scheduled_for_ms = r.scheduled_for_ms AND o.run_id <> r.run_id
-                        AND o.origin <> 'manual')) d),
+                        AND o.origin <> 'manual')) d) AS duplicate_occurrences,
     (SELECT count(*) FROM recent r
-      WHERE (SELECT count(*) FROM attempts a WHERE a.run_id = r.run_id) <> 1),
+      WHERE (SELECT count(*) FROM attempts a WHERE a.run_id = r.run_id) <> 1)
+        AS runs_without_one_attempt,
     (SELECT count(*) FROM recent r
       WHERE (SELECT array_agg(e.type ORDER BY e.seq) FROM run_events e WHERE e.run_id = r.run_id)
-            IS DISTINCT FROM ARRAY['run.created', 'run.queued']),
+            IS DISTINCT FROM ARRAY['run.created', 'run.queued']) AS runs_without_two_events,
     2 - (SELECT count(*) FROM pg_constraint
          WHERE contype = 'f' AND convalidated AND confrelid = 'runs'::regclass
-           AND conrelid IN ('attempts'::regclass, 'run_events'::regclass)),
+           AND conrelid IN ('attempts'::regclass, 'run_events'::regclass)) AS orphans,
     (SELECT count(*) FROM trigger_schedules
       WHERE NOT ((claim_owner IS NULL) = (claim_token IS NULL)
-                 AND (claim_token IS NULL) = (claim_expires_at_ms IS NULL))),
+                 AND (claim_token IS NULL) = (claim_expires_at_ms IS NULL)))
+        AS half_written_claims,
     (SELECT count(*) FROM trigger_schedules
       WHERE next_fire_at_ms IS NOT NULL AND last_scheduled_at_ms IS NOT NULL
-        AND next_fire_at_ms <= last_scheduled_at_ms),
-    (SELECT count(*) FROM trigger_schedules WHERE claim_token IS NOT NULL)";
+        AND next_fire_at_ms <= last_scheduled_at_ms) AS cursors_behind,
+    (SELECT count(*) FROM trigger_schedules WHERE claim_token IS NOT NULL) AS claims_held";
 
 /// The counts over the runs created in the last `window_ms` (the whole history when it reaches
 /// back that far: the tests and the demo pass [`WHOLE_HISTORY_MS`]) and over every schedule row.
@@ -109,14 +112,14 @@ pub async fn invariant_counts(
 ) -> Result<InvariantCounts, StoreError> {
     let row = client.query_one(COUNTS, &[&window_ms]).await?;
     Ok(InvariantCounts {
-        runs: row.get(0),
-        duplicate_occurrences: row.get(1),
-        runs_without_one_attempt: row.get(2),
-        runs_without_two_events: row.get(3),
-        orphans: row.get(4),
-        half_written_claims: row.get(5),
-        cursors_behind: row.get(6),
-        claims_held: row.get(7),
+        runs: row.col("runs")?,
+        duplicate_occurrences: row.col("duplicate_occurrences")?,
+        runs_without_one_attempt: row.col("runs_without_one_attempt")?,
+        runs_without_two_events: row.col("runs_without_two_events")?,
+        orphans: row.col("orphans")?,
+        half_written_claims: row.col("half_written_claims")?,
+        cursors_behind: row.col("cursors_behind")?,
+        claims_held: row.col("claims_held")?,
     })
 }
 

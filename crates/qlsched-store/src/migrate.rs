@@ -12,6 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 use tokio_postgres::Client;
 
+use super::row::Named;
 use super::{SchemaName, StoreError};
 use qlsched_core::manifest::sha256_hex;
 
@@ -217,8 +218,9 @@ pub struct MigrateReport {
 }
 
 // Whether this session's search_path is exactly schema $1, as the startup options set it.
-const SEARCH_PATH_IS: &str = "SELECT current_setting('search_path') IN ($1, quote_ident($1)),
-    current_setting('search_path')";
+const SEARCH_PATH_IS: &str =
+    "SELECT current_setting('search_path') IN ($1, quote_ident($1)) AS is_schema,
+    current_setting('search_path') AS search_path";
 
 // Which of the group roles $1 exist on the server.
 const EXISTING_ROLES: &str =
@@ -256,13 +258,13 @@ const LEDGER_EXISTS: &str =
 // The flag read through to_jsonb, so that a ledger `migrate` has not yet given the column reads
 // as NULL rather than failing.
 const READ_LEDGER: &str = "SELECT version, name, checksum, applied_at_ms, execution_ms,
-        (to_jsonb(m) ->> 'previous_release_may_run')::boolean
+        (to_jsonb(m) ->> 'previous_release_may_run')::boolean AS previous_release_may_run
     FROM schema_migrations m ORDER BY version";
 
 // The migrations applied after $1 (this build's latest), with whether this build may run beside
 // them: what a replica reads beside each round's claim. An index probe, no row when none.
 pub(crate) const NEWER_MIGRATIONS: &str = "SELECT version, name,
-        (to_jsonb(m) ->> 'previous_release_may_run')::boolean
+        (to_jsonb(m) ->> 'previous_release_may_run')::boolean AS previous_release_may_run
     FROM schema_migrations m WHERE version > $1 ORDER BY version";
 
 // Record one applied migration, inside the transaction that applied it.
@@ -298,11 +300,11 @@ async fn apply_pending(
     let path = client
         .query_one(SEARCH_PATH_IS, &[&schema.as_str()])
         .await?;
-    if !path.get::<_, bool>(0) {
+    if !path.col::<bool>("is_schema")? {
         return Err(StoreError::Config(format!(
             "this session's search_path is {:?}, not {schema}; nothing was migrated \
              (docs/OPERATIONS.md, \"Behind a connection pooler\")",
-            path.get::<_, String>(1)
+            path.col::<String>("search_path")?
         )));
     }
     client
@@ -402,21 +404,20 @@ struct LedgerRow {
 
 async fn read_ledger(client: &Client) -> Result<BTreeMap<i64, LedgerRow>, StoreError> {
     let rows = client.query(READ_LEDGER, &[]).await?;
-    Ok(rows
-        .iter()
+    rows.iter()
         .map(|row| {
-            (
-                row.get::<_, i64>(0),
+            Ok((
+                row.col::<i64>("version")?,
                 LedgerRow {
-                    name: row.get(1),
-                    checksum: row.get(2),
-                    applied_at_ms: row.get(3),
-                    execution_ms: row.get(4),
-                    previous_release_may_run: row.get(5),
+                    name: row.col("name")?,
+                    checksum: row.col("checksum")?,
+                    applied_at_ms: row.col("applied_at_ms")?,
+                    execution_ms: row.col("execution_ms")?,
+                    previous_release_may_run: row.col("previous_release_may_run")?,
                 },
-            )
+            ))
         })
-        .collect())
+        .collect()
 }
 
 /// Refuses a ledger that disagrees with this binary: a changed file or an unknown version.
@@ -464,13 +465,18 @@ pub struct NewerMigration {
 /// The first migration of `rows` ([`NEWER_MIGRATIONS`]' answer: those applied after this build's
 /// latest) that does not let this build run beside it (its flag false, or not recorded), if any:
 /// a replica reads them in its claim's round trip ([`super::claim::claim_for_round`]).
-pub(crate) fn first_blocking(rows: &[tokio_postgres::Row]) -> Option<NewerMigration> {
-    rows.iter()
-        .find(|row| row.get::<_, Option<bool>>(2) != Some(true))
-        .map(|row| NewerMigration {
-            version: row.get(0),
-            name: row.get(1),
-        })
+pub(crate) fn first_blocking(
+    rows: &[tokio_postgres::Row],
+) -> Result<Option<NewerMigration>, StoreError> {
+    for row in rows {
+        if row.col::<Option<bool>>("previous_release_may_run")? != Some(true) {
+            return Ok(Some(NewerMigration {
+                version: row.col("version")?,
+                name: row.col("name")?,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// `migrate status`: every known and every applied migration.
@@ -639,7 +645,8 @@ pub struct VerifyFinding {
 }
 
 // Live table and sequence privileges of the qlsched roles in the schema.
-const LIVE_GRANTS: &str = "SELECT r.rolname::text, c.relname::text, a.privilege_type
+const LIVE_GRANTS: &str = "SELECT r.rolname::text AS role_name, c.relname::text AS table_name,
+        a.privilege_type
     FROM pg_class c
     JOIN pg_namespace n ON n.oid = c.relnamespace
     CROSS JOIN LATERAL aclexplode(c.relacl) a
@@ -647,8 +654,9 @@ const LIVE_GRANTS: &str = "SELECT r.rolname::text, c.relname::text, a.privilege_
     WHERE n.nspname = $1 AND r.rolname = ANY($2) AND c.relkind IN ('r', 'p', 'S')";
 
 // Role existence, login capability and schema usage.
-const LIVE_ROLES: &str = "SELECT role_name, r.oid IS NOT NULL, coalesce(r.rolcanlogin, false),
-        r.oid IS NOT NULL AND has_schema_privilege(r.oid, $1::text, 'USAGE')
+const LIVE_ROLES: &str = "SELECT role_name, r.oid IS NOT NULL AS role_exists,
+        coalesce(r.rolcanlogin, false) AS can_login,
+        r.oid IS NOT NULL AND has_schema_privilege(r.oid, $1::text, 'USAGE') AS has_usage
     FROM unnest($2::text[]) AS role_name
     LEFT JOIN pg_roles r ON r.rolname = role_name";
 
@@ -690,8 +698,12 @@ pub async fn verify(
         .query(LIVE_ROLES, &[&schema.as_str(), &roles])
         .await?
     {
-        let (role, exists, can_login, usage): (String, bool, bool, bool) =
-            (row.get(0), row.get(1), row.get(2), row.get(3));
+        let (role, exists, can_login, usage): (String, bool, bool, bool) = (
+            row.col("role_name")?,
+            row.col("role_exists")?,
+            row.col("can_login")?,
+            row.col("has_usage")?,
+        );
         if !exists {
             findings.push(VerifyFinding {
                 kind: "role",
@@ -728,12 +740,18 @@ pub async fn verify(
                 .map(move |p| ((*role).to_owned(), (*table).to_owned(), (*p).to_owned()))
         })
         .collect();
-    let live: BTreeSet<(String, String, String)> = client
+    let live = client
         .query(LIVE_GRANTS, &[&schema.as_str(), &roles])
         .await?
         .iter()
-        .map(|row| (row.get(0), row.get(1), row.get(2)))
-        .collect();
+        .map(|row| {
+            Ok((
+                row.col("role_name")?,
+                row.col("table_name")?,
+                row.col("privilege_type")?,
+            ))
+        })
+        .collect::<Result<BTreeSet<(String, String, String)>, StoreError>>()?;
     for (role, table, privilege) in expected.difference(&live) {
         findings.push(VerifyFinding {
             kind: "missing_grant",

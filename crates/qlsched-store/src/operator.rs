@@ -17,6 +17,7 @@ use super::admit::admit;
 use super::claim::{claim_due, claim_one, claimed_by_fence, release, would_claim};
 use super::read::trigger_detail;
 use super::retry::{OPERATOR, retry_conflicts};
+use super::row::Named;
 use super::{
     Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, RunIdentity,
     SchemaName, Store, StoreError, run_in_transaction,
@@ -78,66 +79,80 @@ const INSERT_AUDIT: &str = "INSERT INTO schedule_audit
 // Lock one schedule row and read its claim, so that a fence given by an operator is compared
 // with a row nobody can change until this transaction ends.
 const LOCK_CLAIM: &str = "SELECT claim_owner, claim_token, claim_version, claim_expires_at_ms,
-        claim_expires_at_ms <= now_ms()
+        claim_expires_at_ms <= now_ms() AS expired
     FROM trigger_schedules WHERE project_id = $1 AND trigger_id = $2
     FOR UPDATE";
 
-/// Clears the claims of the `target` rows (locked by it) whose fence is unchanged, moves both
-/// versions on so that the old holder's admission fails its fence (docs/DESIGN.md §4.7),
-/// and audits each, in one statement. `$3` is the actor, `$4` the reason.
-macro_rules! expire_and_audit {
-    () => {
-        ", expired AS (
-            UPDATE trigger_schedules s
-            SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
-                claim_version = s.claim_version + 1, state_version = s.state_version + 1,
-                updated_at_ms = now_ms()
-            FROM target t
-            WHERE s.project_id = t.project_id AND s.trigger_id = t.trigger_id
-              AND s.claim_token = t.claim_token AND s.claim_version = t.claim_version
-            RETURNING t.project_id, t.trigger_id, t.claim_owner, t.claim_token,
-                      t.claim_version AS version_before, t.claim_expires_at_ms,
-                      s.claim_version, s.state_version
-        ), audited AS (
-            INSERT INTO schedule_audit
-                (project_id, trigger_id, action, actor, reason, at_ms, fence_before, fence_after)
-            SELECT project_id, trigger_id, 'expire', $3, $4, now_ms(),
-                   jsonb_build_object('owner', claim_owner, 'token', claim_token,
-                                      'version', version_before, 'expires_at_ms', claim_expires_at_ms),
-                   jsonb_build_object('owner', NULL, 'token', NULL, 'version', claim_version,
-                                      'expires_at_ms', NULL)
-            FROM expired
-            RETURNING 1
-        )
-        SELECT project_id, trigger_id, claim_owner, claim_token, version_before,
-               claim_expires_at_ms, claim_version, state_version
-        FROM expired ORDER BY project_id, trigger_id"
-    };
-}
-
 // Expire the claim of one row, whose fence ($5, $6) the caller read under LOCK_CLAIM.
-const EXPIRE_ONE: &str = concat!(
-    "WITH target AS (
+// `expired` clears the claims of the `target` rows (locked by it) whose fence is unchanged, moves
+// both versions on so that the old holder's admission fails its fence (docs/DESIGN.md §4.7),
+// and `audited` audits each, in one statement. `$3` is the actor, `$4` the reason. EXPIRE_OWNER
+// does the same after its own `target`; `tests` checks the two agree.
+const EXPIRE_ONE: &str = "WITH target AS (
         SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
         FROM trigger_schedules
         WHERE project_id = $1 AND trigger_id = $2 AND claim_token = $5 AND claim_version = $6
         FOR UPDATE
-    )",
-    expire_and_audit!()
-);
+    ), expired AS (
+        UPDATE trigger_schedules s
+        SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+            claim_version = s.claim_version + 1, state_version = s.state_version + 1,
+            updated_at_ms = now_ms()
+        FROM target t
+        WHERE s.project_id = t.project_id AND s.trigger_id = t.trigger_id
+          AND s.claim_token = t.claim_token AND s.claim_version = t.claim_version
+        RETURNING t.project_id, t.trigger_id, t.claim_owner, t.claim_token,
+                  t.claim_version AS version_before, t.claim_expires_at_ms,
+                  s.claim_version, s.state_version
+    ), audited AS (
+        INSERT INTO schedule_audit
+            (project_id, trigger_id, action, actor, reason, at_ms, fence_before, fence_after)
+        SELECT project_id, trigger_id, 'expire', $3, $4, now_ms(),
+               jsonb_build_object('owner', claim_owner, 'token', claim_token,
+                                  'version', version_before, 'expires_at_ms', claim_expires_at_ms),
+               jsonb_build_object('owner', NULL, 'token', NULL, 'version', claim_version,
+                                  'expires_at_ms', NULL)
+        FROM expired
+        RETURNING 1
+    )
+    SELECT project_id, trigger_id, claim_owner, claim_token, version_before,
+           claim_expires_at_ms, claim_version, state_version
+    FROM expired ORDER BY project_id, trigger_id";
 
 // Expire every claim of owner $1 (only the expired ones when $2), in one statement: a replica
-// known to be dead gives up all its rows at once, or none.
-const EXPIRE_OWNER: &str = concat!(
-    "WITH target AS (
+// known to be dead gives up all its rows at once, or none. The expiry and its audit as in
+// EXPIRE_ONE.
+const EXPIRE_OWNER: &str = "WITH target AS (
         SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
         FROM trigger_schedules
         WHERE claim_owner = $1 AND (NOT $2 OR claim_expires_at_ms <= now_ms())
         ORDER BY project_id, trigger_id
         FOR UPDATE
-    )",
-    expire_and_audit!()
-);
+    ), expired AS (
+        UPDATE trigger_schedules s
+        SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+            claim_version = s.claim_version + 1, state_version = s.state_version + 1,
+            updated_at_ms = now_ms()
+        FROM target t
+        WHERE s.project_id = t.project_id AND s.trigger_id = t.trigger_id
+          AND s.claim_token = t.claim_token AND s.claim_version = t.claim_version
+        RETURNING t.project_id, t.trigger_id, t.claim_owner, t.claim_token,
+                  t.claim_version AS version_before, t.claim_expires_at_ms,
+                  s.claim_version, s.state_version
+    ), audited AS (
+        INSERT INTO schedule_audit
+            (project_id, trigger_id, action, actor, reason, at_ms, fence_before, fence_after)
+        SELECT project_id, trigger_id, 'expire', $3, $4, now_ms(),
+               jsonb_build_object('owner', claim_owner, 'token', claim_token,
+                                  'version', version_before, 'expires_at_ms', claim_expires_at_ms),
+               jsonb_build_object('owner', NULL, 'token', NULL, 'version', claim_version,
+                                  'expires_at_ms', NULL)
+        FROM expired
+        RETURNING 1
+    )
+    SELECT project_id, trigger_id, claim_owner, claim_token, version_before,
+           claim_expires_at_ms, claim_version, state_version
+    FROM expired ORDER BY project_id, trigger_id";
 
 /// Claims the next eligible row in claim order, or the named one, for `owner` with a lease of
 /// `lease_ms`, and audits the claim in the same transaction. A named row that is not eligible is
@@ -556,19 +571,19 @@ async fn lock_claim(
     else {
         return Ok(None);
     };
-    let owner: Option<String> = row.get(0);
-    let token: Option<Uuid> = row.get(1);
-    let expires_at_ms: Option<i64> = row.get(3);
+    let owner: Option<String> = row.col("claim_owner")?;
+    let token: Option<Uuid> = row.col("claim_token")?;
+    let expires_at_ms: Option<i64> = row.col("claim_expires_at_ms")?;
     let fence = match (owner, token, expires_at_ms) {
         (Some(owner), Some(token), Some(expires_at_ms)) => Some(ClaimFence {
             owner,
             token,
-            version: row.get(2),
+            version: row.col("claim_version")?,
             expires_at_ms,
         }),
         _ => None,
     };
-    let expired = row.get::<_, Option<bool>>(4).unwrap_or(false);
+    let expired = row.col::<Option<bool>>("expired")?.unwrap_or(false);
     Ok(Some(LockedClaim { fence, expired }))
 }
 
@@ -660,16 +675,16 @@ fn fence_json(fence: Option<&ClaimFence>, version: i64) -> Value {
 
 fn expired_row(row: &Row) -> Result<Expired, StoreError> {
     Ok(Expired {
-        project_id: row.get(0),
-        trigger_id: row.get(1),
+        project_id: row.col("project_id")?,
+        trigger_id: row.col("trigger_id")?,
         fence_before: ClaimFence {
-            owner: row.get(2),
-            token: row.get(3),
-            version: row.get(4),
-            expires_at_ms: row.get(5),
+            owner: row.col("claim_owner")?,
+            token: row.col("claim_token")?,
+            version: row.col("version_before")?,
+            expires_at_ms: row.col("claim_expires_at_ms")?,
         },
-        claim_version: row.get(6),
-        state_version: row.get(7),
+        claim_version: row.col("claim_version")?,
+        state_version: row.col("state_version")?,
     })
 }
 
@@ -689,6 +704,18 @@ super::statements::statements! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claim::tests::squeezed;
+
+    /// Both expiries clear and audit their targets with the same text, from `, expired AS (` on.
+    #[test]
+    fn both_expiries_expire_and_audit_alike() {
+        let expiry = |statement: &str| {
+            let statement = squeezed(statement);
+            let at = statement.find(", expired AS (").expect("an expired CTE");
+            statement[at..].to_owned()
+        };
+        assert_eq!(expiry(EXPIRE_ONE), expiry(EXPIRE_OWNER));
+    }
 
     #[test]
     fn an_operators_transaction_is_bounded_by_the_documented_timeouts() {

@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use super::error::stored;
 use super::retry::{OPERATOR, retry_conflicts};
+use super::row::Named;
 use super::{Begin, SchemaName, StoreError, run_in_transaction};
 use qlsched_core::manifest::{Manifest, TriggerDef};
 use qlsched_core::publish_plan::{Current, PublishPlan, StoredHead, StoredTriggerFields, plan};
@@ -242,7 +243,7 @@ async fn apply(
             ],
         )
         .await?;
-    fill_revisions(&mut plan.items, "task", &task_revisions);
+    fill_revisions(&mut plan.items, "task", "task_id", &task_revisions)?;
     transaction
         .execute(
             VOID_CLAIMS_OF_TASKS,
@@ -290,26 +291,23 @@ async fn apply(
             ],
         )
         .await?;
-    fill_revisions(&mut plan.items, "trigger", &trigger_revisions);
+    fill_revisions(&mut plan.items, "trigger", "trigger_id", &trigger_revisions)?;
     // The schedule rows of the triggers written, at the revisions the database gave them:
     // created for a new trigger, reset for a changed one.
+    let column = |name: &'static str| {
+        trigger_revisions
+            .iter()
+            .map(|r| r.col::<String>(name))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let revisions = trigger_revisions
+        .iter()
+        .map(|r| r.col::<i64>("revision"))
+        .collect::<Result<Vec<_>, _>>()?;
     transaction
         .execute(
             UPSERT_SCHEDULES,
-            &[
-                &trigger_revisions
-                    .iter()
-                    .map(|r| r.get::<_, String>(0))
-                    .collect::<Vec<_>>(),
-                &trigger_revisions
-                    .iter()
-                    .map(|r| r.get::<_, String>(1))
-                    .collect::<Vec<_>>(),
-                &trigger_revisions
-                    .iter()
-                    .map(|r| r.get::<_, i64>(2))
-                    .collect::<Vec<_>>(),
-            ],
+            &[&column("project_id")?, &column("trigger_id")?, &revisions],
         )
         .await?;
     Ok(())
@@ -325,63 +323,86 @@ async fn read_current(
         .query(READ_PROJECTS, &[&project_ids])
         .await?
         .iter()
-        .map(|row| Ok((row.get(0), stored("projects", "status", row.get(1))?)))
+        .map(|row| {
+            Ok((
+                row.col("project_id")?,
+                stored("projects", "status", row.col("status")?)?,
+            ))
+        })
         .collect::<Result<_, StoreError>>()?;
-    let heads = |rows: Vec<tokio_postgres::Row>| {
+    // A task's or a trigger's head, keyed by its project and `id` (its own id's column).
+    let heads = |rows: Vec<tokio_postgres::Row>, id: &'static str| {
         rows.iter()
             .map(|row| {
-                (
-                    (row.get(0), row.get(1)),
+                Ok((
+                    (row.col("project_id")?, row.col(id)?),
                     StoredHead {
-                        revision: row.get(2),
-                        digest: row.get(3),
+                        revision: row.col("revision")?,
+                        digest: row.col("content_digest")?,
                     },
-                )
+                ))
             })
-            .collect()
+            .collect::<Result<_, StoreError>>()
     };
     Ok(Current {
         projects,
-        tasks: heads(transaction.query(READ_TASKS, &[&project_ids]).await?),
-        triggers: heads(transaction.query(READ_TRIGGERS, &[&project_ids]).await?),
+        tasks: heads(
+            transaction.query(READ_TASKS, &[&project_ids]).await?,
+            "task_id",
+        )?,
+        triggers: heads(
+            transaction.query(READ_TRIGGERS, &[&project_ids]).await?,
+            "trigger_id",
+        )?,
         trigger_fields: transaction
             .query(READ_TRIGGER_FIELDS, &[&project_ids])
             .await?
             .iter()
             .map(|row| {
-                (
-                    (row.get(0), row.get(1)),
+                Ok((
+                    (row.col("project_id")?, row.col("trigger_id")?),
                     StoredTriggerFields {
-                        task: row.get(2),
-                        cron: row.get(3),
-                        time_zone: row.get(4),
-                        misfire: row.get(5),
-                        misfire_grace_ms: row.get(6),
-                        enabled: row.get(7),
+                        task: row.col("task_id")?,
+                        cron: row.col("cron_expr")?,
+                        time_zone: row.col("time_zone")?,
+                        misfire: row.col("misfire_policy")?,
+                        misfire_grace_ms: row.col("misfire_grace_ms")?,
+                        enabled: row.col("enabled")?,
                     },
-                )
+                ))
             })
-            .collect(),
+            .collect::<Result<_, StoreError>>()?,
         now_ms: transaction.query_one(NOW, &[]).await?.get(0),
     })
 }
 
-/// Copies the revisions a RETURNING clause reported into the matching written items.
-fn fill_revisions(items: &mut [PublishedItem], kind: &str, rows: &[tokio_postgres::Row]) {
-    let revisions: HashMap<String, i64> = rows
+/// Copies the revisions a RETURNING clause reported into the matching written items: `rows`
+/// name each by its project and `id` (the column of its own id).
+fn fill_revisions(
+    items: &mut [PublishedItem],
+    kind: &str,
+    id: &'static str,
+    rows: &[tokio_postgres::Row],
+) -> Result<(), StoreError> {
+    let revisions = rows
         .iter()
         .map(|row| {
-            (
-                format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1)),
-                row.get(2),
-            )
+            Ok((
+                format!(
+                    "{}/{}",
+                    row.col::<String>("project_id")?,
+                    row.col::<String>(id)?
+                ),
+                row.col("revision")?,
+            ))
         })
-        .collect();
+        .collect::<Result<HashMap<String, i64>, StoreError>>()?;
     for item in items.iter_mut().filter(|item| item.kind == kind) {
         if let Some(revision) = revisions.get(&item.name) {
             item.revision = Some(*revision);
         }
     }
+    Ok(())
 }
 
 super::statements::statements! {

@@ -77,11 +77,6 @@ pub(crate) use statements;
 #[doc(hidden)]
 pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
     (
-        "qlsched_store::admit",
-        "WITH input AS (",
-        "prepared as ADMIT_BY_TID and ADMIT_BY_KEY, which it builds once each",
-    ),
-    (
         "qlsched_store::claim",
         "EXPLAIN {CLAIM_DUE}",
         "not prepared: EXPLAIN of CLAIM_DUE, which is",

@@ -9,6 +9,7 @@ use tokio_postgres::Row;
 
 use super::finish;
 use crate::retry::{OPERATOR, retry_conflicts};
+use crate::row::Named;
 use crate::{SchemaName, StoreError};
 use qlsched_core::TriggerName;
 
@@ -105,7 +106,7 @@ ORDER BY project_id, trigger_id";
 const LOCK_PAUSED: &str =
     "SELECT s.project_id, s.trigger_id, s.trigger_revision, s.next_fire_at_ms,
         s.paused_at_ms, s.paused_by, s.pause_reason, t.cron_expr, t.time_zone, t.misfire_policy,
-        now_ms()
+        now_ms() AS now_ms
     FROM trigger_schedules s
     JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
     WHERE s.project_id = $1 AND ($2::text IS NULL OR s.trigger_id = $2)
@@ -170,19 +171,21 @@ pub async fn pause(
             let rows = client
                 .query(PAUSE, &[&project_id, &trigger_id, &actor, &reason])
                 .await?;
-            let changed: Vec<PauseChange> = rows
+            let changed = rows
                 .iter()
-                .map(|row| PauseChange {
-                    project_id: row.get(0),
-                    trigger_id: row.get(1),
-                    paused_at_ms: row.get(2),
-                    paused_by: actor.to_owned(),
-                    reason: reason.map(str::to_owned),
-                    voided_claim_of: row.get(3),
-                    next_fire_at_ms: None,
-                    passed_over: None,
+                .map(|row| {
+                    Ok(PauseChange {
+                        project_id: row.col("project_id")?,
+                        trigger_id: row.col("trigger_id")?,
+                        paused_at_ms: row.col("paused_at_ms")?,
+                        paused_by: actor.to_owned(),
+                        reason: reason.map(str::to_owned),
+                        voided_claim_of: row.col("claim_owner")?,
+                        next_fire_at_ms: None,
+                        passed_over: None,
+                    })
                 })
-                .collect();
+                .collect::<Result<Vec<_>, StoreError>>()?;
             Ok(PauseReport::of(total, changed))
         }
         .await;
@@ -257,10 +260,13 @@ pub async fn resume(
 /// What resuming one locked row does, computed here (the cron is evaluated in Rust): its next
 /// cursor and the occurrences its pause passed over.
 fn resumed_row(row: &Row) -> Result<PauseChange, StoreError> {
-    let name = TriggerName::new(row.get::<_, String>(0), row.get::<_, String>(1));
-    let cursor: Option<i64> = row.get(3);
-    let (cron_expr, time_zone): (String, String) = (row.get(7), row.get(8));
-    let now_ms: i64 = row.get(10);
+    let name = TriggerName::new(
+        row.col::<String>("project_id")?,
+        row.col::<String>("trigger_id")?,
+    );
+    let cursor: Option<i64> = row.col("next_fire_at_ms")?;
+    let (cron_expr, time_zone): (String, String) = (row.col("cron_expr")?, row.col("time_zone")?);
+    let now_ms: i64 = row.col("now_ms")?;
     let schedule = qlsched_core::CronSchedule::parse(&cron_expr, &time_zone).map_err(|error| {
         StoreError::BadInput(format!(
             "{name}: its stored cron cannot be evaluated ({error}); \
@@ -298,9 +304,9 @@ fn resumed_row(row: &Row) -> Result<PauseChange, StoreError> {
     Ok(PauseChange {
         project_id: name.project_id,
         trigger_id: name.trigger_id,
-        paused_at_ms: row.get(4),
-        paused_by: row.get(5),
-        reason: row.get(6),
+        paused_at_ms: row.col("paused_at_ms")?,
+        paused_by: row.col("paused_by")?,
+        reason: row.col("pause_reason")?,
         voided_claim_of: None,
         next_fire_at_ms: Some(next),
         passed_over: Some(passed),
@@ -318,14 +324,17 @@ async fn write_resumes(
     let Some(first) = rows.first() else {
         return Ok(());
     };
-    let now_ms: i64 = first.get(10);
+    let now_ms: i64 = first.col("now_ms")?;
     let column =
         |f: &dyn Fn(&PauseChange) -> Option<i64>| changed.iter().map(f).collect::<Vec<_>>();
     let passed = |c: &PauseChange| c.passed_over.flatten();
     let project_ids: Vec<&str> = changed.iter().map(|c| c.project_id.as_str()).collect();
     let trigger_ids: Vec<&str> = changed.iter().map(|c| c.trigger_id.as_str()).collect();
     let next = column(&|c| c.next_fire_at_ms.flatten());
-    let revisions: Vec<i64> = rows.iter().map(|row| row.get(2)).collect();
+    let revisions = rows
+        .iter()
+        .map(|row| row.col("trigger_revision"))
+        .collect::<Result<Vec<i64>, _>>()?;
     let firsts = column(&|c| passed(c).map(|p| p.first_ms));
     let lasts = column(&|c| passed(c).map(|p| p.last_ms));
     let counts = column(&|c| passed(c).map(|p| i64::try_from(p.count).unwrap_or(i64::MAX)));
@@ -333,7 +342,10 @@ async fn write_resumes(
         .iter()
         .map(|c| passed(c).map(|p| p.count_exact))
         .collect();
-    let policies: Vec<String> = rows.iter().map(|row| row.get(9)).collect();
+    let policies = rows
+        .iter()
+        .map(|row| row.col("misfire_policy"))
+        .collect::<Result<Vec<String>, _>>()?;
     let reasons: Vec<String> = changed
         .iter()
         .map(|c| match passed(c) {
