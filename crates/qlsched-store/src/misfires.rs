@@ -6,6 +6,7 @@ use serde::Serialize;
 use tokio_postgres::{GenericClient, Row};
 
 use super::StoreError;
+use super::row::Named;
 use qlsched_core::TriggerName;
 
 /// One misfire record, as `inspect misfires` shows it.
@@ -138,10 +139,13 @@ pub async fn counts(
         .await?
         .iter()
         .map(|row| {
-            let name = TriggerName::new(row.get::<_, String>(0), row.get::<_, String>(1));
-            (name, row.get(2))
+            let name = TriggerName::new(
+                row.col::<String>("project_id")?,
+                row.col::<String>("trigger_id")?,
+            );
+            Ok((name, row.col("n")?))
         })
-        .collect())
+        .collect::<Result<_, StoreError>>()?)
 }
 
 super::statements::statements! {

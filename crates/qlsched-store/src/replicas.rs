@@ -8,6 +8,7 @@ use tokio_postgres::GenericClient;
 
 use super::StoreError;
 use super::error::stored;
+use super::row::Named;
 use qlsched_core::Liveness;
 
 /// What a replica says of itself when it starts.
@@ -96,8 +97,8 @@ pub async fn forget(client: &impl GenericClient) -> Result<u64, StoreError> {
 
 // Rows whose claim still names owner $1, valid or expired (a range of the claim-owner index):
 // what a claim whose reply never reached the replica took.
-const CLAIMED_ROWS: &str = "SELECT count(*) FILTER (WHERE claim_expires_at_ms > now_ms()),
-        count(*) FILTER (WHERE claim_expires_at_ms <= now_ms())
+const CLAIMED_ROWS: &str = "SELECT count(*) FILTER (WHERE claim_expires_at_ms > now_ms()) AS valid,
+        count(*) FILTER (WHERE claim_expires_at_ms <= now_ms()) AS expired
     FROM trigger_schedules WHERE claim_owner = $1";
 
 /// How many rows still carry `owner`'s claim: `(valid, expired)`.
@@ -106,7 +107,7 @@ pub async fn claimed_rows(
     owner: &str,
 ) -> Result<(i64, i64), StoreError> {
     let row = client.query_one(CLAIMED_ROWS, &[&owner]).await?;
-    Ok((row.get(0), row.get(1)))
+    Ok((row.col("valid")?, row.col("expired")?))
 }
 
 /// One replica as `inspect replicas` shows it.

@@ -125,64 +125,80 @@ pub struct ScheduleFilter {
     pub limit: i64,
 }
 
-/// The columns after `state` that [`schedule_row`] reads, of a schedule row `s`.
-macro_rules! schedule_columns {
-    () => {
-        concat!(
-            "s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms, ",
-            due_in_ms!(),
-            " AS due_in_ms, s.last_scheduled_at_ms,
-         s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
-         s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable"
-        )
-    };
-}
-
 // Schedule rows, most urgent first, filtered: the claimable rows in claim order (the
 // claimable-order index), then the parked ones by key (the parked index), each half bounded by
 // the limit, the state filter applied inside each half so that its walk stops at the limit.
 // Unset filters are NULL parameters; each statement is planned with its values, so a set owner or
-// project uses its index. `--state paused` ($5) reads the paused rows' own index.
-macro_rules! schedules_half {
-    ($which:literal, $order:literal) => {
-        concat!(
-            "(SELECT s.project_id, s.trigger_id, ",
-            state_case!(),
-            " AS state, ",
-            schedule_columns!(),
-            "
+// project uses its index. `--state paused` ($5) reads the paused rows' own index. The two halves
+// differ only in which rows they take and in their order.
+//
+// Each half's columns are those [`schedule_row`] reads, of schedule row `s`:
+// - `state`, the CASE, is the row's state with the same order of precedence as
+//   [`ScheduleState`]. A parked row (not claimable, docs/DESIGN.md §3.1) is `paused` when an
+//   operator paused it, else `disabled`, whatever its cursor says: it is never due. The state
+//   filter repeats the CASE, since a WHERE cannot name a column of the SELECT list.
+// - `due_in_ms` is how far the row's cursor is ahead of now (negative when overdue): null for a
+//   parked row, which is never due whatever its cursor says.
+// `s.claimable` is the row's stored claimable fact (docs/DESIGN.md §3.1, "Claimable rows").
+// URGENT_SCHEDULES and `trigger::TRIGGER` write the same CASEs.
+const SCHEDULES: &str = "SELECT * FROM (
+    (SELECT s.project_id, s.trigger_id,
+            CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                 WHEN NOT s.claimable THEN 'disabled'
+                 WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                 WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                 WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                 WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                 ELSE 'not_due' END AS state,
+            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+            CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+            s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+            s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
         FROM trigger_schedules s
-        WHERE ",
-            $which,
-            " AND ($1::text IS NULL OR s.project_id = $1)
+        WHERE s.claimable AND ($1::text IS NULL OR s.project_id = $1)
           AND ($2::text IS NULL OR s.claim_owner = $2)
           AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
-          AND ($3::text IS NULL OR ",
-            state_case!(),
-            " = $3)
-        ORDER BY ",
-            $order,
-            "
-        LIMIT $4)"
-        )
-    };
-}
-
-const SCHEDULES: &str = concat!(
-    "SELECT * FROM (",
-    schedules_half!(
-        "s.claimable",
-        "s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id"
-    ),
-    "
-    UNION ALL ",
-    schedules_half!("NOT s.claimable", "s.project_id, s.trigger_id"),
-    "
+          AND ($3::text IS NULL OR
+               CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                    WHEN NOT s.claimable THEN 'disabled'
+                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                    WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                    WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                    WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                    ELSE 'not_due' END = $3)
+        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
+        LIMIT $4)
+    UNION ALL
+    (SELECT s.project_id, s.trigger_id,
+            CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                 WHEN NOT s.claimable THEN 'disabled'
+                 WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                 WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                 WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                 WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                 ELSE 'not_due' END AS state,
+            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+            CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+            s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+            s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
+        FROM trigger_schedules s
+        WHERE NOT s.claimable AND ($1::text IS NULL OR s.project_id = $1)
+          AND ($2::text IS NULL OR s.claim_owner = $2)
+          AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
+          AND ($3::text IS NULL OR
+               CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                    WHEN NOT s.claimable THEN 'disabled'
+                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                    WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                    WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                    WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                    ELSE 'not_due' END = $3)
+        ORDER BY s.project_id, s.trigger_id
+        LIMIT $4)
     ) rows
     ORDER BY NOT claimable, CASE WHEN claimable THEN next_fire_at_ms END NULLS FIRST,
              project_id, trigger_id
-    LIMIT $4"
-);
+    LIMIT $4";
 
 pub async fn schedules(
     client: &impl GenericClient,
@@ -223,8 +239,8 @@ pub async fn schedules_with_pause(
 // abandoned claim is on screen even when thousands of uninitialized or overdue rows come first in
 // claim order, and the first parked rows (the parked index), shown as paused or disabled after
 // the others. Each part is bounded by an index and the limit; the union is at most three times it.
-const URGENT_SCHEDULES: &str = concat!(
-    "WITH keys AS (
+// The columns are those of SCHEDULES (see there for its `state` and `due_in_ms`).
+const URGENT_SCHEDULES: &str = "WITH keys AS (
         (SELECT project_id, trigger_id FROM trigger_schedules WHERE claimable
          ORDER BY next_fire_at_ms NULLS FIRST, project_id, trigger_id LIMIT $1)
         UNION
@@ -234,16 +250,22 @@ const URGENT_SCHEDULES: &str = concat!(
         (SELECT project_id, trigger_id FROM trigger_schedules WHERE NOT claimable
          ORDER BY project_id, trigger_id LIMIT $1)
     )
-    SELECT s.project_id, s.trigger_id, ",
-    state_case!(),
-    " AS state, ",
-    schedule_columns!(),
-    "
+    SELECT s.project_id, s.trigger_id,
+           CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                WHEN NOT s.claimable THEN 'disabled'
+                WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                ELSE 'not_due' END AS state,
+           s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+           CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+           s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+           s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
     FROM keys
     JOIN trigger_schedules s ON s.project_id = keys.project_id AND s.trigger_id = keys.trigger_id
     ORDER BY NOT s.claimable, CASE WHEN s.claimable THEN s.next_fire_at_ms END NULLS FIRST,
-             s.project_id, s.trigger_id"
-);
+             s.project_id, s.trigger_id";
 
 /// The most urgent schedule rows for `top`, with their pauses: the claimable-order head, every
 /// held claim, then the first parked rows.
