@@ -131,7 +131,7 @@ pub async fn counts(
     let projects: Vec<&str> = rows.iter().map(|r| r.0).collect();
     let triggers: Vec<&str> = rows.iter().map(|r| r.1).collect();
     let revisions: Vec<i64> = rows.iter().map(|r| r.2).collect();
-    Ok(client
+    client
         .query(
             COUNTS,
             &[&projects, &triggers, &revisions, &retention_ms, &COUNT_CAP],
@@ -145,7 +145,7 @@ pub async fn counts(
             );
             Ok((name, row.col("n")?))
         })
-        .collect::<Result<_, StoreError>>()?)
+        .collect()
 }
 
 super::statements::statements! {

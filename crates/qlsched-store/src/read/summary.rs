@@ -159,7 +159,7 @@ const OWNERS: &str = "WITH held AS (
 
 /// Claim owners: those holding claims, and those that admitted in the last minute.
 pub async fn owners(client: &impl GenericClient) -> Result<Vec<OwnerClaims>, StoreError> {
-    Ok(client
+    client
         .query(OWNERS, &[])
         .await?
         .iter()
@@ -173,7 +173,7 @@ pub async fn owners(client: &impl GenericClient) -> Result<Vec<OwnerClaims>, Sto
                 manual_claims: row.col("manual_claims")?,
             })
         })
-        .collect::<Result<_, StoreError>>()?)
+        .collect()
 }
 
 // The most overdue row a replica could take (claim order, from the claimable-order index: a
