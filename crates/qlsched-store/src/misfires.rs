@@ -39,22 +39,22 @@ pub struct MisfireRecord {
 }
 
 impl MisfireRecord {
-    fn from_row(row: &Row) -> Self {
-        MisfireRecord {
-            misfire_id: row.get("misfire_id"),
-            project_id: row.get("project_id"),
-            trigger_id: row.get("trigger_id"),
-            trigger_revision: row.get("trigger_revision"),
-            first_occurrence_ms: row.get("first_occurrence_ms"),
-            last_occurrence_ms: row.get("last_occurrence_ms"),
-            occurrences: row.get("occurrences"),
-            occurrences_exact: row.get("occurrences_exact"),
-            policy: row.get("policy"),
-            reason: row.get("reason"),
-            owner: row.get("owner"),
-            decided_at_ms: row.get("decided_at_ms"),
-            recorded_at_ms: row.get("recorded_at_ms"),
-        }
+    fn from_row(row: &Row) -> Result<Self, StoreError> {
+        Ok(MisfireRecord {
+            misfire_id: row.col("misfire_id")?,
+            project_id: row.col("project_id")?,
+            trigger_id: row.col("trigger_id")?,
+            trigger_revision: row.col("trigger_revision")?,
+            first_occurrence_ms: row.col("first_occurrence_ms")?,
+            last_occurrence_ms: row.col("last_occurrence_ms")?,
+            occurrences: row.col("occurrences")?,
+            occurrences_exact: row.col("occurrences_exact")?,
+            policy: row.col("policy")?,
+            reason: row.col("reason")?,
+            owner: row.col("owner")?,
+            decided_at_ms: row.col("decided_at_ms")?,
+            recorded_at_ms: row.col("recorded_at_ms")?,
+        })
     }
 }
 
@@ -83,7 +83,7 @@ pub async fn list(
     let rows = client
         .query(LIST, &[&project, &trigger, &since_ms, &limit])
         .await?;
-    Ok(rows.iter().map(MisfireRecord::from_row).collect())
+    rows.iter().map(MisfireRecord::from_row).collect()
 }
 
 // Deletes records past their retention ($1 ms of database time), oldest first, at most $2 a

@@ -8,6 +8,7 @@ use tokio_postgres::{GenericClient, Row};
 
 use crate::StoreError;
 use crate::error::stored;
+use crate::row::Named;
 
 /// Where a schedule row stands, from the scheduler's point of view, at one database instant.
 /// The first that applies wins, in the order of the variants.
@@ -283,18 +284,18 @@ pub async fn urgent_schedules(
 
 pub(super) fn schedule_view(row: &Row) -> Result<ScheduleView, StoreError> {
     Ok(ScheduleView {
-        project_id: row.get("project_id"),
-        trigger_id: row.get("trigger_id"),
-        state: stored("trigger_schedules", "state", row.get("state"))?,
-        trigger_revision: row.get("trigger_revision"),
-        state_version: row.get("state_version"),
-        claim_version: row.get("claim_version"),
-        next_fire_at_ms: row.get("next_fire_at_ms"),
-        due_in_ms: row.get("due_in_ms"),
-        last_scheduled_at_ms: row.get("last_scheduled_at_ms"),
-        claim_owner: row.get("claim_owner"),
-        claim_expires_at_ms: row.get("claim_expires_at_ms"),
-        updated_at_ms: row.get("updated_at_ms"),
+        project_id: row.col("project_id")?,
+        trigger_id: row.col("trigger_id")?,
+        state: stored("trigger_schedules", "state", row.col("state")?)?,
+        trigger_revision: row.col("trigger_revision")?,
+        state_version: row.col("state_version")?,
+        claim_version: row.col("claim_version")?,
+        next_fire_at_ms: row.col("next_fire_at_ms")?,
+        due_in_ms: row.col("due_in_ms")?,
+        last_scheduled_at_ms: row.col("last_scheduled_at_ms")?,
+        claim_owner: row.col("claim_owner")?,
+        claim_expires_at_ms: row.col("claim_expires_at_ms")?,
+        updated_at_ms: row.col("updated_at_ms")?,
     })
 }
 
@@ -307,12 +308,17 @@ pub struct PauseView {
 }
 
 /// The pause of a row read with `paused_at_ms`, `paused_by` and `pause_reason`.
-pub(super) fn pause_of(row: &Row) -> Option<PauseView> {
-    Some(PauseView {
-        paused_at_ms: row.get::<_, Option<i64>>("paused_at_ms")?,
-        paused_by: row.get::<_, Option<String>>("paused_by")?,
-        reason: row.get("pause_reason"),
-    })
+pub(super) fn pause_of(row: &Row) -> Result<Option<PauseView>, StoreError> {
+    let paused_at_ms: Option<i64> = row.col("paused_at_ms")?;
+    let paused_by: Option<String> = row.col("paused_by")?;
+    let reason = row.col("pause_reason")?;
+    Ok(paused_at_ms
+        .zip(paused_by)
+        .map(|(paused_at_ms, paused_by)| PauseView {
+            paused_by,
+            paused_at_ms,
+            reason,
+        }))
 }
 
 /// A schedule row with its pause, for `inspect schedules` and `top`.
@@ -339,6 +345,6 @@ crate::statements::statements! {
 fn schedule_row(row: &Row) -> Result<ScheduleRow, StoreError> {
     Ok(ScheduleRow {
         schedule: schedule_view(row)?,
-        paused: pause_of(row),
+        paused: pause_of(row)?,
     })
 }

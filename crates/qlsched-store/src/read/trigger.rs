@@ -10,6 +10,7 @@ use super::runs::{RunView, runs};
 use super::schedules::{PauseView, ScheduleView, pause_of, schedule_view};
 use crate::error::stored;
 use crate::migrate::check_ready;
+use crate::row::Named;
 use crate::{SchemaName, StoreError};
 use qlsched_core::diagnose::{ClaimFacts, Diagnosis, PauseFacts, TriggerFacts, diagnose};
 use qlsched_core::{ProjectStatus, TriggerName};
@@ -120,27 +121,27 @@ pub async fn trigger_detail(
         .ok_or_else(|| StoreError::NotFound(format!("trigger {trigger}")))?;
     let trigger = Some(trigger);
     let state = TriggerState {
-        now_ms: row.get("now_ms"),
+        now_ms: row.col("now_ms")?,
         definition: TriggerView {
-            project_status: stored("projects", "status", row.get("project_status"))?,
-            task_id: row.get("task_id"),
-            revision: row.get("revision"),
-            enabled: row.get("enabled"),
-            cron_expr: row.get("cron_expr"),
-            time_zone: row.get("time_zone"),
-            misfire_policy: row.get("misfire_policy"),
-            misfire_grace_ms: row.get("misfire_grace_ms"),
-            content_digest: row.get("content_digest"),
-            execution_revision_id: row.get("execution_revision_id"),
+            project_status: stored("projects", "status", row.col("project_status")?)?,
+            task_id: row.col("task_id")?,
+            revision: row.col("revision")?,
+            enabled: row.col("enabled")?,
+            cron_expr: row.col("cron_expr")?,
+            time_zone: row.col("time_zone")?,
+            misfire_policy: row.col("misfire_policy")?,
+            misfire_grace_ms: row.col("misfire_grace_ms")?,
+            content_digest: row.col("content_digest")?,
+            execution_revision_id: row.col("execution_revision_id")?,
         },
         schedule: schedule_view(&row)?,
-        claim: claim_of(&row),
+        claim: claim_of(&row)?,
         recent_runs: runs(client, trigger, None, TRIGGER_HISTORY).await?,
         recent_misfires: crate::misfires::list(client, trigger, None, TRIGGER_HISTORY).await?,
         live_replicas: crate::replicas::liveness_counts(client).await?.live,
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
-    let why = diagnose(&facts_of(&state, row.get("digest_ok"), pause_of(&row)));
+    let why = diagnose(&facts_of(&state, row.col("digest_ok")?, pause_of(&row)?));
     Ok(detail(why, Some(state)))
 }
 
