@@ -92,7 +92,8 @@ const GAUGES: &str = "WITH clock AS MATERIALIZED (
                         ELSE greatest(c.n, (SELECT reltuples::bigint FROM pg_class
                                             WHERE oid = 'trigger_schedules_paused'::regclass)) END
             FROM (SELECT count(*) AS n FROM (SELECT 1 FROM trigger_schedules s
-                                             WHERE s.paused_at_ms IS NOT NULL LIMIT $3) l) c) AS paused
+                                             WHERE s.paused_at_ms IS NOT NULL LIMIT $3) l) c)
+               AS paused
     FROM clock c";
 
 /// The gauges of `owner`, in one statement, in a transaction with the schema's settings (JIT off:

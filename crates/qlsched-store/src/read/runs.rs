@@ -67,8 +67,8 @@ pub(super) fn run_view(row: &Row) -> Result<RunView, StoreError> {
 }
 
 // One trigger's runs, latest occurrence first, from its (project, trigger, scheduled_for) index.
-// The columns are those of a [`RunView`], in its order, then the run's origin (a [`RunRow`]):
-// what [`run_row`] reads, the same in every statement of runs here.
+// The columns are those of a [`RunView`], in its order, then the run's origin (a [`RunRow`]), as
+// [`run_row`] reads them; RECENT_RUNS and RUN select the same.
 const RUNS_OF_TRIGGER: &str = "SELECT run_id, project_id, trigger_id, trigger_revision, task_id,
          task_revision, execution_revision_id, idempotency_key, status, scheduled_for_ms,
          created_at_ms, queued_at_ms, origin
@@ -78,7 +78,7 @@ const RUNS_OF_TRIGGER: &str = "SELECT run_id, project_id, trigger_id, trigger_re
     ORDER BY scheduled_for_ms DESC
     LIMIT $4";
 
-// All triggers' runs, newest first, from the creation-time index. The columns of RUNS_OF_TRIGGER.
+// All triggers' runs, newest first, from the creation-time index, with RUNS_OF_TRIGGER's columns.
 const RECENT_RUNS: &str = "SELECT run_id, project_id, trigger_id, trigger_revision, task_id,
          task_revision, execution_revision_id, idempotency_key, status, scheduled_for_ms,
          created_at_ms, queued_at_ms, origin
@@ -156,7 +156,7 @@ pub struct RunDetail {
     pub events: Vec<EventView>,
 }
 
-// One run, with the columns of RUNS_OF_TRIGGER.
+// One run, with RUNS_OF_TRIGGER's columns.
 const RUN: &str = "SELECT run_id, project_id, trigger_id, trigger_revision, task_id,
          task_revision, execution_revision_id, idempotency_key, status, scheduled_for_ms,
          created_at_ms, queued_at_ms, origin

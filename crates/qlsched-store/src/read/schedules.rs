@@ -162,7 +162,8 @@ const SCHEDULES: &str = "SELECT * FROM (
           AND ($3::text IS NULL OR
                CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
                     WHEN NOT s.claimable THEN 'disabled'
-                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms()
+                         THEN 'claimed'
                     WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
                     WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
                     WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
@@ -189,7 +190,8 @@ const SCHEDULES: &str = "SELECT * FROM (
           AND ($3::text IS NULL OR
                CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
                     WHEN NOT s.claimable THEN 'disabled'
-                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms()
+                         THEN 'claimed'
                     WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
                     WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
                     WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
