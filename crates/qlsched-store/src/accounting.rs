@@ -8,6 +8,7 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
+use super::row::Named;
 use qlsched_core::accounting::{AccountingInput, check};
 use qlsched_core::{CronSchedule, MISFIRE_RETENTION_MS, TriggerName};
 
@@ -105,15 +106,15 @@ pub async fn occurrence_accounting(
     let mut report = AccountingReport::default();
     let mut schedules: HashMap<(String, String), CronSchedule> = HashMap::new();
     report.since_ms = match rows.first() {
-        Some(row) => row.get("since_ms"),
+        Some(row) => row.col("since_ms")?,
         None => client.query_one(SINCE, &[&window_ms]).await?.get(0),
     };
     for row in &rows {
-        let project_id: String = row.get("project_id");
-        let trigger_id: String = row.get("trigger_id");
-        let revision: i64 = row.get("trigger_revision");
-        let cron_expr: String = row.get("cron_expr");
-        let time_zone: String = row.get("time_zone");
+        let project_id: String = row.col("project_id")?;
+        let trigger_id: String = row.col("trigger_id")?;
+        let revision: i64 = row.col("trigger_revision")?;
+        let cron_expr: String = row.col("cron_expr")?;
+        let time_zone: String = row.col("time_zone")?;
         let schedule = match schedules.entry((cron_expr.clone(), time_zone.clone())) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(
@@ -121,14 +122,14 @@ pub async fn occurrence_accounting(
                     .map_err(|error| StoreError::BadInput(error.to_string()))?,
             ),
         };
-        let runs: Vec<i64> = row.get("runs");
-        let first: Vec<i64> = row.get("misfire_first");
-        let last: Vec<i64> = row.get("misfire_last");
+        let runs: Vec<i64> = row.col("runs")?;
+        let first: Vec<i64> = row.col("misfire_first")?;
+        let last: Vec<i64> = row.col("misfire_last")?;
         let misfires: Vec<(i64, i64)> = first.into_iter().zip(last).collect();
         let findings = check(&AccountingInput {
             schedule,
-            from_ms: row.get("from_ms"),
-            cursor_ms: row.get("cursor_ms"),
+            from_ms: row.col("from_ms")?,
+            cursor_ms: row.col("cursor_ms")?,
             runs: &runs,
             misfires: &misfires,
         })

@@ -6,6 +6,7 @@ use serde::Serialize;
 use tokio_postgres::{GenericClient, Row};
 
 use super::StoreError;
+use super::row::Named;
 use qlsched_core::TriggerName;
 
 /// One misfire record, as `inspect misfires` shows it.
@@ -38,22 +39,22 @@ pub struct MisfireRecord {
 }
 
 impl MisfireRecord {
-    fn from_row(row: &Row) -> Self {
-        MisfireRecord {
-            misfire_id: row.get("misfire_id"),
-            project_id: row.get("project_id"),
-            trigger_id: row.get("trigger_id"),
-            trigger_revision: row.get("trigger_revision"),
-            first_occurrence_ms: row.get("first_occurrence_ms"),
-            last_occurrence_ms: row.get("last_occurrence_ms"),
-            occurrences: row.get("occurrences"),
-            occurrences_exact: row.get("occurrences_exact"),
-            policy: row.get("policy"),
-            reason: row.get("reason"),
-            owner: row.get("owner"),
-            decided_at_ms: row.get("decided_at_ms"),
-            recorded_at_ms: row.get("recorded_at_ms"),
-        }
+    fn from_row(row: &Row) -> Result<Self, StoreError> {
+        Ok(MisfireRecord {
+            misfire_id: row.col("misfire_id")?,
+            project_id: row.col("project_id")?,
+            trigger_id: row.col("trigger_id")?,
+            trigger_revision: row.col("trigger_revision")?,
+            first_occurrence_ms: row.col("first_occurrence_ms")?,
+            last_occurrence_ms: row.col("last_occurrence_ms")?,
+            occurrences: row.col("occurrences")?,
+            occurrences_exact: row.col("occurrences_exact")?,
+            policy: row.col("policy")?,
+            reason: row.col("reason")?,
+            owner: row.col("owner")?,
+            decided_at_ms: row.col("decided_at_ms")?,
+            recorded_at_ms: row.col("recorded_at_ms")?,
+        })
     }
 }
 
@@ -82,7 +83,7 @@ pub async fn list(
     let rows = client
         .query(LIST, &[&project, &trigger, &since_ms, &limit])
         .await?;
-    Ok(rows.iter().map(MisfireRecord::from_row).collect())
+    rows.iter().map(MisfireRecord::from_row).collect()
 }
 
 // Deletes records past their retention ($1 ms of database time), oldest first, at most $2 a
@@ -130,7 +131,7 @@ pub async fn counts(
     let projects: Vec<&str> = rows.iter().map(|r| r.0).collect();
     let triggers: Vec<&str> = rows.iter().map(|r| r.1).collect();
     let revisions: Vec<i64> = rows.iter().map(|r| r.2).collect();
-    Ok(client
+    client
         .query(
             COUNTS,
             &[&projects, &triggers, &revisions, &retention_ms, &COUNT_CAP],
@@ -138,10 +139,13 @@ pub async fn counts(
         .await?
         .iter()
         .map(|row| {
-            let name = TriggerName::new(row.get::<_, String>(0), row.get::<_, String>(1));
-            (name, row.get(2))
+            let name = TriggerName::new(
+                row.col::<String>("project_id")?,
+                row.col::<String>("trigger_id")?,
+            );
+            Ok((name, row.col("n")?))
         })
-        .collect())
+        .collect()
 }
 
 super::statements::statements! {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
-use super::claim::claimable;
+use super::row::Named;
 
 // A standby (or a server being promoted) answers reads but refuses every admission.
 const IN_RECOVERY: &str = "SELECT pg_is_in_recovery()";
@@ -46,77 +46,55 @@ pub struct Gauges {
 /// walk that counts stays bounded (milliseconds) however many rows are due.
 pub const DUE_COUNT_CAP: i64 = 1_000;
 
-/// Parked rows matching `$cond` (of schedule row `s`), counted exactly up to `$cap` (a walk of
-/// the partial index `$index` that stops there), and above it the index's size as the last vacuum
-/// or analyze left it: counting 900,000 parked rows on every scrape took 130 ms, and past the cap
-/// the number matters less than that it is large.
-macro_rules! parked_count {
-    ($cond:literal, $index:literal, $cap:literal) => {
-        concat!(
-            "(SELECT CASE WHEN c.n < ",
-            $cap,
-            " THEN c.n ELSE greatest(c.n, (SELECT reltuples::bigint FROM pg_class
-                                          WHERE oid = '",
-            $index,
-            "'::regclass)) END
-             FROM (SELECT count(*) AS n FROM (SELECT 1 FROM trigger_schedules s WHERE ",
-            $cond,
-            " LIMIT ",
-            $cap,
-            ") l) c)"
-        )
-    };
-}
-pub(crate) use parked_count;
-
-/// Parked rows are counted exactly up to here, estimated above (see `parked_count!`).
+/// Parked rows are counted exactly up to here, estimated above (see `GAUGES`).
 pub const PARKED_COUNT_EXACT: i64 = 10_000;
 
 // Walks of the claimable-order index (claimable rows only, docs/DESIGN.md §4.3) that stop after
 // the cap, as the claim's own walk does: the due rows (cursor <= now, oldest first, so the first is
-// the oldest) and the uninitialized ones (the NULLS FIRST head). Parked rows (paused, disabled,
-// suspended) are not in that index, so the oldest due age cannot grow on a row no replica may
-// take; they are counted apart, from the parked and paused partial indexes (index-only counts of
-// the parked rows, never of the claimable ones). The owner's claims are a range of the
-// claim-owner index. Database now is read once.
-const GAUGES: &str = concat!(
-    "WITH clock AS MATERIALIZED (
+// the oldest) and the uninitialized ones (the NULLS FIRST head). `s.claimable` is the row's stored
+// claimable fact (docs/DESIGN.md §3.1, "Claimable rows"), the condition of that index. Parked rows
+// (paused, disabled, suspended) are not in that index, so the oldest due age cannot grow on a row
+// no replica may take; they are counted apart, from the parked and paused partial indexes
+// (index-only counts of the parked rows, never of the claimable ones). The owner's claims are a
+// range of the claim-owner index. Database now is read once.
+//
+// Each parked count (`parked`, `paused`) is of the rows matching its condition, counted exactly up
+// to $3 (a walk of its partial index that stops there), and above it the index's size as the last
+// vacuum or analyze left it: counting 900,000 parked rows on every scrape took 130 ms, and past
+// the cap the number matters less than that it is large. `top::TOP_COUNTS` counts them the same.
+const GAUGES: &str = "WITH clock AS MATERIALIZED (
         SELECT now_ms() AS now_ms
     ), due AS MATERIALIZED (
         SELECT s.next_fire_at_ms
         FROM trigger_schedules s
-        WHERE ",
-    claimable!(),
-    " AND s.next_fire_at_ms <= (SELECT now_ms FROM clock)
+        WHERE s.claimable AND s.next_fire_at_ms <= (SELECT now_ms FROM clock)
           AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= (SELECT now_ms FROM clock))
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
         LIMIT $2
     ), fresh AS MATERIALIZED (
         SELECT 1
         FROM trigger_schedules s
-        WHERE ",
-    claimable!(),
-    " AND s.next_fire_at_ms IS NULL
+        WHERE s.claimable AND s.next_fire_at_ms IS NULL
           AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= (SELECT now_ms FROM clock))
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
         LIMIT $2
     )
-    SELECT least((SELECT count(*) FROM due) + (SELECT count(*) FROM fresh), $2),
-           coalesce((SELECT c.now_ms - min(next_fire_at_ms) FROM due), 0),
+    SELECT least((SELECT count(*) FROM due) + (SELECT count(*) FROM fresh), $2) AS due_unclaimed,
+           coalesce((SELECT c.now_ms - min(next_fire_at_ms) FROM due), 0) AS oldest_due_age_ms,
            (SELECT count(*) FROM trigger_schedules s
-            WHERE s.claim_owner = $1 AND s.claim_expires_at_ms > c.now_ms),
-           ",
-    parked_count!("NOT s.claimable", "trigger_schedules_parked", "$3"),
-    ",
-           ",
-    parked_count!(
-        "s.paused_at_ms IS NOT NULL",
-        "trigger_schedules_paused",
-        "$3"
-    ),
-    "
-    FROM clock c"
-);
+            WHERE s.claim_owner = $1 AND s.claim_expires_at_ms > c.now_ms) AS claims_held,
+           (SELECT CASE WHEN c.n < $3 THEN c.n
+                        ELSE greatest(c.n, (SELECT reltuples::bigint FROM pg_class
+                                            WHERE oid = 'trigger_schedules_parked'::regclass)) END
+            FROM (SELECT count(*) AS n FROM (SELECT 1 FROM trigger_schedules s
+                                             WHERE NOT s.claimable LIMIT $3) l) c) AS parked,
+           (SELECT CASE WHEN c.n < $3 THEN c.n
+                        ELSE greatest(c.n, (SELECT reltuples::bigint FROM pg_class
+                                            WHERE oid = 'trigger_schedules_paused'::regclass)) END
+            FROM (SELECT count(*) AS n FROM (SELECT 1 FROM trigger_schedules s
+                                             WHERE s.paused_at_ms IS NOT NULL LIMIT $3) l) c)
+               AS paused
+    FROM clock c";
 
 /// The gauges of `owner`, in one statement, in a transaction with the schema's settings (JIT off:
 /// without statistics, straight after a large publish, the planner's estimates of the walks above
@@ -126,11 +104,14 @@ pub async fn gauges(client: &impl GenericClient, owner: &str) -> Result<Gauges, 
         .query_one(GAUGES, &[&owner, &DUE_COUNT_CAP, &PARKED_COUNT_EXACT])
         .await?;
     Ok(Gauges {
-        due_unclaimed: row.get(0),
-        oldest_due_age_ms: row.get::<_, Option<i64>>(1).unwrap_or(0).max(0),
-        claims_held: row.get(2),
-        paused: row.get(4),
-        disabled: (row.get::<_, i64>(3) - row.get::<_, i64>(4)).max(0),
+        due_unclaimed: row.col("due_unclaimed")?,
+        oldest_due_age_ms: row
+            .col::<Option<i64>>("oldest_due_age_ms")?
+            .unwrap_or(0)
+            .max(0),
+        claims_held: row.col("claims_held")?,
+        paused: row.col("paused")?,
+        disabled: (row.col::<i64>("parked")? - row.col::<i64>("paused")?).max(0),
     })
 }
 
@@ -179,16 +160,17 @@ fn seconds<S: serde::Serializer>(lag: &Option<Duration>, out: S) -> Result<S::Ok
 
 // The replay lag in milliseconds, never negative (the standby's clock may run behind the
 // primary's); null when nothing was replayed yet or on a primary.
-const SERVER_ROLE: &str = "SELECT pg_is_in_recovery(),
-        greatest((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::int8, 0)";
+const SERVER_ROLE: &str = "SELECT pg_is_in_recovery() AS in_recovery,
+        greatest((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::int8, 0)
+            AS replay_lag_ms";
 
 /// The role of the server `client` is connected to, in one statement any login may run.
 pub async fn server_role(client: &impl GenericClient) -> Result<ServerRole, StoreError> {
     let row = client.query_one(SERVER_ROLE, &[]).await?;
-    if !row.get::<_, bool>(0) {
+    if !row.col::<bool>("in_recovery")? {
         return Ok(ServerRole::Primary);
     }
-    let lag_ms: Option<i64> = row.get(1);
+    let lag_ms: Option<i64> = row.col("replay_lag_ms")?;
     Ok(ServerRole::Standby {
         replay_lag: lag_ms.map(|ms| Duration::from_millis(ms.unsigned_abs())),
     })

@@ -10,6 +10,7 @@ use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
 use super::StoreError;
+use super::row::Named;
 
 /// One recovery candidate and why it is not pristine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -35,10 +36,8 @@ pub struct RecoveryReport {
 
 // The recovery source (queued runs, and runs with a claimed remote_worker attempt), each with its
 // newest attempt and every reason it differs from what an admission leaves behind: the CTE both
-// statements below start with.
-macro_rules! classified {
-    () => {
-        "WITH source AS (
+// statements below start with. This one counts the pristine runs and the drifted ones.
+const COUNTS: &str = "WITH source AS (
     SELECT run_id FROM runs WHERE status = 'queued'
     UNION
     SELECT run_id FROM attempts WHERE state = 'claimed' AND executor = 'remote_worker'
@@ -68,21 +67,44 @@ macro_rules! classified {
             CASE WHEN n.error IS NOT NULL THEN 'error is set' END
         ], NULL) AS drift
     FROM source JOIN runs r USING (run_id) LEFT JOIN newest n USING (run_id)
-) "
-    };
-}
+)
+SELECT count(*) FILTER (WHERE cardinality(drift) = 0) AS pristine,
+    count(*) FILTER (WHERE cardinality(drift) > 0) AS drifted FROM classified";
 
-const COUNTS: &str = concat!(
-    classified!(),
-    "SELECT count(*) FILTER (WHERE cardinality(drift) = 0),
-    count(*) FILTER (WHERE cardinality(drift) > 0) FROM classified"
-);
-
-const DRIFTED: &str = concat!(
-    classified!(),
-    "SELECT run_id, project_id, trigger_id, status, attempt_id, attempt_no, state, drift
-    FROM classified WHERE cardinality(drift) > 0 ORDER BY created_at_ms, run_id LIMIT $1"
-);
+// The drifted runs, oldest first: the CTE of COUNTS, which explains it.
+const DRIFTED: &str = "WITH source AS (
+    SELECT run_id FROM runs WHERE status = 'queued'
+    UNION
+    SELECT run_id FROM attempts WHERE state = 'claimed' AND executor = 'remote_worker'
+), newest AS (
+    SELECT DISTINCT ON (a.run_id) a.*
+    FROM attempts a JOIN source USING (run_id)
+    ORDER BY a.run_id, a.attempt_no DESC
+), classified AS (
+    SELECT r.run_id, r.project_id, r.trigger_id, r.status, r.created_at_ms,
+        n.attempt_id, n.attempt_no, n.state,
+        array_remove(ARRAY[
+            CASE WHEN r.status <> 'queued' THEN 'run is ' || r.status || ', no longer queued' END,
+            CASE WHEN r.queued_at_ms IS NULL THEN 'run has no queued_at_ms' END,
+            CASE WHEN n.attempt_id IS NULL THEN 'run has no attempt' END,
+            CASE WHEN n.state <> 'claimed' THEN 'newest attempt is ' || n.state END,
+            CASE WHEN n.executor <> 'remote_worker' THEN 'newest attempt runs on ' || n.executor END,
+            CASE WHEN EXISTS (SELECT 1 FROM attempts o WHERE o.run_id = r.run_id
+                                AND o.state = 'claimed' AND o.attempt_no < n.attempt_no)
+                 THEN 'a newer attempt supersedes a claimed attempt' END,
+            CASE WHEN n.worker_id IS NOT NULL THEN 'worker_id is set' END,
+            CASE WHEN n.session_id IS NOT NULL THEN 'session_id is set' END,
+            CASE WHEN n.lease_id IS NOT NULL THEN 'lease_id is set' END,
+            CASE WHEN n.offer_id IS NOT NULL THEN 'offer_id is set' END,
+            CASE WHEN n.callback_token IS NOT NULL THEN 'callback_token is set' END,
+            CASE WHEN n.started_at_ms IS NOT NULL THEN 'started_at_ms is set' END,
+            CASE WHEN n.result IS NOT NULL THEN 'result is set' END,
+            CASE WHEN n.error IS NOT NULL THEN 'error is set' END
+        ], NULL) AS drift
+    FROM source JOIN runs r USING (run_id) LEFT JOIN newest n USING (run_id)
+)
+SELECT run_id, project_id, trigger_id, status, attempt_id, attempt_no, state, drift
+    FROM classified WHERE cardinality(drift) > 0 ORDER BY created_at_ms, run_id LIMIT $1";
 
 /// Classifies the recovery source; lists at most `limit` candidates.
 pub async fn recovery_report(
@@ -94,20 +116,22 @@ pub async fn recovery_report(
         .query(DRIFTED, &[&limit])
         .await?
         .iter()
-        .map(|row| RecoveryCandidate {
-            run_id: row.get(0),
-            project_id: row.get(1),
-            trigger_id: row.get(2),
-            run_status: row.get(3),
-            attempt_id: row.get(4),
-            attempt_no: row.get(5),
-            attempt_state: row.get(6),
-            drift: row.get(7),
+        .map(|row| {
+            Ok(RecoveryCandidate {
+                run_id: row.col("run_id")?,
+                project_id: row.col("project_id")?,
+                trigger_id: row.col("trigger_id")?,
+                run_status: row.col("status")?,
+                attempt_id: row.col("attempt_id")?,
+                attempt_no: row.col("attempt_no")?,
+                attempt_state: row.col("state")?,
+                drift: row.col("drift")?,
+            })
         })
-        .collect();
+        .collect::<Result<_, StoreError>>()?;
     Ok(RecoveryReport {
-        pristine: counts.get(0),
-        drifted: counts.get(1),
+        pristine: counts.col("pristine")?,
+        drifted: counts.col("drifted")?,
         candidates,
     })
 }

@@ -8,6 +8,7 @@ use tokio_postgres::GenericClient;
 
 use super::StoreError;
 use super::error::stored;
+use super::row::Named;
 use qlsched_core::Liveness;
 
 /// What a replica says of itself when it starts.
@@ -96,8 +97,8 @@ pub async fn forget(client: &impl GenericClient) -> Result<u64, StoreError> {
 
 // Rows whose claim still names owner $1, valid or expired (a range of the claim-owner index):
 // what a claim whose reply never reached the replica took.
-const CLAIMED_ROWS: &str = "SELECT count(*) FILTER (WHERE claim_expires_at_ms > now_ms()),
-        count(*) FILTER (WHERE claim_expires_at_ms <= now_ms())
+const CLAIMED_ROWS: &str = "SELECT count(*) FILTER (WHERE claim_expires_at_ms > now_ms()) AS valid,
+        count(*) FILTER (WHERE claim_expires_at_ms <= now_ms()) AS expired
     FROM trigger_schedules WHERE claim_owner = $1";
 
 /// How many rows still carry `owner`'s claim: `(valid, expired)`.
@@ -106,7 +107,7 @@ pub async fn claimed_rows(
     owner: &str,
 ) -> Result<(i64, i64), StoreError> {
     let row = client.query_one(CLAIMED_ROWS, &[&owner]).await?;
-    Ok((row.get(0), row.get(1)))
+    Ok((row.col("valid")?, row.col("expired")?))
 }
 
 /// One replica as `inspect replicas` shows it.
@@ -162,23 +163,23 @@ pub async fn list(client: &impl GenericClient) -> Result<Vec<ReplicaView>, Store
         .iter()
         .map(|row| {
             Ok(ReplicaView {
-                owner: row.get("owner"),
-                host: row.get("host"),
-                pid: row.get("pid"),
-                version: row.get("version"),
-                liveness: stored("replicas", "liveness", row.get("liveness"))?,
-                state: row.get("state"),
-                started_at_ms: row.get("started_at_ms"),
-                heartbeat_at_ms: row.get("heartbeat_at_ms"),
-                heartbeat_age_ms: row.get("heartbeat_age_ms"),
-                last_round_at_ms: row.get("last_round_at_ms"),
-                rounds: row.get("rounds"),
-                failed_rounds: row.get("failed_rounds"),
-                admissions: row.get("admissions"),
-                misfires: row.get("misfires"),
-                fence_losses: row.get("fence_losses"),
-                last_error: row.get("last_error"),
-                batch: row.get("batch"),
+                owner: row.col("owner")?,
+                host: row.col("host")?,
+                pid: row.col("pid")?,
+                version: row.col("version")?,
+                liveness: stored("replicas", "liveness", row.col("liveness")?)?,
+                state: row.col("state")?,
+                started_at_ms: row.col("started_at_ms")?,
+                heartbeat_at_ms: row.col("heartbeat_at_ms")?,
+                heartbeat_age_ms: row.col("heartbeat_age_ms")?,
+                last_round_at_ms: row.col("last_round_at_ms")?,
+                rounds: row.col("rounds")?,
+                failed_rounds: row.col("failed_rounds")?,
+                admissions: row.col("admissions")?,
+                misfires: row.col("misfires")?,
+                fence_losses: row.col("fence_losses")?,
+                last_error: row.col("last_error")?,
+                batch: row.col("batch")?,
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;

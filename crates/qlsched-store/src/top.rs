@@ -28,6 +28,7 @@ use super::misfires;
 use super::observe::{ServerRole, server_role};
 use super::read::{self, ClaimView, OwnerClaims, RunView, ScheduleRow, StateCounts};
 use super::replicas::{self, ReplicaView};
+use super::row::Named;
 use super::{SchemaName, StoreError};
 use qlsched_core::{MISFIRE_RETENTION_MS, TriggerName};
 
@@ -59,42 +60,43 @@ pub struct TopSummary {
 // the paused among them from the paused one (each exact up to PARKED_COUNT_EXACT, estimated
 // above, as the gauges count them); the other states among the claimable rows only, by
 // the claimable-order index (uninitialized, due up to the cap) and the claim-owner index (held
-// claims, each checked for claimability on its row).
-const TOP_COUNTS: &str = concat!(
-    "WITH clock AS MATERIALIZED (
+// claims, each checked for claimability on its row). The parked counts are written as
+// `observe::GAUGES` writes them, which explains them.
+const TOP_COUNTS: &str = "WITH clock AS MATERIALIZED (
         SELECT now_ms() AS now_ms
     ), estimate AS (
         SELECT greatest(c.reltuples, 0)::bigint AS rows
         FROM pg_class c WHERE c.oid = 'trigger_schedules'::regclass
     )
     SELECT c.now_ms,
-        coalesce((SELECT max(version) FROM schema_migrations), 0),
+        coalesce((SELECT max(version) FROM schema_migrations), 0) AS schema_version,
         CASE WHEN (SELECT rows FROM estimate) < $1
              THEN (SELECT count(*) FROM trigger_schedules)
-             ELSE (SELECT rows FROM estimate) END,
-        (SELECT rows FROM estimate) >= $1,
-        ",
-    super::observe::parked_count!("NOT s.claimable", "trigger_schedules_parked", "$3"),
-    ",
+             ELSE (SELECT rows FROM estimate) END AS total,
+        (SELECT rows FROM estimate) >= $1 AS total_estimated,
+        (SELECT CASE WHEN c.n < $3 THEN c.n
+                     ELSE greatest(c.n, (SELECT reltuples::bigint FROM pg_class
+                                         WHERE oid = 'trigger_schedules_parked'::regclass)) END
+         FROM (SELECT count(*) AS n FROM (SELECT 1 FROM trigger_schedules s
+                                          WHERE NOT s.claimable LIMIT $3) l) c) AS parked,
         (SELECT count(*) FROM trigger_schedules
-          WHERE claim_owner IS NOT NULL AND claim_expires_at_ms > c.now_ms AND claimable),
+          WHERE claim_owner IS NOT NULL AND claim_expires_at_ms > c.now_ms AND claimable)
+          AS claimed,
         (SELECT count(*) FROM trigger_schedules
-          WHERE claim_owner IS NOT NULL AND claim_expires_at_ms <= c.now_ms AND claimable),
+          WHERE claim_owner IS NOT NULL AND claim_expires_at_ms <= c.now_ms AND claimable)
+          AS expired_claim,
         (SELECT count(*) FROM trigger_schedules
-          WHERE claimable AND next_fire_at_ms IS NULL AND claim_token IS NULL),
+          WHERE claimable AND next_fire_at_ms IS NULL AND claim_token IS NULL) AS uninitialized,
         (SELECT count(*) FROM (
             SELECT 1 FROM trigger_schedules
             WHERE claimable AND next_fire_at_ms <= c.now_ms AND claim_token IS NULL
-            LIMIT $2) d),
-        ",
-    super::observe::parked_count!(
-        "s.paused_at_ms IS NOT NULL",
-        "trigger_schedules_paused",
-        "$3"
-    ),
-    "
-    FROM clock c"
-);
+            LIMIT $2) d) AS due,
+        (SELECT CASE WHEN c.n < $3 THEN c.n
+                     ELSE greatest(c.n, (SELECT reltuples::bigint FROM pg_class
+                                         WHERE oid = 'trigger_schedules_paused'::regclass)) END
+         FROM (SELECT count(*) AS n FROM (SELECT 1 FROM trigger_schedules s
+                                          WHERE s.paused_at_ms IS NOT NULL LIMIT $3) l) c) AS paused
+    FROM clock c";
 
 /// The header and replicas panel, every statement bounded by an index (the registry holds a row
 /// per replica, forgotten a day after it stopped), pipelined.
@@ -113,16 +115,16 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
         server_role(client),
     );
     let (counts, owners, replicas, server) = (counts?, owners?, replicas?, server?);
-    let total: i64 = counts.get(2);
-    let off: i64 = counts.get(4);
-    let paused: i64 = counts.get(9);
-    let claimed: i64 = counts.get(5);
-    let expired_claim: i64 = counts.get(6);
-    let uninitialized: i64 = counts.get(7);
-    let due: i64 = counts.get(8);
+    let total: i64 = counts.col("total")?;
+    let off: i64 = counts.col("parked")?;
+    let paused: i64 = counts.col("paused")?;
+    let claimed: i64 = counts.col("claimed")?;
+    let expired_claim: i64 = counts.col("expired_claim")?;
+    let uninitialized: i64 = counts.col("uninitialized")?;
+    let due: i64 = counts.col("due")?;
     Ok(TopSummary {
-        now_ms: counts.get(0),
-        schema_version: counts.get(1),
+        now_ms: counts.col("now_ms")?,
+        schema_version: counts.col("schema_version")?,
         counts: StateCounts {
             total,
             due,
@@ -133,7 +135,7 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
             paused,
             uninitialized,
         },
-        total_estimated: counts.get(3),
+        total_estimated: counts.col("total_estimated")?,
         due_capped: due >= DUE_CAP,
         owners,
         replicas,

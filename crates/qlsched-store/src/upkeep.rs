@@ -13,6 +13,7 @@
 use tokio_postgres::GenericClient;
 
 use super::StoreError;
+use super::row::Named;
 
 /// What the server does about the schedule table's dead row versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
@@ -41,9 +42,9 @@ const SCHEDULE_UPKEEP: &str = "SELECT current_setting('autovacuum')::bool
 pub async fn schedule_upkeep(client: &impl GenericClient) -> Result<ScheduleUpkeep, StoreError> {
     let row = client.query_one(SCHEDULE_UPKEEP, &[]).await?;
     Ok(ScheduleUpkeep {
-        autovacuum: row.try_get("autovacuum")?,
-        dead_rows: row.try_get("dead_rows")?,
-        live_rows: row.try_get("live_rows")?,
+        autovacuum: row.col("autovacuum")?,
+        dead_rows: row.col("dead_rows")?,
+        live_rows: row.col("live_rows")?,
     })
 }
 

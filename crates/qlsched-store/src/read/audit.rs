@@ -4,6 +4,7 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use crate::StoreError;
+use crate::row::Named;
 use qlsched_core::TriggerName;
 
 /// One operator action on a schedule row (docs/DESIGN.md §3.1, `schedule_audit`).
@@ -57,23 +58,25 @@ pub async fn audit(
     let (project_id, trigger_id) = trigger
         .map(|name| (&name.project_id, &name.trigger_id))
         .unzip();
-    Ok(client
+    client
         .query(AUDIT, &[&project_id, &trigger_id, &limit])
         .await?
         .iter()
-        .map(|row| AuditView {
-            audit_id: row.get(0),
-            project_id: row.get(1),
-            trigger_id: row.get(2),
-            action: row.get(3),
-            actor: row.get(4),
-            db_user: row.get(5),
-            reason: row.get(6),
-            at_ms: row.get(7),
-            fence_before: row.get(8),
-            fence_after: row.get(9),
+        .map(|row| {
+            Ok(AuditView {
+                audit_id: row.col("audit_id")?,
+                project_id: row.col("project_id")?,
+                trigger_id: row.col("trigger_id")?,
+                action: row.col("action")?,
+                actor: row.col("actor")?,
+                db_user: row.col("db_user")?,
+                reason: row.col("reason")?,
+                at_ms: row.col("at_ms")?,
+                fence_before: row.col("fence_before")?,
+                fence_after: row.col("fence_after")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 crate::statements::statements! {

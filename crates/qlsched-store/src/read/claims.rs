@@ -5,6 +5,7 @@ use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
 use crate::StoreError;
+use crate::row::Named;
 
 /// A claim as operators see it: the fence, when it was taken, and its lease left in database time
 /// (negative once expired).
@@ -22,40 +23,33 @@ pub struct ClaimView {
     pub expired: bool,
 }
 
-/// The columns of a [`ClaimView`] of schedule row `s`.
-macro_rules! claim_columns {
-    () => {
-        "s.project_id, s.trigger_id, s.claim_owner, s.claim_token, s.claim_version,
-         s.updated_at_ms, s.claim_expires_at_ms, s.claim_expires_at_ms - now_ms() AS remaining_ms,
-         s.claim_expires_at_ms <= now_ms() AS expired"
-    };
+/// A [`ClaimView`] of a row of `CLAIMS`.
+fn claim_view(row: &Row) -> Result<ClaimView, StoreError> {
+    Ok(ClaimView {
+        project_id: row.col("project_id")?,
+        trigger_id: row.col("trigger_id")?,
+        owner: row.col("claim_owner")?,
+        token: row.col("claim_token")?,
+        version: row.col("claim_version")?,
+        acquired_at_ms: row.col("updated_at_ms")?,
+        expires_at_ms: row.col("claim_expires_at_ms")?,
+        remaining_ms: row.col("remaining_ms")?,
+        expired: row.col("expired")?,
+    })
 }
 
-pub(super) fn claim_view(row: &Row) -> ClaimView {
-    ClaimView {
-        project_id: row.get(0),
-        trigger_id: row.get(1),
-        owner: row.get(2),
-        token: row.get(3),
-        version: row.get(4),
-        acquired_at_ms: row.get(5),
-        expires_at_ms: row.get(6),
-        remaining_ms: row.get(7),
-        expired: row.get(8),
-    }
-}
-
-// Claims, by owner and expiry, from the claim-owner index (its predicate matches).
-const CLAIMS: &str = concat!(
-    "SELECT ",
-    claim_columns!(),
-    " FROM trigger_schedules s
+// Claims, by owner and expiry, from the claim-owner index (its predicate matches), with the
+// columns of a [`ClaimView`].
+const CLAIMS: &str = "SELECT s.project_id, s.trigger_id, s.claim_owner, s.claim_token,
+         s.claim_version, s.updated_at_ms, s.claim_expires_at_ms,
+         s.claim_expires_at_ms - now_ms() AS remaining_ms,
+         s.claim_expires_at_ms <= now_ms() AS expired
+    FROM trigger_schedules s
     WHERE s.claim_owner IS NOT NULL
       AND ($1::text IS NULL OR s.claim_owner = $1)
       AND (NOT $2 OR s.claim_expires_at_ms <= now_ms())
     ORDER BY s.claim_owner, s.claim_expires_at_ms, s.project_id, s.trigger_id
-    LIMIT $3"
-);
+    LIMIT $3";
 
 /// Claims held, optionally of one owner, optionally only the expired ones.
 pub async fn claims(
@@ -64,30 +58,35 @@ pub async fn claims(
     expired_only: bool,
     limit: i64,
 ) -> Result<Vec<ClaimView>, StoreError> {
-    Ok(client
+    client
         .query(CLAIMS, &[&owner, &expired_only, &limit])
         .await?
         .iter()
         .map(claim_view)
-        .collect())
+        .collect()
 }
 
-pub(super) fn claim_of(row: &Row) -> Option<ClaimView> {
-    let token: Option<Uuid> = row.get("claim_token");
-    let owner: Option<String> = row.get("claim_owner");
-    let expires_at_ms: Option<i64> = row.get("claim_expires_at_ms");
-    let now_ms: i64 = row.get("now_ms");
-    Some(ClaimView {
-        project_id: row.get("project_id"),
-        trigger_id: row.get("trigger_id"),
-        owner: owner?,
-        token: token?,
-        version: row.get("claim_version"),
-        acquired_at_ms: row.get("updated_at_ms"),
-        expires_at_ms: expires_at_ms?,
-        remaining_ms: expires_at_ms? - now_ms,
-        expired: expires_at_ms? <= now_ms,
-    })
+/// The claim recorded on a schedule row read with its claim columns and `now_ms`; none when
+/// the row holds no claim.
+pub(super) fn claim_of(row: &Row) -> Result<Option<ClaimView>, StoreError> {
+    let token: Option<Uuid> = row.col("claim_token")?;
+    let owner: Option<String> = row.col("claim_owner")?;
+    let expires_at_ms: Option<i64> = row.col("claim_expires_at_ms")?;
+    let (Some(token), Some(owner), Some(expires_at_ms)) = (token, owner, expires_at_ms) else {
+        return Ok(None);
+    };
+    let now_ms: i64 = row.col("now_ms")?;
+    Ok(Some(ClaimView {
+        project_id: row.col("project_id")?,
+        trigger_id: row.col("trigger_id")?,
+        owner,
+        token,
+        version: row.col("claim_version")?,
+        acquired_at_ms: row.col("updated_at_ms")?,
+        expires_at_ms,
+        remaining_ms: expires_at_ms - now_ms,
+        expired: expires_at_ms <= now_ms,
+    }))
 }
 
 crate::statements::statements! {

@@ -10,37 +10,6 @@
 //! One file per read model: [`summary`], [`schedules`], [`claims`], [`runs`], [`audit`] and
 //! [`trigger`]; misfire records are `store::misfires`, replicas `store::replicas`.
 
-/// The state of a schedule row `s`, as SQL: the same order of precedence as [`ScheduleState`].
-/// A parked row (not claimable, docs/DESIGN.md §3.1) is `paused` when an operator paused it, else
-/// `disabled`, whatever its cursor says: it is never due.
-macro_rules! state_case {
-    () => {
-        concat!(
-            "CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-              WHEN NOT ",
-            crate::claim::claimable!(),
-            " THEN 'disabled'
-              WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
-              WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-              WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-              WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-              ELSE 'not_due' END"
-        )
-    };
-}
-
-/// How far a schedule row `s`'s cursor is ahead of now (negative when overdue), as SQL: null for
-/// a parked row, which is never due whatever its cursor says.
-macro_rules! due_in_ms {
-    () => {
-        concat!(
-            "CASE WHEN ",
-            crate::claim::claimable!(),
-            " THEN s.next_fire_at_ms - now_ms() END"
-        )
-    };
-}
-
 mod audit;
 mod claims;
 mod runs;

@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use crate::StoreError;
 use crate::error::stored;
+use crate::row::Named;
 use qlsched_core::{RunStatus, TriggerName};
 
 /// One admitted run.
@@ -42,59 +43,50 @@ impl std::ops::Deref for RunRow {
     }
 }
 
-/// The columns of a [`RunView`], in its order, then the run's origin (a [`RunRow`]).
-macro_rules! run_columns {
-    () => {
-        "run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
-         execution_revision_id, idempotency_key, status, scheduled_for_ms, created_at_ms,
-         queued_at_ms, origin"
-    };
-}
-
 pub(super) fn run_row(row: &Row) -> Result<RunRow, StoreError> {
     Ok(RunRow {
         run: run_view(row)?,
-        origin: row.get(12),
+        origin: row.col("origin")?,
     })
 }
 
 pub(super) fn run_view(row: &Row) -> Result<RunView, StoreError> {
     Ok(RunView {
-        run_id: row.get(0),
-        project_id: row.get(1),
-        trigger_id: row.get(2),
-        trigger_revision: row.get(3),
-        task_id: row.get(4),
-        task_revision: row.get(5),
-        execution_revision_id: row.get(6),
-        idempotency_key: row.get(7),
-        status: stored("runs", "status", row.get(8))?,
-        scheduled_for_ms: row.get(9),
-        created_at_ms: row.get(10),
-        queued_at_ms: row.get(11),
+        run_id: row.col("run_id")?,
+        project_id: row.col("project_id")?,
+        trigger_id: row.col("trigger_id")?,
+        trigger_revision: row.col("trigger_revision")?,
+        task_id: row.col("task_id")?,
+        task_revision: row.col("task_revision")?,
+        execution_revision_id: row.col("execution_revision_id")?,
+        idempotency_key: row.col("idempotency_key")?,
+        status: stored("runs", "status", row.col("status")?)?,
+        scheduled_for_ms: row.col("scheduled_for_ms")?,
+        created_at_ms: row.col("created_at_ms")?,
+        queued_at_ms: row.col("queued_at_ms")?,
     })
 }
 
 // One trigger's runs, latest occurrence first, from its (project, trigger, scheduled_for) index.
-const RUNS_OF_TRIGGER: &str = concat!(
-    "SELECT ",
-    run_columns!(),
-    " FROM runs
+// The columns are those of a [`RunView`], in its order, then the run's origin (a [`RunRow`]), as
+// [`run_row`] reads them; RECENT_RUNS and RUN select the same.
+const RUNS_OF_TRIGGER: &str = "SELECT run_id, project_id, trigger_id, trigger_revision, task_id,
+         task_revision, execution_revision_id, idempotency_key, status, scheduled_for_ms,
+         created_at_ms, queued_at_ms, origin
+    FROM runs
     WHERE project_id = $1 AND trigger_id = $2
       AND ($3::int8 IS NULL OR created_at_ms >= now_ms() - $3)
     ORDER BY scheduled_for_ms DESC
-    LIMIT $4"
-);
+    LIMIT $4";
 
-// All triggers' runs, newest first, from the creation-time index.
-const RECENT_RUNS: &str = concat!(
-    "SELECT ",
-    run_columns!(),
-    " FROM runs
+// All triggers' runs, newest first, from the creation-time index, with RUNS_OF_TRIGGER's columns.
+const RECENT_RUNS: &str = "SELECT run_id, project_id, trigger_id, trigger_revision, task_id,
+         task_revision, execution_revision_id, idempotency_key, status, scheduled_for_ms,
+         created_at_ms, queued_at_ms, origin
+    FROM runs
     WHERE $1::int8 IS NULL OR created_at_ms >= now_ms() - $1
     ORDER BY created_at_ms DESC
-    LIMIT $2"
-);
+    LIMIT $2";
 
 /// Runs, newest first: of one trigger or of all, created within `since_ms` if given.
 pub async fn runs(
@@ -165,7 +157,11 @@ pub struct RunDetail {
     pub events: Vec<EventView>,
 }
 
-const RUN: &str = concat!("SELECT ", run_columns!(), " FROM runs WHERE run_id = $1");
+// One run, with RUNS_OF_TRIGGER's columns.
+const RUN: &str = "SELECT run_id, project_id, trigger_id, trigger_revision, task_id,
+         task_revision, execution_revision_id, idempotency_key, status, scheduled_for_ms,
+         created_at_ms, queued_at_ms, origin
+    FROM runs WHERE run_id = $1";
 
 const ATTEMPTS_OF_RUN: &str = "SELECT attempt_id, attempt_no, executor, state, worker_id,
         session_id, lease_id, started_at_ms, created_at_ms
@@ -189,29 +185,33 @@ pub async fn run_detail(
         .query(ATTEMPTS_OF_RUN, &[&run_id])
         .await?
         .iter()
-        .map(|row| AttemptView {
-            attempt_id: row.get(0),
-            attempt_no: row.get(1),
-            executor: row.get(2),
-            state: row.get(3),
-            worker_id: row.get(4),
-            session_id: row.get(5),
-            lease_id: row.get(6),
-            started_at_ms: row.get(7),
-            created_at_ms: row.get(8),
+        .map(|row| {
+            Ok(AttemptView {
+                attempt_id: row.col("attempt_id")?,
+                attempt_no: row.col("attempt_no")?,
+                executor: row.col("executor")?,
+                state: row.col("state")?,
+                worker_id: row.col("worker_id")?,
+                session_id: row.col("session_id")?,
+                lease_id: row.col("lease_id")?,
+                started_at_ms: row.col("started_at_ms")?,
+                created_at_ms: row.col("created_at_ms")?,
+            })
         })
-        .collect();
+        .collect::<Result<_, StoreError>>()?;
     let events = client
         .query(EVENTS_OF_RUN, &[&run_id])
         .await?
         .iter()
-        .map(|row| EventView {
-            seq: row.get(0),
-            event_type: row.get(1),
-            at_ms: row.get(2),
-            payload: row.get(3),
+        .map(|row| {
+            Ok(EventView {
+                seq: row.col("seq")?,
+                event_type: row.col("type")?,
+                at_ms: row.col("at_ms")?,
+                payload: row.col("payload")?,
+            })
         })
-        .collect();
+        .collect::<Result<_, StoreError>>()?;
     Ok(RunDetail {
         run,
         attempts,

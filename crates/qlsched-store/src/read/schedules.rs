@@ -8,6 +8,7 @@ use tokio_postgres::{GenericClient, Row};
 
 use crate::StoreError;
 use crate::error::stored;
+use crate::row::Named;
 
 /// Where a schedule row stands, from the scheduler's point of view, at one database instant.
 /// The first that applies wins, in the order of the variants.
@@ -125,64 +126,82 @@ pub struct ScheduleFilter {
     pub limit: i64,
 }
 
-/// The columns after `state` that [`schedule_row`] reads, of a schedule row `s`.
-macro_rules! schedule_columns {
-    () => {
-        concat!(
-            "s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms, ",
-            due_in_ms!(),
-            " AS due_in_ms, s.last_scheduled_at_ms,
-         s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
-         s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable"
-        )
-    };
-}
-
 // Schedule rows, most urgent first, filtered: the claimable rows in claim order (the
 // claimable-order index), then the parked ones by key (the parked index), each half bounded by
 // the limit, the state filter applied inside each half so that its walk stops at the limit.
 // Unset filters are NULL parameters; each statement is planned with its values, so a set owner or
-// project uses its index. `--state paused` ($5) reads the paused rows' own index.
-macro_rules! schedules_half {
-    ($which:literal, $order:literal) => {
-        concat!(
-            "(SELECT s.project_id, s.trigger_id, ",
-            state_case!(),
-            " AS state, ",
-            schedule_columns!(),
-            "
+// project uses its index. `--state paused` ($5) reads the paused rows' own index. The two halves
+// differ only in which rows they take and in their order.
+//
+// Each half's columns are those [`schedule_row`] reads, of schedule row `s`:
+// - `state`, the CASE, is the row's state with the same order of precedence as
+//   [`ScheduleState`]. A parked row (not claimable, docs/DESIGN.md §3.1) is `paused` when an
+//   operator paused it, else `disabled`, whatever its cursor says: it is never due. The state
+//   filter repeats the CASE, since a WHERE cannot name a column of the SELECT list.
+// - `due_in_ms` is how far the row's cursor is ahead of now (negative when overdue): null for a
+//   parked row, which is never due whatever its cursor says.
+// `s.claimable` is the row's stored claimable fact (docs/DESIGN.md §3.1, "Claimable rows").
+// URGENT_SCHEDULES and `trigger::TRIGGER` write the same CASEs.
+const SCHEDULES: &str = "SELECT * FROM (
+    (SELECT s.project_id, s.trigger_id,
+            CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                 WHEN NOT s.claimable THEN 'disabled'
+                 WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                 WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                 WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                 WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                 ELSE 'not_due' END AS state,
+            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+            CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+            s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+            s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
         FROM trigger_schedules s
-        WHERE ",
-            $which,
-            " AND ($1::text IS NULL OR s.project_id = $1)
+        WHERE s.claimable AND ($1::text IS NULL OR s.project_id = $1)
           AND ($2::text IS NULL OR s.claim_owner = $2)
           AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
-          AND ($3::text IS NULL OR ",
-            state_case!(),
-            " = $3)
-        ORDER BY ",
-            $order,
-            "
-        LIMIT $4)"
-        )
-    };
-}
-
-const SCHEDULES: &str = concat!(
-    "SELECT * FROM (",
-    schedules_half!(
-        "s.claimable",
-        "s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id"
-    ),
-    "
-    UNION ALL ",
-    schedules_half!("NOT s.claimable", "s.project_id, s.trigger_id"),
-    "
+          AND ($3::text IS NULL OR
+               CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                    WHEN NOT s.claimable THEN 'disabled'
+                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms()
+                         THEN 'claimed'
+                    WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                    WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                    WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                    ELSE 'not_due' END = $3)
+        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
+        LIMIT $4)
+    UNION ALL
+    (SELECT s.project_id, s.trigger_id,
+            CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                 WHEN NOT s.claimable THEN 'disabled'
+                 WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                 WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                 WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                 WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                 ELSE 'not_due' END AS state,
+            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+            CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+            s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+            s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
+        FROM trigger_schedules s
+        WHERE NOT s.claimable AND ($1::text IS NULL OR s.project_id = $1)
+          AND ($2::text IS NULL OR s.claim_owner = $2)
+          AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
+          AND ($3::text IS NULL OR
+               CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                    WHEN NOT s.claimable THEN 'disabled'
+                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms()
+                         THEN 'claimed'
+                    WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                    WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                    WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                    ELSE 'not_due' END = $3)
+        ORDER BY s.project_id, s.trigger_id
+        LIMIT $4)
     ) rows
     ORDER BY NOT claimable, CASE WHEN claimable THEN next_fire_at_ms END NULLS FIRST,
              project_id, trigger_id
-    LIMIT $4"
-);
+    LIMIT $4";
 
 pub async fn schedules(
     client: &impl GenericClient,
@@ -223,8 +242,8 @@ pub async fn schedules_with_pause(
 // abandoned claim is on screen even when thousands of uninitialized or overdue rows come first in
 // claim order, and the first parked rows (the parked index), shown as paused or disabled after
 // the others. Each part is bounded by an index and the limit; the union is at most three times it.
-const URGENT_SCHEDULES: &str = concat!(
-    "WITH keys AS (
+// The columns are those of SCHEDULES (see there for its `state` and `due_in_ms`).
+const URGENT_SCHEDULES: &str = "WITH keys AS (
         (SELECT project_id, trigger_id FROM trigger_schedules WHERE claimable
          ORDER BY next_fire_at_ms NULLS FIRST, project_id, trigger_id LIMIT $1)
         UNION
@@ -234,16 +253,22 @@ const URGENT_SCHEDULES: &str = concat!(
         (SELECT project_id, trigger_id FROM trigger_schedules WHERE NOT claimable
          ORDER BY project_id, trigger_id LIMIT $1)
     )
-    SELECT s.project_id, s.trigger_id, ",
-    state_case!(),
-    " AS state, ",
-    schedule_columns!(),
-    "
+    SELECT s.project_id, s.trigger_id,
+           CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                WHEN NOT s.claimable THEN 'disabled'
+                WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                ELSE 'not_due' END AS state,
+           s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+           CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+           s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+           s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
     FROM keys
     JOIN trigger_schedules s ON s.project_id = keys.project_id AND s.trigger_id = keys.trigger_id
     ORDER BY NOT s.claimable, CASE WHEN s.claimable THEN s.next_fire_at_ms END NULLS FIRST,
-             s.project_id, s.trigger_id"
-);
+             s.project_id, s.trigger_id";
 
 /// The most urgent schedule rows for `top`, with their pauses: the claimable-order head, every
 /// held claim, then the first parked rows.
@@ -261,18 +286,18 @@ pub async fn urgent_schedules(
 
 pub(super) fn schedule_view(row: &Row) -> Result<ScheduleView, StoreError> {
     Ok(ScheduleView {
-        project_id: row.get("project_id"),
-        trigger_id: row.get("trigger_id"),
-        state: stored("trigger_schedules", "state", row.get("state"))?,
-        trigger_revision: row.get("trigger_revision"),
-        state_version: row.get("state_version"),
-        claim_version: row.get("claim_version"),
-        next_fire_at_ms: row.get("next_fire_at_ms"),
-        due_in_ms: row.get("due_in_ms"),
-        last_scheduled_at_ms: row.get("last_scheduled_at_ms"),
-        claim_owner: row.get("claim_owner"),
-        claim_expires_at_ms: row.get("claim_expires_at_ms"),
-        updated_at_ms: row.get("updated_at_ms"),
+        project_id: row.col("project_id")?,
+        trigger_id: row.col("trigger_id")?,
+        state: stored("trigger_schedules", "state", row.col("state")?)?,
+        trigger_revision: row.col("trigger_revision")?,
+        state_version: row.col("state_version")?,
+        claim_version: row.col("claim_version")?,
+        next_fire_at_ms: row.col("next_fire_at_ms")?,
+        due_in_ms: row.col("due_in_ms")?,
+        last_scheduled_at_ms: row.col("last_scheduled_at_ms")?,
+        claim_owner: row.col("claim_owner")?,
+        claim_expires_at_ms: row.col("claim_expires_at_ms")?,
+        updated_at_ms: row.col("updated_at_ms")?,
     })
 }
 
@@ -285,12 +310,17 @@ pub struct PauseView {
 }
 
 /// The pause of a row read with `paused_at_ms`, `paused_by` and `pause_reason`.
-pub(super) fn pause_of(row: &Row) -> Option<PauseView> {
-    Some(PauseView {
-        paused_at_ms: row.get::<_, Option<i64>>("paused_at_ms")?,
-        paused_by: row.get::<_, Option<String>>("paused_by")?,
-        reason: row.get("pause_reason"),
-    })
+pub(super) fn pause_of(row: &Row) -> Result<Option<PauseView>, StoreError> {
+    let paused_at_ms: Option<i64> = row.col("paused_at_ms")?;
+    let paused_by: Option<String> = row.col("paused_by")?;
+    let reason = row.col("pause_reason")?;
+    Ok(paused_at_ms
+        .zip(paused_by)
+        .map(|(paused_at_ms, paused_by)| PauseView {
+            paused_by,
+            paused_at_ms,
+            reason,
+        }))
 }
 
 /// A schedule row with its pause, for `inspect schedules` and `top`.
@@ -317,6 +347,6 @@ crate::statements::statements! {
 fn schedule_row(row: &Row) -> Result<ScheduleRow, StoreError> {
     Ok(ScheduleRow {
         schedule: schedule_view(row)?,
-        paused: pause_of(row),
+        paused: pause_of(row)?,
     })
 }

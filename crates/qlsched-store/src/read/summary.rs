@@ -4,6 +4,7 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use crate::StoreError;
+use crate::row::Named;
 
 /// Schedule rows per state. A parked row (not claimable) is counted once: as `paused` when an
 /// operator paused it (whatever else holds, as `inspect trigger` names the pause first), else as
@@ -79,14 +80,14 @@ pub struct Summary {
     pub admissions_last_minute: i64,
 }
 
-// Schedule rows per state, with `state_case!`'s precedence, each part from the index that holds
-// it rather than one pass over every row (at 1,000,000 rows, 900,000 of them parked, that pass
-// took 0.43 s): the parked rows and the paused among them by one index-only scan of the parked
-// rows' pause index (migration 0010; a paused row is never claimable, so the paused are parked);
-// the claimable rows by cursor by an index-only scan of the claimable-order index (null, due,
-// later); the held claims among them by the claim-owner index, each with its lease and cursor,
-// which moves a claimed row out of its cursor's state (claimed before expired_claim before the
-// cursor's states). Database now is read once (the clock CTE).
+// Schedule rows per state, with the precedence of the state CASE of `schedules::SCHEDULES`, each
+// part from the index that holds it rather than one pass over every row (at 1,000,000 rows, 900,000
+// of them parked, that pass took 0.43 s): the parked rows and the paused among them by one
+// index-only scan of the parked rows' pause index (migration 0010; a paused row is never claimable,
+// so the paused are parked); the claimable rows by cursor by an index-only scan of the
+// claimable-order index (null, due, later); the held claims among them by the claim-owner index,
+// each with its lease and cursor, which moves a claimed row out of its cursor's state (claimed
+// before expired_claim before the cursor's states). Database now is read once (the clock CTE).
 const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
         SELECT now_ms() AS now_ms
     ), parked AS (
@@ -106,15 +107,15 @@ const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
         FROM trigger_schedules s CROSS JOIN clock c
         WHERE s.claim_owner IS NOT NULL AND s.claimable
     )
-    SELECT p.parked + k.claimable,
-           k.due - h.due,
+    SELECT p.parked + k.claimable AS total,
+           k.due - h.due AS due,
            h.claimed,
-           h.expired,
-           (k.claimable - k.uninitialized - k.due) - (h.held - h.uninitialized - h.due),
-           p.parked - p.paused,
-           k.uninitialized - h.uninitialized,
-           (SELECT now_ms FROM clock),
-           (SELECT coalesce(max(version), 0) FROM schema_migrations),
+           h.expired AS expired_claim,
+           (k.claimable - k.uninitialized - k.due) - (h.held - h.uninitialized - h.due) AS not_due,
+           p.parked - p.paused AS disabled,
+           k.uninitialized - h.uninitialized AS uninitialized,
+           (SELECT now_ms FROM clock) AS now_ms,
+           (SELECT coalesce(max(version), 0) FROM schema_migrations) AS schema_version,
            p.paused
     FROM parked p CROSS JOIN cursors k CROSS JOIN held h";
 
@@ -147,8 +148,10 @@ const OWNERS: &str = "WITH held AS (
         WHERE r.created_at_ms > now_ms() - 60000
         GROUP BY 1
     )
-    SELECT coalesce(h.owner, a.owner), coalesce(h.valid, 0), coalesce(h.expired, 0),
-           greatest(h.last_claim_at_ms, a.last_at_ms), coalesce(a.n, 0), coalesce(h.manual, 0)
+    SELECT coalesce(h.owner, a.owner) AS owner, coalesce(h.valid, 0) AS claims,
+           coalesce(h.expired, 0) AS expired,
+           greatest(h.last_claim_at_ms, a.last_at_ms) AS last_claim_at_ms,
+           coalesce(a.n, 0) AS admissions_last_minute, coalesce(h.manual, 0) AS manual_claims
     FROM held h FULL JOIN admitted a ON a.owner = h.owner
     WHERE coalesce(h.owner, a.owner) IS NOT NULL
     ORDER BY 1
@@ -156,33 +159,33 @@ const OWNERS: &str = "WITH held AS (
 
 /// Claim owners: those holding claims, and those that admitted in the last minute.
 pub async fn owners(client: &impl GenericClient) -> Result<Vec<OwnerClaims>, StoreError> {
-    Ok(client
+    client
         .query(OWNERS, &[])
         .await?
         .iter()
-        .map(|row| OwnerClaims {
-            owner: row.get(0),
-            claims: row.get(1),
-            expired: row.get(2),
-            last_claim_at_ms: row.get(3),
-            admissions_last_minute: row.get(4),
-            manual_claims: row.get(5),
+        .map(|row| {
+            Ok(OwnerClaims {
+                owner: row.col("owner")?,
+                claims: row.col("claims")?,
+                expired: row.col("expired")?,
+                last_claim_at_ms: row.col("last_claim_at_ms")?,
+                admissions_last_minute: row.col("admissions_last_minute")?,
+                manual_claims: row.col("manual_claims")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 // The most overdue row a replica could take (claim order, from the claimable-order index: a
-// parked row is never overdue), and its lag.
-const OLDEST_OVERDUE: &str = concat!(
-    "SELECT s.project_id, s.trigger_id, s.next_fire_at_ms, now_ms() - s.next_fire_at_ms
+// parked row is never overdue), and its lag. `s.claimable` is the row's stored claimable fact
+// (docs/DESIGN.md §3.1, "Claimable rows"), the condition of that partial index.
+const OLDEST_OVERDUE: &str = "SELECT s.project_id, s.trigger_id, s.next_fire_at_ms,
+           now_ms() - s.next_fire_at_ms AS lag_ms
     FROM trigger_schedules s
-    WHERE ",
-    crate::claim::claimable!(),
-    " AND s.next_fire_at_ms <= now_ms()
+    WHERE s.claimable AND s.next_fire_at_ms <= now_ms()
       AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
     ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
-    LIMIT 1"
-);
+    LIMIT 1";
 
 // Held claims (valid or expired, the claim-owner index) on rows whose cursor is past: how many,
 // and the oldest with its holder.
@@ -191,8 +194,9 @@ const CLAIMED_OVERDUE: &str = "WITH held AS (
         FROM trigger_schedules
         WHERE claim_owner IS NOT NULL AND next_fire_at_ms <= now_ms() AND claimable
     )
-    SELECT (SELECT count(*) FROM held), o.project_id, o.trigger_id, o.next_fire_at_ms,
-           now_ms() - o.next_fire_at_ms, o.claim_owner, o.claim_expires_at_ms <= now_ms()
+    SELECT (SELECT count(*) FROM held) AS count, o.project_id, o.trigger_id, o.next_fire_at_ms,
+           now_ms() - o.next_fire_at_ms AS lag_ms, o.claim_owner,
+           o.claim_expires_at_ms <= now_ms() AS claim_expired
     FROM (SELECT 1) one
     LEFT JOIN LATERAL (SELECT * FROM held
                        ORDER BY next_fire_at_ms, project_id, trigger_id LIMIT 1) o ON true";
@@ -208,39 +212,45 @@ pub async fn summary(client: &impl GenericClient) -> Result<Summary, StoreError>
     let oldest_overdue = client
         .query_opt(OLDEST_OVERDUE, &[])
         .await?
-        .map(|row| Overdue {
-            project_id: row.get(0),
-            trigger_id: row.get(1),
-            next_fire_at_ms: row.get(2),
-            lag_ms: row.get(3),
-        });
+        .map(|row| {
+            Ok::<_, StoreError>(Overdue {
+                project_id: row.col("project_id")?,
+                trigger_id: row.col("trigger_id")?,
+                next_fire_at_ms: row.col("next_fire_at_ms")?,
+                lag_ms: row.col("lag_ms")?,
+            })
+        })
+        .transpose()?;
     let held = client.query_one(CLAIMED_OVERDUE, &[]).await?;
     let claimed_overdue = ClaimedOverdue {
-        count: held.get(0),
+        count: held.col("count")?,
         oldest: held
-            .get::<_, Option<String>>(1)
-            .map(|project_id| HeldOverdue {
-                project_id,
-                trigger_id: held.get(2),
-                next_fire_at_ms: held.get(3),
-                lag_ms: held.get(4),
-                owner: held.get(5),
-                claim_expired: held.get(6),
-            }),
+            .col::<Option<String>>("project_id")?
+            .map(|project_id| {
+                Ok::<_, StoreError>(HeldOverdue {
+                    project_id,
+                    trigger_id: held.col("trigger_id")?,
+                    next_fire_at_ms: held.col("next_fire_at_ms")?,
+                    lag_ms: held.col("lag_ms")?,
+                    owner: held.col("claim_owner")?,
+                    claim_expired: held.col("claim_expired")?,
+                })
+            })
+            .transpose()?,
     };
     let admissions_last_minute = client.query_one(ADMISSIONS_LAST_MINUTE, &[]).await?.get(0);
     Ok(Summary {
-        schema_version: counts.get(8),
-        now_ms: counts.get(7),
+        schema_version: counts.col("schema_version")?,
+        now_ms: counts.col("now_ms")?,
         schedules: StateCounts {
-            total: counts.get(0),
-            due: counts.get(1),
-            claimed: counts.get(2),
-            expired_claim: counts.get(3),
-            not_due: counts.get(4),
-            disabled: counts.get(5),
-            paused: counts.get(9),
-            uninitialized: counts.get(6),
+            total: counts.col("total")?,
+            due: counts.col("due")?,
+            claimed: counts.col("claimed")?,
+            expired_claim: counts.col("expired_claim")?,
+            not_due: counts.col("not_due")?,
+            disabled: counts.col("disabled")?,
+            paused: counts.col("paused")?,
+            uninitialized: counts.col("uninitialized")?,
         },
         owners,
         oldest_overdue,

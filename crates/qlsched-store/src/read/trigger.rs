@@ -10,6 +10,7 @@ use super::runs::{RunView, runs};
 use super::schedules::{PauseView, ScheduleView, pause_of, schedule_view};
 use crate::error::stored;
 use crate::migrate::check_ready;
+use crate::row::Named;
 use crate::{SchemaName, StoreError};
 use qlsched_core::diagnose::{ClaimFacts, Diagnosis, PauseFacts, TriggerFacts, diagnose};
 use qlsched_core::{ProjectStatus, TriggerName};
@@ -57,18 +58,23 @@ pub struct TriggerDetail {
 }
 
 // One trigger with its project, schedule row and execution revision, and whether that revision's
-// digest still matches its spec (the admission's own check), at one database instant.
-const TRIGGER: &str = concat!(
-    "SELECT now_ms() AS now_ms, p.status AS project_status, t.task_id, t.revision, t.enabled,
-            t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms, t.content_digest,
-            k.execution_revision_id,
+// digest still matches its spec (the admission's own check), at one database instant. The schedule
+// row's `state` and `due_in_ms` are the CASEs of `schedules::SCHEDULES`, which explains them.
+const TRIGGER: &str = "SELECT now_ms() AS now_ms, p.status AS project_status, t.task_id,
+            t.revision, t.enabled, t.cron_expr, t.time_zone, t.misfire_policy,
+            t.misfire_grace_ms, t.content_digest, k.execution_revision_id,
             e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex') AS digest_ok,
-            s.project_id, s.trigger_id, ",
-    state_case!(),
-    " AS state,
-            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms, ",
-    due_in_ms!(),
-    " AS due_in_ms, s.last_scheduled_at_ms,
+            s.project_id, s.trigger_id,
+            CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+                 WHEN NOT s.claimable THEN 'disabled'
+                 WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+                 WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+                 WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+                 WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+                 ELSE 'not_due' END AS state,
+            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+            CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+            s.last_scheduled_at_ms,
             s.claim_owner, s.claim_token, s.claim_expires_at_ms, s.updated_at_ms,
             s.paused_at_ms, s.paused_by, s.pause_reason
     FROM triggers t
@@ -76,8 +82,7 @@ const TRIGGER: &str = concat!(
     JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
     JOIN execution_revisions e ON e.execution_revision_id = k.execution_revision_id
     JOIN trigger_schedules s ON s.project_id = t.project_id AND s.trigger_id = t.trigger_id
-    WHERE t.project_id = $1 AND t.trigger_id = $2"
-);
+    WHERE t.project_id = $1 AND t.trigger_id = $2";
 
 /// How many recent runs and audit rows `inspect trigger` shows.
 const TRIGGER_HISTORY: i64 = 10;
@@ -116,27 +121,27 @@ pub async fn trigger_detail(
         .ok_or_else(|| StoreError::NotFound(format!("trigger {trigger}")))?;
     let trigger = Some(trigger);
     let state = TriggerState {
-        now_ms: row.get("now_ms"),
+        now_ms: row.col("now_ms")?,
         definition: TriggerView {
-            project_status: stored("projects", "status", row.get("project_status"))?,
-            task_id: row.get("task_id"),
-            revision: row.get("revision"),
-            enabled: row.get("enabled"),
-            cron_expr: row.get("cron_expr"),
-            time_zone: row.get("time_zone"),
-            misfire_policy: row.get("misfire_policy"),
-            misfire_grace_ms: row.get("misfire_grace_ms"),
-            content_digest: row.get("content_digest"),
-            execution_revision_id: row.get("execution_revision_id"),
+            project_status: stored("projects", "status", row.col("project_status")?)?,
+            task_id: row.col("task_id")?,
+            revision: row.col("revision")?,
+            enabled: row.col("enabled")?,
+            cron_expr: row.col("cron_expr")?,
+            time_zone: row.col("time_zone")?,
+            misfire_policy: row.col("misfire_policy")?,
+            misfire_grace_ms: row.col("misfire_grace_ms")?,
+            content_digest: row.col("content_digest")?,
+            execution_revision_id: row.col("execution_revision_id")?,
         },
         schedule: schedule_view(&row)?,
-        claim: claim_of(&row),
+        claim: claim_of(&row)?,
         recent_runs: runs(client, trigger, None, TRIGGER_HISTORY).await?,
         recent_misfires: crate::misfires::list(client, trigger, None, TRIGGER_HISTORY).await?,
         live_replicas: crate::replicas::liveness_counts(client).await?.live,
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
-    let why = diagnose(&facts_of(&state, row.get("digest_ok"), pause_of(&row)));
+    let why = diagnose(&facts_of(&state, row.col("digest_ok")?, pause_of(&row)?));
     Ok(detail(why, Some(state)))
 }
 
