@@ -94,17 +94,6 @@ impl ClaimedRow {
     }
 }
 
-/// `s.claimable`: the stored fact [`CLAIM_DUE`]'s comment explains. Left here for the statements
-/// of other modules that still write it through this macro; nothing in this module uses it.
-#[allow(unused_macros)]
-macro_rules! claimable {
-    () => {
-        "s.claimable"
-    };
-}
-#[allow(unused_imports)]
-pub(crate) use claimable;
-
 // Claim up to $2 due rows for owner $1 with a lease of $3 ms, in claim order, skipping rows that
 // another replica holds locked. Uninitialized rows (NULL cursor, first in claim order) and overdue
 // rows are found by two scans of the claimable-order index (claimable rows only), each bounded by

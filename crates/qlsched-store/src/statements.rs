@@ -34,7 +34,7 @@ impl Role {
 pub struct Statement {
     /// The module that holds it, as `module_path!()` says.
     pub module: &'static str,
-    /// The constant's name (or, for a statement built once at run time, the name it is listed by).
+    /// The constant's name.
     pub name: &'static str,
     pub text: &'static str,
     /// Who runs it: each is planned as that role, so a missing privilege fails too.
@@ -43,19 +43,18 @@ pub struct Statement {
     pub after: Option<&'static str>,
 }
 
-/// Declares a module's `statements()`: `NAME: Role | Role`, `NAME = { expression }: Role` for a
-/// statement built once at run time, `NAME after SETUP: Role` for one whose table `SETUP`
-/// creates; `@also child, child;` first adds the lists of submodules.
+/// Declares a module's `statements()`: `NAME: Role | Role`, `NAME after SETUP: Role` for one
+/// whose table `SETUP` creates; `@also child, child;` first adds the lists of submodules.
 macro_rules! statements {
     ($(@also $($child:ident),+;)?
-     $($name:ident $(= $text:block)? $(after $setup:ident)?: $($role:ident)|+),* $(,)?) => {
+     $($name:ident $(after $setup:ident)?: $($role:ident)|+),* $(,)?) => {
         /// This module's statements, for `store::statements::all`.
         pub(crate) fn statements() -> Vec<$crate::statements::Statement> {
             #[allow(unused_mut)]
             let mut list = vec![$($crate::statements::Statement {
                 module: module_path!(),
                 name: stringify!($name),
-                text: $crate::statements::statements!(@text $name $(, $text)?),
+                text: $name,
                 run_by: &[$($crate::statements::Role::$role),+],
                 after: $crate::statements::statements!(@after $($setup)?),
             }),*];
@@ -63,8 +62,6 @@ macro_rules! statements {
             list
         }
     };
-    (@text $name:ident) => { $name };
-    (@text $name:ident, $text:block) => { $text };
     (@after) => { None };
     (@after $setup:ident) => { Some($setup) };
 }
