@@ -1,10 +1,12 @@
 //! Every SQL statement of `store` (`store::statements::all`) is prepared against a migrated
 //! database, and planned as each role that runs it, so that a renamed column or a missing grant
-//! fails here rather than in a replica. A scan of `crates/qlsched-store/src` keeps the list whole: a SQL constant
-//! missing from it, or a statement written in place that `store::statements::BUILT_IN_PLACE` does
-//! not account for, fails the second test, named.
+//! fails here rather than in a replica. A line scan of `crates/qlsched-store/src` keeps the list
+//! whole: a SQL constant missing from it, a statement written in place that
+//! `store::statements::BUILT_IN_PLACE` does not account for, or one assembled by `concat!` fails
+//! the second test, named. Each statement is one literal, whole in the source, so a scan of lines
+//! finds it: no tokenizer of Rust is needed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -125,6 +127,7 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
     let mut missing = Vec::new();
     let mut unaccounted = Vec::new();
     let mut used_exceptions = BTreeSet::new();
+    let mut assembled = Vec::new();
     let mut constants = 0;
     for file in rust_files(&root.join(STORE_SOURCES)) {
         let module = module_of(&root, &file);
@@ -137,6 +140,11 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
                 missing.push(format!("{module}::{name}"));
             }
         }
+        assembled.extend(
+            scan.assembled
+                .iter()
+                .map(|line| format!("{module}: {line}")),
+        );
         for text in scan.inline {
             match BUILT_IN_PLACE
                 .iter()
@@ -162,6 +170,11 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
         missing.join(", ")
     );
     assert!(
+        assembled.is_empty(),
+        "statements are written whole, as one literal each, never assembled by concat!: {}",
+        assembled.join(", ")
+    );
+    assert!(
         unaccounted.is_empty(),
         "statements written outside a constant, not in store::statements::BUILT_IN_PLACE \
          (make them constants and list them): {}",
@@ -174,8 +187,134 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
     );
 }
 
+/// The names of the columns each statement returns, by module, as the server prepares them.
+async fn columns_by_module(
+    client: &mut tokio_postgres::Client,
+) -> BTreeMap<String, Vec<(String, Vec<String>)>> {
+    let mut found: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
+    for statement in all() {
+        let transaction = client.transaction().await.expect("begin");
+        if let Some(setup) = statement.after {
+            transaction.batch_execute(setup).await.expect("setup");
+        }
+        let prepared = transaction
+            .prepare(statement.text)
+            .await
+            .unwrap_or_else(|e| panic!("{} does not prepare: {}", label(&statement), reason(&e)));
+        let names = prepared
+            .columns()
+            .iter()
+            .map(|c| c.name().to_owned())
+            .collect();
+        found
+            .entry(statement.module.to_owned())
+            .or_default()
+            .push((statement.name.to_owned(), names));
+    }
+    found
+}
+
+/// The column names a line reads with `Named::col`: `.col("name")` and `.col::<T>("name")`.
+fn names_read(line: &str) -> Vec<&str> {
+    line.match_indices(".col")
+        .filter_map(|(at, _)| {
+            let rest = &line[at + ".col".len()..];
+            let rest = if let Some(typed) = rest.strip_prefix("::<") {
+                // Past the turbofish's closing `>(`.
+                &typed[typed.find(">(")? + 1..]
+            } else {
+                rest
+            };
+            let name = rest.strip_prefix("(\"")?;
+            name.find('"').map(|end| &name[..end])
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_column_the_store_reads_by_name_is_one_column_of_its_statements() {
+    let db = TestDb::new().await;
+    let mut client = db.client().await;
+    let columns = columns_by_module(&mut client).await;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut reads = 0;
+    let mut problems = Vec::new();
+    for file in rust_files(&root.join(STORE_SOURCES)) {
+        let module = module_of(&root, &file);
+        let source = std::fs::read_to_string(&file).expect("read source");
+        let production = source.split("\n#[cfg(test)]").next().unwrap_or("");
+        let statements = columns.get(&module).map(Vec::as_slice).unwrap_or_default();
+        for (number, line) in production.lines().enumerate() {
+            for name in names_read(line) {
+                reads += 1;
+                let giving: Vec<&str> = statements
+                    .iter()
+                    .filter(|(_, names)| names.iter().any(|n| n == name))
+                    .map(|(statement, _)| statement.as_str())
+                    .collect();
+                let twice: Vec<&str> = statements
+                    .iter()
+                    .filter(|(_, names)| names.iter().filter(|n| *n == name).count() > 1)
+                    .map(|(statement, _)| statement.as_str())
+                    .collect();
+                if giving.is_empty() {
+                    problems.push(format!(
+                        "{module}:{}: reads column {name:?}, which no statement of the module returns",
+                        number + 1
+                    ));
+                }
+                if !twice.is_empty() {
+                    problems.push(format!(
+                        "{module}:{}: reads column {name:?}, which {} return more than once",
+                        number + 1,
+                        twice.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!("{reads} columns read by name");
+    assert!(
+        reads > 150,
+        "the scan found only {reads} columns read by name"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[tokio::test]
+async fn a_column_read_by_name_that_does_not_fit_is_an_error_naming_it() {
+    use qlsched::store::StoreError;
+    use qlsched::store::row::Named;
+    let db = TestDb::new().await;
+    let client = db.client().await;
+    let row = client
+        .query_one("SELECT 1::bigint AS one", &[])
+        .await
+        .expect("select");
+    assert_eq!(row.col::<i64>("one").expect("one"), 1);
+    let missing = row.col::<i64>("two").expect_err("no such column");
+    assert!(
+        matches!(missing, StoreError::Column { column: "two", .. }),
+        "{missing:?}"
+    );
+    let mistyped = row.col::<String>("one").expect_err("a bigint is no text");
+    assert!(
+        matches!(mistyped, StoreError::Column { column: "one", .. }),
+        "{mistyped:?}"
+    );
+    assert!(mistyped.to_string().contains("\"one\""), "{mistyped}");
+}
+
 #[test]
-fn the_scan_finds_constants_and_statements_built_in_place() {
+fn the_scan_finds_the_columns_read_by_name() {
+    assert_eq!(
+        names_read(r#"a: row.col("a")?, b: row.col::<Option<Vec<i64>>>("b")?, c: row.get(0)"#),
+        ["a", "b"]
+    );
+}
+
+#[test]
+fn the_scan_finds_constants_statements_built_in_place_and_assembled_ones() {
     let source = r##"
         // const NOT_ME: &str = "SELECT 1";
         const A: &str = "SELECT 1";
@@ -183,12 +322,19 @@ fn the_scan_finds_constants_and_statements_built_in_place() {
         const C: &str = "qlsched.migrate";
         const E: &str = "COMMIT";
         const D: &str = r#"UPDATE t SET "x" = 1"#;
-        macro_rules! m { () => { "SELECT in a macro" } }
+        const LONG: &str =
+            "DELETE FROM t
+             WHERE x = $1";
         fn f(c: char) { let _ = ('"', c); query(&format!("DROP TABLE {x}"), "SELECT"); }
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations");
     "##;
     let scan = scan(source);
-    assert_eq!(scan.constants, ["A", "B", "E", "D"]);
+    assert_eq!(scan.constants, ["A", "E", "D", "LONG"]);
     assert_eq!(scan.inline, ["DROP TABLE {x}"]);
+    assert_eq!(
+        scan.assembled,
+        [r#"pub(crate) const B: &str = concat!("WITH x AS (", columns!(), ")");"#]
+    );
 }
 
 fn first_line(text: &str) -> &str {
@@ -248,162 +394,92 @@ fn is_sql_constant(text: &str) -> bool {
 
 #[derive(Default)]
 struct Scan {
-    /// Names of `const NAME: &str =` whose value is SQL or a `concat!`.
+    /// Names of `const NAME: &str =` whose literal is SQL.
     constants: Vec<String>,
-    /// SQL string literals outside constants and macro definitions.
+    /// The first line of each SQL literal outside a constant.
     inline: Vec<String>,
+    /// Lines that build a string with `concat!` (a path from `env!` aside).
+    assembled: Vec<String>,
 }
 
-#[derive(Debug, PartialEq)]
-enum Token {
-    Word(String),
-    Text(String),
-    Punct(char),
+/// `const NAME: &str =` (with any visibility) at the start of `code`: the name, and what follows
+/// the `=` on the line.
+fn constant(code: &str) -> Option<(&str, &str)> {
+    let code = code
+        .strip_prefix("pub(crate) ")
+        .or_else(|| code.strip_prefix("pub "))
+        .unwrap_or(code);
+    let (name, rest) = code.strip_prefix("const ")?.split_once(": &str =")?;
+    Some((name.trim(), rest.trim()))
 }
 
-/// Finds SQL constants and SQL literals written in place. A macro definition's literals are
-/// fragments (of a constant or of a listed statement), so they are passed over.
-fn scan(source: &str) -> Scan {
-    let tokens = tokens(source);
-    let mut found = Scan::default();
-    let mut i = 0;
-    while i < tokens.len() {
-        if let Some((name, value_at)) = constant_at(&tokens, i) {
-            let sql = match &tokens[value_at] {
-                Token::Text(text) => is_sql_constant(text),
-                Token::Word(word) => word == "concat",
-                Token::Punct(_) => false,
-            };
-            if sql {
-                found.constants.push(name);
-            }
-            i = end_of_item(&tokens, value_at);
-        } else if tokens[i] == Token::Word("macro_rules".into()) {
-            i = end_of_item(&tokens, i);
-        } else {
-            if let Token::Text(text) = &tokens[i]
-                && is_sql(text)
-            {
-                found.inline.push(text.clone());
-            }
-            i += 1;
-        }
-    }
-    found
-}
-
-/// At `const NAME: &str =`: the name and where the value starts.
-fn constant_at(tokens: &[Token], i: usize) -> Option<(String, usize)> {
-    let word = |at: usize, w: &str| tokens.get(at) == Some(&Token::Word(w.into()));
-    let punct = |at: usize, c: char| tokens.get(at) == Some(&Token::Punct(c));
-    if !word(i, "const") {
-        return None;
-    }
-    let Some(Token::Word(name)) = tokens.get(i + 1) else {
-        return None;
+/// The text of the literal that `value` starts with (`"...`, `r"...` or `r#"...`), up to its
+/// closing quote or the end of the line; `None` when it does not start with one.
+fn literal(value: &str) -> Option<&str> {
+    let hashes = value
+        .strip_prefix('r')
+        .map_or(0, |raw| raw.chars().take_while(|&c| c == '#').count());
+    let open = if value.starts_with('r') {
+        1 + hashes
+    } else {
+        0
     };
-    (punct(i + 2, ':')
-        && punct(i + 3, '&')
-        && word(i + 4, "str")
-        && punct(i + 5, '=')
-        && i + 6 < tokens.len())
-    .then(|| (name.clone(), i + 6))
+    let body = value.get(open..)?.strip_prefix('"')?;
+    let closing = format!("\"{}", "#".repeat(hashes));
+    Some(body.find(&closing).map_or(body, |end| &body[..end]))
 }
 
-/// The index after the `;` that ends the item at `i`, or after its outermost closing bracket.
-fn end_of_item(tokens: &[Token], mut i: usize) -> usize {
-    let mut depth = 0usize;
-    while i < tokens.len() {
-        match tokens[i] {
-            Token::Punct('(' | '[' | '{') => depth += 1,
-            Token::Punct(')' | ']' | '}') => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 && !matches!(tokens.get(i + 1), Some(Token::Punct(';'))) {
-                    return i + 1;
-                }
-            }
-            Token::Punct(';') if depth == 0 => return i + 1,
-            _ => {}
+/// The SQL literals a line opens outside a constant: each `"` (or `r"`, `r#"`) that a SQL verb
+/// follows. A literal's later lines hold no opening quote, and a closing quote is followed by
+/// punctuation, not by a verb.
+fn opened_sql(line: &str) -> Vec<String> {
+    line.match_indices('"')
+        .filter_map(|(at, _)| {
+            let raw_start = line[..at].trim_end_matches('#');
+            let from = if raw_start.ends_with('r') {
+                raw_start.len() - 1
+            } else {
+                at
+            };
+            let text = literal(&line[from..])?;
+            is_sql(text).then(|| text.to_owned())
+        })
+        .collect()
+}
+
+/// Finds SQL constants, SQL literals written in place and strings assembled by `concat!`, one
+/// line at a time: each statement is one literal, whose first line holds its verb.
+fn scan(source: &str) -> Scan {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut found = Scan::default();
+    // The line holding the current constant's literal, which is not a statement in place.
+    let mut constant_value = None;
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim();
+        if code.starts_with("//") {
+            continue;
         }
-        i += 1;
-    }
-    i
-}
-
-/// Rust source as words, string literals (their text as written) and punctuation; comments and
-/// character literals dropped.
-fn tokens(source: &str) -> Vec<Token> {
-    let chars: Vec<char> = source.chars().collect();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
+        if code.contains("concat!(") && !code.contains("env!(") {
+            found.assembled.push(code.to_owned());
+        }
+        if let Some((name, rest)) = constant(code) {
+            let (at, value) = if rest.is_empty() {
+                (i + 1, lines.get(i + 1).map_or("", |l| l.trim()))
+            } else {
+                (i, rest)
+            };
+            if literal(value).is_some_and(is_sql_constant) {
+                found.constants.push(name.to_owned());
             }
-        } else if c == '/' && next == Some('*') {
-            i += 2;
-            while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
-                i += 1;
-            }
-            i += 2;
-        } else if c == 'r' && (next == Some('"') || next == Some('#')) {
-            let hashes = chars[i + 1..].iter().take_while(|&&h| h == '#').count();
-            let open = i + 1 + hashes;
-            if chars.get(open) != Some(&'"') {
-                tokens.push(Token::Word("r".into()));
-                i += 1;
+            constant_value = Some(at);
+            if at == i {
                 continue;
             }
-            let closing: String = std::iter::once('"')
-                .chain("#".repeat(hashes).chars())
-                .collect();
-            let body: String = chars[open + 1..].iter().collect();
-            let end = body.find(&closing).unwrap_or(body.len());
-            tokens.push(Token::Text(body[..end].to_owned()));
-            i = open + 1 + body[..end].chars().count() + closing.chars().count();
-        } else if c == '"' {
-            let mut text = String::new();
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                if chars[i] == '\\' {
-                    text.push(chars[i]);
-                    i += 1;
-                }
-                if let Some(&ch) = chars.get(i) {
-                    text.push(ch);
-                }
-                i += 1;
-            }
-            tokens.push(Token::Text(text));
-            i += 1;
-        } else if c == '\'' {
-            // A character literal ('x', '\n', '"'), or a lifetime, which is a word.
-            if next == Some('\\') {
-                i += 2;
-                while i < chars.len() && chars[i] != '\'' {
-                    i += 1;
-                }
-                i += 1;
-            } else if chars.get(i + 2) == Some(&'\'') {
-                i += 3;
-            } else {
-                i += 1;
-            }
-        } else if c.is_alphanumeric() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            tokens.push(Token::Word(chars[start..i].iter().collect()));
-        } else {
-            if !c.is_whitespace() {
-                tokens.push(Token::Punct(c));
-            }
-            i += 1;
         }
+        if constant_value == Some(i) {
+            continue;
+        }
+        found.inline.extend(opened_sql(code));
     }
-    tokens
+    found
 }

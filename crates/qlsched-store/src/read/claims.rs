@@ -66,29 +66,6 @@ pub async fn claims(
         .collect()
 }
 
-/// The claim recorded on a schedule row read with its claim columns and `now_ms`; none when
-/// the row holds no claim.
-pub(super) fn claim_of(row: &Row) -> Result<Option<ClaimView>, StoreError> {
-    let token: Option<Uuid> = row.col("claim_token")?;
-    let owner: Option<String> = row.col("claim_owner")?;
-    let expires_at_ms: Option<i64> = row.col("claim_expires_at_ms")?;
-    let (Some(token), Some(owner), Some(expires_at_ms)) = (token, owner, expires_at_ms) else {
-        return Ok(None);
-    };
-    let now_ms: i64 = row.col("now_ms")?;
-    Ok(Some(ClaimView {
-        project_id: row.col("project_id")?,
-        trigger_id: row.col("trigger_id")?,
-        owner,
-        token,
-        version: row.col("claim_version")?,
-        acquired_at_ms: row.col("updated_at_ms")?,
-        expires_at_ms,
-        remaining_ms: expires_at_ms - now_ms,
-        expired: expires_at_ms <= now_ms,
-    }))
-}
-
 crate::statements::statements! {
     CLAIMS: Observer,
 }

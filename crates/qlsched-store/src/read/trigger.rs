@@ -1,11 +1,11 @@
 //! One trigger at one database instant, and why it is not firing: `inspect trigger P/T`.
 
 use serde::Serialize;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Row};
 use uuid::Uuid;
 
 use super::audit::{AuditView, audit};
-use super::claims::{ClaimView, claim_of};
+use super::claims::ClaimView;
 use super::runs::{RunView, runs};
 use super::schedules::{PauseView, ScheduleView, pause_of, schedule_view};
 use crate::error::stored;
@@ -170,6 +170,29 @@ fn facts_of(state: &TriggerState, digest_ok: bool, pause: Option<PauseView>) -> 
         next_fire_at_ms: schedule.next_fire_at_ms,
         due_in_ms: schedule.due_in_ms,
     }
+}
+
+/// The claim recorded on a schedule row of TRIGGER, read with its claim columns and `now_ms`; none when
+/// the row holds no claim.
+fn claim_of(row: &Row) -> Result<Option<ClaimView>, StoreError> {
+    let token: Option<Uuid> = row.col("claim_token")?;
+    let owner: Option<String> = row.col("claim_owner")?;
+    let expires_at_ms: Option<i64> = row.col("claim_expires_at_ms")?;
+    let (Some(token), Some(owner), Some(expires_at_ms)) = (token, owner, expires_at_ms) else {
+        return Ok(None);
+    };
+    let now_ms: i64 = row.col("now_ms")?;
+    Ok(Some(ClaimView {
+        project_id: row.col("project_id")?,
+        trigger_id: row.col("trigger_id")?,
+        owner,
+        token,
+        version: row.col("claim_version")?,
+        acquired_at_ms: row.col("updated_at_ms")?,
+        expires_at_ms,
+        remaining_ms: expires_at_ms - now_ms,
+        expired: expires_at_ms <= now_ms,
+    }))
 }
 
 crate::statements::statements! {
