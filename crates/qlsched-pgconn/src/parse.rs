@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio_postgres::Config;
 
-use crate::settings::OWN_KEYWORDS;
 use crate::Error;
+use crate::settings::OWN_KEYWORDS;
 
 /// libpq's `target_session_attrs`: what the session found on a host must be for the connection
 /// to stay there; otherwise the next host of the list is tried. `prefer-standby` goes through the

@@ -62,11 +62,7 @@ pub(crate) fn lookup(
 
 /// Section `[name]` of a service file, `None` when it has none. Lines are `key=value`, `#`
 /// comments and blank lines are skipped, as libpq does.
-fn section(
-    text: &str,
-    name: &str,
-    file: &Path,
-) -> Result<Option<Vec<(String, String)>>, Error> {
+fn section(text: &str, name: &str, file: &Path) -> Result<Option<Vec<(String, String)>>, Error> {
     let mut current: Option<&str> = None;
     let mut found: Option<Vec<(String, String)>> = None;
     for (number, line) in text.lines().enumerate() {

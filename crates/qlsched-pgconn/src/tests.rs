@@ -72,11 +72,7 @@ fn nothing_given_is_told_apart_from_the_pg_environment() {
         };
         let env = move |key: &str| (key == name).then(|| value.to_owned());
         match resolve_with(None, env) {
-            Ok(settings) => assert_eq!(
-                settings.source(),
-                Source::LibpqEnvironment,
-                "{name}"
-            ),
+            Ok(settings) => assert_eq!(settings.source(), Source::LibpqEnvironment, "{name}"),
             // Service files are refused by name: given, and said so.
             Err(Error::Config(message)) if name == "PGSERVICE" => {
                 assert!(message.contains("PGSERVICE"), "{message}");
@@ -118,8 +114,7 @@ fn pgport_fills_a_url_host_without_a_port() {
             "ops@127.0.0.1:6000/db",
         ),
     ] {
-        let settings =
-            resolve_with(Some(url), env_of(&[("PGPORT", "5999")])).expect(url);
+        let settings = resolve_with(Some(url), env_of(&[("PGPORT", "5999")])).expect(url);
         assert_eq!(settings.describe(), expected, "{url}");
     }
     let error = resolve_with(
@@ -203,8 +198,8 @@ fn every_sslmode_and_libpq_keyword_is_read() {
     }
     let default = resolve_with(Some("host=h"), env_of(&[])).expect("ok");
     assert_eq!(default.ssl_mode(), SslMode::Prefer);
-    let system = resolve_with(Some("host=h sslrootcert=system"), env_of(&[]))
-        .expect("system roots");
+    let system =
+        resolve_with(Some("host=h sslrootcert=system"), env_of(&[])).expect("system roots");
     assert_eq!(system.ssl_mode(), SslMode::VerifyFull);
 }
 
@@ -300,10 +295,9 @@ fn a_given_target_session_attrs_wins_over_the_commands_default() {
     assert_eq!(plain.session_attrs(), SessionAttrs::Any);
     let writer = plain.with_default_session_attrs(SessionAttrs::ReadWrite);
     assert_eq!(writer.session_attrs(), SessionAttrs::ReadWrite);
-    let given =
-        resolve_with(Some("host=h target_session_attrs=any"), env_of(&[]))
-            .expect("valid")
-            .with_default_session_attrs(SessionAttrs::ReadWrite);
+    let given = resolve_with(Some("host=h target_session_attrs=any"), env_of(&[]))
+        .expect("valid")
+        .with_default_session_attrs(SessionAttrs::ReadWrite);
     assert_eq!(given.session_attrs(), SessionAttrs::Any);
 }
 
@@ -334,8 +328,7 @@ fn startup_options_are_the_connection_strings_own() {
         settings.driver_config("t").get_options(),
         Some("-c statement_timeout=5s")
     );
-    let bare = resolve_with(Some("host=db user=u dbname=d"), env_of(&[]))
-        .expect("valid");
+    let bare = resolve_with(Some("host=db user=u dbname=d"), env_of(&[])).expect("valid");
     assert_eq!(bare.driver_config("t").get_options(), None);
 }
 
@@ -400,8 +393,7 @@ impl Scratch {
     fn new() -> Self {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("pgconn-service-{}-{n}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("pgconn-service-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("scratch dir");
         Scratch(dir)
     }
@@ -493,8 +485,7 @@ fn the_system_service_file_is_read_when_the_users_has_no_such_service() {
             ("PGDATABASE", "d".into()),
         ])
     };
-    let describe =
-        |service| resolve_with(None, env(service)).map(|s| s.describe());
+    let describe = |service| resolve_with(None, env(service)).map(|s| s.describe());
     assert_eq!(describe("both").expect("valid"), "u@mine:5432/d");
     assert_eq!(describe("sys").expect("valid"), "u@sysonly:5432/d");
     let error = describe("none").expect_err("no such service");
@@ -503,11 +494,8 @@ fn the_system_service_file_is_read_when_the_users_has_no_such_service() {
         "{error}"
     );
     let odd = scratch.file("odd.conf", "[odd]\nfrobnicate=1\n");
-    let error = resolve_with(
-        Some("service=odd"),
-        env_owned(vec![("PGSERVICEFILE", odd)]),
-    )
-    .expect_err("unknown keyword");
+    let error = resolve_with(Some("service=odd"), env_owned(vec![("PGSERVICEFILE", odd)]))
+        .expect_err("unknown keyword");
     assert!(
         matches!(&error, Error::Config(m) if m.contains("\"frobnicate\"")),
         "{error}"
