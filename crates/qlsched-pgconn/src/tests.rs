@@ -269,7 +269,7 @@ fn every_target_session_attrs_is_read() {
     }
 }
 
-/// An unknown value is a configuration error (exit 78) that names it and lists the valid ones.
+/// An unknown value is a configuration error that names it and lists the valid ones.
 #[test]
 fn an_unknown_target_session_attrs_is_a_configuration_error() {
     for (flag, env) in [
