@@ -133,9 +133,9 @@ impl Settings {
     /// Whether a server answers at all: `Err` with the reason only when nothing did (no socket,
     /// connection refused, timed out). A server that answers with an error (no such role or
     /// database, starting up, a password wanted, a certificate refused) does answer: those are
-    /// its operator's to fix.
-    pub async fn answers(&self) -> Result<(), String> {
-        match self.connect("pgconn probe", "").await {
+    /// its operator's to fix. The probe's session is closed at once.
+    pub async fn answers(&self, application_name: &str) -> Result<(), String> {
+        match self.connect(application_name, "").await {
             Ok(_) => Ok(()),
             Err(Error::Unavailable(reasons)) => Err(reasons.join("; ")),
             Err(_) => Ok(()),

@@ -306,7 +306,7 @@ impl ConnectionSettings {
     /// operator's to fix, and the command that then connects reports them with their own exit
     /// status.
     pub async fn answers(&self) -> Result<(), String> {
-        self.settings.answers().await
+        self.settings.answers("qlsched probe").await
     }
 }
 
