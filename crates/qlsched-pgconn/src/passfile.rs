@@ -1,7 +1,7 @@
 //! The password file (`~/.pgpass`, `PGPASSFILE`, `passfile`), read as libpq reads it.
 //!
 //! Operators keep the password out of the URL, the process list and the environment by putting
-//! it in this file; qlsched must find it where psql does. Each line is
+//! it in this file; a program must find it where psql does. Each line is
 //! `hostname:port:database:username:password`; a field of `*` matches anything, `\:` and `\\`
 //! stand for `:` and `\`, lines starting with `#` are comments, and the first matching line wins.
 //! A file that the group or others may read is ignored with a warning, as psql does, because a
@@ -99,9 +99,18 @@ fn warn_once(path: &Path, problem: &str) {
     let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
     if !warned.iter().any(|seen| seen == path) {
         warned.push(path.to_owned());
-        // stderr, as psql: a pool opens many connections, one warning is enough.
+        // stderr, as psql, under the running program's name: a pool opens many connections,
+        // one warning is enough.
+        let program = std::env::args_os()
+            .next()
+            .and_then(|arg0| {
+                Path::new(&arg0)
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+            })
+            .map_or_else(String::new, |name| format!("{name}: "));
         eprintln!(
-            "qlsched: warning: password file \"{}\" {problem}; it is ignored",
+            "{program}warning: password file \"{}\" {problem}; it is ignored",
             path.display()
         );
     }

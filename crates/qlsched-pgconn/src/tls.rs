@@ -1,9 +1,9 @@
 //! TLS to PostgreSQL as libpq's `sslmode` defines it, through rustls (docs/DECISIONS.md, "TLS").
 //!
-//! Managed PostgreSQL services refuse connections without TLS, so every connection qlsched opens
-//! (pools, single connections, the cancel request of a stopping replica) goes through the one
+//! Managed PostgreSQL services refuse connections without TLS, so every connection opened
+//! (pools, single connections, cancel requests) goes through the one
 //! connector built here. The certificate files are read once, when the settings are resolved, so
-//! that a missing or unreadable file is a configuration error (exit 78) before any connection.
+//! that a missing or unreadable file is a configuration error before any connection.
 //!
 //! What is verified follows libpq, not rustls' defaults: with a root certificate at hand (an
 //! `sslrootcert` file, `~/.postgresql/root.crt`, or `system`) every TLS mode checks the chain;

@@ -191,6 +191,16 @@ impl From<qlsched_pgconn::Error> for StoreError {
     fn from(error: qlsched_pgconn::Error) -> Self {
         match error {
             qlsched_pgconn::Error::Config(message) => StoreError::Config(message),
+            qlsched_pgconn::Error::Unavailable(reasons) => {
+                StoreError::Unavailable(reasons.join("; "))
+            }
+            qlsched_pgconn::Error::Untrusted(message) => StoreError::Untrusted(message),
+            qlsched_pgconn::Error::PermissionDenied(message) => {
+                StoreError::PermissionDenied(message)
+            }
+            // What pgconn leaves to its caller (e.g. a pooler refusing a startup parameter, a
+            // server error while the session is set up) is classified as every server error is.
+            qlsched_pgconn::Error::Database(error) => StoreError::from_db(error),
         }
     }
 }
@@ -247,35 +257,11 @@ pub(crate) fn is_fence_lost(error: &tokio_postgres::Error) -> bool {
 
 /// The server's message, detail and hint (the driver's own Display says only "db error").
 fn describe_db(error: &tokio_postgres::Error) -> String {
-    match error.as_db_error() {
-        Some(db) => {
-            let mut text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
-            if let Some(detail) = db.detail() {
-                text.push_str(&format!("; {detail}"));
-            }
-            if let Some(hint) = db.hint() {
-                text.push_str(&format!("; hint: {hint}"));
-            }
-            text
-        }
-        None => error_chain(error),
-    }
+    qlsched_pgconn::describe(error)
 }
 
 /// The driver's message with its causes ("error connecting to server: Connection refused").
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
+pub(crate) use qlsched_pgconn::error_chain;
 
 #[cfg(test)]
 mod tests {

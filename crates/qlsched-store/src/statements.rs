@@ -79,7 +79,7 @@ pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
         "not prepared: EXPLAIN of CLAIM_DUE, which is",
     ),
     (
-        "qlsched_store::connect::open",
+        "qlsched_store::connect::pool",
         "DO $refusal$",
         "not prepared: a DO block carrying its message as a literal, for a server it refuses",
     ),

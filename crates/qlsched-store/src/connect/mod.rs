@@ -1,92 +1,35 @@
 //! Connection settings, resolved in one place (docs/DESIGN.md §5.2, §7), and the one way
 //! connections are opened from them.
 //!
-//! tokio-postgres reads no environment variables, no password file and only part of libpq's
-//! keywords, so the libpq rules are applied here by hand: `--database-url`, else
-//! `QLSCHED_DATABASE_URL`, else `DATABASE_URL`, else the `PG*` variables, else libpq's defaults.
-//! As with libpq, `PG*` variables also fill whatever a URL leaves out. The keywords tokio-postgres
-//! does not know (`sslrootcert`, `sslcert`, `sslkey`, `passfile`) or gives another meaning
-//! (`sslmode`, whose `verify-*` values it refuses; `connect_timeout`, which it applies to the TCP
-//! connect alone) are taken out of the string before the driver parses the rest.
-//!
-//! Connections are opened host by host, as libpq does: each host within `connect_timeout` (TCP,
-//! TLS and authentication together), with the password file consulted for that host, and
-//! `sslmode`'s fall-backs (`allow`, `prefer`) tried there, and `target_session_attrs` checked on
-//! the session found there ([`SessionAttrs`]). A password is never part of any text this module
-//! renders.
-//!
-//! The parts: [`parse`] reads the text of the settings, `open` opens one host, `pool` the pools.
+//! What libpq does and tokio-postgres does not (the `PG*` variables, service files, the password
+//! file, `sslmode`, multi-host with `target_session_attrs`, `connect_timeout`) is
+//! `qlsched_pgconn`'s. This module adds what is qlsched's: where qlsched looks for its string
+//! (`--database-url`, else `QLSCHED_DATABASE_URL`, else `DATABASE_URL`, then as libpq), the
+//! schema's settings sent on each session it opens ([`SchemaName::session_settings`]), what sits
+//! in between ([`Pooler`]), the pool, and its errors as [`StoreError`].
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use tokio_postgres::Config;
-use tokio_postgres::config::Host;
+use qlsched_pgconn::{Origins, Settings, Source};
+use tokio_postgres::{Client, Config};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::StoreError;
-use super::tls::{self, SslMode, Tls, TlsFiles};
+use super::tls::SslMode;
 
-mod open;
-pub mod parse;
 mod pool;
-mod service;
 
-pub use parse::SessionAttrs;
-use parse::{
-    fill_from_libpq_environment, parse_connect_timeout, split_own_keywords, url_with_port,
+pub use qlsched_pgconn::{
+    DEFAULT_CONNECT_TIMEOUT, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, SessionAttrs,
+    TCP_USER_TIMEOUT,
 };
 
-/// What libpq waits for a connection when `connect_timeout` is not given: forever. qlsched waits
-/// this long instead, so that a server that accepts and never answers cannot hang a command.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// TCP keepalives on every socket unless the settings say otherwise: an idle connection whose
-/// server vanished (a partition, a host powered off) is found dead after idle + interval x count
-/// (10 s + 5 s x 3 = 25 s) instead of the system's two hours.
-pub const KEEPALIVES_IDLE: Duration = Duration::from_secs(10);
-pub const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(5);
-pub const KEEPALIVES_COUNT: u32 = 3;
-
-/// `tcp_user_timeout` unless the settings give one: a connection whose sent data stays
-/// unacknowledged this long is closed by the kernel, so a statement sent into a black-holed
-/// network fails instead of waiting on retransmissions for about fifteen minutes.
-pub const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// What tokio-postgres leaves `keepalives_idle` at when it is not given (libpq leaves the
-/// system's, usually the same two hours).
-const DRIVER_KEEPALIVES_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
-
-/// Every socket's waits bounded ([`KEEPALIVES_IDLE`], [`TCP_USER_TIMEOUT`]) where the connection
-/// string (`keepalives*`, `tcp_user_timeout`) leaves them to the system. `keepalives=0` is kept.
-fn bound_the_socket(config: &mut Config) {
-    if config.get_keepalives_idle() == DRIVER_KEEPALIVES_IDLE {
-        config.keepalives_idle(KEEPALIVES_IDLE);
-    }
-    if config.get_keepalives_interval().is_none() {
-        config.keepalives_interval(KEEPALIVES_INTERVAL);
-    }
-    if config.get_keepalives_retries().is_none() {
-        config.keepalives_retries(KEEPALIVES_COUNT);
-    }
-    if config.get_tcp_user_timeout().is_none() {
-        config.tcp_user_timeout(TCP_USER_TIMEOUT);
-    }
-}
-
-/// The libpq keywords read here rather than by tokio-postgres.
-const OWN_KEYWORDS: [&str; 8] = [
-    "sslmode",
-    "target_session_attrs",
-    "sslrootcert",
-    "sslcert",
-    "sslkey",
-    "passfile",
-    "connect_timeout",
-    "service",
-];
+/// Where qlsched finds its connection string before the `PG*` variables.
+const ORIGINS: Origins = Origins {
+    given: "--database-url",
+    variables: &["QLSCHED_DATABASE_URL", "DATABASE_URL"],
+};
 
 /// The PostgreSQL schema that holds every qlsched object (docs/DESIGN.md §3.1).
 ///
@@ -196,70 +139,24 @@ pub enum SettingsSource {
 }
 
 impl SettingsSource {
-    fn describe(self) -> &'static str {
-        match self {
-            SettingsSource::Flag => "--database-url",
-            SettingsSource::QlschedDatabaseUrl => "QLSCHED_DATABASE_URL",
-            SettingsSource::DatabaseUrl => "DATABASE_URL",
-            SettingsSource::LibpqEnvironment => "the PG* environment",
-            SettingsSource::Defaults => "libpq's defaults",
+    fn of(source: Source) -> Self {
+        match source {
+            Source::Given(_) => SettingsSource::Flag,
+            Source::Variable("QLSCHED_DATABASE_URL") => SettingsSource::QlschedDatabaseUrl,
+            Source::Variable(_) => SettingsSource::DatabaseUrl,
+            Source::LibpqEnvironment => SettingsSource::LibpqEnvironment,
+            Source::Defaults => SettingsSource::Defaults,
         }
     }
 }
 
-/// The `PG*` variables qlsched reads, as libpq does: any one of them set means settings were
-/// given (the demo never replaces given settings with a throw-away server). A test checks that
-/// every `PG*` name this module reads is here.
-const LIBPQ_VARIABLES: [&str; 17] = [
-    "PGHOST",
-    "PGPORT",
-    "PGUSER",
-    "PGDATABASE",
-    "PGPASSWORD",
-    "PGPASSFILE",
-    "PGSERVICE",
-    "PGSERVICEFILE",
-    "PGSYSCONFDIR",
-    "PGOPTIONS",
-    "PGSSLMODE",
-    "PGSSLROOTCERT",
-    "PGSSLCERT",
-    "PGSSLKEY",
-    "PGAPPNAME",
-    "PGCONNECT_TIMEOUT",
-    "PGTARGETSESSIONATTRS",
-];
-
-/// Resolved connection settings for one PostgreSQL database.
-#[derive(Clone)]
+/// Resolved connection settings for one PostgreSQL database: libpq's ([`Settings`]), and what
+/// sits between qlsched and the server.
+#[derive(Clone, Debug)]
 pub struct ConnectionSettings {
-    /// The driver's settings, every host of the list.
-    config: Config,
-    source: SettingsSource,
-    ssl_mode: SslMode,
-    tls: Tls,
-    /// The password file to consult when no password is given; it need not exist.
-    passfile: Option<PathBuf>,
-    /// For each host: TCP, TLS and authentication together. `None` waits forever.
-    connect_timeout: Option<Duration>,
-    /// What a host's session must be to be kept (`target_session_attrs`).
-    session_attrs: SessionAttrs,
-    /// Whether the settings named `target_session_attrs`: a command's own default
-    /// ([`Self::with_default_session_attrs`]) applies only when they did not.
-    session_attrs_given: bool,
+    settings: Settings,
     /// What sits between qlsched and the server ([`Pooler`]).
     pooler: Pooler,
-}
-
-impl std::fmt::Debug for ConnectionSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectionSettings")
-            .field("target", &self.describe())
-            .field("source", &self.source)
-            .field("sslmode", &self.ssl_mode)
-            .field("connect_timeout", &self.connect_timeout)
-            .finish()
-    }
 }
 
 impl ConnectionSettings {
@@ -275,107 +172,15 @@ impl ConnectionSettings {
         flag: Option<&str>,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, StoreError> {
-        let (text, source) = match flag {
-            Some(url) => (Some(url.to_owned()), SettingsSource::Flag),
-            None => match env("QLSCHED_DATABASE_URL") {
-                Some(url) => (Some(url), SettingsSource::QlschedDatabaseUrl),
-                None => match env("DATABASE_URL") {
-                    Some(url) => (Some(url), SettingsSource::DatabaseUrl),
-                    None if LIBPQ_VARIABLES.iter().any(|name| env(name).is_some()) => {
-                        (None, SettingsSource::LibpqEnvironment)
-                    }
-                    None => (None, SettingsSource::Defaults),
-                },
-            },
-        };
-        // tokio-postgres gives a URL host without a port 5432; libpq gives it PGPORT.
-        let text = match (text, env("PGPORT")) {
-            (Some(text), Some(port)) => Some(url_with_port(&text, &port)?.unwrap_or(text)),
-            (text, _) => text,
-        };
-        let parse_error = |error: tokio_postgres::Error| {
-            StoreError::Config(format!(
-                "cannot parse the connection string from {}: {}",
-                source.describe(),
-                super::error::error_chain(&error)
-            ))
-        };
-        let (mut config, mut own) = match &text {
-            Some(text) => match split_own_keywords(text) {
-                Some((rest, own)) => (Config::from_str(&rest).map_err(parse_error)?, own),
-                // Not something the splitter understands: the driver names the fault.
-                None => (
-                    Config::from_str(text).map_err(parse_error)?,
-                    BTreeMap::new(),
-                ),
-            },
-            None => (Config::new(), BTreeMap::new()),
-        };
-        // libpq's order: what the string says, then the service file, then the environment.
-        if let Some(service) = own.get("service").cloned().or_else(|| env("PGSERVICE")) {
-            let (settings, file) = service::lookup(&service, &env)?;
-            service::apply(&mut config, &mut own, &settings, &file)?;
-        }
-        fill_from_libpq_environment(&mut config, &env)?;
-        for (keyword, variable) in [
-            ("sslmode", "PGSSLMODE"),
-            ("sslrootcert", "PGSSLROOTCERT"),
-            ("sslcert", "PGSSLCERT"),
-            ("sslkey", "PGSSLKEY"),
-            ("passfile", "PGPASSFILE"),
-            ("connect_timeout", "PGCONNECT_TIMEOUT"),
-            ("target_session_attrs", "PGTARGETSESSIONATTRS"),
-        ] {
-            if !own.contains_key(keyword)
-                && let Some(value) = env(variable)
-            {
-                own.insert(keyword.to_owned(), value);
-            }
-        }
-        let ssl_mode = match own.get("sslmode") {
-            None => None,
-            Some(text) => Some(SslMode::parse(text).ok_or_else(|| {
-                StoreError::Config(format!(
-                    "sslmode={text:?} is not one of disable, allow, prefer, require, verify-ca, \
-                     verify-full"
-                ))
-            })?),
-        };
-        let home = env("HOME").map(PathBuf::from);
-        let files = TlsFiles {
-            root_cert: own.get("sslrootcert").cloned(),
-            cert: own.get("sslcert").map(PathBuf::from),
-            key: own.get("sslkey").map(PathBuf::from),
-            home: home.clone(),
-        };
-        let (ssl_mode, tls) = tls::build(ssl_mode, &files)?;
-        let connect_timeout = match own.get("connect_timeout") {
-            None => Some(DEFAULT_CONNECT_TIMEOUT),
-            Some(text) => parse_connect_timeout(text)?,
-        };
-        if let Some(timeout) = connect_timeout {
-            config.connect_timeout(timeout);
-        }
-        let session_attrs = own
-            .get("target_session_attrs")
-            .map(|text| SessionAttrs::parse(text))
-            .transpose()?;
-        let passfile = own
-            .get("passfile")
-            .map(PathBuf::from)
-            .or_else(|| home.map(|home| home.join(".pgpass")));
-        bound_the_socket(&mut config);
         Ok(ConnectionSettings {
-            config,
-            source,
-            ssl_mode,
-            tls,
-            passfile,
-            connect_timeout,
-            session_attrs: session_attrs.unwrap_or(SessionAttrs::Any),
-            session_attrs_given: session_attrs.is_some(),
+            settings: Settings::resolve_with(ORIGINS, flag, env)?,
             pooler: Pooler::None,
         })
+    }
+
+    /// libpq's part of the settings.
+    pub fn libpq(&self) -> &Settings {
+        &self.settings
     }
 
     /// The same settings, for connections that reach the server through `pooler`.
@@ -403,77 +208,58 @@ impl ConnectionSettings {
 
     /// The same server and credentials, another database (the demo and the tests create theirs).
     pub fn with_dbname(&self, dbname: &str) -> Self {
-        let mut settings = self.clone();
-        settings.config.dbname(dbname);
-        settings
+        ConnectionSettings {
+            settings: self.settings.with_dbname(dbname),
+            pooler: self.pooler,
+        }
     }
 
     pub fn dbname(&self) -> &str {
-        self.config.get_dbname().unwrap_or_default()
+        self.settings.dbname()
     }
 
     pub fn user(&self) -> &str {
-        self.config.get_user().unwrap_or_default()
+        self.settings.user()
     }
 
     pub fn source(&self) -> SettingsSource {
-        self.source
+        SettingsSource::of(self.settings.source())
     }
 
     /// The effective `sslmode` (libpq's default `prefer`, or `verify-full` with
     /// `sslrootcert=system`).
     pub fn ssl_mode(&self) -> SslMode {
-        self.ssl_mode
+        self.settings.ssl_mode()
     }
 
     /// How long one host may take to connect, TLS and authentication included.
     pub fn connect_timeout(&self) -> Option<Duration> {
-        self.connect_timeout
+        self.settings.connect_timeout()
     }
 
     /// The `target_session_attrs` in force: the one the settings name, else the command's
     /// default, else libpq's `any`.
     pub fn session_attrs(&self) -> SessionAttrs {
-        self.session_attrs
+        self.settings.session_attrs()
     }
 
     /// These settings with `attrs` as `target_session_attrs` unless they name one: writers ask
     /// for `read-write`, readers for `any` (docs/OPERATIONS.md, "Several hosts"). A setting given
     /// in the URL or `PGTARGETSESSIONATTRS` always wins.
     pub fn with_default_session_attrs(mut self, attrs: SessionAttrs) -> Self {
-        if !self.session_attrs_given {
-            self.session_attrs = attrs;
-        }
+        self.settings = self.settings.with_default_session_attrs(attrs);
         self
     }
 
     /// `user@host:port/dbname`, never with the password.
     pub fn describe(&self) -> String {
-        let (host, port) = self.first_server();
-        let host = host.unwrap_or_else(|| "?".to_owned());
-        format!("{}@{host}:{port}/{}", self.user(), self.dbname())
+        self.settings.describe()
     }
 
     /// A `key=value` string naming the same server, user and database, without the password:
     /// what to print for a person to pass back as `-D` (it works for sockets too, unlike a URL).
     pub fn conninfo(&self) -> String {
-        let (host, port) = self.first_server();
-        let host = host.unwrap_or_else(|| "localhost".to_owned());
-        format!(
-            "host={host} port={port} user={} dbname={}",
-            self.user(),
-            self.dbname()
-        )
-    }
-
-    /// The first host (a name or a socket directory) and its port.
-    fn first_server(&self) -> (Option<String>, u16) {
-        let host = self.config.get_hosts().first().map(|host| match host {
-            Host::Tcp(name) => name.clone(),
-            Host::Unix(path) => path.display().to_string(),
-        });
-        let port = self.config.get_ports().first().copied().unwrap_or(5432);
-        (host, port)
+        self.settings.conninfo()
     }
 
     /// The driver's configuration for one of qlsched's sessions: the connection string's, with
@@ -481,17 +267,37 @@ impl ConnectionSettings {
     /// (a pooler may refuse or drop them): the schema and settings are set on the session after it
     /// opens, and again by every transaction ([`SchemaName::transaction_settings`]).
     pub fn driver_config(&self, application_name: &str) -> Config {
-        let mut config = self.config.clone();
-        if self.config.get_application_name().is_none() {
-            config.application_name(application_name);
-        }
-        config
+        self.settings.driver_config(application_name)
     }
 
     /// The TLS connector every connection of these settings uses (also for cancel requests,
     /// which open a connection of their own).
     pub fn tls_connector(&self) -> MakeRustlsConnect {
-        self.tls.connector.clone()
+        self.settings.tls_connector()
+    }
+
+    /// What qlsched sends on each session it opens, once its host is chosen: `schema`'s session
+    /// settings, unless a transaction-mode pooler is in between ([`SchemaName::session_settings`]).
+    fn session_setup(&self, schema: &SchemaName) -> String {
+        if self.pooler.keeps_sessions() {
+            schema.session_settings()
+        } else {
+            String::new()
+        }
+    }
+
+    /// Opens one connection outside any pool (migrations, the demo's admin work): the first
+    /// host, in list order, whose session is what `target_session_attrs` asks for, given
+    /// `schema`'s session settings.
+    pub async fn connect(
+        &self,
+        schema: &SchemaName,
+        application_name: &str,
+    ) -> Result<Client, StoreError> {
+        Ok(self
+            .settings
+            .connect(application_name, &self.session_setup(schema))
+            .await?)
     }
 
     /// Whether a server answers at all: `Err` with the reason only when nothing did (no socket,
@@ -500,17 +306,11 @@ impl ConnectionSettings {
     /// operator's to fix, and the command that then connects reports them with their own exit
     /// status.
     pub async fn answers(&self) -> Result<(), String> {
-        match self.connect(&SchemaName::default(), "qlsched probe").await {
-            Ok(_) => Ok(()),
-            Err(StoreError::Unavailable(reason)) => Err(reason),
-            Err(_) => Ok(()),
-        }
+        self.settings.answers("qlsched probe").await
     }
 }
 
-crate::statements::statements! {
-    @also open;
-}
+crate::statements::statements! {}
 
 #[cfg(test)]
 mod tests;

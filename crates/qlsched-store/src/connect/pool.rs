@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures_util::future::BoxFuture;
+use qlsched_pgconn::Missed;
 use tokio::task::JoinHandle;
 use tokio_postgres::{Client, Config};
 
-use super::open::{Drive, HostFailure, refusal};
 use super::{ConnectionSettings, SchemaName};
 use crate::StoreError;
 
@@ -27,7 +27,7 @@ impl ConnectionSettings {
             self.driver_config(application_name),
             PoolConnect {
                 settings: self.clone(),
-                schema: schema.clone(),
+                setup: self.session_setup(schema),
             },
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -35,11 +35,10 @@ impl ConnectionSettings {
         );
         // The pool bounds a connection as a whole; every host gets its connect_timeout, on every
         // pass over the list (`prefer-standby` makes two).
-        let hosts = self.targets().len() * self.session_attrs.passes().len();
-        let hosts = u32::try_from(hosts).unwrap_or(u32::MAX).max(1);
         let create_timeout = self
-            .connect_timeout
-            .map_or(Duration::from_secs(15), |limit| limit * hosts);
+            .libpq()
+            .max_connect_time()
+            .unwrap_or(Duration::from_secs(15));
         Pool::builder(manager)
             .max_size(size)
             .wait_timeout(Some(Duration::from_secs(15)))
@@ -55,7 +54,8 @@ impl ConnectionSettings {
 /// the primary again after a promotion. The pool's own create timeout bounds the whole.
 struct PoolConnect {
     settings: ConnectionSettings,
-    schema: SchemaName,
+    /// The schema's session settings, or nothing behind a transaction-mode pooler.
+    setup: String,
 }
 
 impl deadpool_postgres::Connect for PoolConnect {
@@ -65,24 +65,11 @@ impl deadpool_postgres::Connect for PoolConnect {
     ) -> BoxFuture<'_, Result<(Client, JoinHandle<()>), tokio_postgres::Error>> {
         let base = pg_config.clone();
         Box::pin(async move {
-            let settings = &self.settings;
-            let mut error = None;
-            let mut mismatch = None;
-            for &wanted in settings.session_attrs.passes() {
-                for target in settings.targets() {
-                    match settings
-                        .open_session(&base, &target, wanted, &self.schema, Drive::Pooled)
-                        .await
-                    {
-                        Ok(opened) => return Ok(opened),
-                        Err(HostFailure::Driver(failed)) => error = Some(failed.error),
-                        Err(HostFailure::TimedOut(_)) => {}
-                        Err(HostFailure::Mismatch { client, reason }) => {
-                            mismatch = Some((client, reason));
-                        }
-                    }
-                }
-            }
+            let Missed { mismatch, error } =
+                match self.settings.libpq().open_pooled(&base, &self.setup).await {
+                    Ok(opened) => return Ok(opened),
+                    Err(missed) => missed,
+                };
             // A server that answered and is not what is wanted says more than one that did not.
             if let Some((client, reason)) = mismatch
                 && let Some(refused) = refusal(&client, &reason).await
@@ -97,4 +84,19 @@ impl deadpool_postgres::Connect for PoolConnect {
             }
         })
     }
+}
+
+/// The error the pool reports when every host was passed over for its session: the pool's
+/// connector can return only a driver error, so the server the last mismatch was found on raises
+/// it (SQLSTATE 08004, the server rejected the connection: a connection failure, exit 69).
+/// `None` should the server not raise it.
+async fn refusal(client: &Client, reason: &str) -> Option<tokio_postgres::Error> {
+    let message = reason.replace('\'', "''");
+    client
+        .batch_execute(&format!(
+            "DO $refusal$ BEGIN RAISE EXCEPTION USING MESSAGE = '{message}', ERRCODE = '08004'; \
+             END $refusal$"
+        ))
+        .await
+        .err()
 }

@@ -1,5 +1,5 @@
 //! The text of the settings: libpq's keywords taken out of a URL or a key=value string before
-//! the driver parses the rest, the `PG*` variables, and the values qlsched reads itself.
+//! the driver parses the rest, the `PG*` variables, and the values read here rather than by the driver.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio_postgres::Config;
 
-use super::OWN_KEYWORDS;
-use crate::StoreError;
+use crate::Error;
+use crate::settings::OWN_KEYWORDS;
 
 /// libpq's `target_session_attrs`: what the session found on a host must be for the connection
 /// to stay there; otherwise the next host of the list is tried. `prefer-standby` goes through the
@@ -50,13 +50,13 @@ impl SessionAttrs {
     }
 
     /// The value of `target_session_attrs` or `PGTARGETSESSIONATTRS`; anything else is a
-    /// configuration error naming it (exit 78), as libpq refuses it.
-    pub fn parse(text: &str) -> Result<SessionAttrs, StoreError> {
+    /// configuration error naming it, as libpq refuses it.
+    pub fn parse(text: &str) -> Result<SessionAttrs, Error> {
         Self::ALL
             .into_iter()
             .find(|attrs| attrs.as_str() == text)
             .ok_or_else(|| {
-                StoreError::Config(format!(
+                Error::Config(format!(
                     "target_session_attrs={text:?} is not one of {}",
                     Self::ALL.map(SessionAttrs::as_str).join(", ")
                 ))
@@ -64,7 +64,7 @@ impl SessionAttrs {
     }
 
     /// The passes through the host list, each with what a session must be in it.
-    pub(super) fn passes(self) -> &'static [SessionAttrs] {
+    pub(crate) fn passes(self) -> &'static [SessionAttrs] {
         match self {
             SessionAttrs::PreferStandby => &[SessionAttrs::Standby, SessionAttrs::Any],
             SessionAttrs::Any => &[SessionAttrs::Any],
@@ -84,9 +84,9 @@ impl std::fmt::Display for SessionAttrs {
 
 /// libpq's `connect_timeout`: whole seconds; zero or less waits forever; 1 means 2, libpq's
 /// minimum.
-pub(super) fn parse_connect_timeout(text: &str) -> Result<Option<Duration>, StoreError> {
+pub(crate) fn parse_connect_timeout(text: &str) -> Result<Option<Duration>, Error> {
     let seconds = text.trim().parse::<i64>().map_err(|_| {
-        StoreError::Config(format!(
+        Error::Config(format!(
             "connect_timeout={text:?} is not a whole number of seconds"
         ))
     })?;
@@ -100,7 +100,7 @@ pub(super) fn parse_connect_timeout(text: &str) -> Result<Option<Duration>, Stor
 /// Takes libpq's keywords that tokio-postgres must not see ([`OWN_KEYWORDS`]) out of a URL's
 /// query or a key=value string. `None` when the text does not tokenize (the driver's parser then
 /// names the fault).
-pub(super) fn split_own_keywords(text: &str) -> Option<(String, BTreeMap<String, String>)> {
+pub(crate) fn split_own_keywords(text: &str) -> Option<(String, BTreeMap<String, String>)> {
     let mut own = BTreeMap::new();
     if ["postgresql://", "postgres://"]
         .iter()
@@ -199,10 +199,10 @@ fn percent_decode(text: &str) -> Option<String> {
 
 /// Applies `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`, `PGPASSWORD` and `PGAPPNAME`
 /// to whatever the connection string left unset, then libpq's compiled-in defaults.
-pub(super) fn fill_from_libpq_environment(
+pub(crate) fn fill_from_libpq_environment(
     config: &mut Config,
     env: &impl Fn(&str) -> Option<String>,
-) -> Result<(), StoreError> {
+) -> Result<(), Error> {
     if config.get_hosts().is_empty() {
         match env("PGHOST") {
             Some(hosts) => {
@@ -220,7 +220,7 @@ pub(super) fn fill_from_libpq_environment(
     {
         let port = port
             .parse::<u16>()
-            .map_err(|_| StoreError::Config(format!("PGPORT={port:?} is not a port number")))?;
+            .map_err(|_| Error::Config(format!("PGPORT={port:?} is not a port number")))?;
         config.port(port);
     }
     if config.get_user().is_none() {
@@ -254,7 +254,7 @@ pub(super) fn fill_from_libpq_environment(
 /// `text` with `:port` after each host, when it is a URL that names hosts and none with a port;
 /// `None` when it is not such a URL (a key=value string is left to the parser and
 /// [`fill_from_libpq_environment`]).
-pub(super) fn url_with_port(text: &str, port: &str) -> Result<Option<String>, StoreError> {
+pub(crate) fn url_with_port(text: &str, port: &str) -> Result<Option<String>, Error> {
     let Some(rest) = ["postgresql://", "postgres://"]
         .iter()
         .find_map(|scheme| text.strip_prefix(scheme))
@@ -274,7 +274,7 @@ pub(super) fn url_with_port(text: &str, port: &str) -> Result<Option<String>, St
     }
     let port = port
         .parse::<u16>()
-        .map_err(|_| StoreError::Config(format!("PGPORT={port:?} is not a port number")))?;
+        .map_err(|_| Error::Config(format!("PGPORT={port:?} is not a port number")))?;
     let with_ports = hosts
         .split(',')
         .map(|host| format!("{host}:{port}"))
@@ -290,7 +290,7 @@ pub(super) fn url_with_port(text: &str, port: &str) -> Result<Option<String>, St
 }
 
 /// libpq's default socket directory: Debian builds use /var/run/postgresql, upstream /tmp.
-pub(super) fn default_socket_dir() -> &'static str {
+pub(crate) fn default_socket_dir() -> &'static str {
     if Path::new("/var/run/postgresql").is_dir() {
         "/var/run/postgresql"
     } else {

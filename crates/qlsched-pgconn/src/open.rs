@@ -1,23 +1,25 @@
 //! Opening one connection: host by host as libpq does, each within `connect_timeout`, with
 //! `sslmode`'s fall-backs, the password file, and `target_session_attrs` checked on each.
 
+use std::hash::{BuildHasher, Hasher};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_postgres::config::{Host, LoadBalanceHosts, SslMode as DriverSslMode};
+use tokio_postgres::error::SqlState;
 use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{Client, Config, SimpleQueryMessage, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::parse::default_socket_dir;
-use super::{ConnectionSettings, SchemaName, SessionAttrs};
-use crate::StoreError;
+use crate::parse::{SessionAttrs, default_socket_dir};
 use crate::passfile;
+use crate::settings::Settings;
 use crate::tls::SslMode;
+use crate::{Error, describe, error_chain};
 
-/// A connection as the driver returns it: every connection qlsched opens has this type, TLS or
+/// A connection as the driver returns it: every connection opened here has this type, TLS or
 /// not, so that pools and single connections share one connector.
 type Connection =
     tokio_postgres::Connection<Socket, <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream>;
@@ -25,7 +27,7 @@ type Opened = (Client, Connection);
 
 /// One entry of the host list, as libpq tries them in turn.
 #[derive(Debug, Clone)]
-pub(super) struct Target {
+pub(crate) struct Target {
     host: Option<Host>,
     hostaddr: Option<IpAddr>,
     port: u16,
@@ -47,14 +49,29 @@ impl Target {
     }
 }
 
-impl ConnectionSettings {
-    /// Opens one connection outside any pool (migrations, the demo's admin work): the first
-    /// host, in list order, whose session is what `target_session_attrs` asks for.
-    pub async fn connect(
-        &self,
-        schema: &SchemaName,
-        application_name: &str,
-    ) -> Result<Client, StoreError> {
+/// What a pool's connector learns when no host gave a session it wants
+/// ([`Settings::open_pooled`]): a pool can report only a driver error, so the caller chooses
+/// which to raise.
+pub struct Missed {
+    /// The last host whose session was opened and is not what `target_session_attrs` asks for:
+    /// its client, still open, and why (e.g. "server is read-only (a standby?), and
+    /// target_session_attrs=read-write wants writes"). A server that answered and is not what is
+    /// wanted says more than one that did not; the client lets the caller have that server raise
+    /// the reason as an error of its own.
+    pub mismatch: Option<(Client, String)>,
+    /// The last driver error of a host that could not be opened. With neither, every host ran
+    /// out of `connect_timeout`.
+    pub error: Option<tokio_postgres::Error>,
+}
+
+impl Settings {
+    /// Opens one connection, driven by a task of its own: the first host, in list order (shuffled
+    /// for `load_balance_hosts=random`), whose session is what `target_session_attrs` asks for,
+    /// with `setup` sent on it before it is accepted ([`crate`] says why a text). Every host is
+    /// tried before giving up; the error is the first that is not [`Error::Unavailable`] (a
+    /// refused password or certificate says more than a host that did not answer), else every
+    /// host's reason.
+    pub async fn connect(&self, application_name: &str, setup: &str) -> Result<Client, Error> {
         let base = self.driver_config(application_name);
         let mut failures = Vec::new();
         for &wanted in self.session_attrs.passes() {
@@ -62,7 +79,7 @@ impl ConnectionSettings {
             failures.clear();
             for target in self.targets() {
                 match self
-                    .open_session(&base, &target, wanted, schema, Drive::Alone)
+                    .open_session(&base, &target, wanted, setup, Drive::Alone)
                     .await
                 {
                     Ok((client, _task)) => return Ok(client),
@@ -73,16 +90,67 @@ impl ConnectionSettings {
         Err(combine(failures))
     }
 
-    /// One host, within `connect_timeout` (TCP, TLS, authentication and the session check
-    /// together), its connection driven by a task of its own, and its session checked against
-    /// `wanted`, then given `schema`'s session settings unless a transaction-mode pooler is in
-    /// between ([`SchemaName::session_settings`]).
-    pub(super) async fn open_session(
+    /// [`Self::connect`] for a pool's connector (deadpool-postgres' `Connect`, given
+    /// [`Self::driver_config`] as `base`): the connection and the task that drives it, a closed
+    /// connection logged as a warning; when no host is kept, what [`Missed`] says, since a pool
+    /// can report only a driver error.
+    pub async fn open_pooled(
+        &self,
+        base: &Config,
+        setup: &str,
+    ) -> Result<(Client, JoinHandle<()>), Missed> {
+        let mut missed = Missed {
+            mismatch: None,
+            error: None,
+        };
+        for &wanted in self.session_attrs.passes() {
+            for target in self.targets() {
+                match self
+                    .open_session(base, &target, wanted, setup, Drive::Pooled)
+                    .await
+                {
+                    Ok(opened) => return Ok(opened),
+                    Err(HostFailure::Driver(failed)) => missed.error = Some(failed.error),
+                    Err(HostFailure::TimedOut(_)) => {}
+                    Err(HostFailure::Mismatch { client, reason }) => {
+                        missed.mismatch = Some((client, reason));
+                    }
+                }
+            }
+        }
+        Err(missed)
+    }
+
+    /// The longest one connection may take: `connect_timeout` for every host, on every pass over
+    /// the list (`prefer-standby` makes two); `None` when it waits forever. What a pool's create
+    /// timeout should allow.
+    pub fn max_connect_time(&self) -> Option<Duration> {
+        let attempts = self.targets().len() * self.session_attrs.passes().len();
+        let attempts = u32::try_from(attempts).unwrap_or(u32::MAX).max(1);
+        self.connect_timeout.map(|limit| limit * attempts)
+    }
+
+    /// Whether a server answers at all: `Err` with the reason only when nothing did (no socket,
+    /// connection refused, timed out). A server that answers with an error (no such role or
+    /// database, starting up, a password wanted, a certificate refused) does answer: those are
+    /// its operator's to fix. The probe's session is closed at once.
+    pub async fn answers(&self, application_name: &str) -> Result<(), String> {
+        match self.connect(application_name, "").await {
+            Ok(_) => Ok(()),
+            Err(Error::Unavailable(reasons)) => Err(reasons.join("; ")),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// One host, within `connect_timeout` (TCP, TLS, authentication, the session check and
+    /// `setup` together), its connection driven by a task of its own, its session checked
+    /// against `wanted`, then given `setup`.
+    async fn open_session(
         &self,
         base: &Config,
         target: &Target,
         wanted: SessionAttrs,
-        schema: &SchemaName,
+        setup: &str,
         drive: Drive,
     ) -> Result<(Client, JoinHandle<()>), HostFailure> {
         let driver = |error| {
@@ -100,11 +168,8 @@ impl ConnectionSettings {
             let task = drive.spawn(connection);
             match session_mismatch(&client, wanted).await {
                 Ok(None) => {
-                    if self.pooler.keeps_sessions() {
-                        client
-                            .batch_execute(&schema.session_settings())
-                            .await
-                            .map_err(driver)?;
+                    if !setup.is_empty() {
+                        client.batch_execute(setup).await.map_err(driver)?;
                     }
                     Ok((client, task))
                 }
@@ -120,24 +185,24 @@ impl ConnectionSettings {
         }
     }
 
-    /// A host's failure as the error a command reports.
-    fn host_failure(&self, failure: HostFailure, target: &Target) -> StoreError {
+    /// A host's failure as the error reported.
+    fn host_failure(&self, failure: HostFailure, target: &Target) -> Error {
         match failure {
             HostFailure::Driver(failed) => self.failure(failed, target),
-            HostFailure::TimedOut(limit) => StoreError::Unavailable(format!(
+            HostFailure::TimedOut(limit) => Error::Unavailable(vec![format!(
                 "{}: no answer within {} s (connect_timeout, which bounds the TCP connection, \
                  the TLS handshake and authentication together)",
                 self.describe_target(target),
                 limit.as_secs()
-            )),
+            )]),
             HostFailure::Mismatch { reason, .. } => {
-                StoreError::Unavailable(format!("{}: {reason}", self.describe_target(target)))
+                Error::Unavailable(vec![format!("{}: {reason}", self.describe_target(target))])
             }
         }
     }
 
     /// The host list in the order to try it (shuffled for `load_balance_hosts=random`).
-    pub(super) fn targets(&self) -> Vec<Target> {
+    pub(crate) fn targets(&self) -> Vec<Target> {
         let hosts = self.config.get_hosts();
         let hostaddrs = self.config.get_hostaddrs();
         let ports = self.config.get_ports();
@@ -150,10 +215,12 @@ impl ConnectionSettings {
             })
             .collect::<Vec<_>>();
         if self.config.get_load_balance_hosts() == LoadBalanceHosts::Random {
-            // Fisher-Yates with a v4 UUID's random bytes: no other randomness is needed here.
-            let bytes = uuid::Uuid::new_v4().into_bytes();
+            // Fisher-Yates with the standard library's randomly seeded hasher: no dependency for
+            // the little randomness needed here.
+            let mut random = std::collections::hash_map::RandomState::new().build_hasher();
             for i in (1..targets.len()).rev() {
-                let j = usize::from(bytes[i % bytes.len()]) % (i + 1);
+                random.write_usize(i);
+                let j = usize::try_from(random.finish() % (i as u64 + 1)).unwrap_or(0);
                 targets.swap(i, j);
             }
         }
@@ -233,11 +300,7 @@ impl ConnectionSettings {
     /// One host, with `sslmode`'s fall-backs as libpq makes them: `allow` goes on with TLS when
     /// the server refuses the plain connection, `prefer` goes on without TLS when the handshake
     /// fails. A Unix socket never speaks TLS (libpq ignores `sslmode` there).
-    pub(super) async fn open_target(
-        &self,
-        base: &Config,
-        target: &Target,
-    ) -> Result<Opened, Failed> {
+    async fn open_target(&self, base: &Config, target: &Target) -> Result<Opened, Failed> {
         let (mut config, from_file) = self.config_for(base, target);
         let tls = self.tls.connector.clone();
         let mode = if target.is_socket() {
@@ -279,7 +342,7 @@ impl ConnectionSettings {
     }
 
     /// A driver error while connecting to `target`, classified and described.
-    fn failure(&self, failed: Failed, target: &Target) -> StoreError {
+    fn failure(&self, failed: Failed, target: &Target) -> Error {
         let Failed {
             error,
             passfile,
@@ -293,20 +356,20 @@ impl ConnectionSettings {
             None => self.describe_target(target),
         };
         if let Some(what) = self.tls.certificate_failure(&error, &target.name()) {
-            return StoreError::Untrusted(format!("{place}: {what}"));
+            return Error::Untrusted(format!("{place}: {what}"));
         }
-        let chain = crate::error::error_chain(&error);
+        let chain = error_chain(&error);
         if chain.contains("server does not support TLS") {
-            return StoreError::Unavailable(format!(
+            return Error::Unavailable(vec![format!(
                 "{place}: the server does not accept TLS connections, and sslmode={} requires TLS",
                 self.ssl_mode
-            ));
+            )]);
         }
-        match StoreError::from_db(error) {
-            StoreError::Unavailable(message) => {
-                StoreError::Unavailable(format!("{place}: {message}"))
+        match classify(error) {
+            Error::Unavailable(reasons) => {
+                Error::Unavailable(vec![format!("{place}: {}", reasons.join("; "))])
             }
-            StoreError::PermissionDenied(message) => StoreError::PermissionDenied(match passfile {
+            Error::PermissionDenied(message) => Error::PermissionDenied(match passfile {
                 Some(path) => format!(
                     "{place}: {message} (the password came from the password file {})",
                     path.display()
@@ -328,11 +391,54 @@ impl ConnectionSettings {
     }
 }
 
+/// A driver error met while connecting, by what it means for the connection: a refused login or
+/// privilege ([`Error::PermissionDenied`]), a server that is not there or not taking connections
+/// now ([`Error::Unavailable`]), anything else as the driver's own ([`Error::Database`], for the
+/// caller to classify further).
+fn classify(error: tokio_postgres::Error) -> Error {
+    let Some(db) = error.as_db_error() else {
+        let chain = error_chain(&error);
+        // tokio-postgres has no public error kind: a server that asks for a password when none
+        // was given shows only in the message. Another attempt would never help.
+        if chain.contains("password missing") {
+            return Error::PermissionDenied(
+                "the server asks for a password and none was given (put it in the URL or \
+                 PGPASSWORD)"
+                    .to_owned(),
+            );
+        }
+        return Error::Unavailable(vec![chain]);
+    };
+    let code = db.code();
+    // A pooler's refusal of a startup parameter (PgBouncer, SQLSTATE 08P01) is in the
+    // connection-failure class, and yet no retry or other host fixes it, the settings do: left
+    // to the caller, who knows what its settings send.
+    if db.message().starts_with("unsupported startup parameter: ") {
+        return Error::Database(error);
+    }
+    if *code == SqlState::INSUFFICIENT_PRIVILEGE
+        || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+        || *code == SqlState::INVALID_PASSWORD
+    {
+        Error::PermissionDenied(describe(&error))
+    } else if code.code().starts_with("08")
+        || *code == SqlState::ADMIN_SHUTDOWN
+        || *code == SqlState::CRASH_SHUTDOWN
+        || *code == SqlState::CANNOT_CONNECT_NOW
+        || *code == SqlState::INVALID_CATALOG_NAME
+        || *code == SqlState::TOO_MANY_CONNECTIONS
+    {
+        Error::Unavailable(vec![describe(&error)])
+    } else {
+        Error::Database(error)
+    }
+}
+
 /// Who drives a connection's I/O once it is open: its task ends when the connection does, and
 /// says so at the level that matters to the holder.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Drive {
-    /// A connection of its own ([`ConnectionSettings::connect`]): its end is routine.
+enum Drive {
+    /// A connection of its own ([`Settings::connect`]): its end is routine.
     Alone,
     /// A pooled connection: its end, when not asked for, is worth a warning.
     Pooled,
@@ -352,14 +458,13 @@ impl Drive {
 }
 
 /// Why a host was passed over.
-pub(super) enum HostFailure {
+enum HostFailure {
     /// The driver could not open a connection there.
     Driver(Failed),
     /// Nothing within `connect_timeout`.
     TimedOut(Duration),
     /// A session was opened, and it is not what `target_session_attrs` asks for: `reason` says
-    /// what it is instead. The client is kept for the pool, which can report only a driver error
-    /// (see [`refusal`]).
+    /// what it is instead. The client is kept for a pool ([`Missed::mismatch`]).
     Mismatch { client: Client, reason: String },
 }
 
@@ -405,24 +510,9 @@ async fn session_mismatch(
     Ok(Some(reason.to_owned()))
 }
 
-/// The error the pool reports when every host was passed over for its session: the pool's
-/// connector can return only a driver error, so the server the last mismatch was found on raises
-/// it (SQLSTATE 08004, the server rejected the connection: a connection failure, exit 69).
-/// `None` should the server not raise it.
-pub(super) async fn refusal(client: &Client, reason: &str) -> Option<tokio_postgres::Error> {
-    let message = reason.replace('\'', "''");
-    client
-        .batch_execute(&format!(
-            "DO $refusal$ BEGIN RAISE EXCEPTION USING MESSAGE = '{message}', ERRCODE = '08004'; \
-             END $refusal$"
-        ))
-        .await
-        .err()
-}
-
 /// A host's attempt that failed, with what the message needs besides the driver's error.
-pub(super) struct Failed {
-    pub(super) error: tokio_postgres::Error,
+struct Failed {
+    error: tokio_postgres::Error,
     /// The password file the password came from, if it did.
     passfile: Option<PathBuf>,
     /// Under `prefer`, why the TLS attempt before the plain one failed, if a certificate was
@@ -432,25 +522,21 @@ pub(super) struct Failed {
 
 /// The failures of every host, as one error: the first that is not "unavailable" (a refused
 /// password or certificate says more than a host that did not answer), else all of them.
-fn combine(mut failures: Vec<StoreError>) -> StoreError {
+fn combine(mut failures: Vec<Error>) -> Error {
     if let Some(at) = failures
         .iter()
-        .position(|failure| !matches!(failure, StoreError::Unavailable(_)))
+        .position(|failure| !matches!(failure, Error::Unavailable(_)))
     {
         return failures.swap_remove(at);
     }
-    if failures.len() == 1 {
-        return failures.swap_remove(0);
-    }
-    StoreError::Unavailable(
+    Error::Unavailable(
         failures
-            .iter()
-            .map(|failure| match failure {
-                StoreError::Unavailable(message) => message.clone(),
-                other => other.to_string(),
+            .into_iter()
+            .flat_map(|failure| match failure {
+                Error::Unavailable(reasons) => reasons,
+                other => vec![other.to_string()],
             })
-            .collect::<Vec<_>>()
-            .join("; "),
+            .collect(),
     )
 }
 
@@ -469,9 +555,4 @@ fn passfile_host(target: &Target) -> String {
         Some(Host::Unix(path)) if path == Path::new(default_socket_dir()) => "localhost".to_owned(),
         _ => target.name(),
     }
-}
-
-crate::statements::statements! {
-    READ_ONLY_PROBE: Owner,
-    STANDBY_PROBE: Owner,
 }

@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 
 use tokio_postgres::Config;
 
-use crate::StoreError;
+use crate::Error;
+use crate::settings::OWN_KEYWORDS;
 
 /// Where the system's service file lies when `PGSYSCONFDIR` is not set (Debian's libpq).
 const DEFAULT_SYSCONFDIR: &str = "/etc/postgresql-common";
 
 /// The keywords a service may set: those tokio-postgres reads and those read here
-/// (`super::OWN_KEYWORDS`, minus `service`, which libpq refuses to nest).
+/// (`OWN_KEYWORDS`, minus `service`, which libpq refuses to nest).
 const DRIVER_KEYWORDS: [&str; 8] = [
     "host",
     "hostaddr",
@@ -29,10 +30,10 @@ const DRIVER_KEYWORDS: [&str; 8] = [
 ];
 
 /// The settings of service `name`, in file order, and the file they came from.
-pub(super) fn lookup(
+pub(crate) fn lookup(
     name: &str,
     env: &impl Fn(&str) -> Option<String>,
-) -> Result<(Vec<(String, String)>, PathBuf), StoreError> {
+) -> Result<(Vec<(String, String)>, PathBuf), Error> {
     let user_file = env("PGSERVICEFILE")
         .map(PathBuf::from)
         .or_else(|| env("HOME").map(|home| Path::new(&home).join(".pg_service.conf")));
@@ -43,7 +44,7 @@ pub(super) fn lookup(
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
             Err(error) => {
-                return Err(StoreError::Config(format!(
+                return Err(Error::Config(format!(
                     "service file {}: {error}",
                     file.display()
                 )));
@@ -53,7 +54,7 @@ pub(super) fn lookup(
             return Ok((settings, file));
         }
     }
-    Err(StoreError::Config(format!(
+    Err(Error::Config(format!(
         "definition of service \"{name}\" not found (looked in PGSERVICEFILE or \
          ~/.pg_service.conf, then PGSYSCONFDIR/pg_service.conf)"
     )))
@@ -61,11 +62,7 @@ pub(super) fn lookup(
 
 /// Section `[name]` of a service file, `None` when it has none. Lines are `key=value`, `#`
 /// comments and blank lines are skipped, as libpq does.
-fn section(
-    text: &str,
-    name: &str,
-    file: &Path,
-) -> Result<Option<Vec<(String, String)>>, StoreError> {
+fn section(text: &str, name: &str, file: &Path) -> Result<Option<Vec<(String, String)>>, Error> {
     let mut current: Option<&str> = None;
     let mut found: Option<Vec<(String, String)>> = None;
     for (number, line) in text.lines().enumerate() {
@@ -87,7 +84,7 @@ fn section(
             continue;
         }
         let Some((key, value)) = line.split_once('=') else {
-            return Err(StoreError::Config(format!(
+            return Err(Error::Config(format!(
                 "service file {} line {}: syntax error (not key=value)",
                 file.display(),
                 number + 1
@@ -95,7 +92,7 @@ fn section(
         };
         let key = key.trim();
         if key == "service" {
-            return Err(StoreError::Config(format!(
+            return Err(Error::Config(format!(
                 "service file {} line {}: nested service specifications are not supported",
                 file.display(),
                 number + 1
@@ -109,13 +106,13 @@ fn section(
 }
 
 /// Fills what `config` (the driver's keywords) and `own` (the keywords read here) leave unset
-/// with the service's `settings`. A keyword qlsched does not read is refused, naming the file.
-pub(super) fn apply(
+/// with the service's `settings`. A keyword not read here is refused, naming the file.
+pub(crate) fn apply(
     config: &mut Config,
     own: &mut std::collections::BTreeMap<String, String>,
     settings: &[(String, String)],
     file: &Path,
-) -> Result<(), StoreError> {
+) -> Result<(), Error> {
     let hosts_given = !config.get_hosts().is_empty();
     let hostaddrs_given = !config.get_hostaddrs().is_empty();
     let ports_given = !config.get_ports().is_empty();
@@ -130,7 +127,7 @@ pub(super) fn apply(
             "hostaddr" if !hostaddrs_given => {
                 for addr in value.split(',') {
                     config.hostaddr(addr.parse().map_err(|_| {
-                        StoreError::Config(format!(
+                        Error::Config(format!(
                             "service file {}: hostaddr={addr:?} is not an IP address",
                             file.display()
                         ))
@@ -140,7 +137,7 @@ pub(super) fn apply(
             "port" if !ports_given => {
                 for port in value.split(',') {
                     config.port(port.parse().map_err(|_| {
-                        StoreError::Config(format!(
+                        Error::Config(format!(
                             "service file {}: port={port:?} is not a port number",
                             file.display()
                         ))
@@ -163,13 +160,13 @@ pub(super) fn apply(
                 config.application_name(value);
             }
             _ if DRIVER_KEYWORDS.contains(&key) => {}
-            _ if super::OWN_KEYWORDS.contains(&key) => {
+            _ if OWN_KEYWORDS.contains(&key) => {
                 own.entry(key.to_owned()).or_insert_with(|| value.clone());
             }
             _ => {
-                return Err(StoreError::Config(format!(
-                    "service file {}: keyword {key:?} is not one qlsched reads (host, hostaddr, \
-                     port, user, dbname, password, options, application_name, sslmode, \
+                return Err(Error::Config(format!(
+                    "service file {}: keyword {key:?} is not one read from a service file (host, \
+                     hostaddr, port, user, dbname, password, options, application_name, sslmode, \
                      sslrootcert, sslcert, sslkey, passfile, connect_timeout, \
                      target_session_attrs)",
                     file.display()
