@@ -128,6 +128,7 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
     let mut unaccounted = Vec::new();
     let mut used_exceptions = BTreeSet::new();
     let mut assembled = Vec::new();
+    let mut positional = Vec::new();
     let mut constants = 0;
     for file in rust_files(&root.join(STORE_SOURCES)) {
         let module = module_of(&root, &file);
@@ -140,11 +141,14 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
                 missing.push(format!("{module}::{name}"));
             }
         }
-        assembled.extend(
-            scan.assembled
+        let located = |lines: &[String]| {
+            lines
                 .iter()
-                .map(|line| format!("{module}: {line}")),
-        );
+                .map(|line| format!("{module}: {line}"))
+                .collect::<Vec<_>>()
+        };
+        assembled.extend(located(&scan.assembled));
+        positional.extend(located(&scan.positional));
         for text in scan.inline {
             match BUILT_IN_PLACE
                 .iter()
@@ -173,6 +177,11 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
         assembled.is_empty(),
         "statements are written whole, as one literal each, never assembled by concat!: {}",
         assembled.join(", ")
+    );
+    assert!(
+        positional.is_empty(),
+        "rows of more than one column are read by name (store::row::Named::col): {}",
+        positional.join(", ")
     );
     assert!(
         unaccounted.is_empty(),
@@ -212,6 +221,29 @@ async fn columns_by_module(
             .push((statement.name.to_owned(), names));
     }
     found
+}
+
+/// The column positions a line reads: `.get(1)`, `.try_get(2)`, `.get::<_, T>(3)`.
+fn positions_read(line: &str) -> Vec<usize> {
+    [".get", ".try_get"]
+        .iter()
+        .flat_map(|call| {
+            line.match_indices(call)
+                .map(|(at, _)| &line[at + call.len()..])
+        })
+        .filter_map(|rest| {
+            let rest = match rest.strip_prefix("::<") {
+                Some(typed) => &typed[typed.find(">(")? + 1..],
+                None => rest,
+            };
+            let digits: String = rest
+                .strip_prefix('(')?
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        })
+        .collect()
 }
 
 /// The column names a line reads with `Named::col`: `.col("name")` and `.col::<T>("name")`.
@@ -327,6 +359,8 @@ fn the_scan_finds_constants_statements_built_in_place_and_assembled_ones() {
              WHERE x = $1";
         fn f(c: char) { let _ = ('"', c); query(&format!("DROP TABLE {x}"), "SELECT"); }
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations");
+        let one: i64 = row.get(0);
+        let (a, b): (i64, i64) = (row.get(0), row.get::<_, i64>(1));
     "##;
     let scan = scan(source);
     assert_eq!(scan.constants, ["A", "E", "D", "LONG"]);
@@ -334,6 +368,10 @@ fn the_scan_finds_constants_statements_built_in_place_and_assembled_ones() {
     assert_eq!(
         scan.assembled,
         [r#"pub(crate) const B: &str = concat!("WITH x AS (", columns!(), ")");"#]
+    );
+    assert_eq!(
+        scan.positional,
+        ["let (a, b): (i64, i64) = (row.get(0), row.get::<_, i64>(1));"]
     );
 }
 
@@ -400,6 +438,9 @@ struct Scan {
     inline: Vec<String>,
     /// Lines that build a string with `concat!` (a path from `env!` aside).
     assembled: Vec<String>,
+    /// Lines that read a column after the first by position (`get(1)`, `try_get::<_, T>(2)`):
+    /// a row of more than one column is read by name.
+    positional: Vec<String>,
 }
 
 /// `const NAME: &str =` (with any visibility) at the start of `code`: the name, and what follows
@@ -461,6 +502,9 @@ fn scan(source: &str) -> Scan {
         }
         if code.contains("concat!(") && !code.contains("env!(") {
             found.assembled.push(code.to_owned());
+        }
+        if positions_read(code).iter().any(|&at| at > 0) {
+            found.positional.push(code.to_owned());
         }
         if let Some((name, rest)) = constant(code) {
             let (at, value) = if rest.is_empty() {
