@@ -112,8 +112,16 @@ async fn the_operator_commands_print_their_documented_shapes() {
         let args: Vec<&str> = name.split(' ').collect();
         conforms(&db, name, &args);
     }
-    let manifest = tempfile_with(&every_second(&["x", "y", "z"]));
-    let published = conforms(&db, "publish", &["publish", "-f", &manifest, "--dry-run"]);
+    // The manifest on standard input: the test leaves no file behind.
+    let manifest = every_second(&["x", "y", "z"]).to_string();
+    let output = qlsched(
+        Some(&db),
+        &["publish", "-f", "-", "--dry-run", "-o", "json"],
+        Some(&manifest),
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let published = serde_json::from_str(&stdout(&output)).expect("one JSON document");
+    assert_conforms("publish", &published);
     assert_eq!(published["dry_run"], true, "{published}");
     conforms(
         &db,
@@ -178,13 +186,6 @@ async fn the_operator_commands_print_their_documented_shapes() {
     );
     conforms(&db, "pause", &["pause", "p/x", "--dry-run", "--yes"]);
     conforms(&db, "resume", &["resume", "p/y", "--dry-run", "--yes"]);
-}
-
-/// `manifest` written to a file the test leaves behind in the temporary directory.
-fn tempfile_with(manifest: &serde_json::Value) -> String {
-    let path = std::env::temp_dir().join(format!("qlsched-contract-{}.json", uuid::Uuid::new_v4()));
-    std::fs::write(&path, manifest.to_string()).expect("write the manifest");
-    path.to_string_lossy().into_owned()
 }
 
 /// Every shape the man pages show is one a test checks a real command's output against: its

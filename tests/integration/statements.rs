@@ -353,6 +353,7 @@ fn the_scan_finds_constants_statements_built_in_place_and_assembled_ones() {
         pub(crate) const B: &str = concat!("WITH x AS (", columns!(), ")");
         const C: &str = "qlsched.migrate";
         const E: &str = "COMMIT";
+        pub(super) const F: &str = "DELETE FROM t";
         const D: &str = r#"UPDATE t SET "x" = 1"#;
         const LONG: &str =
             "DELETE FROM t
@@ -363,7 +364,7 @@ fn the_scan_finds_constants_statements_built_in_place_and_assembled_ones() {
         let (a, b): (i64, i64) = (row.get(0), row.get::<_, i64>(1));
     "##;
     let scan = scan(source);
-    assert_eq!(scan.constants, ["A", "E", "D", "LONG"]);
+    assert_eq!(scan.constants, ["A", "E", "F", "D", "LONG"]);
     assert_eq!(scan.inline, ["DROP TABLE {x}"]);
     assert_eq!(
         scan.assembled,
@@ -446,10 +447,12 @@ struct Scan {
 /// `const NAME: &str =` (with any visibility) at the start of `code`: the name, and what follows
 /// the `=` on the line.
 fn constant(code: &str) -> Option<(&str, &str)> {
-    let code = code
-        .strip_prefix("pub(crate) ")
-        .or_else(|| code.strip_prefix("pub "))
-        .unwrap_or(code);
+    // `pub `, `pub(crate) `, `pub(super) `: any visibility.
+    let code = match code.strip_prefix("pub") {
+        Some(rest) if rest.starts_with('(') => rest.split_once(") ").map_or(code, |(_, r)| r),
+        Some(rest) => rest.strip_prefix(' ').unwrap_or(code),
+        None => code,
+    };
     let (name, rest) = code.strip_prefix("const ")?.split_once(": &str =")?;
     Some((name.trim(), rest.trim()))
 }

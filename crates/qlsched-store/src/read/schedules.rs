@@ -350,3 +350,50 @@ fn schedule_row(row: &Row) -> Result<ScheduleRow, StoreError> {
         paused: pause_of(row)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{SCHEDULES, URGENT_SCHEDULES};
+    use crate::read::trigger::TRIGGER;
+
+    /// A schedule row's state, with [`super::ScheduleState`]'s precedence, as each statement that
+    /// shows a state writes it.
+    const STATE: &str = "CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
+        WHEN NOT s.claimable THEN 'disabled'
+        WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
+        WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
+        WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
+        WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
+        ELSE 'not_due' END";
+
+    /// How far a row's cursor is ahead of now; null for a parked row, which is never due.
+    const DUE_IN: &str = "CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms";
+
+    fn squeezed(text: &str) -> String {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// The state and `due_in_ms` are written out in every statement that shows them: a copy
+    /// edited alone, here or in `trigger::TRIGGER`, fails.
+    #[test]
+    fn every_statement_showing_a_state_writes_the_same_case() {
+        for (name, text, states, due_ins) in [
+            // Each half of the union shows the state and filters on it.
+            ("SCHEDULES", SCHEDULES, 4, 2),
+            ("URGENT_SCHEDULES", URGENT_SCHEDULES, 1, 1),
+            ("TRIGGER", TRIGGER, 1, 1),
+        ] {
+            let text = squeezed(text);
+            assert_eq!(
+                text.matches(&squeezed(STATE)).count(),
+                states,
+                "{name}: {text}"
+            );
+            assert_eq!(
+                text.matches(&squeezed(DUE_IN)).count(),
+                due_ins,
+                "{name}: {text}"
+            );
+        }
+    }
+}

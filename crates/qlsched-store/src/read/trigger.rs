@@ -60,7 +60,7 @@ pub struct TriggerDetail {
 // One trigger with its project, schedule row and execution revision, and whether that revision's
 // digest still matches its spec (the admission's own check), at one database instant. The schedule
 // row's `state` and `due_in_ms` are the CASEs of `schedules::SCHEDULES`, which explains them.
-const TRIGGER: &str = "SELECT now_ms() AS now_ms, p.status AS project_status, t.task_id,
+pub(super) const TRIGGER: &str = "SELECT now_ms() AS now_ms, p.status AS project_status, t.task_id,
             t.revision, t.enabled, t.cron_expr, t.time_zone, t.misfire_policy,
             t.misfire_grace_ms, t.content_digest, k.execution_revision_id,
             e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex') AS digest_ok,
