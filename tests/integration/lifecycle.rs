@@ -536,13 +536,33 @@ async fn rounds_back_off_while_the_database_refuses_and_resume_when_it_is_back()
         .await
         .expect("refuse connections");
     drain(&mut received);
+    // The first failure: a round in flight when the backends were terminated may take a while to
+    // learn it on a loaded machine (one CI run saw none within 3 s), so the back-off is measured
+    // from the first failure on, and how long that took is printed for whoever reads a failure.
+    let refused = Instant::now();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), received.recv())
+            .await
+            .expect("a failed round within 10 s of the database refusing");
+        if matches!(event, Some(RoundEvent::Failed { .. })) {
+            break;
+        }
+    }
+    eprintln!(
+        "first failed round {:?} after the refusal",
+        refused.elapsed()
+    );
     sleep_ms(3_000).await;
     let failed = drain(&mut received)
         .iter()
         .filter(|e| matches!(e, RoundEvent::Failed { .. }))
         .count();
-    // Every 100 ms without back-off would be about 30.
-    assert!((2..=10).contains(&failed), "{failed} failed rounds in 3 s");
+    // Every 100 ms without back-off would be about 30; with it (100 ms doubling, with jitter, up to
+    // 5 s) 3 to 5.
+    assert!(
+        (1..=10).contains(&failed),
+        "{failed} more failed rounds in 3 s"
+    );
 
     server
         .batch_execute(&format!(
