@@ -1202,6 +1202,10 @@ async fn writers_racing_running_replicas_never_deadlock_and_keep_the_invariants(
                     assert_eq!(code(&output), 0, "{verb}: {}", stderr(&output));
                 }
                 rounds += 1;
+                // Back to back, a pause followed each resume within milliseconds: the rows were
+                // paused whenever they came due, and in one CI run nothing was admitted in ten
+                // seconds. Resumed for 400 ms of each pair, they come due while replicas claim.
+                std::thread::sleep(std::time::Duration::from_millis(400));
             }
             rounds
         });
