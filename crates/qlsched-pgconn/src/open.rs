@@ -396,18 +396,11 @@ impl Settings {
 /// now ([`Error::Unavailable`]), anything else as the driver's own ([`Error::Database`], for the
 /// caller to classify further).
 fn classify(error: tokio_postgres::Error) -> Error {
+    if let Some(message) = crate::password_missing(&error) {
+        return Error::PermissionDenied(message);
+    }
     let Some(db) = error.as_db_error() else {
-        let chain = error_chain(&error);
-        // tokio-postgres has no public error kind: a server that asks for a password when none
-        // was given shows only in the message. Another attempt would never help.
-        if chain.contains("password missing") {
-            return Error::PermissionDenied(
-                "the server asks for a password and none was given (put it in the URL or \
-                 PGPASSWORD)"
-                    .to_owned(),
-            );
-        }
-        return Error::Unavailable(vec![chain]);
+        return Error::Unavailable(vec![error_chain(&error)]);
     };
     let code = db.code();
     // A pooler's refusal of a startup parameter (PgBouncer, SQLSTATE 08P01) is in the

@@ -85,18 +85,12 @@ impl StoreError {
     /// Classifies a driver error by its SQLSTATE (or by its lack of one: a closed or never-opened
     /// connection has none).
     pub fn from_db(error: tokio_postgres::Error) -> Self {
+        // Retrying (69) would never help: a permission refusal (77).
+        if let Some(message) = qlsched_pgconn::password_missing(&error) {
+            return StoreError::PermissionDenied(message);
+        }
         let Some(db) = error.as_db_error() else {
-            let chain = error_chain(&error);
-            // tokio-postgres has no public error kind: a server that asks for a password when
-            // none was given shows only in the message. Retrying (69) would never help.
-            if chain.contains("password missing") {
-                return StoreError::PermissionDenied(
-                    "the server asks for a password and none was given (put it in the URL or \
-                     PGPASSWORD)"
-                        .to_owned(),
-                );
-            }
-            return StoreError::Unavailable(chain);
+            return StoreError::Unavailable(error_chain(&error));
         };
         let code = db.code();
         // What is printed keeps the server's SQLSTATE, detail and hint; `raw` is for matching.
