@@ -496,6 +496,49 @@ async fn the_registry_shows_live_stale_and_stopped_replicas() {
     assert_invariants(&db).await;
 }
 
+/// A stopping replica marks itself `draining` beside its drain and `stopped` beside its give-back,
+/// on two connections, so the `draining` can commit last. It must not bring the stopped replica
+/// back to life in the registry: a mark only moves forward, and only a new registration (a
+/// restart under the same owner) runs it again.
+#[tokio::test]
+async fn a_draining_mark_that_commits_last_leaves_the_replica_stopped() {
+    use qlsched::store::replicas::{Registration, list, mark, register};
+    let db = TestDb::new().await;
+    let client = db.client().await;
+    let registration = Registration {
+        owner: "late-mark",
+        host: "node-1",
+        pid: 1,
+        version: "test",
+        lease_ms: 5_000,
+        cadence_ms: 200,
+    };
+    let state = |rows: Vec<qlsched::store::replicas::ReplicaView>| {
+        rows.into_iter()
+            .find(|r| r.owner == "late-mark")
+            .map(|r| (r.state, r.liveness))
+    };
+    register(&client, &registration).await.expect("register");
+    mark(&client, "late-mark", "stopped")
+        .await
+        .expect("stopped");
+    mark(&client, "late-mark", "draining")
+        .await
+        .expect("draining");
+    let (stored, liveness) = state(list(&client).await.expect("list")).expect("listed");
+    assert_eq!(stored, "stopped");
+    assert_eq!(liveness, qlsched::core::Liveness::Stopped);
+
+    register(&client, &registration)
+        .await
+        .expect("register again");
+    let (stored, _) = state(list(&client).await.expect("list")).expect("listed");
+    assert_eq!(
+        stored, "running",
+        "a restart under the same owner runs it again"
+    );
+}
+
 /// A hung replica is seen at once, not after its lease: SIGSTOPped in the middle of an admission,
 /// it is `stalled` in `inspect replicas`, in `top`'s replicas panel and in the other replica's
 /// `/metrics` within two of its cadences, while its claims are still valid; once continued, the

@@ -76,8 +76,12 @@ pub(crate) const HEARTBEAT: &str = "UPDATE replicas SET heartbeat_at_ms = now_ms
         last_error = coalesce($7, last_error), batch = $8
     WHERE owner = $1";
 
-// The state of owner $1 moved to $2 (draining, stopped), with a heartbeat.
-const MARK: &str = "UPDATE replicas SET state = $2, heartbeat_at_ms = now_ms() WHERE owner = $1";
+// The state of owner $1 moved to $2 (draining, stopped), with a heartbeat. Only forward: a
+// stopping replica writes `draining` beside its drain and `stopped` beside its give-back, on two
+// connections, so the `draining` may commit last; it must not bring a stopped replica back. Only
+// a new registration leaves `stopped`.
+const MARK: &str = "UPDATE replicas SET state = $2, heartbeat_at_ms = now_ms()
+    WHERE owner = $1 AND state <> 'stopped'";
 
 /// Marks a replica `draining` or `stopped`.
 pub async fn mark(client: &impl GenericClient, owner: &str, state: &str) -> Result<(), StoreError> {
