@@ -84,11 +84,15 @@ pub fn shapes() -> Vec<Shape> {
     ]
 }
 
-/// The shapes of `command`'s page, rendered: `name: shape` a paragraph.
-pub fn section(command: &str) -> Option<String> {
+/// The shapes of the page of `page` (a command's words: `inspect`, `inspect audit`), rendered:
+/// `name: shape` a paragraph. A command's own page lists every shape of its family; a nested
+/// page (`inspect audit`, `migrate up`) only its own, so `man qlsched-inspect-audit` is not
+/// buried under the other ten views.
+pub fn section(page: &str) -> Option<String> {
+    let command = page.split(' ').next().unwrap_or(page);
     let paragraphs: Vec<String> = shapes()
         .iter()
-        .filter(|s| s.command == command)
+        .filter(|s| s.command == command && (page == command || s.name == page))
         .map(|s| match (s.element, s.schema.get("items")) {
             (Some(element), Some(items)) => {
                 let item = Schema::try_from(items.clone()).unwrap_or_default();
@@ -374,6 +378,24 @@ mod tests {
         let counted = crate::core::decide::MAX_COUNTED_MISFIRES;
         let counted = format!("more than {},{:03}", counted / 1000, counted % 1000);
         assert!(claim.contains(&counted), "{claim}");
+    }
+
+    /// A command's page lists its family's shapes; a nested page only its own.
+    #[test]
+    fn a_nested_page_lists_only_its_own_shape() {
+        let family = section("inspect").expect("inspect's shapes");
+        let own = section("inspect audit").expect("inspect audit's shape");
+        assert!(
+            family.contains("inspect replicas: [replica]")
+                && family.contains("inspect audit: [audit]")
+        );
+        assert!(own.starts_with("inspect audit: [audit]"), "{own}");
+        assert!(!own.contains("inspect replicas"), "{own}");
+        assert_eq!(
+            section("migrate up").map(|s| s.starts_with("migrate up: ")),
+            Some(true)
+        );
+        assert_eq!(section("top"), None);
     }
 
     #[derive(serde::Serialize, schemars::JsonSchema)]

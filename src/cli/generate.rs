@@ -77,12 +77,16 @@ fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Re
     if command.get_subcommands().any(|s| !s.is_hide_set()) {
         page.render_subcommands_section(&mut out)?;
     }
-    // A nested page (qlsched-inspect-schedules) shows its command's examples and JSON shapes.
-    let short = name.strip_prefix("qlsched-").unwrap_or(name);
-    let short = short.split('-').next().unwrap_or(short);
+    // A nested page (qlsched-inspect-schedules) shows its command's examples and prose, and the
+    // JSON shapes of its own words (`inspect schedules`).
+    let words = name
+        .strip_prefix("qlsched-")
+        .unwrap_or(name)
+        .replace('-', " ");
+    let short = words.split(' ').next().unwrap_or(&words);
     let json = match (
         super::manual::json_section(short),
-        super::contract::section(short),
+        super::contract::section(&words),
     ) {
         (Some(prose), Some(shapes)) => Some(format!("{shapes}\n\n{prose}")),
         (prose, shapes) => shapes.or(prose.map(str::to_owned)),
