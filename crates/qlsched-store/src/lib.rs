@@ -51,12 +51,20 @@ pub enum Begin {
 }
 
 impl Begin {
-    fn statement(self) -> &'static str {
+    pub(crate) fn statement(self) -> &'static str {
         match self {
             Begin::ReadOnly => "BEGIN READ ONLY",
             Begin::ReadWrite => "BEGIN",
         }
     }
+}
+
+/// A transaction's first round trip, as one simple-query message: `begin` (`BEGIN`, `BEGIN READ
+/// ONLY`, `BEGIN ISOLATION LEVEL SERIALIZABLE`) and the schema's transaction settings
+/// ([`SchemaName::transaction_settings`]). The one place a transaction of qlsched is opened from:
+/// [`run_in_transaction`], an operator's bounded transaction and the sender's prepare.
+pub(crate) fn opening(schema: &SchemaName, begin: &str) -> String {
+    format!("{begin}; {}", schema.transaction_settings())
 }
 
 /// Runs `work` inside a transaction of its own on `client`: BEGIN and the schema's transaction
@@ -73,11 +81,7 @@ pub async fn run_in_transaction<'c, T>(
     work: impl FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
 ) -> Result<T, StoreError> {
     client
-        .batch_execute(&format!(
-            "{}; {}",
-            begin.statement(),
-            schema.transaction_settings()
-        ))
+        .batch_execute(&opening(schema, begin.statement()))
         .await?;
     let result = work(client).await;
     let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };

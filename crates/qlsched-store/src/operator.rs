@@ -60,10 +60,7 @@ pub(crate) const BOUND_TRANSACTION: &str =
 /// `begin` (a BEGIN statement), the schema's transaction settings and [`BOUND_TRANSACTION`] as one
 /// simple-query message: one round trip.
 pub(crate) fn begin_bounded(schema: &SchemaName, begin: &str) -> String {
-    format!(
-        "{begin}; {}; {BOUND_TRANSACTION}",
-        schema.transaction_settings()
-    )
+    format!("{}; {BOUND_TRANSACTION}", crate::opening(schema, begin))
 }
 
 const BEGIN: &str = "BEGIN";

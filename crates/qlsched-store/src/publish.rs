@@ -125,10 +125,9 @@ pub async fn publish(
     let writer: &Client = client;
     let plan = retry_conflicts(&OPERATOR, "publish", move |_| async move {
         writer
-            .batch_execute(&format!(
-                "BEGIN; {}; {}",
-                schema.transaction_settings(),
-                crate::operator::BOUND_TRANSACTION
+            .batch_execute(&crate::operator::begin_bounded(
+                schema,
+                Begin::ReadWrite.statement(),
             ))
             .await?;
         let written = async {

@@ -80,7 +80,10 @@ impl Sender {
         // BEGIN, the prepare (the statement's names resolve in the schema), COMMIT: the statement
         // is closed on the same server connection before the transaction ends.
         client
-            .batch_execute(&format!("BEGIN; {}", self.schema.transaction_settings()))
+            .batch_execute(&crate::opening(
+                &self.schema,
+                crate::Begin::ReadWrite.statement(),
+            ))
             .await?;
         // The statement is dropped at the end of its arm: its Close leaves before the COMMIT.
         let (types, failed) = match client.prepare(text).await {

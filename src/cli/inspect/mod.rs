@@ -171,23 +171,31 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     };
     // Every view reads in one READ ONLY transaction, with the schema's settings: an inspecting
     // session cannot write, even through a superuser login, and sets nothing on its session that
-    // a transaction-mode pooler would hand on to another client. It is committed once the view
-    // is read (a pooler closes a server connection whose client left inside a transaction).
-    client
-        .batch_execute(&format!(
-            "BEGIN READ ONLY; {}",
-            schema.transaction_settings()
-        ))
-        .await
-        .map_err(StoreError::from)?;
+    // a transaction-mode pooler would hand on to another client. It ends once the view is shown
+    // (a pooler closes a server connection whose client left inside a transaction); what the
+    // view itself failed on is its answer, so the transaction's end carries only its own error.
+    run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+        Box::pin(async move { Ok(view(client, schema, what, run_id, format).await) })
+    })
+    .await?
+}
+
+/// One view of `inspect`, read and shown inside the transaction [`run`] opened.
+async fn view(
+    client: &Client,
+    schema: &SchemaName,
+    what: InspectWhat,
+    run_id: Option<Uuid>,
+    format: OutputFormat,
+) -> Result<(), CliError> {
     // `inspect trigger` reports an unready schema as part of its answer. Every other view reads
     // what is there (a schema a newer release migrated too) but needs the tables and columns this
     // binary knows: a schema behind it exits 78 saying so, before any query could fail on a
     // column a pending migration adds.
     if !matches!(what, InspectWhat::Trigger { .. }) {
-        check_not_behind(&client, schema).await?;
+        check_not_behind(client, schema).await?;
     }
-    let shown = match what {
+    match what {
         InspectWhat::Schedules {
             project,
             state,
@@ -204,7 +212,7 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
                 owner,
                 limit,
             };
-            schedules(&client, &filter, format).await
+            schedules(client, &filter, format).await
         }
         InspectWhat::Claims {
             owner,
@@ -212,7 +220,7 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             limit,
         } => emit(
             format,
-            &read::claims(&client, owner.as_deref(), expired, limit).await?,
+            &read::claims(client, owner.as_deref(), expired, limit).await?,
             |rows| render_claims(rows),
         ),
         InspectWhat::Runs {
@@ -221,30 +229,26 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             limit,
         } => emit(
             format,
-            &read::runs_with_origin(&client, trigger.as_ref(), since.map(duration_ms), limit)
+            &read::runs_with_origin(client, trigger.as_ref(), since.map(duration_ms), limit)
                 .await?,
             |rows| render_run_rows(rows),
         ),
         InspectWhat::Run { .. } => match run_id {
-            Some(run_id) => emit(
-                format,
-                &read::run_detail(&client, run_id).await?,
-                render_run,
-            ),
+            Some(run_id) => emit(format, &read::run_detail(client, run_id).await?, render_run),
             None => Ok(()),
         },
-        InspectWhat::Trigger { trigger } => trigger_view(&client, schema, &trigger, format).await,
+        InspectWhat::Trigger { trigger } => trigger_view(client, schema, &trigger, format).await,
         InspectWhat::Recovery { limit } => emit(
             format,
-            &recovery_report(&client, limit).await?,
+            &recovery_report(client, limit).await?,
             render_recovery,
         ),
         InspectWhat::Audit { trigger, limit } => emit(
             format,
-            &read::audit(&client, trigger.as_ref(), limit).await?,
+            &read::audit(client, trigger.as_ref(), limit).await?,
             |rows| render_audit(rows),
         ),
-        InspectWhat::Replicas => emit(format, &replicas::list(&client).await?, |rows| {
+        InspectWhat::Replicas => emit(format, &replicas::list(client).await?, |rows| {
             render_replicas(rows)
         }),
         InspectWhat::Misfires {
@@ -253,15 +257,11 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
             limit,
         } => emit(
             format,
-            &misfires::list(&client, trigger.as_ref(), since.map(duration_ms), limit).await?,
+            &misfires::list(client, trigger.as_ref(), since.map(duration_ms), limit).await?,
             |rows| render_misfires(rows),
         ),
-        InspectWhat::Invariants { since } => invariants(&client, schema, since, format).await,
-    };
-    let ended = client.batch_execute("COMMIT").await;
-    shown?;
-    ended.map_err(StoreError::from)?;
-    Ok(())
+        InspectWhat::Invariants { since } => invariants(client, schema, since, format).await,
+    }
 }
 
 /// A run id as typed; a malformed one is bad input (exit 65).
