@@ -396,6 +396,19 @@ mod tests {
             Some(true)
         );
         assert_eq!(section("top"), None);
+        // The notes beside the shapes go the same way.
+        let notes = crate::cli::manual::json_section;
+        assert_eq!(
+            notes("inspect audit").as_deref(),
+            Some("inspect audit lists newest first.")
+        );
+        let family = notes("inspect").expect("inspect's notes");
+        assert!(
+            family.contains("schema_problem") && family.contains("kept 7 days"),
+            "{family}"
+        );
+        assert_eq!(notes("migrate up"), None);
+        assert!(notes("fire").is_some_and(|n| n.contains("idempotency key")));
     }
 
     #[derive(serde::Serialize, schemars::JsonSchema)]

@@ -77,19 +77,19 @@ fn write_page(dir: &Path, command: &clap::Command, name: &str, root: bool) -> Re
     if command.get_subcommands().any(|s| !s.is_hide_set()) {
         page.render_subcommands_section(&mut out)?;
     }
-    // A nested page (qlsched-inspect-schedules) shows its command's examples and prose, and the
-    // JSON shapes of its own words (`inspect schedules`).
+    // A nested page (qlsched-inspect-schedules) shows its command's examples, and the JSON shapes
+    // and notes of its own words (`inspect schedules`).
     let words = name
         .strip_prefix("qlsched-")
         .unwrap_or(name)
         .replace('-', " ");
     let short = words.split(' ').next().unwrap_or(&words);
     let json = match (
-        super::manual::json_section(short),
+        super::manual::json_section(&words),
         super::contract::section(&words),
     ) {
         (Some(prose), Some(shapes)) => Some(format!("{shapes}\n\n{prose}")),
-        (prose, shapes) => shapes.or(prose.map(str::to_owned)),
+        (prose, shapes) => shapes.or(prose),
     };
     if let Some(json) = json {
         section(&mut out, "JSON OUTPUT", &json)?;

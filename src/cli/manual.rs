@@ -264,19 +264,67 @@ its report when the --duration cap cut it short or an invariant was broken."
     }
 }
 
-/// What a subcommand's JSON OUTPUT section says besides its shapes, which are rendered from the
-/// printed types (`super::contract::section`) and come first: how a flag changes what is printed,
-/// ordering, and the exit statuses that go with an output.
-pub fn json_section(command: &str) -> Option<&'static str> {
+/// Notes of the JSON OUTPUT sections that belong to one nested page (`inspect audit`) each; the
+/// command's own page (`inspect`) carries all of its family's.
+const NESTED_NOTES: &[(&str, &str)] = &[
+    ("inspect", "inspect exits 78 when schema_problem is set."),
+    (
+        "inspect replicas",
+        "inspect replicas lists stale replicas first, then stalled, live and stopped ones; stopped replicas are forgotten a day after they stopped, any replica a week after its last heartbeat.",
+    ),
+    (
+        "inspect schedules",
+        "In inspect schedules a paused row's state is paused and a row of a disabled trigger or a suspended project disabled: no replica claims either, and neither is ever due.",
+    ),
+    (
+        "inspect trigger",
+        "The recent_runs of inspect trigger carry no origin; its occurrences are those of qlsched cron, the next five after now_ms.",
+    ),
+    (
+        "inspect invariants",
+        "A gap of inspect invariants is an occurrence between the later of the window's start and the revision's first cursor, and the cursor, with neither a run nor a misfire record.",
+    ),
+    ("inspect audit", "inspect audit lists newest first."),
+    (
+        "inspect misfires",
+        "inspect misfires lists newest first; misfire records are kept 7 days.",
+    ),
+    (
+        "claim",
+        "claim --dry-run reads only (a qlsched_observer login may run it): it shows the row a claim would take and the decision, writes no claim and no audit row, and the table says dry run: nothing written.",
+    ),
+    (
+        "claim admit",
+        "claim admit is a manual admission: on a terminal it shows the decision and asks; without one it needs --yes; --dry-run shows the decision and admits nothing.",
+    ),
+    ("claim release", "claim release prints the fence as it was."),
+];
+
+/// What the JSON OUTPUT section of the page of `page` (a command's words: `inspect`,
+/// `inspect audit`) says besides its shapes, which are rendered from the printed types
+/// (`super::contract::section`) and come first: how a flag changes what is printed, ordering,
+/// and the exit statuses that go with an output. A command's page has its family's notes, a
+/// nested page its own.
+pub fn json_section(page: &str) -> Option<String> {
+    let command = page.split(' ').next().unwrap_or(page);
+    let nested: Vec<&str> = NESTED_NOTES
+        .iter()
+        .filter(|(words, _)| {
+            words.split(' ').next() == Some(command) && (page == command || *words == page)
+        })
+        .map(|(_, note)| *note)
+        .collect();
+    if !nested.is_empty() {
+        return Some(nested.join(" "));
+    }
+    if page != command {
+        return None;
+    }
     Some(match command {
         "publish" => "\
 With --dry-run the revisions are those the publish would write; it reads only (a qlsched_observer login may run it) and writes nothing, and the table says dry run: nothing written.
 
 The manifest: {\"projects\": [{\"id\", \"status\": \"active\"|\"suspended\", \"tasks\": [{\"id\", \"execution\": {\"kind\": \"remote_worker\", ...}}], \"triggers\": [{\"id\", \"task\", \"cron\", \"time_zone\", \"misfire\": \"skip\"|\"fire_once\", \"misfire_grace\", \"enabled\"}]}]}. Unknown fields are refused with their JSON path (exit 65), except inside execution: it belongs to the dispatcher, so every key beside kind is accepted and stored as given (on purpose), and only a NUL (\\u0000) in it is refused, as PostgreSQL cannot store one.",
-        "claim" => "\
-claim --dry-run reads only (a qlsched_observer login may run it): it shows the row a claim would take and the decision, writes no claim and no audit row, and the table says dry run: nothing written. claim admit is a manual admission: on a terminal it shows the decision and asks; without one it needs --yes; --dry-run shows the decision and admits nothing. claim release prints the fence as it was.",
-        "inspect" => "\
-inspect exits 78 when schema_problem is set. inspect replicas lists stale replicas first, then stalled, live and stopped ones; stopped replicas are forgotten a day after they stopped, any replica a week after its last heartbeat. In inspect schedules a paused row's state is paused and a row of a disabled trigger or a suspended project disabled: no replica claims either, and neither is ever due. The recent_runs of inspect trigger carry no origin; its occurrences are those of qlsched cron, the next five after now_ms. A gap of inspect invariants is an occurrence between the later of the window's start and the revision's first cursor, and the cursor, with neither a run nor a misfire record. inspect audit and inspect misfires list newest first; misfire records are kept 7 days.",
         "fire" => "\
 The idempotency key is ql3:manual:v1:PROJECT/TRIGGER:REVISION:REQUEST_ID and scheduled_for_ms the database time of the admission. With --dry-run everything is checked and nothing written; run_id is the id the run would have had. Refused with exit 5 and the reason for a suspended project, a corrupt execution revision or a schedule row behind its trigger; exit 3 when the trigger was published again between reading it and admitting.",
         "backfill" => "\
@@ -288,7 +336,8 @@ The versions are as they are after the expiry. With --owner, an owner that holds
         "bench" => "\
 bench --steady prints the second shape instead of the first. A run's lag is created_at_ms - scheduled_for_ms in database time; percentiles are nearest-rank. bench exits 1 after the report when the run was not complete, its runs differ from due, or any of duplicates, runs_without_one_attempt, runs_without_two_events and orphans is above 0; bench --steady when no occurrence was admitted, or any of short_occurrences, duplicates, unaccounted, runs_without_one_attempt and runs_without_two_events is above 0.",
         _ => return None,
-    })
+    }
+    .to_owned())
 }
 
 /// Sections only some pages have: `top`'s keys, columns and panels, from the lists its `?`
