@@ -2,7 +2,7 @@
 //! instrument for it.
 //!
 //! Layers, from the inside out, each a crate of the workspace so that the compiler holds the
-//! layering (docs/DESIGN.md, "Layout"): [`core`] (`qlsched-core`) is pure (cron, decider, fence,
+//! layering (docs/DESIGN.md §2, "Layers"): [`core`] (`qlsched-core`) is pure (cron, decider, fence,
 //! manifest, bounds); [`pgconn`] (`qlsched-pgconn`) is what libpq does for a connection and
 //! tokio-postgres does not; [`store`] (`qlsched-store`) is the PostgreSQL adapter and the only
 //! place SQL lives; the services (`qlsched-service`): [`coordinator`] runs one bounded round and

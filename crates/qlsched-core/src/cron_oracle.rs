@@ -605,7 +605,7 @@ fn the_changes_of_2026_to_2028_are_found_in_every_zone_that_has_them() {
 }
 
 /// The figure for the record: how many generated cases the evaluator and the oracle disagree on,
-/// per family. `cargo test --lib core::cron_oracle::census -- --ignored --nocapture`.
+/// per family. `cargo test -p qlsched-core --lib cron_oracle::census -- --ignored --nocapture`.
 #[test]
 #[ignore = "a census for the record, not a check: the property tests below are the check"]
 fn census_of_disagreements() {

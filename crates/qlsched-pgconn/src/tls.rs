@@ -24,7 +24,7 @@ use rustls::{
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::Error as StoreError;
+use crate::Error;
 
 /// libpq's `sslmode`, every value of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +115,7 @@ impl fmt::Debug for Tls {
 
 /// Resolves `sslmode` and the files as libpq does and reads them: the effective mode (an unset
 /// `sslmode` with `sslrootcert=system` means `verify-full`) and the connector.
-pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), StoreError> {
+pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), Error> {
     let system = files.root_cert.as_deref() == Some("system");
     let mode = match mode {
         Some(mode) => mode,
@@ -125,7 +125,7 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
     if system && mode != SslMode::VerifyFull && mode != SslMode::Disable {
         // As libpq 16: the system's roots vouch for any public name, so only a host name check
         // makes them mean anything.
-        return Err(StoreError::Config(format!(
+        return Err(Error::Config(format!(
             "weak sslmode \"{mode}\" may not be used with sslrootcert=system (use \"verify-full\")"
         )));
     }
@@ -163,7 +163,7 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
             let mut store = RootCertStore::empty();
             for cert in read_certs(path, "sslrootcert")? {
                 store.add(cert).map_err(|error| {
-                    StoreError::Config(format!(
+                    Error::Config(format!(
                         "sslrootcert {}: a certificate cannot be used as a root: {error}",
                         path.display()
                     ))
@@ -176,7 +176,7 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
             let mut store = RootCertStore::empty();
             let (added, _) = store.add_parsable_certificates(found.certs);
             if added == 0 {
-                return Err(StoreError::Config(
+                return Err(Error::Config(
                     "sslrootcert=system: the system's certificate store holds no usable root \
                      (on Debian, install ca-certificates)"
                         .to_owned(),
@@ -200,7 +200,7 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
                 .clone()
                 .or_else(|| default_file("postgresql.key"))
                 .ok_or_else(|| {
-                    StoreError::Config(format!(
+                    Error::Config(format!(
                         "certificate present, but no private key file (sslkey) for {}",
                         cert_path.display()
                     ))
@@ -208,7 +208,7 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
             let chain = read_certs(&cert_path, "sslcert")?;
             let key = read_key(&key_path)?;
             config.with_client_auth_cert(chain, key).map_err(|error| {
-                StoreError::Config(format!(
+                Error::Config(format!(
                     "sslcert {} and sslkey {} cannot be used together: {error}",
                     cert_path.display(),
                     key_path.display()
@@ -231,17 +231,17 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
 fn base_config(
     provider: &Arc<CryptoProvider>,
     verifier: Arc<dyn ServerCertVerifier>,
-) -> Result<rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert>, StoreError> {
+) -> Result<rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert>, Error> {
     Ok(ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|error| StoreError::Config(format!("TLS: {error}")))?
+        .map_err(|error| Error::Config(format!("TLS: {error}")))?
         .dangerous()
         .with_custom_certificate_verifier(verifier))
 }
 
 /// A root certificate file that exists, or what libpq does without one: refuse for the
 /// verifying modes, go on unverified for the others.
-fn existing(path: &Path, mode: SslMode) -> Result<Roots, StoreError> {
+fn existing(path: &Path, mode: SslMode) -> Result<Roots, Error> {
     if path.exists() {
         Ok(Roots::File(path.to_owned()))
     } else if mode.verifies() {
@@ -251,22 +251,22 @@ fn existing(path: &Path, mode: SslMode) -> Result<Roots, StoreError> {
     }
 }
 
-fn no_root_cert(path: &str) -> StoreError {
-    StoreError::Config(format!(
+fn no_root_cert(path: &str) -> Error {
+    Error::Config(format!(
         "root certificate file \"{path}\" does not exist; provide it (sslrootcert), use the \
          system's trusted roots with sslrootcert=system, or choose an sslmode that does not \
          verify the server's certificate"
     ))
 }
 
-fn read_certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, StoreError> {
+fn read_certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, Error> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .map_err(|error| {
-            StoreError::Config(format!("{what} {}: {}", path.display(), pem_error(&error)))
+            Error::Config(format!("{what} {}: {}", path.display(), pem_error(&error)))
         })?;
     if certs.is_empty() {
-        return Err(StoreError::Config(format!(
+        return Err(Error::Config(format!(
             "{what} {}: no PEM certificate in it",
             path.display()
         )));
@@ -275,12 +275,12 @@ fn read_certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, S
 }
 
 /// The private key, refused (as libpq does) when others may read it.
-fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, StoreError> {
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, Error> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(path)
-            .map_err(|error| StoreError::Config(format!("sslkey {}: {error}", path.display())))?;
+            .map_err(|error| Error::Config(format!("sslkey {}: {error}", path.display())))?;
         let mode = meta.mode();
         // libpq: 0600 or less for the user's own file, 0640 or less for one root owns (so that a
         // system service can share a key with a group).
@@ -290,7 +290,7 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, StoreError> {
             mode & 0o077 != 0
         };
         if too_open {
-            return Err(StoreError::Config(format!(
+            return Err(Error::Config(format!(
                 "private key file \"{}\" has group or world access; it must have permissions \
                  u=rw (0600) or less if owned by the current user, or u=rw,g=r (0640) or less \
                  if owned by root",
@@ -298,9 +298,8 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, StoreError> {
             )));
         }
     }
-    PrivateKeyDer::from_pem_file(path).map_err(|error| {
-        StoreError::Config(format!("sslkey {}: {}", path.display(), pem_error(&error)))
-    })
+    PrivateKeyDer::from_pem_file(path)
+        .map_err(|error| Error::Config(format!("sslkey {}: {}", path.display(), pem_error(&error))))
 }
 
 fn pem_error(error: &rustls::pki_types::pem::Error) -> String {
@@ -319,10 +318,10 @@ fn chain_verifier(
     store: RootCertStore,
     mode: SslMode,
     provider: &Arc<CryptoProvider>,
-) -> Result<Arc<dyn ServerCertVerifier>, StoreError> {
+) -> Result<Arc<dyn ServerCertVerifier>, Error> {
     let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
         .build()
-        .map_err(|error| StoreError::Config(format!("TLS root certificates: {error}")))?;
+        .map_err(|error| Error::Config(format!("TLS root certificates: {error}")))?;
     Ok(Arc::new(ChainVerifier {
         inner,
         check_name: mode == SslMode::VerifyFull,

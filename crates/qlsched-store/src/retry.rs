@@ -33,8 +33,9 @@ pub const ADMISSION: Policy = Policy {
     jitter: Duration::from_millis(8),
 };
 
-/// An operator's SERIALIZABLE action (`fire`, `backfill`): it races the replicas on the same rows,
-/// and a person waits for it, so it tries longer.
+/// An operator's write (`publish`, `pause`, `resume`, `fire`, `backfill`, a manual claim,
+/// release and `expire`): it races the replicas on the same rows, and a person waits for it, so
+/// it tries longer.
 pub const OPERATOR: Policy = Policy {
     attempts: 8,
     step: Duration::from_millis(10),
