@@ -461,11 +461,13 @@ fn promtool_no_alert(exposition: &str, minutes: u32) -> Option<Result<(), String
     std::fs::create_dir_all(&dir).expect("temp dir");
     let file = dir.join("scrape.test.yml");
     std::fs::write(&file, &test).expect("write the rules test");
-    let output = match std::process::Command::new("promtool")
+    let ran = std::process::Command::new("promtool")
         .args(["test", "rules"])
         .arg(&file)
-        .output()
-    {
+        .output();
+    // Removed however promtool went, found or not.
+    let _ = std::fs::remove_dir_all(&dir);
+    let output = match ran {
         Ok(output) => output,
         Err(error) if std::env::var_os("CI").is_none() => {
             eprintln!("promtool not found ({error}); .ci/run installs it and tests the rules");
@@ -473,7 +475,6 @@ fn promtool_no_alert(exposition: &str, minutes: u32) -> Option<Result<(), String
         }
         Err(error) => panic!("promtool is required in CI: {error}"),
     };
-    let _ = std::fs::remove_dir_all(&dir);
     Some(if output.status.success() {
         Ok(())
     } else {
