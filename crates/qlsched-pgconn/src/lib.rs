@@ -96,7 +96,6 @@ pub fn describe(error: &tokio_postgres::Error) -> String {
     }
 }
 
-/// An error's message with its causes ("error connecting to server: Connection refused"), each
 /// tokio-postgres has no public error kind for a server that asks for a password when none was
 /// given: it shows only in the message. When `error` is that, what to tell the user; another
 /// attempt would never help.
@@ -107,6 +106,7 @@ pub fn password_missing(error: &tokio_postgres::Error) -> Option<String> {
     })
 }
 
+/// An error's message with its causes ("error connecting to server: Connection refused"), each
 /// once.
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
