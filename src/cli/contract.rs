@@ -8,9 +8,9 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
 
-/// One shape a command prints: the man page it belongs to, its name in that page, the schema.
+/// One shape a command prints: its name in the man pages (the command's words, which also say
+/// which page it belongs to), the schema.
 pub struct Shape {
-    pub command: &'static str,
     pub name: &'static str,
     /// For a list, the name other shapes call its element by (`[audit], where audit is ...`).
     pub element: Option<&'static str>,
@@ -25,18 +25,16 @@ fn schema_of<T: JsonSchema>() -> Schema {
         .into_root_schema_for::<T>()
 }
 
-fn list<T: JsonSchema>(command: &'static str, name: &'static str, element: &'static str) -> Shape {
+fn list<T: JsonSchema>(name: &'static str, element: &'static str) -> Shape {
     Shape {
-        command,
         name,
         element: Some(element),
         schema: schema_of::<Vec<T>>(),
     }
 }
 
-fn one<T: JsonSchema>(command: &'static str, name: &'static str) -> Shape {
+fn one<T: JsonSchema>(name: &'static str) -> Shape {
     Shape {
-        command,
         name,
         element: None,
         schema: schema_of::<T>(),
@@ -55,32 +53,32 @@ pub fn shapes() -> Vec<Shape> {
     use crate::store::recovery::RecoveryReport;
     use crate::store::replicas::ReplicaView;
     vec![
-        one::<MigrateReport>("migrate", "migrate up"),
-        list::<MigrationStatus>("migrate", "migrate status", "migration"),
-        one::<migrate::VerifyReport>("migrate", "migrate verify"),
-        one::<PublishReport>("publish", "publish"),
-        one::<claim::ClaimReport>("claim", "claim"),
-        one::<claim::AdmitReport>("claim", "claim admit"),
-        one::<claim::ReleaseReport>("claim", "claim release"),
-        one::<inspect::SummaryReport>("inspect", "inspect"),
-        list::<ReplicaView>("inspect", "inspect replicas", "replica"),
-        list::<ScheduleRow>("inspect", "inspect schedules", "schedule"),
-        list::<ClaimView>("inspect", "inspect claims", "claim"),
-        list::<RunRow>("inspect", "inspect runs", "run"),
-        one::<RunDetail>("inspect", "inspect run"),
-        one::<inspect::TriggerShown<'static>>("inspect", "inspect trigger"),
-        one::<RecoveryReport>("inspect", "inspect recovery"),
-        one::<inspect::InvariantReport>("inspect", "inspect invariants"),
-        list::<AuditView>("inspect", "inspect audit", "audit"),
-        list::<MisfireRecord>("inspect", "inspect misfires", "misfire"),
-        one::<cron::CronReport>("cron", "cron"),
-        one::<fire::FireReport>("fire", "fire"),
-        one::<backfill::BackfillReport>("backfill", "backfill"),
-        one::<pause::Report>("pause", "pause"),
-        one::<pause::Report>("resume", "resume"),
-        one::<expire::ExpireReport>("expire", "expire"),
-        one::<BenchReport>("bench", "bench"),
-        one::<SteadyReport>("bench", "bench --steady"),
+        one::<MigrateReport>("migrate up"),
+        list::<MigrationStatus>("migrate status", "migration"),
+        one::<migrate::VerifyReport>("migrate verify"),
+        one::<PublishReport>("publish"),
+        one::<claim::ClaimReport>("claim"),
+        one::<claim::AdmitReport>("claim admit"),
+        one::<claim::ReleaseReport>("claim release"),
+        one::<inspect::SummaryReport>("inspect"),
+        list::<ReplicaView>("inspect replicas", "replica"),
+        list::<ScheduleRow>("inspect schedules", "schedule"),
+        list::<ClaimView>("inspect claims", "claim"),
+        list::<RunRow>("inspect runs", "run"),
+        one::<RunDetail>("inspect run"),
+        one::<inspect::TriggerShown<'static>>("inspect trigger"),
+        one::<RecoveryReport>("inspect recovery"),
+        one::<inspect::InvariantReport>("inspect invariants"),
+        list::<AuditView>("inspect audit", "audit"),
+        list::<MisfireRecord>("inspect misfires", "misfire"),
+        one::<cron::CronReport>("cron"),
+        one::<fire::FireReport>("fire"),
+        one::<backfill::BackfillReport>("backfill"),
+        one::<pause::Report>("pause"),
+        one::<pause::Report>("resume"),
+        one::<expire::ExpireReport>("expire"),
+        one::<BenchReport>("bench"),
+        one::<SteadyReport>("bench --steady"),
     ]
 }
 
@@ -89,10 +87,9 @@ pub fn shapes() -> Vec<Shape> {
 /// page (`inspect audit`, `migrate up`) only its own, so `man qlsched-inspect-audit` is not
 /// buried under the other ten views.
 pub fn section(page: &str) -> Option<String> {
-    let command = page.split(' ').next().unwrap_or(page);
     let paragraphs: Vec<String> = shapes()
         .iter()
-        .filter(|s| s.command == command && (page == command || s.name == page))
+        .filter(|s| on_page(s.name, page))
         .map(|s| match (s.element, s.schema.get("items")) {
             (Some(element), Some(items)) => {
                 let item = Schema::try_from(items.clone()).unwrap_or_default();
@@ -111,6 +108,12 @@ pub fn section(page: &str) -> Option<String> {
         })
         .collect();
     (!paragraphs.is_empty()).then(|| paragraphs.join("\n\n"))
+}
+
+/// Whether what `words` names (`inspect audit`, `bench --steady`) is shown on the page of `page`:
+/// its own, or its command's (`inspect`), which shows the whole family.
+pub fn on_page(words: &str, page: &str) -> bool {
+    words == page || words.split(' ').next() == Some(page)
 }
 
 /// A compact, readable rendering of a schema: `{"field": type (description), ...}` (fields in

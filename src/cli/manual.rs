@@ -264,9 +264,9 @@ its report when the --duration cap cut it short or an invariant was broken."
     }
 }
 
-/// Notes of the JSON OUTPUT sections that belong to one nested page (`inspect audit`) each; the
-/// command's own page (`inspect`) carries all of its family's.
-const NESTED_NOTES: &[(&str, &str)] = &[
+/// The notes of the JSON OUTPUT sections, each of one page's words (`publish`, `inspect audit`);
+/// a command's own page (`inspect`) carries all of its family's.
+const NOTES: &[(&str, &str)] = &[
     ("inspect", "inspect exits 78 when schema_problem is set."),
     (
         "inspect replicas",
@@ -298,6 +298,36 @@ const NESTED_NOTES: &[(&str, &str)] = &[
         "claim admit is a manual admission: on a terminal it shows the decision and asks; without one it needs --yes; --dry-run shows the decision and admits nothing.",
     ),
     ("claim release", "claim release prints the fence as it was."),
+    (
+        "publish",
+        "With --dry-run the revisions are those the publish would write; it reads only (a qlsched_observer login may run it) and writes nothing, and the table says dry run: nothing written.
+
+The manifest: {\"projects\": [{\"id\", \"status\": \"active\"|\"suspended\", \"tasks\": [{\"id\", \"execution\": {\"kind\": \"remote_worker\", ...}}], \"triggers\": [{\"id\", \"task\", \"cron\", \"time_zone\", \"misfire\": \"skip\"|\"fire_once\", \"misfire_grace\", \"enabled\"}]}]}. Unknown fields are refused with their JSON path (exit 65), except inside execution: it belongs to the dispatcher, so every key beside kind is accepted and stored as given (on purpose), and only a NUL (\\u0000) in it is refused, as PostgreSQL cannot store one.",
+    ),
+    (
+        "fire",
+        "The idempotency key is ql3:manual:v1:PROJECT/TRIGGER:REVISION:REQUEST_ID and scheduled_for_ms the database time of the admission. With --dry-run everything is checked and nothing written; run_id is the id the run would have had. Refused with exit 5 and the reason for a suspended project, a corrupt execution revision or a schedule row behind its trigger; exit 3 when the trigger was published again between reading it and admitting.",
+    ),
+    (
+        "backfill",
+        "Transactions hold at most 500 occurrences each; an interrupted backfill exits 130 after the summary. A window reaching the database's now, --from after --to, or more occurrences than --max exit 65 before anything is written; a disabled trigger, a suspended project or a corrupt execution revision exit 5.",
+    ),
+    (
+        "pause",
+        "A trigger or project without schedule rows exits 4.",
+    ),
+    (
+        "resume",
+        "A trigger or project without schedule rows exits 4.",
+    ),
+    (
+        "expire",
+        "The versions are as they are after the expiry. With --owner, an owner that holds nothing to expire gives an empty list and owner_seen true (exit 0) when it was seen before (a claim it holds that is not expired yet, the replica registry, an audit row's fence or a misfire record names it; the registry remembers a replica a week after its last heartbeat); an owner never seen is exit 4, a likely typo. A named row without a claim exits 5.",
+    ),
+    (
+        "bench",
+        "bench --steady prints the second shape instead of the first. A run's lag is created_at_ms - scheduled_for_ms in database time; percentiles are nearest-rank. bench exits 1 after the report when the run was not complete, its runs differ from due, or any of duplicates, runs_without_one_attempt, runs_without_two_events and orphans is above 0; bench --steady when no occurrence was admitted, or any of short_occurrences, duplicates, unaccounted, runs_without_one_attempt and runs_without_two_events is above 0.",
+    ),
 ];
 
 /// What the JSON OUTPUT section of the page of `page` (a command's words: `inspect`,
@@ -306,38 +336,12 @@ const NESTED_NOTES: &[(&str, &str)] = &[
 /// and the exit statuses that go with an output. A command's page has its family's notes, a
 /// nested page its own.
 pub fn json_section(page: &str) -> Option<String> {
-    let command = page.split(' ').next().unwrap_or(page);
-    let nested: Vec<&str> = NESTED_NOTES
+    let notes: Vec<&str> = NOTES
         .iter()
-        .filter(|(words, _)| {
-            words.split(' ').next() == Some(command) && (page == command || *words == page)
-        })
+        .filter(|(words, _)| super::contract::on_page(words, page))
         .map(|(_, note)| *note)
         .collect();
-    if !nested.is_empty() {
-        return Some(nested.join(" "));
-    }
-    if page != command {
-        return None;
-    }
-    Some(match command {
-        "publish" => "\
-With --dry-run the revisions are those the publish would write; it reads only (a qlsched_observer login may run it) and writes nothing, and the table says dry run: nothing written.
-
-The manifest: {\"projects\": [{\"id\", \"status\": \"active\"|\"suspended\", \"tasks\": [{\"id\", \"execution\": {\"kind\": \"remote_worker\", ...}}], \"triggers\": [{\"id\", \"task\", \"cron\", \"time_zone\", \"misfire\": \"skip\"|\"fire_once\", \"misfire_grace\", \"enabled\"}]}]}. Unknown fields are refused with their JSON path (exit 65), except inside execution: it belongs to the dispatcher, so every key beside kind is accepted and stored as given (on purpose), and only a NUL (\\u0000) in it is refused, as PostgreSQL cannot store one.",
-        "fire" => "\
-The idempotency key is ql3:manual:v1:PROJECT/TRIGGER:REVISION:REQUEST_ID and scheduled_for_ms the database time of the admission. With --dry-run everything is checked and nothing written; run_id is the id the run would have had. Refused with exit 5 and the reason for a suspended project, a corrupt execution revision or a schedule row behind its trigger; exit 3 when the trigger was published again between reading it and admitting.",
-        "backfill" => "\
-Transactions hold at most 500 occurrences each; an interrupted backfill exits 130 after the summary. A window reaching the database's now, --from after --to, or more occurrences than --max exit 65 before anything is written; a disabled trigger, a suspended project or a corrupt execution revision exit 5.",
-        "pause" | "resume" => "\
-A trigger or project without schedule rows exits 4.",
-        "expire" => "\
-The versions are as they are after the expiry. With --owner, an owner that holds nothing to expire gives an empty list and owner_seen true (exit 0) when it was seen before (a claim it holds that is not expired yet, the replica registry, an audit row's fence or a misfire record names it; the registry remembers a replica a week after its last heartbeat); an owner never seen is exit 4, a likely typo. A named row without a claim exits 5.",
-        "bench" => "\
-bench --steady prints the second shape instead of the first. A run's lag is created_at_ms - scheduled_for_ms in database time; percentiles are nearest-rank. bench exits 1 after the report when the run was not complete, its runs differ from due, or any of duplicates, runs_without_one_attempt, runs_without_two_events and orphans is above 0; bench --steady when no occurrence was admitted, or any of short_occurrences, duplicates, unaccounted, runs_without_one_attempt and runs_without_two_events is above 0.",
-        _ => return None,
-    }
-    .to_owned())
+    (!notes.is_empty()).then(|| notes.join(" "))
 }
 
 /// Sections only some pages have: `top`'s keys, columns and panels, from the lists its `?`
