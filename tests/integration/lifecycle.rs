@@ -54,6 +54,25 @@ fn drain(events: &mut mpsc::UnboundedReceiver<RoundEvent>) -> Vec<RoundEvent> {
     out
 }
 
+/// Waits up to `within` in all for the first event `wanted` accepts, passing over the others;
+/// panics naming `what` when none came.
+async fn next_event(
+    events: &mut mpsc::UnboundedReceiver<RoundEvent>,
+    within: Duration,
+    what: &str,
+    wanted: impl Fn(&RoundEvent) -> bool,
+) {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, events.recv()).await {
+            Ok(Some(event)) if wanted(&event) => return,
+            Ok(Some(_)) => {}
+            _ => panic!("no {what} within {within:?}"),
+        }
+    }
+}
+
 fn span(event: &RoundEvent) -> (Instant, Instant) {
     match event {
         RoundEvent::Finished {
@@ -513,14 +532,10 @@ async fn rounds_back_off_while_the_database_refuses_and_resume_when_it_is_back()
     let coordinator = Coordinator::new(db.store("backing off").await, config("b", 100, 1_000));
     let (events, mut received) = mpsc::unbounded_channel();
     let lifecycle = Lifecycle::start(Arc::new(coordinator), Some(events));
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(10), received.recv())
-            .await
-            .expect("a first round");
-        if matches!(event, Some(RoundEvent::Finished { .. })) {
-            break;
-        }
-    }
+    next_event(&mut received, Duration::from_secs(10), "first round", |e| {
+        matches!(e, RoundEvent::Finished { .. })
+    })
+    .await;
     let server = crate::util::server()
         .connect(&crate::util::schema(), "qlsched tests")
         .await
@@ -540,14 +555,13 @@ async fn rounds_back_off_while_the_database_refuses_and_resume_when_it_is_back()
     // learn it on a loaded machine (one CI run saw none within 3 s), so the back-off is measured
     // from the first failure on, and how long that took is printed for whoever reads a failure.
     let refused = Instant::now();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(10), received.recv())
-            .await
-            .expect("a failed round within 10 s of the database refusing");
-        if matches!(event, Some(RoundEvent::Failed { .. })) {
-            break;
-        }
-    }
+    next_event(
+        &mut received,
+        Duration::from_secs(10),
+        "failed round after the database refused",
+        |e| matches!(e, RoundEvent::Failed { .. }),
+    )
+    .await;
     eprintln!(
         "first failed round {:?} after the refusal",
         refused.elapsed()
@@ -571,15 +585,13 @@ async fn rounds_back_off_while_the_database_refuses_and_resume_when_it_is_back()
         ))
         .await
         .expect("allow connections");
-    let deadline = Instant::now() + qlsched::lifecycle::MAX_BACK_OFF + Duration::from_secs(3);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, received.recv()).await {
-            Ok(Some(RoundEvent::Finished { .. })) => break,
-            Ok(Some(_)) => {}
-            _ => panic!("no round succeeded within the back-off cap after the database came back"),
-        }
-    }
+    next_event(
+        &mut received,
+        qlsched::lifecycle::MAX_BACK_OFF + Duration::from_secs(3),
+        "round succeeding (the back-off cap and 3 s) after the database came back",
+        |e| matches!(e, RoundEvent::Finished { .. }),
+    )
+    .await;
     lifecycle.stop().await;
     assert_invariants(&db).await;
 }
