@@ -27,13 +27,19 @@ pub enum MigrateAction {
 }
 
 pub async fn run(args: MigrateArgs, global: &Global) -> Result<(), CliError> {
-    let settings = global.connection.settings(Access::Write)?;
-    let schema = &global.connection.schema;
     let action = args.action.unwrap_or(MigrateAction::Up);
+    // `status` and `verify` only read: a standby or a read-only login serves them.
+    let access = if action == MigrateAction::Up {
+        Access::Write
+    } else {
+        Access::Read
+    };
+    let settings = global.connection.settings(access)?;
+    let schema = &global.connection.schema;
     if action == MigrateAction::Up {
         settings.require_session(
             "migrate",
-            "it holds a session's advisory lock from its first migration to its last",
+            "it checks that each of its transactions runs on its own session's server process",
         )?;
     }
     let mut client = settings.connect(schema, "qlsched migrate").await?;

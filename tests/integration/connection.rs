@@ -594,8 +594,8 @@ async fn pooled_connections_and_cancel_requests_use_tls() {
 }
 
 /// The dry runs that lock rows and write before rolling back (`fire`, `backfill`, `pause`,
-/// `resume`, `expire`) are routed as writers: on a session that is read-only (a standby, here
-/// one made so by its options) they are refused like any writer (69, "read-only"), where the
+/// `resume`, `expire`) are routed as writers: on a session that is read-only (here one made so by
+/// its options, on a primary: a setting to change, 78) they are refused like any writer, where the
 /// dry runs that only read (`publish`, `claim`) are served.
 #[tokio::test]
 async fn dry_runs_that_lock_go_to_a_writable_server_and_those_that_read_anywhere() {
@@ -649,8 +649,11 @@ async fn dry_runs_that_lock_go_to_a_writable_server_and_those_that_read_anywhere
         &["expire", "p/a", "--dry-run", "--yes"],
     ] {
         let (status, message) = run(args, None);
-        assert_eq!(status, 69, "{args:?}: {message}");
-        assert!(message.contains("read-only"), "{args:?}: {message}");
+        assert_eq!(status, 78, "{args:?}: {message}");
+        assert!(
+            message.contains("default_transaction_read_only"),
+            "{args:?}: {message}"
+        );
     }
     let (status, message) = run(&["publish", "-f", "-", "--dry-run"], Some(&manifest));
     assert_eq!(status, 0, "publish --dry-run: {message}");
@@ -714,4 +717,59 @@ async fn a_refused_startup_parameter_is_a_configuration_error_naming_the_pooler_
             && message.contains("`ignore_startup_parameters`"),
         "{message}"
     );
+}
+
+/// A database whose defaults make every transaction serializable and read-only reaches none of
+/// qlsched's: each BEGIN names its isolation level and read-only mode (a claim under repeatable
+/// read or serializable fails on every concurrent update of a row it skipped).
+#[tokio::test]
+async fn a_databases_default_isolation_and_read_only_mode_reach_no_transaction_of_qlscheds() {
+    let db = crate::util::TestDb::new().await;
+    db.client()
+        .await
+        .batch_execute(&format!(
+            "ALTER DATABASE {} SET default_transaction_isolation = 'serializable';
+             ALTER DATABASE {} SET default_transaction_read_only = on",
+            db.name, db.name
+        ))
+        .await
+        .expect("the database's defaults");
+    let store = db.store("qlsched tests").await;
+    let mode = "SELECT current_setting('transaction_isolation') || ' ' \
+                || current_setting('transaction_read_only')";
+    let read: String = store
+        .read(|client| {
+            Box::pin(async move {
+                Ok(client
+                    .query_one(mode, &[])
+                    .await
+                    .map_err(StoreError::from)?
+                    .get(0))
+            })
+        })
+        .await
+        .expect("a read");
+    assert_eq!(read, "read committed on");
+    let write: String = store
+        .within(Duration::from_secs(5), "a write", |client| {
+            Box::pin(async move {
+                Ok(client
+                    .query_one(mode, &[])
+                    .await
+                    .map_err(StoreError::from)?
+                    .get(0))
+            })
+        })
+        .await
+        .expect("a write");
+    assert_eq!(write, "read committed off");
+    // The session itself keeps the database's defaults: they were only overridden.
+    let session: String = db
+        .client()
+        .await
+        .query_one(mode, &[])
+        .await
+        .expect("the session's")
+        .get(0);
+    assert_eq!(session, "serializable on");
 }

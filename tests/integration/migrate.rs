@@ -85,14 +85,15 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
 
 /// Two migrators of one schema started while a third session holds the migrators' advisory lock:
 /// both are seen waiting on it before either has touched the schema, and once it is released
-/// they run one after the other: both succeed, one applies every migration and the other finds
-/// nothing to do. The overlap is certain, not left to timing.
+/// they take turns, a migration at a time: both succeed, and each migration is applied once, by
+/// one of them. The overlap is certain, not left to timing.
 #[tokio::test]
 async fn two_migrators_started_at_once_both_succeed() {
     let db = TestDb::empty().await;
     let url = db.url();
-    // The key every migrator of this schema locks (a session advisory lock on the namespace
-    // `qlsched.migrate` and the schema's name): if migrators stop taking it, none waits below.
+    // The key every migrator of this schema locks (an advisory lock on the namespace
+    // `qlsched.migrate` and the schema's name, taken by each of its transactions; held here for a
+    // session): if migrators stop taking it, none waits below.
     let holder = db.client().await;
     holder
         .execute(
@@ -161,11 +162,12 @@ async fn two_migrators_started_at_once_both_succeed() {
         let report: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("json");
         applied.push(report["applied"].as_array().map_or(0, Vec::len));
     }
-    applied.sort_unstable();
+    // Each migration is a transaction of its own under the lock: whichever migrator has it next
+    // applies the next migration, the other finds it applied; between them, each once.
     assert_eq!(
-        applied,
-        [0, MIGRATIONS.len()],
-        "one applies every migration, the other waits for it and finds nothing to do"
+        applied.iter().sum::<usize>(),
+        MIGRATIONS.len(),
+        "each migration applied by one migrator, once: {applied:?}"
     );
     assert_eq!(
         db.count("SELECT count(*) FROM schema_migrations").await,
@@ -464,10 +466,11 @@ async fn run_refuses_a_login_without_the_runtime_privileges() {
     assert!(!message.contains("replica started"), "{message}");
 }
 
-/// A server that refuses writes (a standby; here a login whose sessions are read-only, which
-/// PostgreSQL refuses with the same SQLSTATE) is "unavailable" to a writer: exit 69, naming it.
+/// A login whose sessions are read-only by setting (`default_transaction_read_only`) on a primary
+/// is a setting to change, not a standby to wait for: a writer exits 78 naming the setting, not 69
+/// "a standby?" (a supervisor restarts on 69 forever), and writes nothing.
 #[tokio::test]
-async fn a_writer_on_a_read_only_server_exits_69_saying_so() {
+async fn a_writer_whose_login_is_read_only_by_setting_exits_78_naming_it() {
     let db = TestDb::new().await;
     let admin = LoginRole::create(&db, "qlsched_admin").await;
     db.client()
@@ -485,8 +488,13 @@ async fn a_writer_on_a_read_only_server_exits_69_saying_so() {
         &["-D", &admin.url(&db), "publish", "-f", "-"],
         Some(&manifest.to_string()),
     );
-    assert_eq!(code(&output), 69, "{}", stderr(&output));
-    assert!(stderr(&output).contains("read-only"), "{}", stderr(&output));
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("default_transaction_read_only is on for this login")
+            && !stderr(&output).contains("standby?"),
+        "{}",
+        stderr(&output)
+    );
     assert_eq!(db.count("SELECT count(*) FROM triggers").await, 0);
 }
 

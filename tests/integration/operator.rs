@@ -1350,3 +1350,62 @@ async fn inspect_state_counts_match_a_row_by_row_classification() {
     // Every state is present, so the comparison covers each.
     assert_eq!(expected.len(), 7, "{expected:?}");
 }
+
+/// `fire`, `fire --dry-run` and `backfill` wait for a held schedule row at most the operators'
+/// lock timeout (5 s): each exits 75 naming the lock wait within 6 s, and writes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn fire_and_backfill_wait_for_a_held_row_at_most_the_lock_timeout() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let mut holder = db.client().await;
+    let transaction = holder.transaction().await.expect("begin");
+    transaction
+        .execute(
+            "SELECT 1 FROM trigger_schedules WHERE project_id = 'p' FOR UPDATE",
+            &[],
+        )
+        .await
+        .expect("hold the rows");
+    let url = db.url();
+    let commands: [&[&str]; 3] = [
+        &["fire", "p/tick", "--yes"],
+        &["fire", "p/tick", "--dry-run", "--yes"],
+        &[
+            "backfill",
+            "p/tick",
+            "--from",
+            "2024-01-01T00:00:00Z",
+            "--to",
+            "2024-01-01T00:00:02Z",
+            "--yes",
+        ],
+    ];
+    for args in commands {
+        let started = std::time::Instant::now();
+        let (url, owned) = (
+            url.clone(),
+            args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>(),
+        );
+        let output = tokio::task::spawn_blocking(move || {
+            std::process::Command::new(crate::util::bin())
+                .arg("-D")
+                .arg(&url)
+                .args(&owned)
+                .output()
+                .expect("qlsched")
+        })
+        .await
+        .expect("join");
+        let took = started.elapsed();
+        let message = stderr(&output);
+        assert_eq!(code(&output), 75, "{args:?}: {message}");
+        assert!(message.contains("SQLSTATE 55P03"), "{args:?}: {message}");
+        assert!(
+            took >= std::time::Duration::from_secs(5) && took < std::time::Duration::from_secs(6),
+            "{args:?}: {took:?}: {message}"
+        );
+    }
+    drop(transaction);
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+    assert_eq!(db.count("SELECT count(*) FROM schedule_audit").await, 0);
+}

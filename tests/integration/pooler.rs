@@ -197,3 +197,123 @@ async fn through_pgbouncer_in_transaction_mode_replicas_admit_and_every_command_
 async fn through_pgbouncer_in_session_mode_replicas_admit_and_every_command_works() {
     drill("session").await;
 }
+
+/// What the database holds outside the schema: relations, types, functions and schemas other than
+/// the system's, the public schema's own entry aside.
+const OUTSIDE_THE_SCHEMA: &str = "SELECT
+    (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname NOT IN ('qlsched', 'pg_catalog', 'information_schema', 'pg_toast'))
+  + (SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname NOT IN ('qlsched', 'pg_catalog', 'information_schema'))
+  + (SELECT count(*) FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+        WHERE n.nspname NOT IN ('qlsched', 'pg_catalog', 'information_schema', 'pg_toast'))
+  + (SELECT count(*) FROM pg_namespace
+        WHERE nspname NOT IN ('qlsched', 'public', 'pg_catalog', 'information_schema', 'pg_toast')
+          AND nspname NOT LIKE 'pg_temp_%' AND nspname NOT LIKE 'pg_toast_temp_%')";
+
+/// `qlsched -D URL ARGS` with no `--pooler` (and none in the environment): the forgotten setting.
+fn forgetting(url: &str, args: &[&str]) -> Output {
+    qlsched_at(Some(url), &[], args, None)
+}
+
+/// Refused as a transaction-mode pooler qlsched was not told of: exit 78, naming the setting.
+fn refused_for_the_setting(output: &Output, what: &str, bouncer: &PgBouncer) {
+    assert_eq!(
+        code(output),
+        78,
+        "{what}: {}\n{}\npgbouncer: {}",
+        stdout(output),
+        stderr(output),
+        bouncer.log()
+    );
+    assert!(
+        stderr(output).contains("--pooler transaction")
+            && stderr(output).contains("a connection pooler in transaction mode"),
+        "{what}: {}",
+        stderr(output)
+    );
+}
+
+/// Behind PgBouncer in transaction mode with `--pooler` forgotten: `migrate` on a fresh database,
+/// three at once and three times over, never creates anything outside the schema and exits 78
+/// naming `--pooler`; a replica and `claim` exit 78 with the same message and write nothing; what
+/// replicas connected directly admit afterwards is there once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_pgbouncer_in_transaction_mode_a_forgotten_setting_is_refused_and_corrupts_nothing()
+{
+    let db = TestDb::empty().await;
+    let bouncer = PgBouncer::start(&db, "transaction");
+    let url = bouncer.url(&db);
+    let admin = db.client().await;
+    for round in 1..=3 {
+        let migrators: Vec<_> = (0..3)
+            .map(|_| {
+                let url = url.clone();
+                std::thread::spawn(move || forgetting(&url, &["migrate"]))
+            })
+            .collect();
+        for (index, migrator) in migrators.into_iter().enumerate() {
+            let output = migrator.join().expect("a migrate");
+            refused_for_the_setting(
+                &output,
+                &format!("round {round}, migrate {index}"),
+                &bouncer,
+            );
+        }
+        let outside: i64 = admin
+            .query_one(OUTSIDE_THE_SCHEMA, &[])
+            .await
+            .expect("objects outside the schema")
+            .get(0);
+        assert_eq!(outside, 0, "round {round}: objects outside the schema");
+    }
+
+    // Migrated directly, as the docs say; then the replica and `claim` through the pooler.
+    let migrated = qlsched_at(Some(&db.url()), &[], &["migrate"], None);
+    assert_eq!(code(&migrated), 0, "{}", stderr(&migrated));
+    let manifest = every_second(&["a", "b"]).to_string();
+    let published = qlsched_at(
+        Some(&db.url()),
+        &[],
+        &["publish", "-f", "-"],
+        Some(&manifest),
+    );
+    assert_eq!(code(&published), 0, "{}", stderr(&published));
+    let started = Instant::now();
+    let mut replica = spawn_run(&url, &["--owner", "forgot"]);
+    let exited = loop {
+        if let Some(status) = replica.try_wait().expect("the replica's status") {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the replica without the setting kept running"
+        );
+        sleep_ms(100).await;
+    };
+    let log = replica.into_child().wait_with_output().expect("its log");
+    assert_eq!(exited.code(), Some(78), "{}", stderr(&log));
+    refused_for_the_setting(&log, "the replica", &bouncer);
+    let claim = forgetting(&url, &["claim", "--owner", "someone", "--yes"]);
+    refused_for_the_setting(&claim, "claim", &bouncer);
+    let fire = forgetting(&url, &["fire", "p/a", "--yes"]);
+    refused_for_the_setting(&fire, "fire", &bouncer);
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        0,
+        "nothing admitted"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_owner IS NOT NULL")
+            .await,
+        0,
+        "nothing claimed"
+    );
+
+    // Nothing lost or doubled: a replica connected directly admits every second, once.
+    let direct = spawn_run(&db.url(), &["--owner", "direct"]);
+    crate::util::eventually_count(&db, Duration::from_secs(20), "SELECT count(*) FROM runs", 6)
+        .await;
+    direct.stop();
+    assert_invariants(&db).await;
+}

@@ -112,7 +112,10 @@ impl Settings {
                     Ok(opened) => return Ok(opened),
                     Err(HostFailure::Driver(failed)) => missed.error = Some(failed.error),
                     Err(HostFailure::TimedOut(_)) => {}
-                    Err(HostFailure::Mismatch { client, reason }) => {
+                    Err(
+                        HostFailure::Mismatch { client, reason }
+                        | HostFailure::ReadOnlyLogin { client, reason },
+                    ) => {
                         missed.mismatch = Some((client, reason));
                     }
                 }
@@ -173,7 +176,10 @@ impl Settings {
                     }
                     Ok((client, task))
                 }
-                Ok(Some(reason)) => Err(HostFailure::Mismatch { client, reason }),
+                Ok(Some(Unwanted::Role(reason))) => Err(HostFailure::Mismatch { client, reason }),
+                Ok(Some(Unwanted::ReadOnlyLogin(reason))) => {
+                    Err(HostFailure::ReadOnlyLogin { client, reason })
+                }
                 Err(error) => Err(driver(error)),
             }
         };
@@ -195,6 +201,9 @@ impl Settings {
                 self.describe_target(target),
                 limit.as_secs()
             )]),
+            HostFailure::ReadOnlyLogin { reason, .. } => {
+                Error::Config(format!("{}: {reason}", self.describe_target(target)))
+            }
             HostFailure::Mismatch { reason, .. } => {
                 Error::Unavailable(vec![format!("{}: {reason}", self.describe_target(target))])
             }
@@ -459,6 +468,10 @@ enum HostFailure {
     /// A session was opened, and it is not what `target_session_attrs` asks for: `reason` says
     /// what it is instead. The client is kept for a pool ([`Missed::mismatch`]).
     Mismatch { client: Client, reason: String },
+    /// A session was opened on a primary, and a setting of the login, its database or the server
+    /// (`default_transaction_read_only`) makes it read-only where writes are wanted: no other host
+    /// or promotion mends that, the setting does ([`Error::Config`]).
+    ReadOnlyLogin { client: Client, reason: String },
 }
 
 const READ_ONLY_PROBE: &str = "SHOW transaction_read_only";
@@ -470,22 +483,27 @@ const STANDBY_PROBE: &str = "SELECT pg_is_in_recovery()";
 async fn session_mismatch(
     client: &Client,
     wanted: SessionAttrs,
-) -> Result<Option<String>, tokio_postgres::Error> {
+) -> Result<Option<Unwanted>, tokio_postgres::Error> {
     let (query, yes) = match wanted {
         SessionAttrs::Any | SessionAttrs::PreferStandby => return Ok(None),
         SessionAttrs::ReadWrite | SessionAttrs::ReadOnly => (READ_ONLY_PROBE, "on"),
         SessionAttrs::Primary | SessionAttrs::Standby => (STANDBY_PROBE, "t"),
     };
-    let value = client
-        .simple_query(query)
-        .await?
-        .into_iter()
-        .find_map(|message| match message {
-            SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
-            _ => None,
-        });
-    let flag = value.as_deref() == Some(yes);
+    let flag = first_value(client, query).await?.as_deref() == Some(yes);
     let reason = match (wanted, flag) {
+        // Read-only on a primary: a setting, not the server's role (libpq passes over such a
+        // host as over a standby; where no host is kept, the setting is what to name).
+        (SessionAttrs::ReadWrite, true)
+            if first_value(client, STANDBY_PROBE).await?.as_deref() == Some("f") =>
+        {
+            return Ok(Some(Unwanted::ReadOnlyLogin(
+                "the session is read-only on a primary (not in recovery): \
+                 default_transaction_read_only is on for this login, its database or the server, \
+                 and writes are wanted; turn it off for the login (ALTER ROLE name SET \
+                 default_transaction_read_only = off) or connect as a login without it"
+                    .to_owned(),
+            )));
+        }
         (SessionAttrs::ReadWrite, true) => {
             "server is read-only (a standby?), and target_session_attrs=read-write wants writes"
         }
@@ -500,7 +518,30 @@ async fn session_mismatch(
         }
         _ => return Ok(None),
     };
-    Ok(Some(reason.to_owned()))
+    Ok(Some(Unwanted::Role(reason.to_owned())))
+}
+
+/// Why a session is not what `target_session_attrs` asks for.
+enum Unwanted {
+    /// The server's role (a standby, a primary, read-only or not): another host may be.
+    Role(String),
+    /// [`HostFailure::ReadOnlyLogin`].
+    ReadOnlyLogin(String),
+}
+
+/// The first column of the first row `query` (a simple query) returns.
+async fn first_value(
+    client: &Client,
+    query: &str,
+) -> Result<Option<String>, tokio_postgres::Error> {
+    Ok(client
+        .simple_query(query)
+        .await?
+        .into_iter()
+        .find_map(|message| match message {
+            SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+            _ => None,
+        }))
 }
 
 /// A host's attempt that failed, with what the message needs besides the driver's error.

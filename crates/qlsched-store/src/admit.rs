@@ -378,7 +378,7 @@ impl Lookup {
     }
 }
 
-const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
+const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE";
 
 // The plan the admission relies on (module docs): every join a nested loop, so each row is
 // written before the next is read, and no sequential scan, so each schedule row is reached by

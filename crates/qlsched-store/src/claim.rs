@@ -289,7 +289,7 @@ const PIN_CLAIM_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), 
 
 // A replica's claim runs in a transaction of its own, opened, pinned, claimed and committed in
 // the one round trip of the round's claim.
-const BEGIN: &str = "BEGIN";
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE";
 const COMMIT: &str = "COMMIT";
 
 /// Claims up to `budget` due rows for `owner`, with a lease of `lease_ms` in database time,

@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use super::error::stored;
 use super::row::Named;
-use super::{Begin, SchemaName, StoreError, retry, run_in_transaction};
+use super::{Begin, SchemaName, StoreError, retry};
 use qlsched_core::run_id::run_id;
 use qlsched_core::{ProjectStatus, TriggerName};
 
@@ -52,7 +52,7 @@ impl Origin {
     }
 }
 
-const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
+const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE";
 const COMMIT: &str = "COMMIT";
 const ROLLBACK: &str = "ROLLBACK";
 
@@ -163,11 +163,17 @@ pub async fn read_target(
     trigger: &TriggerName,
 ) -> Result<Target, StoreError> {
     // One statement in a transaction of its own: its row lock waits for an admission in flight
-    // and is gone with the transaction; no snapshot to serialize against.
-    run_in_transaction(client, schema, Begin::ReadWrite, |client| {
-        Box::pin(lock_target(client, trigger))
-    })
-    .await
+    // and is gone with the transaction; no snapshot to serialize against. Under the operators'
+    // bounds (`operator::OPERATOR_LOCK_TIMEOUT`): a row held longer (a stuck session, a table
+    // lock) ends the command with exit 75 instead of a wait without end.
+    client
+        .batch_execute(&crate::operator::begin_bounded(
+            schema,
+            Begin::ReadWrite.statement(),
+        ))
+        .await?;
+    let done = lock_target(client, trigger).await;
+    finish(client, done, false).await
 }
 
 async fn lock_target(

@@ -109,6 +109,18 @@ impl StoreError {
                  (docs/OPERATIONS.md, \"Behind a connection pooler\")"
             ));
         }
+        // A named prepared statement unknown (26000) or already taken (42P05) on the server
+        // connection its use landed on, or a bind meant for another client's statement of the
+        // same name (08P01, "bind message supplies …"): what a pooler in transaction mode does to
+        // a client that prepares on its session. The setting, not a retry, mends it.
+        if *code == SqlState::INVALID_SQL_STATEMENT_NAME
+            || *code == SqlState::DUPLICATE_PSTATEMENT
+            || (*code == SqlState::PROTOCOL_VIOLATION && raw.starts_with("bind message"))
+        {
+            return StoreError::Config(crate::connect::transaction_pooler_found(&format!(
+                "a prepared statement was lost between transactions: {message}"
+            )));
+        }
         if *code == SqlState::INSUFFICIENT_PRIVILEGE
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
             || *code == SqlState::INVALID_PASSWORD

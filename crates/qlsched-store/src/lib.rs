@@ -53,14 +53,16 @@ pub enum Begin {
 impl Begin {
     pub(crate) fn statement(self) -> &'static str {
         match self {
-            Begin::ReadOnly => "BEGIN READ ONLY",
-            Begin::ReadWrite => "BEGIN",
+            Begin::ReadOnly => "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY",
+            Begin::ReadWrite => "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE",
         }
     }
 }
 
-/// A transaction's first round trip, as one simple-query message: `begin` (`BEGIN`, `BEGIN READ
-/// ONLY`, `BEGIN ISOLATION LEVEL SERIALIZABLE`) and the schema's transaction settings
+/// A transaction's first round trip, as one simple-query message: `begin` (a BEGIN that names its
+/// isolation level and read-only mode, so that neither the database's nor the role's defaults,
+/// `default_transaction_isolation` and `default_transaction_read_only`, reach a transaction of
+/// qlsched) and the schema's transaction settings
 /// ([`SchemaName::transaction_settings`]). The one place a transaction of qlsched is opened from:
 /// [`run_in_transaction`], an operator's bounded transaction and the sender's prepare.
 pub(crate) fn opening(schema: &SchemaName, begin: &str) -> String {

@@ -217,19 +217,29 @@ pub struct MigrateReport {
     pub roles_reused: Vec<String>,
 }
 
-// Whether this session's search_path is exactly schema $1, as the startup options set it.
-const SEARCH_PATH_IS: &str =
-    "SELECT current_setting('search_path') IN ($1, quote_ident($1)) AS is_schema,
-    current_setting('search_path') AS search_path";
+// Which server process runs this transaction, and the schema its unqualified names resolve to.
+const IN_SCHEMA: &str = "SELECT pg_backend_pid() AS server_process,
+    current_schema()::text AS current_schema";
 
 // Which of the group roles $1 exist on the server.
 const EXISTING_ROLES: &str =
     "SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE rolname = ANY($1)";
 
-/// Key of the session advisory lock that serialises migrators of one schema.
+/// Key of the transaction advisory lock that serialises migrators of one schema: each of
+/// `migrate`'s transactions takes it first, so two migrators never apply one migration twice, and
+/// its end releases it, so nothing of it outlives the transaction on a server connection.
 const LOCK_NAMESPACE: &str = "qlsched.migrate";
-const LOCK: &str = "SELECT pg_advisory_lock(hashtext($1), hashtext($2))";
-const UNLOCK: &str = "SELECT pg_advisory_unlock(hashtext($1), hashtext($2))";
+const LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))";
+
+/// How long one migration's statements wait for a table lock (a long transaction, a paged
+/// `inspect`, VACUUM FULL) before the migration rolls back and tries again: while a migration's
+/// ACCESS EXCLUSIVE request waits, every claim of the replicas queues behind it.
+const MIGRATION_LOCK_TIMEOUT: &str = "5s";
+
+/// How many times a migration that ran out of [`MIGRATION_LOCK_TIMEOUT`] is tried, one
+/// [`MIGRATION_RETRY_PAUSE`] apart, before `migrate` gives up (exit 75).
+const MIGRATION_ATTEMPTS: u32 = 6;
+const MIGRATION_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_secs(2);
 
 // The ledger; created before the first migration so that migration 0002 can grant on it.
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -273,105 +283,46 @@ const RECORD_MIGRATION: &str = "INSERT INTO schema_migrations
     VALUES ($1, $2, $3, now_ms(), $4, $5)
     RETURNING applied_at_ms";
 
-/// Applies every pending migration. Safe to run concurrently: the advisory lock makes the second
-/// migrator wait and then find nothing to do.
+/// Applies every pending migration, each in a transaction of its own that takes the migrators'
+/// lock, sets the schema's `search_path` for itself (`SET LOCAL`) and checks, in the same
+/// transaction, that it runs where `migrate`'s session does and resolves names in the schema:
+/// whatever the session's `search_path`, nothing is created elsewhere, and nothing set outlives
+/// the transaction. Safe to run concurrently: the lock makes the second migrator wait, then find
+/// each migration applied.
 pub async fn migrate_up(
     client: &mut Client,
     schema: &SchemaName,
 ) -> Result<MigrateReport, StoreError> {
-    client
-        .execute(LOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
-        .await?;
-    let result = apply_pending(client, schema).await;
-    // Unlock even after a failure; a closed connection releases the lock by itself.
-    let _ = client
-        .execute(UNLOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
-        .await;
-    result
-}
-
-async fn apply_pending(
-    client: &mut Client,
-    schema: &SchemaName,
-) -> Result<MigrateReport, StoreError> {
-    // Every statement below names its tables unqualified. The session's search_path is the
-    // schema (set once it opened, after any startup options); checked all the same before
-    // anything is created, since a table in another schema would be found by nothing.
-    let path = client
-        .query_one(SEARCH_PATH_IS, &[&schema.as_str()])
-        .await?;
-    if !path.col::<bool>("is_schema")? {
-        return Err(StoreError::Config(format!(
-            "this session's search_path is {:?}, not {schema}; nothing was migrated \
-             (docs/OPERATIONS.md, \"Behind a connection pooler\")",
-            path.col::<String>("search_path")?
-        )));
-    }
-    client
-        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted()))
-        .await?;
-    client.batch_execute(CREATE_LEDGER).await?;
-    client.batch_execute(ADD_LEDGER_FLAG).await?;
+    let home = crate::connect::server_process(client).await?;
+    // The ledger (created before the first migration, so that migration 0002 can grant on it),
+    // and what is known before any migration.
+    let transaction = begin(client, schema, home).await?;
+    transaction.batch_execute(CREATE_LEDGER).await?;
+    transaction.batch_execute(ADD_LEDGER_FLAG).await?;
     let (versions, flags): (Vec<i64>, Vec<bool>) = MIGRATIONS
         .iter()
         .map(|m| (m.version, m.previous_release_may_run))
         .unzip();
-    client
+    transaction
         .execute(FILL_LEDGER_FLAG, &[&versions, &flags])
         .await?;
     let roles: Vec<String> = ROLES.iter().map(|r| (*r).to_owned()).collect();
-    let roles_before: Vec<String> = client
+    let roles_before: Vec<String> = transaction
         .query_one(EXISTING_ROLES, &[&roles])
         .await?
         .get::<_, Option<Vec<String>>>(0)
         .unwrap_or_default();
-    let ledger = read_ledger(client).await?;
+    let ledger = read_ledger(&transaction).await?;
+    transaction.commit().await?;
     refuse_divergence(&ledger)?;
     let mut applied = Vec::new();
     for migration in MIGRATIONS
         .iter()
         .filter(|m| !ledger.contains_key(&m.version))
     {
-        let started = Instant::now();
-        let transaction = client.transaction().await?;
-        transaction
-            .batch_execute(migration.sql)
-            .await
-            .map_err(|error| {
-                let cause = StoreError::from_db(error);
-                match cause {
-                    // The server's SQLSTATE, detail and hint kept: they say what to fix.
-                    StoreError::Database(db) => StoreError::SchemaNotReady(format!(
-                        "migration {} failed: {}",
-                        migration.file_name(),
-                        super::error::describe_server_error(&db)
-                    )),
-                    other => other,
-                }
-            })?;
-        let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        let applied_at_ms: i64 = transaction
-            .query_one(
-                RECORD_MIGRATION,
-                &[
-                    &migration.version,
-                    &migration.name,
-                    &migration.checksum(),
-                    &execution_ms,
-                    &migration.previous_release_may_run,
-                ],
-            )
-            .await?
-            .get(0);
-        transaction.commit().await?;
-        applied.push(MigrationStatus {
-            version: migration.version,
-            name: migration.name.to_owned(),
-            state: "applied",
-            checksum: migration.checksum(),
-            applied_at_ms: Some(applied_at_ms),
-            execution_ms: Some(execution_ms),
-        });
+        if let Some(status) = apply_with_retries(client, schema, home, migration).await? {
+            applied.push(status);
+        }
     }
     // The roles' migration grants to whatever roles it finds: say which it made and which it
     // took as they were, so that a role made by hand (with LOGIN, say) is not a surprise.
@@ -392,6 +343,142 @@ async fn apply_pending(
     })
 }
 
+/// One of `migrate`'s transactions, begun: read committed and read-write whatever the database's
+/// or the role's defaults, the migrators' lock taken, the schema made if missing and set as the
+/// transaction's `search_path`, JIT off, table locks waited for at most
+/// [`MIGRATION_LOCK_TIMEOUT`]; then checked to run on `home`, the server process of `migrate`'s
+/// session (a pooler in transaction mode hands a transaction any server connection: refused,
+/// exit 78), and to resolve names in the schema.
+async fn begin<'c>(
+    client: &'c mut Client,
+    schema: &SchemaName,
+    home: i32,
+) -> Result<tokio_postgres::Transaction<'c>, StoreError> {
+    let transaction = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
+        .read_only(false)
+        .start()
+        .await?;
+    transaction
+        .execute(LOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
+        .await?;
+    transaction
+        .batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS {schema}; SET LOCAL search_path TO {schema}; \
+             SET LOCAL jit TO off; SET LOCAL lock_timeout TO '{MIGRATION_LOCK_TIMEOUT}'",
+            schema = schema.quoted()
+        ))
+        .await?;
+    let session = transaction.query_one(IN_SCHEMA, &[]).await?;
+    let process: i32 = session.col("server_process")?;
+    if process != home {
+        return Err(StoreError::Config(
+            crate::connect::transaction_pooler_found(&format!(
+                "migrate's session ran on server process {home}, one of its transactions on \
+                 {process}"
+            )),
+        ));
+    }
+    let resolves_in: Option<String> = session.col("current_schema")?;
+    if resolves_in.as_deref() != Some(schema.as_str()) {
+        return Err(StoreError::Config(format!(
+            "migrate's transaction resolves names in {resolves_in:?}, not in schema {schema}, \
+             after setting its search_path; nothing was migrated"
+        )));
+    }
+    Ok(transaction)
+}
+
+/// [`apply`], tried again while its statements run out of [`MIGRATION_LOCK_TIMEOUT`] (each try
+/// rolled back whole), at most [`MIGRATION_ATTEMPTS`] times; then a time-out (exit 75).
+async fn apply_with_retries(
+    client: &mut Client,
+    schema: &SchemaName,
+    home: i32,
+    migration: &Migration,
+) -> Result<Option<MigrationStatus>, StoreError> {
+    let mut attempt = 1;
+    loop {
+        match apply(client, schema, home, migration).await? {
+            Ok(status) => return Ok(status),
+            Err(waited) if attempt < MIGRATION_ATTEMPTS => {
+                tracing::warn!(migration = %migration.file_name(), attempt, %waited,
+                    "a migration waited {MIGRATION_LOCK_TIMEOUT} for a table lock and was \
+                     rolled back; trying again");
+                tokio::time::sleep(MIGRATION_RETRY_PAUSE).await;
+                attempt += 1;
+            }
+            Err(waited) => {
+                return Err(StoreError::TimedOut(format!(
+                    "migration {} waited for a table lock {attempt} times, \
+                     {MIGRATION_LOCK_TIMEOUT} each, and was rolled back each time: {waited}; \
+                     nothing of it was applied (find the session holding the lock in \
+                     pg_locks, then run `qlsched migrate` again)",
+                    migration.file_name()
+                )));
+            }
+        }
+    }
+}
+
+/// Applies `migration` and records it in the ledger, in one transaction ([`begin`]): `None` when
+/// another migrator applied it first, `Err` with the server's message when a table lock was not
+/// had within [`MIGRATION_LOCK_TIMEOUT`] (rolled back, nothing applied).
+async fn apply(
+    client: &mut Client,
+    schema: &SchemaName,
+    home: i32,
+    migration: &Migration,
+) -> Result<Result<Option<MigrationStatus>, String>, StoreError> {
+    let transaction = begin(client, schema, home).await?;
+    if read_ledger(&transaction)
+        .await?
+        .contains_key(&migration.version)
+    {
+        transaction.commit().await?;
+        return Ok(Ok(None));
+    }
+    let started = Instant::now();
+    if let Err(error) = transaction.batch_execute(migration.sql).await {
+        if error.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+            return Ok(Err(super::error::describe_server_error(&error)));
+        }
+        return Err(match StoreError::from_db(error) {
+            // The server's SQLSTATE, detail and hint kept: they say what to fix.
+            StoreError::Database(db) => StoreError::SchemaNotReady(format!(
+                "migration {} failed: {}",
+                migration.file_name(),
+                super::error::describe_server_error(&db)
+            )),
+            other => other,
+        });
+    }
+    let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let applied_at_ms: i64 = transaction
+        .query_one(
+            RECORD_MIGRATION,
+            &[
+                &migration.version,
+                &migration.name,
+                &migration.checksum(),
+                &execution_ms,
+                &migration.previous_release_may_run,
+            ],
+        )
+        .await?
+        .get(0);
+    transaction.commit().await?;
+    Ok(Ok(Some(MigrationStatus {
+        version: migration.version,
+        name: migration.name.to_owned(),
+        state: "applied",
+        checksum: migration.checksum(),
+        applied_at_ms: Some(applied_at_ms),
+        execution_ms: Some(execution_ms),
+    })))
+}
+
 #[derive(Debug, Clone)]
 struct LedgerRow {
     name: String,
@@ -402,7 +489,9 @@ struct LedgerRow {
     previous_release_may_run: Option<bool>,
 }
 
-async fn read_ledger(client: &Client) -> Result<BTreeMap<i64, LedgerRow>, StoreError> {
+async fn read_ledger(
+    client: &impl tokio_postgres::GenericClient,
+) -> Result<BTreeMap<i64, LedgerRow>, StoreError> {
     let rows = client.query(READ_LEDGER, &[]).await?;
     rows.iter()
         .map(|row| {
@@ -773,7 +862,6 @@ fn short(checksum: &str) -> &str {
 
 super::statements::statements! {
     LOCK: Owner,
-    UNLOCK: Owner,
     CREATE_LEDGER: Owner,
     ADD_LEDGER_FLAG: Owner,
     FILL_LEDGER_FLAG: Owner,
@@ -786,7 +874,7 @@ super::statements::statements! {
     LIVE_GRANTS: Owner | Observer,
     LIVE_ROLES: Owner | Observer,
     EXISTING_ROLES: Owner,
-    SEARCH_PATH_IS: Owner,
+    IN_SCHEMA: Owner,
 }
 
 #[cfg(test)]

@@ -63,8 +63,8 @@ pub(crate) fn begin_bounded(schema: &SchemaName, begin: &str) -> String {
     format!("{}; {BOUND_TRANSACTION}", crate::opening(schema, begin))
 }
 
-const BEGIN: &str = "BEGIN";
-const BEGIN_READ_ONLY: &str = "BEGIN READ ONLY";
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE";
+const BEGIN_READ_ONLY: &str = "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY";
 const COMMIT: &str = "COMMIT";
 const ROLLBACK: &str = "ROLLBACK";
 

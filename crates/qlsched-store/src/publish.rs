@@ -172,7 +172,12 @@ async fn dry_run_report(
     schema: &SchemaName,
     manifest: &Manifest,
 ) -> Result<PublishReport, StoreError> {
-    let transaction = client.build_transaction().read_only(true).start().await?;
+    let transaction = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
+        .read_only(true)
+        .start()
+        .await?;
     transaction
         .batch_execute(&schema.transaction_settings())
         .await?;

@@ -85,7 +85,12 @@ pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
     ),
     (
         "qlsched_store",
-        "BEGIN READ ONLY",
+        "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY",
+        "not prepared: sent with the schema's transaction settings as one simple query",
+    ),
+    (
+        "qlsched_store",
+        "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE",
         "not prepared: sent with the schema's transaction settings as one simple query",
     ),
     (

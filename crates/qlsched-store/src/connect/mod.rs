@@ -72,7 +72,9 @@ impl SchemaName {
 }
 
 /// What sits between qlsched and PostgreSQL (`--pooler`, `QLSCHED_POOLER`; docs/OPERATIONS.md,
-/// "Behind a connection pooler"). It cannot be detected: a pooler answers as the server does.
+/// "Behind a connection pooler"). A pooler answers as the server does, so the setting says which;
+/// a transaction-mode pooler the setting leaves out is found by what it does to sessions and
+/// refused ([`ConnectionSettings::connect`]), before qlsched sets anything on one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Pooler {
     /// Nothing: each client session is a server session.
@@ -294,10 +296,51 @@ impl ConnectionSettings {
         schema: &SchemaName,
         application_name: &str,
     ) -> Result<Client, StoreError> {
-        Ok(self
-            .settings
-            .connect(application_name, &self.session_setup(schema))
-            .await?)
+        let client = self.settings.connect(application_name, "").await?;
+        self.refuse_shared_sessions(&client, application_name)
+            .await?;
+        let setup = self.session_setup(schema);
+        if !setup.is_empty() {
+            client.batch_execute(&setup).await?;
+        }
+        Ok(client)
+    }
+
+    /// Refuses ([`StoreError::Config`], exit 78) a session that is not its own while the
+    /// settings name no pooler (no `--pooler`): a pooler in transaction mode in between, which nothing in its answers names. Found by what it does, before qlsched sets
+    /// anything on the session: `client`'s server process is read, then that of a second session
+    /// of the same settings and `client`'s again, [`SHARING_PROBES`] times. Sessions of their own are two server
+    /// processes, each the same every time; behind a transaction pooler the second session is
+    /// handed the server connection `client` just gave back (PgBouncer reuses the last one
+    /// released), or `client` is handed another on its next statement. Sent as simple queries
+    /// (no prepared statement), each a transaction of its own, nothing set.
+    async fn refuse_shared_sessions(
+        &self,
+        client: &Client,
+        application_name: &str,
+    ) -> Result<(), StoreError> {
+        // Told of a pooler (either mode), qlsched takes the setting's word: in session mode a
+        // second session at once would need a second server connection from a pool sized for
+        // one a client.
+        if self.pooler != Pooler::None {
+            return Ok(());
+        }
+        let first = server_process(client).await?;
+        let other = self.settings.connect(application_name, "").await?;
+        let mut shared = false;
+        for _ in 0..SHARING_PROBES {
+            shared = shared
+                || server_process(&other).await? == first
+                || server_process(client).await? != first;
+        }
+        drop(other);
+        if shared {
+            return Err(StoreError::Config(transaction_pooler_found(&format!(
+                "two of its sessions were served by one server process ({first}), or one \
+                 session by several"
+            ))));
+        }
+        Ok(())
     }
 
     /// Whether a server answers at all: `Err` with the reason only when nothing did (no socket,
@@ -310,7 +353,46 @@ impl ConnectionSettings {
     }
 }
 
-crate::statements::statements! {}
+// This session's server process: the same on every statement of a session of its own.
+const SERVER_PROCESS: &str = "SELECT pg_backend_pid()";
+
+/// How many times [`ConnectionSettings::connect`] looks for a shared session. Behind a
+/// transaction pooler each look finds it unless, in the instant between `client`'s statement and
+/// the other session's, a third client takes the server connection and gives it back; eight looks
+/// (sixteen short statements) make that vanishingly rare even while other clients of the pooler
+/// are busy, and sessions of their own never show it, however many looks.
+const SHARING_PROBES: usize = 8;
+
+/// [`SERVER_PROCESS`] on `client`, as a simple query: the one statement that runs before
+/// qlsched knows whether a named prepared statement would survive to its execution.
+pub(crate) async fn server_process(client: &Client) -> Result<i32, StoreError> {
+    let answer = client.simple_query(SERVER_PROCESS).await?;
+    answer
+        .iter()
+        .find_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0),
+            _ => None,
+        })
+        .and_then(|pid| pid.parse().ok())
+        .ok_or_else(|| StoreError::Unavailable("the server gave no process id".to_owned()))
+}
+
+/// The one message for a transaction-mode pooler qlsched was not told of, found by `how`: what
+/// the session check says, and what a prepared statement lost between transactions
+/// ([`StoreError::from_db`]) says.
+pub(crate) fn transaction_pooler_found(how: &str) -> String {
+    format!(
+        "a connection pooler in transaction mode sits between qlsched and the server ({how}), \
+         and qlsched was not told: run replicas and commands with --pooler transaction \
+         (QLSCHED_POOLER=transaction); `migrate`, `demo` and `bench` need a session of their \
+         own: connect them to the server directly, or through the pooler in session mode \
+         (docs/OPERATIONS.md, \"Behind a connection pooler\")"
+    )
+}
+
+crate::statements::statements! {
+    SERVER_PROCESS: Owner | Admin | Runtime | Observer,
+}
 
 #[cfg(test)]
 mod tests;

@@ -149,7 +149,7 @@ SELECT (SELECT count(*) FROM resumed), (SELECT count(*) FROM misfired),
 
 // Manual actions on schedule rows are short READ COMMITTED transactions: the row locks keep the
 // rows still until the audit rows are in.
-const BEGIN: &str = "BEGIN";
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE";
 
 /// Pauses the trigger `target.1` of project `target.0`, or every trigger of the project.
 pub async fn pause(
