@@ -193,6 +193,11 @@ pub fn main() -> ExitCode {
     }
     if let (Command::Run(args), Some(("run", run))) = (&mut cli.command, matches.subcommand()) {
         args.replica.owner_from_env = from_env(run, "owner");
+        args.retention.from_env = run::RetentionArgs::FLAGS
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| from_env(run, id))
+            .collect();
     }
     init_logging(&cli.command, cli.color, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -10,8 +10,9 @@ use super::args::{Access, duration_arg};
 use super::signals::Shutdown;
 use super::{CliError, Global};
 use crate::core::{Batch, CoordinatorConfig};
-use crate::replica::{ReplicaConfig, ReplicaError, ReplicaExit};
+use crate::replica::{ReplicaConfig, ReplicaError, ReplicaExit, Retention};
 use crate::stop::StopToken;
+use crate::store::retention::RunRetention;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -27,6 +28,110 @@ pub struct RunArgs {
     /// of waiting, not ready, until `qlsched migrate` has run.
     #[arg(long, env = "QLSCHED_EXIT_IF_UNMIGRATED")]
     pub exit_if_unmigrated: bool,
+
+    #[command(flatten)]
+    pub retention: RetentionArgs,
+}
+
+/// How long finished runs are kept (docs/OPERATIONS.md, "Retention"): one replica at a time
+/// deletes them with their attempts and events past this, and the replica that does applies its
+/// own settings, so give every replica the same.
+#[derive(Debug, Clone, Args)]
+pub struct RetentionArgs {
+    /// Keep a succeeded run this long after it finished, or `off` to keep succeeded runs for ever.
+    #[arg(
+        long,
+        env = "QLSCHED_RETAIN_SUCCEEDED",
+        default_value = "24h",
+        value_name = "DURATION|off"
+    )]
+    pub retain_succeeded: String,
+
+    /// Keep a failed run this long after it finished (long enough for someone to look into it
+    /// after a weekend), or `off`.
+    #[arg(
+        long,
+        env = "QLSCHED_RETAIN_FAILED",
+        default_value = "7d",
+        value_name = "DURATION|off"
+    )]
+    pub retain_failed: String,
+
+    /// Keep a cancelled run this long after it finished, or `off`.
+    #[arg(
+        long,
+        env = "QLSCHED_RETAIN_CANCELLED",
+        default_value = "24h",
+        value_name = "DURATION|off"
+    )]
+    pub retain_cancelled: String,
+
+    /// Time between two retention passes of this replica (1s..=1h); each drains what is due in
+    /// batches for at most 30 s, and only the replica holding the retention lease deletes.
+    #[arg(
+        long,
+        env = "QLSCHED_RETENTION_INTERVAL",
+        default_value = "1m",
+        value_name = "DURATION"
+    )]
+    pub retention_interval: String,
+
+    /// The flags whose value came from the environment (set after parsing): a bad one is then a
+    /// configuration error (78), not a usage error.
+    #[arg(skip)]
+    pub from_env: Vec<&'static str>,
+}
+
+impl RetentionArgs {
+    /// The flags, by id and environment variable, in the order they are checked.
+    pub const FLAGS: [(&'static str, &'static str); 4] = [
+        ("retain_succeeded", "QLSCHED_RETAIN_SUCCEEDED"),
+        ("retain_failed", "QLSCHED_RETAIN_FAILED"),
+        ("retain_cancelled", "QLSCHED_RETAIN_CANCELLED"),
+        ("retention_interval", "QLSCHED_RETENTION_INTERVAL"),
+    ];
+
+    /// The validated retention: a bad flag is a usage error (2), a bad variable a configuration
+    /// error (78), each named.
+    pub fn retention(&self) -> Result<Retention, CliError> {
+        let refuse = |id: &'static str, error: String| {
+            let (_, variable) = Self::FLAGS
+                .iter()
+                .find(|(flag, _)| *flag == id)
+                .copied()
+                .unwrap_or((id, id));
+            if self.from_env.contains(&id) {
+                CliError::Config(format!("{variable} (from the environment): {error}"))
+            } else {
+                CliError::Usage(format!("--{} {error}", id.replace('_', "-")))
+            }
+        };
+        let keep = |id: &'static str, text: &str| -> Result<Option<i64>, CliError> {
+            if text == "off" {
+                return Ok(None);
+            }
+            let duration = duration_arg(text).map_err(|error| refuse(id, error))?;
+            Ok(Some(
+                i64::try_from(duration.as_millis()).unwrap_or(i64::MAX),
+            ))
+        };
+        let every = duration_arg(&self.retention_interval)
+            .map_err(|error| refuse("retention_interval", error))?;
+        if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&every) {
+            return Err(refuse(
+                "retention_interval",
+                format!("{}: expected 1s..=1h", self.retention_interval),
+            ));
+        }
+        Ok(Retention {
+            runs: RunRetention {
+                succeeded_ms: keep("retain_succeeded", &self.retain_succeeded)?,
+                failed_ms: keep("retain_failed", &self.retain_failed)?,
+                cancelled_ms: keep("retain_cancelled", &self.retain_cancelled)?,
+            },
+            every,
+        })
+    }
 }
 
 /// A replica's configuration, shared with the demo and the bench.
@@ -105,6 +210,7 @@ pub fn default_owner() -> String {
 pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     let config = ReplicaConfig {
         coordinator: args.replica.config()?,
+        retention: args.retention.retention()?,
         settings: global.connection.settings(Access::Write)?,
         schema: global.connection.schema.clone(),
         metrics_addr: args.metrics_addr,

@@ -24,6 +24,7 @@ mod pooler;
 mod publish;
 mod recovery;
 mod replicas;
+mod retention;
 mod self_contained;
 mod statements;
 mod top;

@@ -26,6 +26,7 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
         roles,
         [
             "qlsched_admin",
+            "qlsched_dispatcher",
             "qlsched_observer",
             "qlsched_runtime",
             "qlsched_worker_ingress"
@@ -44,13 +45,14 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
     let roles: i64 = client
         .query_one(
             "SELECT count(*) FROM pg_roles WHERE rolname IN ('qlsched_admin', 'qlsched_runtime', \
-             'qlsched_observer', 'qlsched_worker_ingress') AND NOT rolcanlogin",
+             'qlsched_observer', 'qlsched_worker_ingress', 'qlsched_dispatcher') \
+             AND NOT rolcanlogin",
             &[],
         )
         .await
         .expect("roles")
         .get(0);
-    assert_eq!(roles, 4);
+    assert_eq!(roles, 5);
 
     let second = qlsched(Some(&db), &["migrate", "-o", "json"], None);
     assert_eq!(code(&second), 0);
@@ -70,7 +72,8 @@ async fn migrate_creates_schema_roles_and_exact_grants_then_is_a_no_op() {
     assert!(
         table.contains(
             "group roles already on this server, granted to as they are: \
-                        qlsched_admin, qlsched_runtime, qlsched_observer, qlsched_worker_ingress"
+                        qlsched_admin, qlsched_runtime, qlsched_observer, qlsched_worker_ingress, \
+                        qlsched_dispatcher"
         ),
         "a second database finds the roles the first made: {table}"
     );

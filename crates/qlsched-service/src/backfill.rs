@@ -137,6 +137,9 @@ impl Backfill {
         } else {
             Vec::new()
         };
+        if let Some(refusal) = control::before_horizon(&target, &occurrences) {
+            return Err(refusal.into());
+        }
         if occurrences.len() > cap {
             return Err(BackfillError::Refused(format!(
                 "the window holds more than --max {} occurrences of {} ({}); narrow it or raise \

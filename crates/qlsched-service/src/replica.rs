@@ -22,6 +22,7 @@ use qlsched_core::duration::format_duration;
 use qlsched_core::{CoordinatorConfig, TriggerName};
 use qlsched_store::migrate::{RUNTIME_ROLE, check_capability, check_not_behind, check_ready};
 use qlsched_store::recovery::recovery_report;
+use qlsched_store::retention::{RetentionBatch, RunRetention, delete_finished_runs};
 use qlsched_store::{
     Begin, ConnectionSettings, SchemaName, Store, StoreError, replicas, run_in_transaction,
 };
@@ -36,6 +37,32 @@ pub struct ReplicaConfig {
     pub metrics_addr: Option<String>,
     /// Fail at start when the schema is not migrated, instead of waiting for `migrate`.
     pub exit_if_unmigrated: bool,
+    /// How long finished runs are kept (docs/DESIGN.md §3.3), and how often this replica offers
+    /// to delete those past it.
+    pub retention: Retention,
+}
+
+/// A replica's part in run retention: the retention per status it applies when it holds the
+/// lease, and how often it tries to.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub runs: RunRetention,
+    /// Time between two passes (each drains what is due, batch by batch, within
+    /// [`RETENTION_PASS_BUDGET`]).
+    pub every: Duration,
+}
+
+impl Retention {
+    /// Succeeded and cancelled runs a day, failed ones a week, a pass a minute (docs/OPERATIONS.md
+    /// "Retention" has the reasons).
+    pub const DEFAULT: Retention = Retention {
+        runs: RunRetention {
+            succeeded_ms: Some(24 * 3_600_000),
+            failed_ms: Some(7 * 24 * 3_600_000),
+            cancelled_ms: Some(24 * 3_600_000),
+        },
+        every: Duration::from_secs(60),
+    };
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +92,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
         schema,
         metrics_addr,
         exit_if_unmigrated,
+        retention,
     } = config;
     let schema = &schema;
     // Bound first, so that probes answer ("starting") while the replica connects, and a busy or
@@ -150,6 +178,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
         "replica started"
     );
 
+    let owner = config.owner.clone();
     let coordinator = Arc::new(Coordinator::new(store, config));
     let (events, mut received) = mpsc::unbounded_channel();
     let store = coordinator.store().clone();
@@ -161,6 +190,9 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
     let mut housekeeping = Housekeeping::default();
     let mut summary = tokio::time::interval(Duration::from_secs(60));
     summary.tick().await;
+    let mut retainer = Housekeeping::default();
+    let mut retain = tokio::time::interval(retention.every);
+    retain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let record = |totals: &mut Totals, event: &RoundEvent| {
         if let Some(observer) = &observer {
             observer.record(event);
@@ -176,11 +208,17 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
             Some(event) = received.recv() => record(&mut totals, &event),
             _ = summary.tick() => {
                 totals.log_and_reset();
-                housekeeping.start_unless_running(&store);
+                housekeeping.start_unless_running(|| housekeep(store.clone()));
+            }
+            _ = retain.tick(), if !retention.runs.is_off() => {
+                retainer.start_unless_running(|| {
+                    retain_runs(store.clone(), owner.clone(), retention.runs)
+                });
             }
         }
     }
     housekeeping.abort();
+    retainer.abort();
     let stopped = lifecycle.stop_registered().await;
     // The round the stop drained reported after the loop above stopped listening: count it, or
     // the last summary leaves out what that round admitted.
@@ -312,15 +350,19 @@ impl Totals {
 /// next minute tries again.
 pub const HOUSEKEEPING_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The minute's housekeeping task: at most one at a time, never awaited by the loop.
+/// A maintenance task (the minute's housekeeping, a retention pass): at most one of each at a
+/// time, never awaited by the loop.
 #[derive(Default)]
 struct Housekeeping(Option<JoinHandle<()>>);
 
 impl Housekeeping {
-    /// Starts a round of housekeeping, unless the last one is still running.
-    fn start_unless_running(&mut self, store: &Store) {
+    /// Starts the task `start` makes, unless the last one is still running.
+    fn start_unless_running<F>(&mut self, start: impl FnOnce() -> F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         if self.0.as_ref().is_none_or(JoinHandle::is_finished) {
-            self.0 = Some(tokio::spawn(housekeep(store.clone())));
+            self.0 = Some(tokio::spawn(start()));
         }
     }
 
@@ -359,6 +401,80 @@ async fn housekeep(store: Store) {
             "housekeeping"
         ),
         Err(error) => tracing::warn!(%error, "housekeeping failed; trying again in a minute"),
+    }
+}
+
+/// Finished runs deleted per batch, of each status: a batch is one short transaction (an index
+/// range of the finished runs, then each run's attempts and events by key), a few tens of
+/// milliseconds, so an admission waiting behind it on a page loses little.
+pub const RETENTION_BATCH: i64 = 1_000;
+
+/// How long one retention pass may go on deleting, batch after batch: a backlog (a week of
+/// history when retention is first turned on) drains over many passes, never in one.
+pub const RETENTION_PASS_BUDGET: Duration = Duration::from_secs(30);
+
+/// The pause between two batches of a pass, so that the deletes are spread and admissions,
+/// vacuum and replication keep up.
+pub const RETENTION_PAUSE: Duration = Duration::from_millis(100);
+
+/// How long the retention lease lasts past each batch: longer than the time between two passes
+/// of the default minute, so the leader keeps it, and short enough that another replica takes
+/// over within minutes of the leader's end.
+pub const RETENTION_LEASE_MS: i64 = 150_000;
+
+/// One retention pass (`store::retention`): batches of finished runs past their retention
+/// deleted while this replica holds the lease, until a batch comes back short or the pass's
+/// budget is spent. Another replica's lease, or its batch in flight, ends the pass at once: the
+/// work is the leader's.
+async fn retain_runs(store: Store, owner: String, retention: RunRetention) {
+    let started = tokio::time::Instant::now();
+    let mut total = RetentionBatch::default();
+    let mut batches = 0u64;
+    loop {
+        let owner = owner.clone();
+        let batch = store
+            .within(HOUSEKEEPING_TIMEOUT, "retention", move |client| {
+                Box::pin(async move {
+                    delete_finished_runs(
+                        client,
+                        &owner,
+                        RETENTION_LEASE_MS,
+                        &retention,
+                        RETENTION_BATCH,
+                    )
+                    .await
+                })
+            })
+            .await;
+        match batch {
+            Ok(None) => {
+                tracing::debug!("retention: another replica holds the lease; skipped");
+                break;
+            }
+            Ok(Some(batch)) => {
+                batches += 1;
+                total.add(&batch);
+                let full = batch.runs >= RETENTION_BATCH as u64;
+                if !full || started.elapsed() + RETENTION_PAUSE >= RETENTION_PASS_BUDGET {
+                    break;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "retention failed; trying again at the next pass");
+                break;
+            }
+        }
+        tokio::time::sleep(RETENTION_PAUSE).await;
+    }
+    if total.runs > 0 {
+        tracing::info!(
+            runs = total.runs,
+            attempts = total.attempts,
+            events = total.events,
+            manual_keys_retired = total.retired_keys,
+            batches,
+            "retention deleted finished runs"
+        );
     }
 }
 

@@ -28,8 +28,14 @@ pub struct OccurrenceFinding {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AccountingReport {
     /// The window's start in database time: now minus the window, or the retention bound of
-    /// misfire records when the window reaches further back.
+    /// misfire records when the window reaches further back, or the retention horizon of runs
+    /// when that is later.
     pub since_ms: i64,
+    /// The runs' retention horizon: occurrences before it may have lost their runs and are not
+    /// checked (null while retention has deleted nothing).
+    pub horizon_ms: Option<i64>,
+    /// Whether the horizon cut the window short (the window asked for reached before it).
+    pub stopped_at_horizon: bool,
     pub triggers: u64,
     pub occurrences: u64,
     /// Occurrences with neither a run nor a misfire record (at most 100 listed).
@@ -67,12 +73,19 @@ impl AccountingReport {
 // cursor) and the cursor, at one snapshot. A manual run (`qlsched fire`) is no cron occurrence
 // and is left out; a backfilled one is its occurrence's run. The window starts $1 ms before the database's now.
 // The window's start when no schedule row is in it.
-const SINCE: &str = "SELECT now_ms() - $1::int8";
+// Both start at the later of now minus the window and the retention horizon (`store::retention`),
+// read in the same snapshot as the runs: before the horizon a run may be gone, and its occurrence
+// would look unaccounted for.
+const SINCE: &str = "WITH w AS (SELECT now_ms() - $1::int8 AS asked_ms,
+        (SELECT horizon_ms FROM run_retention WHERE singleton) AS horizon_ms)
+    SELECT greatest(w.asked_ms, w.horizon_ms) AS since_ms, w.horizon_ms FROM w";
 
-const ACCOUNTING: &str = "WITH w AS (SELECT now_ms() - $1::int8 AS since_ms)
+const ACCOUNTING: &str = "WITH w AS (
+    SELECT greatest(now_ms() - $1::int8, h.horizon_ms) AS since_ms, h.horizon_ms
+    FROM (SELECT (SELECT horizon_ms FROM run_retention WHERE singleton) AS horizon_ms) h)
 SELECT s.project_id, s.trigger_id, s.trigger_revision, t.cron_expr, t.time_zone,
        greatest(s.accounted_from_ms, w.since_ms) AS from_ms, s.next_fire_at_ms AS cursor_ms,
-       w.since_ms,
+       w.since_ms, w.horizon_ms,
        coalesce((SELECT array_agg(r.scheduled_for_ms) FROM runs r
                  WHERE r.project_id = s.project_id AND r.trigger_id = s.trigger_id
                    AND r.trigger_revision = s.trigger_revision
@@ -96,7 +109,8 @@ WHERE s.accounted_from_ms IS NOT NULL
 ORDER BY s.project_id, s.trigger_id";
 
 /// Checks every trigger's occurrences over the last `window_ms` of database time (capped at the
-/// retention of misfire records, beyond which the records that account for occurrences are gone).
+/// retention of misfire records, beyond which the records that account for occurrences are gone,
+/// and never before the runs' retention horizon, before which runs may be gone).
 pub async fn occurrence_accounting(
     client: &impl GenericClient,
     window_ms: i64,
@@ -105,10 +119,16 @@ pub async fn occurrence_accounting(
     let rows = client.query(ACCOUNTING, &[&window_ms]).await?;
     let mut report = AccountingReport::default();
     let mut schedules: HashMap<(String, String), CronSchedule> = HashMap::new();
-    report.since_ms = match rows.first() {
-        Some(row) => row.col("since_ms")?,
-        None => client.query_one(SINCE, &[&window_ms]).await?.get(0),
+    let (since_ms, horizon_ms) = match rows.first() {
+        Some(row) => (row.col("since_ms")?, row.col("horizon_ms")?),
+        None => {
+            let row = client.query_one(SINCE, &[&window_ms]).await?;
+            (row.col("since_ms")?, row.col("horizon_ms")?)
+        }
     };
+    report.since_ms = since_ms;
+    report.horizon_ms = horizon_ms;
+    report.stopped_at_horizon = horizon_ms == Some(since_ms);
     for row in &rows {
         let project_id: String = row.col("project_id")?;
         let trigger_id: String = row.col("trigger_id")?;

@@ -58,7 +58,8 @@ const ROLLBACK: &str = "ROLLBACK";
 
 // Lock one schedule row and read, in the same snapshot, every definition a run admitted outside
 // a claim rests on, the row's bound for backfills (its cursor; without one, the time of a claim
-// in flight or now), the database's now, and when the trigger was first published.
+// in flight or now), the database's now, when the trigger was first published, and the
+// retention horizon (`store::retention`).
 const LOCK_TARGET: &str = "SELECT s.trigger_revision AS schedule_revision,
         t.revision AS trigger_revision, p.status, t.enabled,
         t.cron_expr, t.time_zone, t.task_id, k.revision AS task_revision, k.execution_revision_id,
@@ -66,7 +67,8 @@ const LOCK_TARGET: &str = "SELECT s.trigger_revision AS schedule_revision,
             AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex') AS execution_sound,
         coalesce(s.next_fire_at_ms,
                  CASE WHEN s.claim_token IS NOT NULL THEN s.updated_at_ms END, now_ms()) AS bound_ms,
-        now_ms() AS now_ms, s.paused_at_ms IS NOT NULL AS paused, t.created_at_ms
+        now_ms() AS now_ms, s.paused_at_ms IS NOT NULL AS paused, t.created_at_ms,
+        (SELECT horizon_ms FROM run_retention WHERE singleton) AS horizon_ms
     FROM trigger_schedules s
     JOIN projects p ON p.project_id = s.project_id
     JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
@@ -120,6 +122,10 @@ SELECT admission_complete(runs, runs, runs, runs, attempts, events),
        (SELECT coalesce(array_agg(scheduled_for_ms), '{}') FROM new_runs) AS written
 FROM counts";
 
+// A manual run retention deleted, by its key: a request id used before, whose run is gone.
+const RETIRED_BY_KEY: &str = "SELECT run_id, scheduled_for_ms FROM retired_manual_runs
+    WHERE idempotency_key = $1";
+
 // The run that holds an idempotency key, for a `fire` repeated with its request id.
 const RUN_BY_KEY: &str =
     "SELECT run_id, scheduled_for_ms, origin FROM runs WHERE idempotency_key = $1";
@@ -147,6 +153,9 @@ pub struct Target {
     pub now_ms: i64,
     /// When the trigger was first published (its first revision; later revisions keep it).
     pub created_at_ms: i64,
+    /// Occurrences before this may have lost their runs to retention: none is admitted there
+    /// (`store::retention`); null while retention has deleted nothing.
+    pub horizon_ms: Option<i64>,
 }
 
 impl Target {
@@ -224,6 +233,7 @@ async fn lock_target(
         now_ms: row.col("now_ms")?,
         paused: row.col("paused")?,
         created_at_ms: row.col("created_at_ms")?,
+        horizon_ms: row.col("horizon_ms")?,
     })
 }
 
@@ -279,6 +289,24 @@ async fn fire_in_transaction(
         )));
     }
     let key = manual_key(&target.name().to_string(), revision, request_id);
+    if let Some(retired) = client
+        .query_opt(RETIRED_BY_KEY, &[&key])
+        .await
+        .map_err(StoreError::from_db)?
+    {
+        let run_id: Uuid = retired.col("run_id")?;
+        let scheduled_for_ms: i64 = retired.col("scheduled_for_ms")?;
+        return Err(StoreError::NothingEligible(format!(
+            "{}: request id {request_id} admitted run {run_id} at {}, before the retention \
+             horizon{}; retention has deleted that run, and a request id never admits a second \
+             run (use a new request id to fire again)",
+            target.name(),
+            qlsched_core::time::utc(scheduled_for_ms),
+            target
+                .horizon_ms
+                .map_or_else(String::new, |h| format!(" {}", qlsched_core::time::utc(h)))
+        )));
+    }
     let written = admit_unclaimed(
         client,
         &target,
@@ -374,6 +402,9 @@ async fn backfill_in_transaction(
             target.name()
         )));
     }
+    if let Some(refusal) = before_horizon(&target, occurrences) {
+        return Err(refusal);
+    }
     let name = target.name().to_string();
     let (owed, later): (Vec<i64>, Vec<i64>) =
         occurrences.iter().partition(|&&at| at < target.bound_ms);
@@ -402,6 +433,26 @@ async fn backfill_in_transaction(
         admitted,
         existing: owed.len() as u64 - admitted,
         left_to_scheduler: later.len() as u64,
+    })
+}
+
+/// The refusal of occurrences (ascending) that reach before the retention horizon: there a run
+/// may have been deleted, so that an occurrence that ran looks like one that never did, and
+/// admitting it would run it twice. Exit 5 (nothing eligible), nothing written.
+pub fn before_horizon(target: &Target, occurrences: &[i64]) -> Option<StoreError> {
+    let horizon = target.horizon_ms?;
+    let first = *occurrences.first()?;
+    (first < horizon).then(|| {
+        let utc = qlsched_core::time::utc;
+        StoreError::NothingEligible(format!(
+            "{}: the window starts at {}, before the retention horizon {}: runs of occurrences \
+             before it may have been deleted, so a backfill there cannot tell an occurrence that \
+             ran from one that never did; nothing admitted (start the window at or after {})",
+            target.name(),
+            utc(first),
+            utc(horizon),
+            utc(horizon)
+        ))
     })
 }
 
@@ -531,5 +582,6 @@ super::statements::statements! {
     LOCK_TARGET: Admin,
     ADMIT_UNCLAIMED: Admin,
     RUN_BY_KEY: Admin,
+    RETIRED_BY_KEY: Admin,
     INSERT_AUDIT: Admin,
 }

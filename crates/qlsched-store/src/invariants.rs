@@ -15,9 +15,10 @@ pub struct InvariantCounts {
     pub runs: i64,
     /// Occurrences (trigger, scheduled time) admitted more than once, under any revision.
     pub duplicate_occurrences: i64,
-    /// Runs with other than exactly one attempt.
+    /// Runs without their first attempt (the admission's; a dispatcher's retries come after it).
     pub runs_without_one_attempt: i64,
-    /// Runs with other than exactly the `run.created` and `run.queued` events.
+    /// Runs whose first two events are not `run.created` and `run.queued` (a dispatcher's
+    /// events come after them).
     pub runs_without_two_events: i64,
     /// Attempts or events whose run may not exist: foreign keys to `runs` missing or not
     /// validated (with both in place, there can be none).
@@ -69,7 +70,8 @@ impl InvariantCounts {
 // back from now) or by the schedule table, never by the history: the runs created in the window
 // (the runs' creation-time index), each checked by key (its attempts by the attempts' run
 // index, its events by their primary key, an occurrence's other runs by the runs' trigger
-// index). A duplicate is a cron occurrence (scheduler or backfill) with two runs, one of them
+// index). The admission's writes are checked, attempt 1 and events 1 and 2: what a dispatcher
+// adds after them is its own (docs/DESIGN.md §3.4). A duplicate is a cron occurrence (scheduler or backfill) with two runs, one of them
 // created in the window; manual runs (`fire`) are not occurrences. An attempt or event without
 // its run is what the foreign keys to `runs` forbid: the check is that both are there and
 // validated (the catalog), not a pass over every attempt and event ever written.
@@ -87,10 +89,11 @@ const COUNTS: &str = "WITH recent AS MATERIALIZED (
                         AND o.scheduled_for_ms = r.scheduled_for_ms AND o.run_id <> r.run_id
                         AND o.origin <> 'manual')) d) AS duplicate_occurrences,
     (SELECT count(*) FROM recent r
-      WHERE (SELECT count(*) FROM attempts a WHERE a.run_id = r.run_id) <> 1)
+      WHERE (SELECT count(*) FROM attempts a WHERE a.run_id = r.run_id AND a.attempt_no = 1) <> 1)
         AS runs_without_one_attempt,
     (SELECT count(*) FROM recent r
-      WHERE (SELECT array_agg(e.type ORDER BY e.seq) FROM run_events e WHERE e.run_id = r.run_id)
+      WHERE (SELECT array_agg(e.type ORDER BY e.seq) FROM run_events e
+             WHERE e.run_id = r.run_id AND e.seq <= 2)
             IS DISTINCT FROM ARRAY['run.created', 'run.queued']) AS runs_without_two_events,
     2 - (SELECT count(*) FROM pg_constraint
          WHERE contype = 'f' AND convalidated AND confrelid = 'runs'::regclass

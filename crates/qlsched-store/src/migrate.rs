@@ -101,6 +101,14 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/0010_parked_counts.sql"),
         previous_release_may_run: true,
     },
+    Migration {
+        version: 13,
+        name: "run_retention",
+        sql: include_str!("../../../migrations/0013_run_retention.sql"),
+        // Adds a nullable column, a trigger on updates (a replica never updates a run), two
+        // tables and grants: the previous release's admissions are untouched.
+        previous_release_may_run: true,
+    },
 ];
 
 /// The schema version a fully migrated database reports.
@@ -111,12 +119,13 @@ pub fn latest_version() -> i64 {
 /// The group role a replica's login needs (docs/DESIGN.md §3.2).
 pub const RUNTIME_ROLE: &str = "qlsched_runtime";
 
-/// The four group roles of docs/DESIGN.md §3.2.
-pub const ROLES: [&str; 4] = [
+/// The group roles of docs/DESIGN.md §3.2.
+pub const ROLES: [&str; 5] = [
     "qlsched_admin",
     "qlsched_runtime",
     "qlsched_observer",
     "qlsched_worker_ingress",
+    "qlsched_dispatcher",
 ];
 
 /// The exact table privileges each role must hold (docs/DESIGN.md §3.2); anything more or less is
@@ -143,6 +152,8 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_admin", "schedule_audit_audit_id_seq", &["USAGE"]),
     ("qlsched_admin", "misfires", &["INSERT", "SELECT"]),
     ("qlsched_admin", "replicas", &["SELECT"]),
+    ("qlsched_admin", "run_retention", &["SELECT"]),
+    ("qlsched_admin", "retired_manual_runs", &["SELECT"]),
     ("qlsched_runtime", "projects", &["SELECT"]),
     ("qlsched_runtime", "tasks", &["SELECT"]),
     ("qlsched_runtime", "triggers", &["SELECT"]),
@@ -153,9 +164,17 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
         "trigger_schedules",
         &["SELECT", "UPDATE"],
     ),
-    ("qlsched_runtime", "runs", &["INSERT", "SELECT"]),
-    ("qlsched_runtime", "attempts", &["INSERT", "SELECT"]),
-    ("qlsched_runtime", "run_events", &["INSERT", "SELECT"]),
+    ("qlsched_runtime", "runs", &["DELETE", "INSERT", "SELECT"]),
+    (
+        "qlsched_runtime",
+        "attempts",
+        &["DELETE", "INSERT", "SELECT"],
+    ),
+    (
+        "qlsched_runtime",
+        "run_events",
+        &["DELETE", "INSERT", "SELECT"],
+    ),
     (
         "qlsched_runtime",
         "schedule_audit",
@@ -184,10 +203,30 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_observer", "schema_migrations", &["SELECT"]),
     ("qlsched_observer", "misfires", &["SELECT"]),
     ("qlsched_observer", "replicas", &["SELECT"]),
+    ("qlsched_runtime", "run_retention", &["SELECT", "UPDATE"]),
+    (
+        "qlsched_runtime",
+        "retired_manual_runs",
+        &["INSERT", "SELECT"],
+    ),
+    ("qlsched_observer", "run_retention", &["SELECT"]),
+    ("qlsched_observer", "retired_manual_runs", &["SELECT"]),
+    ("qlsched_dispatcher", "runs", &["SELECT", "UPDATE"]),
+    (
+        "qlsched_dispatcher",
+        "attempts",
+        &["INSERT", "SELECT", "UPDATE"],
+    ),
+    ("qlsched_dispatcher", "run_events", &["INSERT", "SELECT"]),
 ];
 
 /// Roles that must have USAGE on the schema; `qlsched_worker_ingress` must not.
-const SCHEMA_USERS: [&str; 3] = ["qlsched_admin", "qlsched_runtime", "qlsched_observer"];
+const SCHEMA_USERS: [&str; 4] = [
+    "qlsched_admin",
+    "qlsched_runtime",
+    "qlsched_observer",
+    "qlsched_dispatcher",
+];
 
 /// One row of `migrate status`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -32,6 +32,7 @@ use crate::store::read::{
 };
 use crate::store::recovery::recovery_report;
 use crate::store::replicas::{self, ReplicaView};
+use crate::store::retention::{RetentionState, retention_state};
 use crate::store::{Begin, run_in_transaction};
 use crate::store::{SchemaName, StoreError};
 use render::{
@@ -318,6 +319,16 @@ async fn summary(
         .into_iter()
         .filter(|r| r.liveness != Liveness::Stopped)
         .collect();
+    // A schema without the retention table yet (the problem above says so) has none to show.
+    let retention = match run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(retention_state(client))
+    })
+    .await
+    {
+        Ok(state) => Some(state),
+        Err(_) if schema_problem.is_some() => None,
+        Err(error) => return Err(error.into()),
+    };
     let report = SummaryReport {
         server: run_in_transaction(client, schema, Begin::ReadOnly, |client| {
             Box::pin(server_role(client))
@@ -325,6 +336,7 @@ async fn summary(
         .await?,
         summary,
         replicas,
+        retention,
         schema_problem,
     };
     emit(format, &report, render_summary)?;
@@ -451,6 +463,9 @@ pub struct SummaryReport {
     /// Registered replicas that have not stopped: stale ones first, then stalled, then live
     /// (as inspect replicas says).
     pub replicas: Vec<ReplicaView>,
+    /// The runs' retention: its horizon, who deletes, and the history's size (null for a
+    /// schema not migrated that far).
+    pub retention: Option<RetentionState>,
     /// Why `run` would refuse this schema (`migrate verify` has the details); null when ready.
     pub schema_problem: Option<String>,
 }

@@ -95,6 +95,9 @@ pub(super) fn render_summary(report: &SummaryReport) -> String {
         // A table ends on its border: the next line starts a line of its own.
         out.push('\n');
     }
+    if let Some(retention) = &report.retention {
+        out.push_str(&render_retention(retention));
+    }
     let counts = LivenessCounts::of(&report.replicas);
     let mut line = format!("replicas: {} live", counts.live);
     if counts.stalled > 0 {
@@ -415,10 +418,59 @@ pub(super) fn render_audit(rows: &[AuditView]) -> String {
     )
 }
 
+/// The summary's retention lines: the horizon, who deletes, the history's size.
+fn render_retention(r: &crate::store::retention::RetentionState) -> String {
+    let horizon = match r.horizon_ms {
+        Some(h) => format!(
+            "runs before {} may be deleted (retention horizon); {} deleted in all, last at {}",
+            utc(h),
+            r.deleted_runs,
+            r.last_deleted_at_ms.map_or_else(|| "-".to_owned(), utc)
+        ),
+        None => "no run deleted yet (no retention horizon)".to_owned(),
+    };
+    let leader = match (&r.leader, r.lease_expires_at_ms) {
+        (Some(leader), Some(until)) => format!(
+            ", lease held by {} until {}",
+            crate::core::text::clean(leader),
+            utc(until)
+        ),
+        _ => String::new(),
+    };
+    let sizes: Vec<String> = r
+        .history
+        .iter()
+        .map(|t| {
+            format!(
+                "{} ~{} rows {}",
+                t.table,
+                t.rows_estimate.max(0),
+                megabytes(t.bytes)
+            )
+        })
+        .collect();
+    format!(
+        "retention: {horizon}{leader}
+history: {}
+",
+        sizes.join(", ")
+    )
+}
+
+fn megabytes(bytes: i64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
 pub(super) fn render_invariants(report: &InvariantReport) -> String {
     let a = &report.accounting;
+    let stopped = if a.stopped_at_horizon {
+        " (the retention horizon: runs before it may be deleted, so earlier occurrences are not \
+         checked)"
+    } else {
+        ""
+    };
     let accounted = format!(
-        "{} occurrences of {} triggers since {} accounted for",
+        "{} occurrences of {} triggers since {}{stopped} accounted for",
         a.occurrences,
         a.triggers,
         utc(a.since_ms)

@@ -204,6 +204,29 @@ pub const CLAIM_BATCH: Metric = gauge(
     "Rows the next round claims at most: --batch, or where the adaptive batch stands.",
 );
 
+pub const RETENTION_HORIZON: Metric = gauge(
+    "qlsched_retention_horizon_seconds",
+    &[],
+    "The runs' retention horizon (Unix time): occurrences before it may have lost their runs; 0 \
+     while retention has deleted nothing.",
+);
+pub const RETENTION_DELETED_RUNS: Metric = counter(
+    "qlsched_retention_deleted_runs_total",
+    &[],
+    "Finished runs retention has deleted from this database, by every replica (database).",
+);
+pub const HISTORY_ROWS: Metric = gauge(
+    "qlsched_history_rows",
+    &["table"],
+    "Rows of the history tables (runs, attempts, run_events): the planner's estimate as of the \
+     last vacuum or analyze.",
+);
+pub const HISTORY_BYTES: Metric = gauge(
+    "qlsched_history_bytes",
+    &["table"],
+    "Bytes on disk of the history tables (runs, attempts, run_events), indexes and TOAST included.",
+);
+
 /// Every metric, in the order a scrape writes them. The database gauges, the replicas and the
 /// claim batch are left out of a scrape that cannot read them.
 pub const ALL: &[&Metric] = &[
@@ -236,6 +259,10 @@ pub const ALL: &[&Metric] = &[
     &BUILD_INFO,
     &REPLICAS,
     &CLAIM_BATCH,
+    &RETENTION_HORIZON,
+    &RETENTION_DELETED_RUNS,
+    &HISTORY_ROWS,
+    &HISTORY_BYTES,
 ];
 
 /// A cumulative histogram with fixed bucket bounds, in seconds.

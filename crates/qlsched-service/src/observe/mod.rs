@@ -17,6 +17,7 @@ use qlsched_core::Liveness;
 use qlsched_store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
 use qlsched_store::observe::{Gauges, check_writable, gauges};
 use qlsched_store::replicas::{LivenessCounts, liveness_counts};
+use qlsched_store::retention::{RetentionState, retention_state};
 use qlsched_store::{Begin, Store, StoreError, run_in_transaction};
 
 /// The version and the commit this binary was built from (build.rs).
@@ -176,6 +177,7 @@ struct Cached {
 struct DatabaseReads {
     gauges: Gauges,
     replicas: LivenessCounts,
+    retention: RetentionState,
 }
 
 /// The replica's rounds, once they start.
@@ -325,6 +327,7 @@ impl Observer {
                     Ok(DatabaseReads {
                         gauges: gauges(client, owner).await?,
                         replicas: liveness_counts(client).await?,
+                        retention: retention_state(client).await?,
                     })
                 })
             })
@@ -356,6 +359,7 @@ impl Observer {
             healthy,
             reads.map(|r| &r.replicas),
             batch,
+            reads.map(|r| &r.retention),
         )
     }
 }
@@ -382,6 +386,7 @@ fn render(
     healthy: bool,
     replicas: Option<&LivenessCounts>,
     batch: Option<u16>,
+    retention: Option<&RetentionState>,
 ) -> String {
     use self::exposition::*;
     let mut out = Exposition::new();
@@ -435,6 +440,21 @@ fn render(
     }
     if let Some(batch) = batch {
         out.single(&CLAIM_BATCH, f64::from(batch));
+    }
+    if let Some(r) = retention {
+        out.single(
+            &RETENTION_HORIZON,
+            r.horizon_ms.map_or(0.0, |h| h as f64 / 1000.0),
+        );
+        out.single(&RETENTION_DELETED_RUNS, r.deleted_runs as f64);
+        let mut rows = out.family(&HISTORY_ROWS);
+        for table in &r.history {
+            rows.sample(&[&table.table], table.rows_estimate.max(0));
+        }
+        let mut bytes = out.family(&HISTORY_BYTES);
+        for table in &r.history {
+            bytes.sample(&[&table.table], table.bytes.max(0));
+        }
     }
     out.finish()
 }
@@ -497,6 +517,7 @@ mod tests {
             Some(Gauges::default()),
             &Readiness::Ready,
             true,
+            None,
             None,
             None,
         );
@@ -587,6 +608,17 @@ mod tests {
             true,
             Some(&LivenessCounts::default()),
             Some(16),
+            Some(&RetentionState {
+                history: ["attempts", "run_events", "runs"]
+                    .iter()
+                    .map(|table| qlsched_store::retention::HistoryTable {
+                        table: (*table).to_owned(),
+                        rows_estimate: 0,
+                        bytes: 0,
+                    })
+                    .collect(),
+                ..RetentionState::default()
+            }),
         );
         let text: String = text
             .lines()
@@ -618,6 +650,17 @@ mod tests {
             true,
             Some(&LivenessCounts::default()),
             Some(16),
+            Some(&RetentionState {
+                history: ["attempts", "run_events", "runs"]
+                    .iter()
+                    .map(|table| qlsched_store::retention::HistoryTable {
+                        table: (*table).to_owned(),
+                        rows_estimate: 0,
+                        bytes: 0,
+                    })
+                    .collect(),
+                ..RetentionState::default()
+            }),
         )
     }
 
@@ -655,6 +698,10 @@ mod tests {
             "qlsched_build_info gauge version,commit",
             "qlsched_replicas gauge liveness",
             "qlsched_claim_batch gauge",
+            "qlsched_retention_horizon_seconds gauge",
+            "qlsched_retention_deleted_runs_total counter",
+            "qlsched_history_rows gauge table",
+            "qlsched_history_bytes gauge table",
         ];
         let declared: Vec<String> = exposition::ALL
             .iter()
@@ -688,7 +735,14 @@ mod tests {
                 .find_map(|s| name.strip_suffix(s))
                 .unwrap_or(&name);
             // Role names (qlsched_admin, ...) are not metrics.
-            if ["qlsched_admin", "qlsched_observer", "qlsched_runtime"].contains(&base)
+            if [
+                "qlsched_admin",
+                "qlsched_observer",
+                "qlsched_runtime",
+                "qlsched_dispatcher",
+                "qlsched_worker_ingress",
+            ]
+            .contains(&base)
                 || base.starts_with("qlsched_bench")
             {
                 continue;
