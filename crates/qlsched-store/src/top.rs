@@ -261,17 +261,18 @@ pub async fn trends(client: &impl GenericClient, window_ms: i64) -> Result<Trend
 }
 
 // What an outage is decided from (core::outage), at one database instant: the claimable rows
-// whose cursor is past (claimed or not; the claimable-order index, most overdue first, at most
-// $1), how long the oldest has waited, how many of them are later than their trigger's misfire
-// grace plus $2 (each joined to its trigger by key), and the runs created in the last minute
-// (runs_created).
+// whose cursor is past or not yet set (claimed or not; a row no replica has initialized waits for
+// one as much as an overdue row does), from the claimable-order index in its order (uninitialized
+// rows, then the most overdue), at most $1; how long the oldest cursor has waited; how many are
+// later than their trigger's misfire grace plus $2 (each joined to its trigger by key); and the
+// runs created in the last minute (runs_created).
 const OUTAGE_FACTS: &str = "WITH clock AS MATERIALIZED (
         SELECT now_ms() AS now_ms
     ), due AS MATERIALIZED (
         SELECT s.project_id, s.trigger_id, s.next_fire_at_ms
         FROM trigger_schedules s, clock c
-        WHERE s.claimable AND s.next_fire_at_ms <= c.now_ms
-        ORDER BY s.next_fire_at_ms, s.project_id, s.trigger_id
+        WHERE s.claimable AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= c.now_ms)
+        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
         LIMIT $1
     )
     SELECT (SELECT count(*) FROM due) AS due_rows,
