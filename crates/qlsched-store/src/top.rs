@@ -331,6 +331,11 @@ pub struct SnapshotLimits {
     pub recent: i64,
     /// The trends' window.
     pub trend_window_ms: i64,
+    /// Newest misfire records (in retention), audit rows and runs with their origin, for the
+    /// view that lists them; 0 reads none.
+    pub misfire_records: i64,
+    pub audit: i64,
+    pub runs: i64,
 }
 
 /// The dashboard's rows at one database instant (see [`snapshot`]).
@@ -348,6 +353,10 @@ pub struct TopRows {
     pub misfires: Vec<(TriggerName, i64)>,
     pub trends: Trends,
     pub outage: OutageFacts,
+    /// The lists [`SnapshotLimits`] asked for, newest first (empty when not asked).
+    pub misfire_records: Vec<misfires::MisfireRecord>,
+    pub audit: Vec<read::AuditView>,
+    pub runs: Vec<read::RunRow>,
 }
 
 /// Reads the dashboard's rows. The list statements run pipelined in one REPEATABLE READ READ
@@ -378,6 +387,28 @@ pub async fn snapshot(
     );
     let (summary, schedules, claims, recent, trends) =
         (summary?, schedules?, claims?, recent?, trends?);
+    // The lists of the view on screen, each by its index, newest first.
+    let (misfire_records, audit, runs) = tokio::join!(
+        async {
+            match limits.misfire_records {
+                0 => Ok(Vec::new()),
+                n => misfires::list(reads, None, Some(MISFIRE_RETENTION_MS), n).await,
+            }
+        },
+        async {
+            match limits.audit {
+                0 => Ok(Vec::new()),
+                n => read::audit(reads, None, n).await,
+            }
+        },
+        async {
+            match limits.runs {
+                0 => Ok(Vec::new()),
+                n => read::runs_with_origin(reads, None, None, n).await,
+            }
+        },
+    );
+    let (misfire_records, audit, runs) = (misfire_records?, audit?, runs?);
     let outage = with_replicas(outage?, &summary.replicas);
     // Misfire records of the loaded rows' current revisions: one grouped read, index-bounded.
     let keys: Vec<(&str, &str, i64)> = schedules
@@ -400,6 +431,9 @@ pub async fn snapshot(
         misfires,
         trends,
         outage,
+        misfire_records,
+        audit,
+        runs,
     })
 }
 
