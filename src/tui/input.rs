@@ -5,7 +5,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::state::{App, ExpireRequest, Modal, Notice, OwnerExpireRequest, PauseRequest, key_of};
+use super::state::{
+    App, ExpireRequest, Modal, Notice, OwnerExpireRequest, PauseRequest, View, key_of,
+};
 use crate::core::{ClaimFence, Liveness};
 
 /// What a key asks for.
@@ -37,6 +39,17 @@ pub enum Action {
     AskPauseTrigger,
     ConfirmPauseTrigger,
     ToggleHelp,
+    /// Scroll the help overlay by this many lines.
+    ScrollHelp(i32),
+    /// `v` cycles the views; `1`-`4` show one.
+    NextView,
+    ShowView(View),
+    /// `t`: fold or unfold the trends.
+    ToggleTrends,
+    /// `[` and `]`: a shorter or longer trends window.
+    TrendWindow {
+        longer: bool,
+    },
     Close,
 }
 
@@ -58,7 +71,11 @@ pub const KEYS: &[(&str, &str)] = &[
         "Esc",
         "close a dialog or the detail, else clear the filter; never quits",
     ),
-    ("↑ ↓, k j", "move the selection"),
+    ("↑ ↓, k j", "move the selection (scroll, in a history view)"),
+    (
+        "v, 1 2 3 4",
+        "views: schedules, misfires, audit, runs (newest first; / filters each)",
+    ),
     ("PgUp PgDn, g G", "move a page, to the top, to the bottom"),
     (
         "Enter",
@@ -67,6 +84,14 @@ pub const KEYS: &[(&str, &str)] = &[
     ("/", "filter by project, trigger or owner; Enter applies"),
     ("s", "cycle sort: urgency, lease end, trigger, owner"),
     ("space", "freeze or unfreeze the screen (stop refreshing)"),
+    (
+        "t",
+        "fold or unfold the trends (they fold by themselves under 36 rows)",
+    ),
+    (
+        "[ ]",
+        "trends over a shorter or longer window: 15m, 1h, 6h, 12h, 24h",
+    ),
     ("+ -", "refresh faster or slower (0.25 s to 10 s)"),
     (
         "e",
@@ -74,7 +99,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "E",
-        "expire every claim of the selected row's owner, as expire --owner (audited; asks first)",
+        "expire every claim of the row's owner, as expire --owner (audited; asks first)",
     ),
     (
         "p",
@@ -84,11 +109,16 @@ pub const KEYS: &[(&str, &str)] = &[
         "y, n",
         "in a dialog: y expires, pauses or resumes; n (or Esc) cancels",
     ),
-    ("?", "this help: keys and columns"),
+    (
+        "?",
+        "this help: keys and columns (↑↓ PgUp PgDn scroll it, ? or Esc closes)",
+    ),
 ];
 
 /// Rows a page key moves.
 const PAGE: isize = 10;
+/// Lines a page key scrolls the help.
+const HELP_PAGE: i32 = 10;
 
 /// The action a key stands for, given the open dialog.
 pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
@@ -123,6 +153,12 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
         },
         Modal::Help => match key.code {
             KeyCode::Char('?' | 'q') | KeyCode::Esc => Some(Action::Close),
+            KeyCode::Up | KeyCode::Char('k') => Some(Action::ScrollHelp(-1)),
+            KeyCode::Down | KeyCode::Char('j') => Some(Action::ScrollHelp(1)),
+            KeyCode::PageUp => Some(Action::ScrollHelp(-HELP_PAGE)),
+            KeyCode::PageDown | KeyCode::Char(' ') => Some(Action::ScrollHelp(HELP_PAGE)),
+            KeyCode::Home | KeyCode::Char('g') => Some(Action::ScrollHelp(i32::MIN / 2)),
+            KeyCode::End | KeyCode::Char('G') => Some(Action::ScrollHelp(i32::MAX / 2)),
             _ => None,
         },
         Modal::Detail { .. } | Modal::None => match key.code {
@@ -147,6 +183,13 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char('E') => Some(Action::AskExpireOwner),
             KeyCode::Char('p') => Some(Action::AskPauseTrigger),
             KeyCode::Char('?') => Some(Action::ToggleHelp),
+            KeyCode::Char('t') => Some(Action::ToggleTrends),
+            KeyCode::Char('v') => Some(Action::NextView),
+            KeyCode::Char(c @ '1'..='4') => View::ALL
+                .get(usize::from(c as u8 - b'1'))
+                .map(|view| Action::ShowView(*view)),
+            KeyCode::Char('[') => Some(Action::TrendWindow { longer: false }),
+            KeyCode::Char(']') => Some(Action::TrendWindow { longer: true }),
             _ => None,
         },
     }
@@ -154,14 +197,30 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
 
 /// Applies an action to the state; returns the work it leaves for the event loop.
 pub fn update(app: &mut App, action: Action) -> Option<Effect> {
+    let on_a_row = matches!(
+        action,
+        Action::ToggleDetail | Action::AskExpire | Action::AskExpireOwner | Action::AskPauseTrigger
+    );
+    if on_a_row && app.view != View::Schedules && app.modal == Modal::None {
+        app.notice = Some(Notice {
+            text: format!(
+                "the {} view lists history: 1 shows the schedules, whose rows these keys act on",
+                app.view.label()
+            ),
+            is_error: true,
+        });
+        return None;
+    }
     match action {
         Action::Quit => app.quit = true,
-        Action::Up => app.move_selection(-1),
-        Action::Down => app.move_selection(1),
-        Action::PageUp => app.move_selection(-PAGE),
-        Action::PageDown => app.move_selection(PAGE),
-        Action::Home => app.move_selection(isize::MIN / 2),
-        Action::End => app.move_selection(isize::MAX / 2),
+        Action::Up => app.move_in_view(-1),
+        Action::Down => app.move_in_view(1),
+        Action::PageUp => app.move_in_view(-PAGE),
+        Action::PageDown => app.move_in_view(PAGE),
+        Action::Home => app.move_in_view(isize::MIN / 2),
+        Action::End => app.move_in_view(isize::MAX / 2),
+        Action::NextView => app.show_view(app.view.next()),
+        Action::ShowView(view) => app.show_view(view),
         Action::ToggleDetail => {
             app.modal = match (&app.modal, app.selected_row()) {
                 (Modal::Detail { .. }, _) | (_, None) => Modal::None,
@@ -238,12 +297,23 @@ pub fn update(app: &mut App, action: Action) -> Option<Effect> {
             }
         }
         Action::ToggleHelp => {
+            app.help_scroll = 0;
             app.modal = if app.modal == Modal::Help {
                 Modal::None
             } else {
                 Modal::Help
             };
         }
+        Action::ScrollHelp(delta) => {
+            // Bounded by the help's length here; the overlay stops sooner on a tall screen.
+            let last = i32::try_from(super::draw::HELP_LINES.saturating_sub(1)).unwrap_or(0);
+            let next = i32::from(app.help_scroll)
+                .saturating_add(delta)
+                .clamp(0, last);
+            app.help_scroll = u16::try_from(next).unwrap_or(0);
+        }
+        Action::ToggleTrends => app.trends_folded = !app.trends_folded,
+        Action::TrendWindow { longer } => app.step_trend_window(longer),
         Action::Close => app.modal = Modal::None,
     }
     None
@@ -416,6 +486,75 @@ mod tests {
         );
         press(&mut app, KeyCode::Char('g'));
         assert_eq!(app.selected_index(), Some(0));
+    }
+
+    /// Untouched, the cursor stays on the first row: a stuck row that moved to the top is
+    /// under it. Once moved, it follows its trigger; back on the first row it follows the head.
+    #[test]
+    fn the_cursor_on_the_first_row_follows_the_head() {
+        use crate::store::read::ScheduleState;
+
+        let mut app = fixtures::busy();
+        assert_eq!(selected(&app), "acme/report-5s");
+        // globex/sync-c's claim expires with nobody taking it over: it moves to the top.
+        let mut later = app.snapshot.clone().unwrap();
+        later.schedules[4].schedule.state = ScheduleState::ExpiredClaim;
+        app.apply_snapshot(later.clone());
+        assert_eq!(
+            selected(&app),
+            "globex/sync-c",
+            "the stuck row is under the cursor"
+        );
+        press(&mut app, KeyCode::Down);
+        let chosen = selected(&app);
+        assert_eq!(chosen, "acme/report-5s");
+        // Another row moves to the top: the row the operator chose stays chosen.
+        let mut again = later.clone();
+        again.schedules[0].schedule.state = ScheduleState::ExpiredClaim;
+        app.apply_snapshot(again);
+        assert_eq!(selected(&app), chosen, "a chosen row is followed");
+        press(&mut app, KeyCode::Char('g'));
+        app.apply_snapshot(later);
+        assert_eq!(selected(&app), "globex/sync-c", "g follows the head again");
+    }
+
+    #[test]
+    fn v_cycles_the_views_the_loader_reads_only_the_one_shown_and_row_keys_point_back() {
+        use crate::tui::state::View;
+
+        let mut app = fixtures::busy_with_history();
+        let mut seen = vec![app.view];
+        for _ in 0..4 {
+            press(&mut app, KeyCode::Char('v'));
+            seen.push(app.view);
+        }
+        assert_eq!(
+            seen,
+            [
+                View::Schedules,
+                View::Misfires,
+                View::Audit,
+                View::Runs,
+                View::Schedules
+            ]
+        );
+        press(&mut app, KeyCode::Char('3'));
+        assert_eq!(app.load_request().view, View::Audit);
+        press(&mut app, KeyCode::Down);
+        assert_eq!(app.view_scroll, 1, "a history view scrolls");
+        press(&mut app, KeyCode::Down);
+        assert_eq!(app.view_scroll, 1, "to its last row");
+        assert_eq!(press(&mut app, KeyCode::Char('e')), None);
+        assert_eq!(app.modal, Modal::None);
+        assert!(
+            app.notice
+                .as_ref()
+                .is_some_and(|n| n.text.contains("1 shows the schedules")),
+            "{:?}",
+            app.notice
+        );
+        press(&mut app, KeyCode::Char('1'));
+        assert_eq!((app.view, app.view_scroll), (View::Schedules, 0));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::state::{
-    ExpireRequest, LoadRequest, Notice, OwnerExpireRequest, PauseRequest, Snapshot,
+    ExpireRequest, LoadRequest, Notice, OwnerExpireRequest, PauseRequest, Snapshot, VIEW_ROWS, View,
 };
 use crate::core::TriggerName;
 use crate::core::time::utc;
@@ -26,12 +26,20 @@ pub const SCHEDULE_ROWS: i64 = 200;
 pub const CLAIM_ROWS: i64 = 500;
 /// Admissions a snapshot carries.
 pub const RECENT_ROWS: i64 = 30;
-/// What a snapshot reads, by the counts above.
-const LIMITS: SnapshotLimits = SnapshotLimits {
-    schedules: SCHEDULE_ROWS,
-    claims: CLAIM_ROWS,
-    recent: RECENT_ROWS,
-};
+/// What a snapshot reads, by the counts above, with the trends over `trend_window_ms`
+/// and the list of the history `view` on screen (only that one).
+fn limits(trend_window_ms: i64, view: View) -> SnapshotLimits {
+    let rows = |of: View| if view == of { VIEW_ROWS } else { 0 };
+    SnapshotLimits {
+        schedules: SCHEDULE_ROWS,
+        claims: CLAIM_ROWS,
+        recent: RECENT_ROWS,
+        trend_window_ms,
+        misfire_records: rows(View::Misfires),
+        audit: rows(View::Audit),
+        runs: rows(View::Runs),
+    }
+}
 /// A refresh that takes longer than this counts as failed; the screen says so.
 const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -53,10 +61,24 @@ pub async fn read_snapshot(
     store: &Store,
     detail: Option<&TriggerName>,
 ) -> Result<Snapshot, StoreError> {
+    read_snapshot_over(store, detail, &LoadRequest::default()).await
+}
+
+/// As [`read_snapshot`], with the trends over the request's window and the list of its view.
+pub async fn read_snapshot_over(
+    store: &Store,
+    detail: Option<&TriggerName>,
+    request: &LoadRequest,
+) -> Result<Snapshot, StoreError> {
     let started = Instant::now();
     let mut client = store.client().await?;
     let schema = store.schema();
-    let rows = top::snapshot(&mut client, schema, LIMITS).await?;
+    let rows = top::snapshot(
+        &mut client,
+        schema,
+        limits(request.trend_window_ms, request.view),
+    )
+    .await?;
     let detail = match detail {
         Some(key) => Some(
             run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
@@ -73,6 +95,11 @@ pub async fn read_snapshot(
         recent: rows.recent,
         misfires: rows.misfires.into_iter().collect(),
         detail,
+        trends: rows.trends,
+        outage: rows.outage,
+        misfire_records: rows.misfire_records,
+        audit: rows.audit,
+        runs: rows.runs,
         took: started.elapsed(),
     })
 }
@@ -91,7 +118,7 @@ pub fn spawn(
             if !request.paused {
                 let event = match tokio::time::timeout(
                     REFRESH_TIMEOUT,
-                    read_snapshot(&store, request.detail.as_ref()),
+                    read_snapshot_over(&store, request.detail.as_ref(), &request),
                 )
                 .await
                 {

@@ -6,19 +6,38 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::ClaimFence;
+use crate::core::outage::{self, Outage, OutageFacts};
 use crate::core::{Liveness, TriggerName};
+use crate::store::misfires::MisfireRecord;
+use crate::store::read::{AuditView, RunRow};
 use crate::store::read::{
     ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
     TriggerDetail,
 };
 use crate::store::replicas::ReplicaView;
-use crate::store::top::TopSummary;
+use crate::store::top::{TopSummary, Trends};
 
 /// Refresh rate bounds and steps (default 1 s, 0.25 to 10 s).
 pub const REFRESH_DEFAULT: Duration = Duration::from_secs(1);
 pub const REFRESH_MIN: Duration = Duration::from_millis(250);
 pub const REFRESH_MAX: Duration = Duration::from_secs(10);
 const REFRESH_STEPS_MS: [u64; 8] = [250, 500, 1_000, 2_000, 3_000, 5_000, 7_500, 10_000];
+
+/// The trends' windows, `[` and `]` step through them (default the hour).
+pub const TREND_WINDOWS_MS: [i64; 5] = [
+    900_000,
+    3_600_000,
+    6 * 3_600_000,
+    12 * 3_600_000,
+    86_400_000,
+];
+const TREND_WINDOW_DEFAULT: usize = 1;
+/// Below this many rows the trends fold away by themselves (`t` folds and unfolds them by hand):
+/// the tables need the room more.
+pub const TRENDS_MIN_HEIGHT: u16 = 36;
+/// Registry totals the dashboard remembers for the fence-loss and failed-round trends: a day at
+/// one refresh a second would be 86,400; the oldest go first.
+const REGISTRY_SAMPLES: usize = 20_000;
 
 /// One refresh, as the read models returned it.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +55,14 @@ pub struct Snapshot {
     pub misfires: BTreeMap<TriggerName, i64>,
     /// What `inspect trigger` says about the trigger the detail pane shows.
     pub detail: Option<TriggerDetail>,
+    /// Admissions, lag and misfires per bucket over the trends' window.
+    pub trends: Trends,
+    /// What an outage is decided from (`core::outage`).
+    pub outage: OutageFacts,
+    /// The history the view on screen lists, newest first (only that view's is read).
+    pub misfire_records: Vec<MisfireRecord>,
+    pub audit: Vec<AuditView>,
+    pub runs: Vec<RunRow>,
     /// How long the refresh took (shown in the header).
     pub took: Duration,
 }
@@ -43,6 +70,35 @@ pub struct Snapshot {
 impl Snapshot {
     pub fn now_ms(&self) -> i64 {
         self.summary.now_ms
+    }
+
+    /// The outage these facts show, if any (the banner).
+    pub fn outage(&self) -> Option<Outage> {
+        outage::classify(&self.outage)
+    }
+
+    /// How the registry sees a claim owner: `Some(Stalled)` or `Some(Stale)` when it is a
+    /// registered replica that is not live (its claims may be held by a process that is hung
+    /// or dead), `Some(Stopped)` for one that stopped; `None` for a live replica or an owner the
+    /// registry does not know (an operator).
+    pub fn owner_trouble(&self, owner: &str) -> Option<Liveness> {
+        self.summary
+            .replicas
+            .iter()
+            .find(|r| r.owner == owner)
+            .map(|r| r.liveness)
+            .filter(|l| *l != Liveness::Live)
+    }
+
+    /// The registry's running totals of fence losses and failed rounds, over every replica it
+    /// holds.
+    pub fn registry_totals(&self) -> RegistrySample {
+        let replicas = &self.summary.replicas;
+        RegistrySample {
+            at_ms: self.now_ms(),
+            fence_losses: replicas.iter().map(|r| r.fence_losses).sum(),
+            failed_rounds: replicas.iter().map(|r| r.failed_rounds).sum(),
+        }
     }
 
     /// The claim recorded on a schedule row, with its fence.
@@ -94,6 +150,41 @@ impl Snapshot {
     }
 }
 
+/// The registry's running totals at one refresh (see [`Snapshot::registry_totals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RegistrySample {
+    pub at_ms: i64,
+    pub fence_losses: i64,
+    pub failed_rounds: i64,
+}
+
+/// Per bucket of `trends`, the fence losses and failed rounds the registry's totals grew by,
+/// from the samples the dashboard took (oldest first); `None` for a bucket before the first
+/// sample, when the dashboard was not yet watching. A total that fell (the registry forgot a
+/// replica) counts as no growth.
+pub fn registry_deltas(samples: &[RegistrySample], trends: &Trends) -> Vec<Option<(i64, i64)>> {
+    let at_or_before = |ms: i64| samples.iter().rev().find(|s| s.at_ms <= ms);
+    let first = samples.first().map(|s| s.at_ms);
+    trends
+        .buckets
+        .iter()
+        .map(|bucket| {
+            // The newest bucket ends at the trends' now, which is the newest sample's time.
+            let end = bucket.start_ms + trends.bucket_ms;
+            let first = first?;
+            if first > end {
+                return None;
+            }
+            let before = at_or_before(bucket.start_ms).or(samples.first())?;
+            let after = at_or_before(end)?;
+            Some((
+                (after.fence_losses - before.fence_losses).max(0),
+                (after.failed_rounds - before.failed_rounds).max(0),
+            ))
+        })
+        .collect()
+}
+
 /// A row of the replicas panel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PanelRow<'a> {
@@ -109,6 +200,45 @@ pub enum PanelRow<'a> {
         stopped: bool,
     },
 }
+
+/// What the middle of the screen lists: the schedule rows (default), or one of the histories an
+/// operator reads beside them. `v` cycles, `1`-`4` choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum View {
+    #[default]
+    Schedules,
+    /// Misfire records in retention, newest first (`inspect misfires`).
+    Misfires,
+    /// Operator actions on schedule rows, newest first (`inspect audit`).
+    Audit,
+    /// Runs with their origin, newest first (`inspect runs`).
+    Runs,
+}
+
+impl View {
+    pub const ALL: [View; 4] = [View::Schedules, View::Misfires, View::Audit, View::Runs];
+
+    pub fn next(self) -> Self {
+        match self {
+            View::Schedules => View::Misfires,
+            View::Misfires => View::Audit,
+            View::Audit => View::Runs,
+            View::Runs => View::Schedules,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            View::Schedules => "schedules",
+            View::Misfires => "misfires",
+            View::Audit => "audit",
+            View::Runs => "runs",
+        }
+    }
+}
+
+/// Rows a history view reads (the newest).
+pub const VIEW_ROWS: i64 = 200;
 
 /// How the schedules table is ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -243,6 +373,23 @@ pub struct App {
     pub stale: Option<Stale>,
     /// The selected schedule row, by key so that it survives a refresh that reorders rows.
     pub selected: Option<TriggerName>,
+    /// The cursor stays on the first row whatever comes to the top (the most urgent row, in the
+    /// default sort), until the operator moves it down; then it follows its trigger, so that a
+    /// key acts on the row the operator chose. Moving back to the first row (or `g`) follows
+    /// the head again.
+    pub follow_head: bool,
+    /// Index into [`TREND_WINDOWS_MS`].
+    pub trend_window: usize,
+    /// Folded by `t` (they also fold on a terminal shorter than [`TRENDS_MIN_HEIGHT`]).
+    pub trends_folded: bool,
+    /// The registry's totals at each refresh since the dashboard opened, oldest first.
+    pub registry_samples: Vec<RegistrySample>,
+    /// The first line of the help overlay shown (it scrolls).
+    pub help_scroll: u16,
+    /// What the middle of the screen lists.
+    pub view: View,
+    /// The first row shown of a history view (they scroll; only the schedules select).
+    pub view_scroll: usize,
     /// Applied filter: part of `PROJECT/TRIGGER` or of the claim owner.
     pub filter: String,
     pub sort: SortOrder,
@@ -263,6 +410,13 @@ impl App {
             snapshot: None,
             stale: None,
             selected: None,
+            follow_head: true,
+            trend_window: TREND_WINDOW_DEFAULT,
+            trends_folded: false,
+            registry_samples: Vec::new(),
+            help_scroll: 0,
+            view: View::Schedules,
+            view_scroll: 0,
             filter: String::new(),
             sort: SortOrder::default(),
             paused: false,
@@ -279,6 +433,13 @@ impl App {
         if self.paused {
             return;
         }
+        let sample = snapshot.registry_totals();
+        let horizon = sample.at_ms - TREND_WINDOWS_MS[TREND_WINDOWS_MS.len() - 1];
+        self.registry_samples.retain(|s| s.at_ms >= horizon);
+        if self.registry_samples.len() >= REGISTRY_SAMPLES {
+            self.registry_samples.remove(0);
+        }
+        self.registry_samples.push(sample);
         self.snapshot = Some(snapshot);
         self.stale = None;
         self.keep_selection_visible();
@@ -335,6 +496,85 @@ impl App {
                 .is_some_and(|owner| owner.contains(&self.filter))
     }
 
+    /// Whether `text` (a trigger's name, an owner, an actor) matches the applied filter.
+    fn filter_matches(&self, texts: &[&str]) -> bool {
+        self.filter.is_empty() || texts.iter().any(|t| t.contains(&self.filter))
+    }
+
+    /// The misfire view's records, filtered by trigger or owner.
+    pub fn visible_misfires(&self) -> Vec<&MisfireRecord> {
+        self.snapshot.as_ref().map_or_else(Vec::new, |s| {
+            s.misfire_records
+                .iter()
+                .filter(|m| {
+                    let name = TriggerName::new(&m.project_id, &m.trigger_id).to_string();
+                    self.filter_matches(&[&name, &m.owner])
+                })
+                .collect()
+        })
+    }
+
+    /// The audit view's rows, filtered by trigger, actor or the owners of the fences.
+    pub fn visible_audit(&self) -> Vec<&AuditView> {
+        self.snapshot.as_ref().map_or_else(Vec::new, |s| {
+            s.audit
+                .iter()
+                .filter(|a| {
+                    let name = TriggerName::new(&a.project_id, &a.trigger_id).to_string();
+                    let owner = |fence: &Option<serde_json::Value>| {
+                        fence
+                            .as_ref()
+                            .and_then(|f| f.get("owner"))
+                            .and_then(|o| o.as_str())
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
+                    let (before, after) = (owner(&a.fence_before), owner(&a.fence_after));
+                    self.filter_matches(&[&name, &a.actor, &before, &after])
+                })
+                .collect()
+        })
+    }
+
+    /// The runs view's runs, filtered by trigger.
+    pub fn visible_runs(&self) -> Vec<&RunRow> {
+        self.snapshot.as_ref().map_or_else(Vec::new, |s| {
+            s.runs
+                .iter()
+                .filter(|r| {
+                    let name = TriggerName::new(&r.project_id, &r.trigger_id).to_string();
+                    self.filter_matches(&[&name])
+                })
+                .collect()
+        })
+    }
+
+    /// Rows of the history view on screen, after the filter.
+    pub fn view_len(&self) -> usize {
+        match self.view {
+            View::Schedules => self.visible_schedules().len(),
+            View::Misfires => self.visible_misfires().len(),
+            View::Audit => self.visible_audit().len(),
+            View::Runs => self.visible_runs().len(),
+        }
+    }
+
+    /// Shows `view`, from its first row.
+    pub fn show_view(&mut self, view: View) {
+        self.view = view;
+        self.view_scroll = 0;
+    }
+
+    /// Moves the selection in the schedules, or scrolls a history view, by `delta` rows.
+    pub fn move_in_view(&mut self, delta: isize) {
+        if self.view == View::Schedules {
+            self.move_selection(delta);
+        } else {
+            let last = self.view_len().saturating_sub(1);
+            self.view_scroll = self.view_scroll.saturating_add_signed(delta).min(last);
+        }
+    }
+
     /// Admissions on screen, filtered like the schedules.
     pub fn visible_recent(&self) -> Vec<&RunView> {
         let Some(snapshot) = &self.snapshot else {
@@ -380,14 +620,39 @@ impl App {
         let last = rows.len().saturating_sub(1);
         let target = current.saturating_add_signed(delta).min(last);
         self.selected = rows.get(target).map(|r| key_of(r));
+        self.follow_head = target == 0;
     }
 
-    /// After a refresh or a filter, the selection names a row that is on screen.
+    /// After a refresh or a filter, the selection names a row that is on screen: the first one
+    /// while the cursor follows the head, else the row it was on (the first when that row is
+    /// gone).
     pub fn keep_selection_visible(&mut self) {
-        let key = self
-            .selected_index()
-            .and_then(|i| self.visible_schedules().get(i).map(|r| key_of(r)));
+        let key = if self.follow_head {
+            self.visible_schedules().first().map(|r| key_of(r))
+        } else {
+            self.selected_index()
+                .and_then(|i| self.visible_schedules().get(i).map(|r| key_of(r)))
+        };
         self.selected = key;
+    }
+
+    /// The trends' window in milliseconds.
+    pub fn trend_window_ms(&self) -> i64 {
+        TREND_WINDOWS_MS[self.trend_window.min(TREND_WINDOWS_MS.len() - 1)]
+    }
+
+    /// A longer (`]`) or shorter (`[`) trends window, within the list.
+    pub fn step_trend_window(&mut self, longer: bool) {
+        self.trend_window = if longer {
+            (self.trend_window + 1).min(TREND_WINDOWS_MS.len() - 1)
+        } else {
+            self.trend_window.saturating_sub(1)
+        };
+    }
+
+    /// Whether the trends show on a terminal `height` rows tall.
+    pub fn trends_shown(&self, height: u16) -> bool {
+        !self.trends_folded && height >= TRENDS_MIN_HEIGHT
     }
 
     /// One step faster (`+`) or slower (`-`), within the bounds.
@@ -412,6 +677,8 @@ impl App {
                 Modal::Detail { key } => Some(key.clone()),
                 _ => None,
             },
+            trend_window_ms: self.trend_window_ms(),
+            view: self.view,
         }
     }
 }
@@ -422,6 +689,8 @@ pub struct LoadRequest {
     pub refresh: Duration,
     pub paused: bool,
     pub detail: Option<TriggerName>,
+    pub trend_window_ms: i64,
+    pub view: View,
 }
 
 impl Default for LoadRequest {
@@ -430,6 +699,8 @@ impl Default for LoadRequest {
             refresh: REFRESH_DEFAULT,
             paused: false,
             detail: None,
+            trend_window_ms: TREND_WINDOWS_MS[TREND_WINDOW_DEFAULT],
+            view: View::Schedules,
         }
     }
 }
