@@ -101,6 +101,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/0010_parked_counts.sql"),
         previous_release_may_run: true,
     },
+    Migration {
+        version: 11,
+        name: "admission_errors",
+        sql: include_str!("../../../migrations/0011_admission_errors.sql"),
+        previous_release_may_run: true,
+    },
 ];
 
 /// The schema version a fully migrated database reports.
@@ -143,6 +149,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_admin", "schedule_audit_audit_id_seq", &["USAGE"]),
     ("qlsched_admin", "misfires", &["INSERT", "SELECT"]),
     ("qlsched_admin", "replicas", &["SELECT"]),
+    ("qlsched_admin", "admission_errors", &["SELECT"]),
     ("qlsched_runtime", "projects", &["SELECT"]),
     ("qlsched_runtime", "tasks", &["SELECT"]),
     ("qlsched_runtime", "triggers", &["SELECT"]),
@@ -172,6 +179,11 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
         "replicas",
         &["DELETE", "INSERT", "SELECT", "UPDATE"],
     ),
+    (
+        "qlsched_runtime",
+        "admission_errors",
+        &["INSERT", "SELECT", "UPDATE"],
+    ),
     ("qlsched_observer", "projects", &["SELECT"]),
     ("qlsched_observer", "tasks", &["SELECT"]),
     ("qlsched_observer", "triggers", &["SELECT"]),
@@ -184,6 +196,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_observer", "schema_migrations", &["SELECT"]),
     ("qlsched_observer", "misfires", &["SELECT"]),
     ("qlsched_observer", "replicas", &["SELECT"]),
+    ("qlsched_observer", "admission_errors", &["SELECT"]),
 ];
 
 /// Roles that must have USAGE on the schema; `qlsched_worker_ingress` must not.
