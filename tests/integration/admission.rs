@@ -841,3 +841,53 @@ async fn a_row_a_trigger_function_refuses_falls_back_and_is_named() {
     );
     assert_invariants(&db).await;
 }
+
+/// A batch the server has no room for (53200, as predicate-lock memory running out answers a
+/// large transaction where a small one fits; raised here by a statement trigger on `runs` for any
+/// statement of more than one run): the rows are admitted one by one in the same round, nothing is
+/// refused or recorded, and the round counts as failed so that its batch halves and it backs off.
+#[tokio::test]
+async fn a_batch_the_server_has_no_room_for_is_admitted_row_by_row_and_halves() {
+    let db = TestDb::new().await;
+    let ids: Vec<String> = (0..20).map(|n| format!("r{n:02}")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    db.publish(&crate::util::every_second(&ids)).await;
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION no_room() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF (SELECT count(*) FROM inserted) > 1 THEN
+                     RAISE EXCEPTION 'out of shared memory' USING ERRCODE = '53200',
+                         HINT = 'You might need to increase max_pred_locks_per_transaction.';
+                 END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE TRIGGER no_room AFTER INSERT ON runs REFERENCING NEW TABLE AS inserted
+                 FOR EACH STATEMENT EXECUTE FUNCTION no_room();
+             UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000",
+        )
+        .await
+        .expect("a server without room for batches");
+    let coordinator = qlsched::coordinator::Coordinator::new(
+        db.store("c").await,
+        qlsched::core::CoordinatorConfig {
+            owner: "c".into(),
+            batch: qlsched::core::batch::Batch::Adaptive,
+            ..qlsched::core::CoordinatorConfig::default()
+        },
+    );
+    let first = coordinator.run_round().await.expect("the round finishes");
+    assert_eq!(first.batch, 16);
+    assert_eq!((first.claimed, first.fired), (16, 16), "{first:?}");
+    assert_eq!((first.rejected, first.batch_fallbacks), (0, 1), "{first:?}");
+    let failure = first.failure.as_deref().unwrap_or_default();
+    assert!(failure.contains("SQLSTATE 53200"), "{failure}");
+    assert_eq!(
+        coordinator.batch(),
+        16,
+        "a full claim would have doubled it; the failure halved it (to the floor)"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM admission_errors").await, 0);
+    assert_invariants(&db).await;
+}

@@ -237,6 +237,11 @@ impl Coordinator {
             report.account(admission, outcome.clone(), due_at, say);
             refusals.extend(Refusal::of(admission, outcome));
         }
+        // A row refused on its own names its trigger: the failure the round reports before its
+        // batch's.
+        if report.failure.is_none() {
+            report.failure = report.batch_error.take();
+        }
         // Where every replica and operator looks (`inspect trigger`): one write a refusal, and a
         // refused row is tried once a lease, so this is never a write a round.
         if !refusals.is_empty() && !connection_failed {
@@ -377,6 +382,7 @@ impl Coordinator {
         report.transactions = stats.transactions;
         report.serialization_retries = stats.serialization_retries;
         report.batch_fallbacks = stats.batch_fallbacks;
+        report.batch_error = stats.batch_error.take();
         report.round_trips += stats.round_trips;
         // A failed admission may have committed all the same (the connection died with the
         // COMMIT in flight, or its reply was lost), and a row left unsettled by the fall-back may

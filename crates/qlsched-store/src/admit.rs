@@ -127,6 +127,11 @@ pub struct AdmitStats {
     /// one included: its pipelined COMMIT rolls it back), one per statement this connection had
     /// not prepared before.
     pub round_trips: u32,
+    /// Why the batch fell back, when the server refused it (an error of its own, retries run
+    /// out) rather than a row losing its fence or its definition: the round then counts as
+    /// failed, though the fall-back admitted its rows.
+    #[serde(skip)]
+    pub batch_error: Option<String>,
 }
 
 // Re-lock every claimed row and check its whole fence and every definition its decision was
@@ -419,9 +424,23 @@ pub async fn admit(
         Ok(Verdict::Committed) => {
             return Ok(admissions.iter().map(committed_outcome).collect());
         }
-        Ok(Verdict::FenceLost | Verdict::DefinitionRefused(_) | Verdict::Rejected { .. })
-        | Err(StoreError::RetriesExhausted { .. }) => {
+        Ok(Verdict::FenceLost | Verdict::DefinitionRefused(_)) => {
             stats.batch_fallbacks += 1;
+        }
+        Ok(Verdict::Rejected { sqlstate, reason }) => {
+            stats.batch_fallbacks += 1;
+            stats.batch_error = Some(format!(
+                "a batch of {} admissions was refused (SQLSTATE {sqlstate}) and admitted row by \
+                 row: {reason}",
+                admissions.len()
+            ));
+        }
+        Err(error @ StoreError::RetriesExhausted { .. }) => {
+            stats.batch_fallbacks += 1;
+            stats.batch_error = Some(format!(
+                "a batch of {} admissions failed and was admitted row by row: {error}",
+                admissions.len()
+            ));
         }
         Err(other) => return Err(other),
     }

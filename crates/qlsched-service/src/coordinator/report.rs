@@ -41,11 +41,15 @@ pub struct RoundReport {
     /// The SQLSTATE of each of those refusals, for the metric labelled by it.
     #[serde(skip)]
     pub rejected_sqlstates: Vec<String>,
-    /// What failed in a round that otherwise finished: the first refusal, named with its trigger
+    /// What failed in a round that otherwise finished: its batch refused by the server (then
+    /// admitted row by row), or else the first row refused on its own, named with its trigger
     /// and SQLSTATE. A round with one counts as failed (the registry's failed rounds and last
     /// error, the back-off, the batch), though its other rows were admitted.
     #[serde(skip)]
     pub failure: Option<String>,
+    /// Why the batch fell back when the server refused it (`AdmitStats::batch_error`).
+    #[serde(skip)]
+    pub batch_error: Option<String>,
     /// Rows whose stored cron could not be evaluated: left claimed until the lease expires, which
     /// paces the retry, and logged.
     pub undecidable: usize,
