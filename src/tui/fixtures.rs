@@ -437,6 +437,7 @@ pub fn stuck_detail() -> TriggerDetail {
             recent_runs: vec![run(4, "acme", "report-5s", 17_400)],
             live_replicas: 2,
             recent_misfires: Vec::new(),
+            admission_error: None,
             audit: Vec::new(),
         }),
     }

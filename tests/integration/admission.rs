@@ -8,7 +8,8 @@ use qlsched::core::Decision;
 use qlsched::store::{AdmissionOutcome, StoreError};
 
 use crate::util::{
-    TestDb, admission, admit, assert_invariants, claim, fingerprint, manifest, sleep_ms,
+    TestDb, admission, admit, assert_invariants, claim, fingerprint, manifest, qlsched, sleep_ms,
+    stdout,
 };
 
 async fn one_due_trigger(db: &TestDb, extra: serde_json::Value) {
@@ -179,12 +180,13 @@ async fn a_write_fault_in_the_middle_of_admission_leaves_no_row_behind() {
     let store = db.store("test").await;
     let rows = claim(&store, "o", 1, 60_000).await;
     let before = fingerprint(&db).await;
-    let error = admit(&store, &[admission(&rows[0])])
+    let outcome = admit(&store, &[admission(&rows[0])])
         .await
-        .expect_err("the fault fails the admission");
+        .expect("a row's own error is its outcome");
     assert!(
-        error.to_string().contains("injected write fault"),
-        "{error}"
+        matches!(&outcome[0], AdmissionOutcome::Rejected { sqlstate, reason }
+            if sqlstate == "P0001" && reason.contains("injected write fault")),
+        "{outcome:?}"
     );
     assert_eq!(
         fingerprint(&db).await,
@@ -716,4 +718,176 @@ async fn an_admission_whose_reply_was_lost_is_settled_by_what_the_database_holds
     assert_eq!(outcomes[2], AdmissionOutcome::FenceLost);
     assert!(!settled[2].claim_held);
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 1);
+}
+
+/// A trigger function on `runs` that raises P0001 for trigger `victim`, as a dispatcher's own
+/// trigger might: the poison of the drills.
+pub(crate) const POISON: &str = "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.trigger_id = 'victim' THEN
+            RAISE EXCEPTION 'dispatcher refuses %', NEW.trigger_id;
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER poison AFTER INSERT ON runs FOR EACH ROW EXECUTE FUNCTION poison();";
+
+/// Any server error of one row's own (here P0001, raised by a user trigger on `runs`) fails the
+/// batch, and the fall-back admits every other row in the same round: the poisoned one is
+/// refused with its SQLSTATE, recorded for `inspect trigger`, its claim left to its lease, and
+/// the round counts as failed.
+#[tokio::test]
+async fn a_row_a_trigger_function_refuses_falls_back_and_is_named() {
+    let db = TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a", "victim", "c"]))
+        .await;
+    db.client()
+        .await
+        .batch_execute(&format!(
+            "{POISON}; UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000"
+        ))
+        .await
+        .expect("poison");
+    let store = db.store("test").await;
+    let rows = claim(&store, "o", 3, 60_000).await;
+    let admissions: Vec<_> = rows.iter().map(admission).collect();
+    let client = store.client().await.expect("client");
+    let mut stats = qlsched::store::AdmitStats::default();
+    let outcomes = qlsched::store::admit::admit(&client, store.sender(), &admissions, &mut stats)
+        .await
+        .expect("a row's own error is an outcome, not the batch's error");
+    for (row, outcome) in rows.iter().zip(&outcomes) {
+        if row.trigger_id == "victim" {
+            assert!(
+                matches!(outcome, AdmissionOutcome::Rejected { sqlstate, reason }
+                    if sqlstate == "P0001" && reason.contains("dispatcher refuses victim")),
+                "{outcome:?}"
+            );
+        } else {
+            assert!(
+                matches!(outcome, AdmissionOutcome::Admitted(_)),
+                "{}: {outcome:?}",
+                row.trigger_id
+            );
+        }
+    }
+    assert_eq!(stats.batch_fallbacks, 1);
+    drop(client);
+
+    // A replica's round: the same, recorded, and counted as failed.
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE trigger_schedules SET claim_owner = NULL, claim_token = NULL,
+                 claim_expires_at_ms = NULL, claim_version = claim_version + 1,
+                 state_version = state_version + 1 WHERE trigger_id = 'victim'",
+        )
+        .await
+        .expect("the refused claim expired by hand");
+    // a and c due again at their next second.
+    sleep_ms(1_100).await;
+    let coordinator = qlsched::coordinator::Coordinator::new(
+        db.store("c").await,
+        qlsched::core::CoordinatorConfig {
+            owner: "c".into(),
+            ..qlsched::core::CoordinatorConfig::default()
+        },
+    );
+    let report = coordinator.run_round().await.expect("the round finishes");
+    assert_eq!((report.fired, report.rejected), (2, 1), "{report:?}");
+    assert_eq!(report.rejected_sqlstates, ["P0001"]);
+    let failure = report.failure.as_deref().unwrap_or_default();
+    assert!(
+        failure.contains("p/victim") && failure.contains("SQLSTATE P0001"),
+        "{failure}"
+    );
+    let recorded = db
+        .client()
+        .await
+        .query_one(
+            "SELECT sqlstate, owner, failures FROM admission_errors WHERE trigger_id = 'victim'",
+            &[],
+        )
+        .await
+        .expect("the refusal is recorded");
+    assert_eq!(
+        (
+            recorded.get::<_, String>(0),
+            recorded.get::<_, String>(1),
+            recorded.get::<_, i64>(2)
+        ),
+        ("P0001".to_owned(), "c".to_owned(), 1),
+        "the round's refusal (the store-level one above is the caller's to record)"
+    );
+    let detail = qlsched(
+        Some(&db),
+        &["inspect", "trigger", "p/victim", "-o", "json"],
+        None,
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&detail)).expect("json");
+    assert_eq!(
+        json["why_not_firing"]["cause"], "admission_refused",
+        "{json}"
+    );
+    assert_eq!(json["why_not_firing"]["sqlstate"], "P0001", "{json}");
+    assert_eq!(json["admission_error"]["current"], true, "{json}");
+    let text = stdout(&qlsched(
+        Some(&db),
+        &["inspect", "trigger", "p/victim"],
+        None,
+    ));
+    assert!(
+        text.contains("SQLSTATE P0001") && text.contains("dispatcher refuses victim"),
+        "{text}"
+    );
+    assert_invariants(&db).await;
+}
+
+/// A batch the server has no room for (53200, as predicate-lock memory running out answers a
+/// large transaction where a small one fits; raised here by a statement trigger on `runs` for any
+/// statement of more than one run): the rows are admitted one by one in the same round, nothing is
+/// refused or recorded, and the round counts as failed so that its batch halves and it backs off.
+#[tokio::test]
+async fn a_batch_the_server_has_no_room_for_is_admitted_row_by_row_and_halves() {
+    let db = TestDb::new().await;
+    let ids: Vec<String> = (0..20).map(|n| format!("r{n:02}")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    db.publish(&crate::util::every_second(&ids)).await;
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION no_room() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF (SELECT count(*) FROM inserted) > 1 THEN
+                     RAISE EXCEPTION 'out of shared memory' USING ERRCODE = '53200',
+                         HINT = 'You might need to increase max_pred_locks_per_transaction.';
+                 END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE TRIGGER no_room AFTER INSERT ON runs REFERENCING NEW TABLE AS inserted
+                 FOR EACH STATEMENT EXECUTE FUNCTION no_room();
+             UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000",
+        )
+        .await
+        .expect("a server without room for batches");
+    let coordinator = qlsched::coordinator::Coordinator::new(
+        db.store("c").await,
+        qlsched::core::CoordinatorConfig {
+            owner: "c".into(),
+            batch: qlsched::core::batch::Batch::Adaptive,
+            ..qlsched::core::CoordinatorConfig::default()
+        },
+    );
+    let first = coordinator.run_round().await.expect("the round finishes");
+    assert_eq!(first.batch, 16);
+    assert_eq!((first.claimed, first.fired), (16, 16), "{first:?}");
+    assert_eq!((first.rejected, first.batch_fallbacks), (0, 1), "{first:?}");
+    let failure = first.failure.as_deref().unwrap_or_default();
+    assert!(failure.contains("SQLSTATE 53200"), "{failure}");
+    assert_eq!(
+        coordinator.batch(),
+        16,
+        "a full claim would have doubled it; the failure halved it (to the floor)"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM admission_errors").await, 0);
+    assert_invariants(&db).await;
 }

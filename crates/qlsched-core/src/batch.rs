@@ -91,20 +91,27 @@ pub struct RoundLoad {
     pub claimed: usize,
     /// How long deciding and admitting them took.
     pub admit_time: Duration,
+    /// Whether the server refused a row of it (the round counts as failed): the batch halves,
+    /// whatever the claim, so a fault that fails batches is met with smaller ones.
+    pub failed: bool,
 }
 
 /// The batch the round after `last` claims with, under `policy`, for claims of `lease`.
 ///
-/// Adaptive: a full claim doubles the batch (more rows were due behind it), a claim of less than
-/// a quarter of it halves the batch (the backlog is gone), anything between keeps it; then it is
-/// capped by what the replica admitted in a quarter of the lease at its last round's speed, and
-/// kept within [`MIN_ADAPTIVE_BATCH`]..=[`MAX_BATCH`]. A pinned batch never changes.
+/// Adaptive: a failed round halves the batch, a full claim doubles it (more rows were due behind
+/// it), a claim of less than a quarter of it halves it (the backlog is gone), anything between
+/// keeps it; kept within [`MIN_ADAPTIVE_BATCH`]..=[`MAX_BATCH`], and then capped by what the
+/// replica admitted in a quarter of the lease at its last round's speed, which the floor does not
+/// override: on a server that slow, fewer rows a round is what keeps the claims inside their
+/// lease (never fewer than one). A pinned batch never changes.
 pub fn next_batch(policy: Batch, last: RoundLoad, lease: Duration) -> u16 {
     let Batch::Adaptive = policy else {
         return policy.initial();
     };
     let current = last.batch.clamp(MIN_ADAPTIVE_BATCH, MAX_BATCH);
-    let wanted = if last.claimed >= usize::from(current) {
+    let wanted = if last.failed {
+        current / 2
+    } else if last.claimed >= usize::from(current) {
         current.saturating_mul(2)
     } else if last.claimed < usize::from(current / 4) {
         current / 2
@@ -112,7 +119,10 @@ pub fn next_batch(policy: Batch, last: RoundLoad, lease: Duration) -> u16 {
         current
     };
     let affordable = affordable(last, lease);
-    wanted.min(affordable).clamp(MIN_ADAPTIVE_BATCH, MAX_BATCH)
+    wanted
+        .clamp(MIN_ADAPTIVE_BATCH, MAX_BATCH)
+        .min(affordable)
+        .max(1)
 }
 
 /// Rows the replica can admit within its share of the lease, at its last round's speed;
@@ -143,6 +153,7 @@ mod tests {
                 batch,
                 claimed,
                 admit_time: Duration::from_millis(admit_ms),
+                failed: false,
             },
             LEASE,
         )
@@ -174,8 +185,10 @@ mod tests {
     fn a_slow_server_caps_the_batch_at_a_quarter_of_the_lease() {
         // 64 rows in 6 s: 93.75 ms a row; a quarter of 30 s holds 80 of them.
         assert_eq!(after(64, 64, 6_000), 80);
-        // 16 rows in 8 s: 500 ms a row, 15 rows in 7.5 s; the floor still holds.
-        assert_eq!(after(16, 16, 8_000), MIN_ADAPTIVE_BATCH);
+        // 16 rows in 8 s: 500 ms a row, 15 rows in 7.5 s: under the floor, the lease wins.
+        assert_eq!(after(16, 16, 8_000), 15);
+        // 2 rows in 30 s: one row a quarter of the lease, never none.
+        assert_eq!(after(16, 2, 30_000), 1);
         // A short lease: 2 s, 10 ms a row: 50 rows in 500 ms.
         let short = next_batch(
             Batch::Adaptive,
@@ -183,10 +196,30 @@ mod tests {
                 batch: 64,
                 claimed: 64,
                 admit_time: Duration::from_millis(640),
+                failed: false,
             },
             Duration::from_secs(2),
         );
         assert_eq!(short, 50);
+    }
+
+    #[test]
+    fn a_failed_round_halves_the_batch_even_when_its_claim_was_full() {
+        let failed = |batch: u16, claimed: usize| {
+            next_batch(
+                Batch::Adaptive,
+                RoundLoad {
+                    batch,
+                    claimed,
+                    admit_time: Duration::from_millis(50),
+                    failed: true,
+                },
+                LEASE,
+            )
+        };
+        assert_eq!(failed(256, 256), 128);
+        assert_eq!(failed(64, 20), 32);
+        assert_eq!(failed(16, 16), MIN_ADAPTIVE_BATCH, "down to the floor");
     }
 
     #[test]
@@ -198,6 +231,7 @@ mod tests {
                     batch: 8,
                     claimed,
                     admit_time: Duration::from_secs(20),
+                    failed: false,
                 },
                 LEASE,
             );

@@ -32,6 +32,20 @@ pub struct TriggerFacts {
     /// claim initializes it.
     pub next_fire_at_ms: Option<i64>,
     pub due_in_ms: Option<i64>,
+    /// The server error that refused the admission of the occurrence the row is still at, if
+    /// one did: the row is claimed and refused once a lease until its cause goes away.
+    pub refusal: Option<RefusalFacts>,
+}
+
+/// The server's refusal of an occurrence's admission (a trigger function raising on `runs`, a
+/// resource run out), as a replica recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusalFacts {
+    pub sqlstate: String,
+    pub message: String,
+    pub owner: String,
+    pub since_ms: i64,
+    pub failures: i64,
 }
 
 /// A pause (`qlsched pause`, docs/DESIGN.md §4.10).
@@ -79,7 +93,8 @@ pub fn parked(facts: &TriggerFacts) -> Option<Parked> {
 }
 
 /// The first cause that keeps the trigger from firing now: what parks the row ([`parked`]), then
-/// the order the admission checks: execution digest, claim, cursor.
+/// the order the admission checks: execution digest, a server error refusing its admission, claim,
+/// cursor.
 pub fn diagnose(facts: &TriggerFacts) -> Diagnosis {
     match (parked(facts), &facts.pause) {
         (Some(Parked::Paused), Some(pause)) => {
@@ -102,6 +117,15 @@ pub fn diagnose(facts: &TriggerFacts) -> Diagnosis {
     if !facts.digest_ok {
         return Diagnosis::DigestCorrupt {
             execution_revision_id: facts.execution_revision_id,
+        };
+    }
+    if let Some(refusal) = &facts.refusal {
+        return Diagnosis::AdmissionRefused {
+            sqlstate: refusal.sqlstate.clone(),
+            message: refusal.message.clone(),
+            owner: refusal.owner.clone(),
+            since_ms: refusal.since_ms,
+            failures: refusal.failures,
         };
     }
     if let Some(claim) = &facts.claim {
@@ -154,6 +178,17 @@ pub enum Diagnosis {
     DigestCorrupt {
         execution_revision_id: Uuid,
     },
+    /// The database refuses the admission of the occurrence the row is at with an error of its
+    /// own (a trigger function on `runs` raising, a constraint, a resource run out): the row is
+    /// tried once a lease and refused each time until the cause goes away.
+    AdmissionRefused {
+        sqlstate: String,
+        message: String,
+        /// The replica refused last.
+        owner: String,
+        since_ms: i64,
+        failures: i64,
+    },
     ClaimHeld {
         owner: String,
         remaining_ms: i64,
@@ -197,6 +232,17 @@ impl Diagnosis {
             } => format!(
                 "execution revision {execution_revision_id} is corrupt: its digest does not \
                  match its spec, so every admission is refused"
+            ),
+            Diagnosis::AdmissionRefused {
+                sqlstate,
+                message,
+                owner,
+                since_ms,
+                failures,
+            } => format!(
+                "the database refuses its admission (SQLSTATE {sqlstate}) since {}, {failures}                  attempt{}, last by {owner}: {message}",
+                utc(*since_ms),
+                if *failures == 1 { "" } else { "s" }
             ),
             Diagnosis::ClaimHeld {
                 owner,
@@ -248,6 +294,11 @@ impl Diagnosis {
             Diagnosis::DigestCorrupt { .. } => {
                 "publish the task again so it pins a fresh execution revision"
             }
+            Diagnosis::AdmissionRefused { .. } => {
+                "remove the cause the error names (a trigger function or constraint on qlsched's \
+                 tables, the server's resources); the row is tried again when its claim expires, \
+                 once a lease"
+            }
             Diagnosis::ClaimHeld { .. } => {
                 "wait for the holder to admit or the lease to expire, or `qlsched expire` it"
             }
@@ -283,7 +334,45 @@ mod tests {
             live_replicas: 2,
             next_fire_at_ms: Some(1_000),
             due_in_ms: Some(-250),
+            refusal: None,
         }
+    }
+
+    /// A refusal of the occurrence the row is at comes before its claim (the refused row keeps
+    /// its claim until the lease ends) and after what parks the row.
+    #[test]
+    fn a_refused_admission_is_named_before_the_claim_it_leaves() {
+        let refusal = RefusalFacts {
+            sqlstate: "P0001".to_owned(),
+            message: "poisoned".to_owned(),
+            owner: "r1".to_owned(),
+            since_ms: 0,
+            failures: 3,
+        };
+        let facts = TriggerFacts {
+            claim: Some(ClaimFacts {
+                owner: "r1".to_owned(),
+                remaining_ms: 20_000,
+                expired: false,
+            }),
+            refusal: Some(refusal),
+            ..eligible()
+        };
+        let diagnosis = diagnose(&facts);
+        assert!(
+            matches!(&diagnosis, Diagnosis::AdmissionRefused { sqlstate, failures: 3, .. } if sqlstate == "P0001"),
+            "{diagnosis:?}"
+        );
+        assert!(
+            diagnosis.reason().contains("SQLSTATE P0001"),
+            "{}",
+            diagnosis.reason()
+        );
+        let paused = TriggerFacts {
+            enabled: false,
+            ..facts
+        };
+        assert_eq!(diagnose(&paused), Diagnosis::TriggerDisabled);
     }
 
     /// What parks a row, first cause first; a claim, a digest or a cursor never parks one.

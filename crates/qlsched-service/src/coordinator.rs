@@ -11,7 +11,7 @@ pub use identity::{decide_claimed, duration_ms, run_identity};
 pub use report::{AdmittedRun, PassedOver, RoundReport};
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Object;
@@ -19,12 +19,13 @@ use tokio_postgres::CancelToken;
 
 use qlsched_core::batch::{RoundLoad, next_batch};
 use qlsched_core::{CoordinatorConfig, CronSchedule, Decision};
+use qlsched_store::admission_errors::{self, Refusal};
 use qlsched_store::admit::admit;
 use qlsched_store::claim::{RoundClaim, claim_for_round, give_back};
 use qlsched_store::replicas::Heartbeat;
 use qlsched_store::{
-    Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, Store, StoreError,
-    run_in_transaction,
+    Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, RunIdentity, Store,
+    StoreError, run_in_transaction,
 };
 
 /// The pooled connection of one round. A round dropped before it finished (its lease ran out, or
@@ -45,6 +46,33 @@ impl Drop for RoundConnection {
 /// stop is bounded by the drain timeout plus this, and a round by its lease plus this.
 pub const GIVE_BACK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How often a trigger whose admission keeps being refused is logged at ERROR: once an interval
+/// per trigger, at DEBUG between. `inspect trigger` and the registry keep the error meanwhile.
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// How many parsed schedules the cache keeps before it starts again empty: more distinct (zone,
+/// expression) pairs than this is a fleet of generated expressions, and parsing is cheap.
+const SCHEDULE_CACHE_LIMIT: usize = 4_096;
+
+/// An admission whose outcome a lost connection hid, kept until a connection can tell.
+#[derive(Debug, Clone)]
+struct PendingAdmission {
+    row: ClaimedRow,
+    decision: Decision,
+    run: Option<RunIdentity>,
+}
+
+/// What a round that lost its connection still owes the database: the admissions whose outcome is
+/// unknown and the claims it had to give back. Settled at the start of the next round, on its
+/// connection (docs/RELIABILITY.md, "A connection lost mid-round"): a run that exists by its
+/// identity was admitted, any other claim still held is released at once, fenced, instead of
+/// waiting out its lease.
+#[derive(Debug, Default)]
+struct Owed {
+    admissions: Vec<PendingAdmission>,
+    releases: Vec<ReleaseRequest>,
+}
+
 /// One replica's scheduler: its configuration, its store, and the claims its round holds.
 pub struct Coordinator {
     store: Store,
@@ -53,8 +81,9 @@ pub struct Coordinator {
     /// can still give back those it holds (docs/DESIGN.md §4.9).
     claims: Mutex<ClaimBook>,
     /// Parsed schedules by zone, then expression: parsing is cheap, but not free on the hot
-    /// path, and nested maps let a hit be found with borrowed strings.
-    schedules: Mutex<HashMap<String, HashMap<String, CronSchedule>>>,
+    /// path, and nested maps let a hit be found with borrowed strings. At most
+    /// [`SCHEDULE_CACHE_LIMIT`] of them.
+    schedules: Mutex<HashMap<String, HashMap<String, Arc<CronSchedule>>>>,
     /// Cancels the statement of the round in flight, for a stop that cannot wait for it: the
     /// server rolls the admission back, and the held claims can then be released.
     in_flight: Mutex<Option<CancelToken>>,
@@ -66,6 +95,10 @@ pub struct Coordinator {
     /// The batch the next round claims with: the pinned one, or where the adaptive rule
     /// (`core::batch`) left it.
     batch: Mutex<u16>,
+    /// What a round that lost its connection left unsettled, for the next round to settle.
+    owed: Mutex<Owed>,
+    /// When each refused trigger was last logged at ERROR ([`REFUSAL_LOG_INTERVAL`]).
+    refusals_said: Mutex<HashMap<(String, String), Instant>>,
 }
 
 impl Coordinator {
@@ -80,6 +113,8 @@ impl Coordinator {
             heartbeat: Mutex::new((None, Heartbeat::default())),
             last_started: Mutex::new(None),
             batch: Mutex::new(config.batch.initial()),
+            owed: Mutex::new(Owed::default()),
+            refusals_said: Mutex::new(HashMap::new()),
             config,
         }
     }
@@ -97,6 +132,7 @@ impl Coordinator {
                 batch: report.batch,
                 claimed: report.claimed,
                 admit_time: report.admit_time,
+                failed: report.failure.is_some(),
             },
             self.config.lease,
         );
@@ -147,6 +183,7 @@ impl Coordinator {
             batch: self.batch(),
             ..RoundReport::default()
         };
+        self.settle_owed(client, &mut report).await;
         let started = Instant::now();
         let claim = self.claim(client, &mut report).await?;
         report.claim_time = started.elapsed();
@@ -171,18 +208,53 @@ impl Coordinator {
             match self.admit_all(client, &admissions, &mut report).await {
                 Ok(admitted) => admitted,
                 Err(error) => {
-                    // What became of the admissions cannot be learnt: every claim still open is
-                    // left to its lease, and none is given back.
+                    // What became of the admissions cannot be learnt now: the next round learns
+                    // it on its own connection, and releases what did not commit then.
                     let mut claims = self.lock_claims();
+                    let mut owed = self.lock_owed();
+                    owed.admissions
+                        .extend(admissions.iter().map(|a| PendingAdmission {
+                            row: a.row.clone(),
+                            decision: a.decision,
+                            run: a.run.clone(),
+                        }));
+                    owed.releases.extend(claims.returning());
                     claims.abandon();
                     claims.clear();
                     return Err(error);
                 }
             };
-        for ((admission, outcome), index) in admissions.iter().zip(outcomes).zip(indices) {
-            self.transition(index, ClaimEvent::Admission(&outcome));
+        let mut refusals = Vec::new();
+        for ((admission, outcome), index) in admissions.iter().zip(&outcomes).zip(indices) {
+            self.transition(index, ClaimEvent::Admission(outcome));
             let due_at = local(admission.decision.next_fire_at_ms());
-            report.account(admission, outcome, due_at);
+            let say = match outcome {
+                AdmissionOutcome::Rejected { .. } | AdmissionOutcome::DefinitionRefused { .. } => {
+                    self.say_refusal(admission.row)
+                }
+                _ => true,
+            };
+            report.account(admission, outcome.clone(), due_at, say);
+            refusals.extend(Refusal::of(admission, outcome));
+        }
+        // A row refused on its own names its trigger: the failure the round reports before its
+        // batch's.
+        if report.failure.is_none() {
+            report.failure = report.batch_error.take();
+        }
+        // Where every replica and operator looks (`inspect trigger`): one write a refusal, and a
+        // refused row is tried once a lease, so this is never a write a round.
+        if !refusals.is_empty() && !connection_failed {
+            let recorded = admission_errors::record(
+                client,
+                self.store.sender(),
+                &refusals,
+                &mut report.round_trips,
+            )
+            .await;
+            if let Err(error) = recorded {
+                tracing::warn!(%error, "could not record the refused admissions for `inspect trigger`");
+            }
         }
         self.give_back_returning(client, connection_failed, &mut report)
             .await;
@@ -310,6 +382,7 @@ impl Coordinator {
         report.transactions = stats.transactions;
         report.serialization_retries = stats.serialization_retries;
         report.batch_fallbacks = stats.batch_fallbacks;
+        report.batch_error = stats.batch_error.take();
         report.round_trips += stats.round_trips;
         // A failed admission may have committed all the same (the connection died with the
         // COMMIT in flight, or its reply was lost), and a row left unsettled by the fall-back may
@@ -388,7 +461,9 @@ impl Coordinator {
                 }
                 Err(error) => {
                     self.lock_claims().gave_back(Err(()));
-                    tracing::warn!(%error, "could not give claims back; they expire with their lease");
+                    // The next round gives them back, fenced, on its own connection.
+                    self.lock_owed().releases.extend(returned);
+                    tracing::warn!(%error, "could not give claims back; the next round gives them back");
                 }
             }
         }
@@ -491,26 +566,41 @@ impl Coordinator {
         Ok(self.release_on_fresh_connection(&held).await?.len())
     }
 
+    /// The core's decision on `row`, its schedule parsed once and kept: looked up under the
+    /// cache's lock, parsed and decided outside it, so one slow parse never holds up a decision.
     fn decide(&self, row: &ClaimedRow) -> Result<Decision, qlsched_core::CoreError> {
         let definition = &row.definition;
-        let mut schedules = self
+        let cached = self
             .schedules
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let in_zone = match schedules.get_mut(definition.time_zone.as_str()) {
-            Some(in_zone) => in_zone,
-            None => schedules.entry(definition.time_zone.clone()).or_default(),
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(definition.time_zone.as_str())
+            .and_then(|in_zone| in_zone.get(definition.cron_expr.as_str()))
+            .cloned();
+        let schedule = match cached {
+            Some(schedule) => schedule,
+            None => {
+                let parsed = Arc::new(CronSchedule::parse(
+                    &definition.cron_expr,
+                    &definition.time_zone,
+                )?);
+                let mut schedules = self
+                    .schedules
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                // Bounded: past the limit it starts again, and the schedules in use come back
+                // at one parse each.
+                if schedules.values().map(HashMap::len).sum::<usize>() >= SCHEDULE_CACHE_LIMIT {
+                    schedules.clear();
+                }
+                schedules
+                    .entry(definition.time_zone.clone())
+                    .or_default()
+                    .insert(definition.cron_expr.clone(), parsed.clone());
+                parsed
+            }
         };
-        if let Some(schedule) = in_zone.get(definition.cron_expr.as_str()) {
-            return decide_claimed(row, schedule);
-        }
-        let parsed = CronSchedule::parse(&definition.cron_expr, &definition.time_zone)?;
-        decide_claimed(
-            row,
-            in_zone
-                .entry(definition.cron_expr.clone())
-                .or_insert(parsed),
-        )
+        decide_claimed(row, &schedule)
     }
 
     fn lock_heartbeat(&self) -> std::sync::MutexGuard<'_, (Option<Instant>, Heartbeat)> {
@@ -565,6 +655,106 @@ impl Coordinator {
             Err(error) => {
                 pending.failed_rounds += 1;
                 pending.last_error = Some(qlsched_core::text::clean(&error.to_string()));
+            }
+        }
+        if let Ok(RoundReport {
+            failure: Some(failure),
+            ..
+        }) = result
+        {
+            pending.failed_rounds += 1;
+            pending.last_error = Some(qlsched_core::text::clean(failure));
+        }
+    }
+
+    /// Whether to log a refusal of `row` at ERROR now: once a [`REFUSAL_LOG_INTERVAL`] per
+    /// trigger. The map forgets triggers not refused for an interval, so it stays as small as the
+    /// set of triggers being refused.
+    fn say_refusal(&self, row: &ClaimedRow) -> bool {
+        let mut said = self.refusals_said.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        said.retain(|_, at| now.duration_since(*at) < REFUSAL_LOG_INTERVAL);
+        let key = (row.project_id.clone(), row.trigger_id.clone());
+        if said.contains_key(&key) {
+            return false;
+        }
+        said.insert(key, now);
+        true
+    }
+
+    fn lock_owed(&self) -> std::sync::MutexGuard<'_, Owed> {
+        self.owed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Settles what an earlier round that lost its connection left owed, on this round's
+    /// connection: each admission whose run exists (or whose advance is there) is counted as the
+    /// admission it was, and every claim of them still held is released at once, fenced, so
+    /// that a connection lost mid-round costs its rows a reconnect, not a lease. Left owed (for the
+    /// next round) when this connection cannot tell either.
+    async fn settle_owed(&self, client: &Object, report: &mut RoundReport) {
+        let owed = std::mem::take(&mut *self.lock_owed());
+        if owed.admissions.is_empty() && owed.releases.is_empty() {
+            return;
+        }
+        let admissions: Vec<Admission<'_>> = owed
+            .admissions
+            .iter()
+            .map(|a| Admission {
+                row: &a.row,
+                decision: a.decision,
+                run: a.run.clone(),
+            })
+            .collect();
+        let settled = if admissions.is_empty() {
+            Ok(Vec::new())
+        } else {
+            run_in_transaction(client, self.store.schema(), Begin::ReadOnly, |c| {
+                Box::pin(qlsched_store::admit::settle(c, &admissions))
+            })
+            .await
+        };
+        let settled = match settled {
+            Ok(settled) => settled,
+            Err(error) => {
+                tracing::warn!(%error, "could not settle the claims of a round that lost its connection; the next round tries again");
+                *self.lock_owed() = owed;
+                return;
+            }
+        };
+        let mut releases = owed.releases.clone();
+        let (mut admitted, mut lost) = (0, 0);
+        let now = Instant::now();
+        for (admission, settlement) in admissions.iter().zip(settled) {
+            match settlement.outcome {
+                outcome @ (AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced) => {
+                    admitted += 1;
+                    report.account(admission, outcome, now, true);
+                }
+                AdmissionOutcome::FenceLost => lost += 1,
+                _ if settlement.claim_held => releases.push(ReleaseRequest::from(admission.row)),
+                _ => {}
+            }
+        }
+        let released = give_back(
+            client,
+            self.store.sender(),
+            &releases,
+            &mut report.round_trips,
+        )
+        .await;
+        match released {
+            Ok(released) => {
+                report.released += released.len();
+                tracing::warn!(
+                    committed = admitted,
+                    released = released.len(),
+                    taken_over = lost,
+                    "the claims of a round that lost its connection were settled on reconnecting"
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not give back the claims of a round that lost its connection; the next round tries again");
+                self.lock_owed().releases.extend(releases);
             }
         }
     }

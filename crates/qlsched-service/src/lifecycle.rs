@@ -296,8 +296,18 @@ async fn run_rounds(
         let finished = Instant::now();
         let (full_budget, next_due_at) = match outcome {
             Ok(Ok(report)) => {
-                failures.recovered();
-                let full = report.claimed >= usize::from(report.batch);
+                // A round whose rows the server refused finished, its other rows admitted, and
+                // still counts as failed: it backs off, and does not go again at once.
+                let full = match &report.failure {
+                    Some(failure) => {
+                        failures.failed(failure);
+                        false
+                    }
+                    None => {
+                        failures.recovered();
+                        report.claimed >= usize::from(report.batch)
+                    }
+                };
                 let next_due_at = report.next_due_at;
                 emit(
                     &events,

@@ -9,8 +9,11 @@
 //!
 //! Shape, chosen for throughput without weakening any of that:
 //! - A claimed batch is admitted by one statement, each row's fence checked in it. A batch that
-//!   fails (a lost fence, a refused row, retries exhausted) falls back to admitting its rows one
-//!   by one, so one stale row never blocks the others and every row gets its own verdict.
+//!   fails (a lost fence, a refused row, retries exhausted, or any server error that is not the
+//!   server's own state: a user trigger raising, predicate-lock memory run out) falls back to
+//!   admitting its rows one by one, so one stale or poisoned row never blocks the others and
+//!   every row gets its own verdict. Only an error that would fail every row alike (the
+//!   connection gone, a read-only server: `error::is_server_wide`) ends the batch as an error.
 //! - BEGIN, the plan settings, the statement and COMMIT are pipelined: one round trip. The
 //!   statement ends in `admission_complete()`, which raises when a fence failed, so the
 //!   pipelined COMMIT finds an aborted transaction and rolls it back. Nothing of a failed
@@ -60,7 +63,7 @@ use uuid::Uuid;
 use super::StoreError;
 use super::claim::ClaimedRow;
 use super::error::{
-    describe_server_error, is_definition_refused, is_fence_lost, is_rejection, is_retryable,
+    describe_server_error, is_definition_refused, is_fence_lost, is_retryable, is_server_wide,
 };
 use super::retry::{ADMISSION, Exhausted, retry};
 use super::row::Named;
@@ -101,10 +104,12 @@ pub enum AdmissionOutcome {
     /// revision's digest not matching its spec): nothing was written. Not a lost race: the claim
     /// is left to expire, which paces the next attempt, and the fault is reported as itself.
     DefinitionRefused { reason: String },
-    /// The database refused this occurrence's writes (a constraint, such as a run already holding
-    /// its idempotency key, or the admission's own consistency check); nothing was written. The
-    /// claim is left to expire, which paces the next attempt, and the row never blocks others.
-    Rejected { reason: String },
+    /// The database refused this occurrence's writes with an error of its own, not of the server
+    /// at large (a constraint, such as a run already holding its idempotency key; the admission's
+    /// own consistency check; a user trigger on `runs` that raises; a resource the transaction
+    /// ran out of): nothing was written. The claim is left to expire, which paces the next
+    /// attempt to one a lease, and the row never blocks others. `sqlstate` is the server's code.
+    Rejected { sqlstate: String, reason: String },
     /// Admitted on its own after its batch failed, and not settled: serialization failures
     /// outlasted the retries, or the database could not be reached (then whether its
     /// transaction committed is unknown). The claim is released if it still holds, or expires;
@@ -122,6 +127,11 @@ pub struct AdmitStats {
     /// one included: its pipelined COMMIT rolls it back), one per statement this connection had
     /// not prepared before.
     pub round_trips: u32,
+    /// Why the batch fell back, when the server refused it (an error of its own, retries run
+    /// out) rather than a row losing its fence or its definition: the round then counts as
+    /// failed, though the fall-back admitted its rows.
+    #[serde(skip)]
+    pub batch_error: Option<String>,
 }
 
 // Re-lock every claimed row and check its whole fence and every definition its decision was
@@ -394,7 +404,8 @@ const COMMIT: &str = "COMMIT";
 /// single admission, its retries ran out ([`StoreError::RetriesExhausted`]).
 ///
 /// A claimed set of several rows is admitted in one transaction, rows found by ctid. If that
-/// fails (a lost fence, a refused row, retries exhausted), each row is admitted on its own
+/// fails (a lost fence, a refused row, retries exhausted, any error not server-wide), each row is
+/// admitted on its own
 /// (`admit_one`) and gets its own verdict, so one stale row never blocks the others; a row
 /// that cannot be settled then is [`AdmissionOutcome::Unsettled`], since rows before it may
 /// have committed.
@@ -413,9 +424,23 @@ pub async fn admit(
         Ok(Verdict::Committed) => {
             return Ok(admissions.iter().map(committed_outcome).collect());
         }
-        Ok(Verdict::FenceLost | Verdict::DefinitionRefused(_) | Verdict::Rejected(_))
-        | Err(StoreError::RetriesExhausted { .. }) => {
+        Ok(Verdict::FenceLost | Verdict::DefinitionRefused(_)) => {
             stats.batch_fallbacks += 1;
+        }
+        Ok(Verdict::Rejected { sqlstate, reason }) => {
+            stats.batch_fallbacks += 1;
+            stats.batch_error = Some(format!(
+                "a batch of {} admissions was refused (SQLSTATE {sqlstate}) and admitted row by \
+                 row: {reason}",
+                admissions.len()
+            ));
+        }
+        Err(error @ StoreError::RetriesExhausted { .. }) => {
+            stats.batch_fallbacks += 1;
+            stats.batch_error = Some(format!(
+                "a batch of {} admissions failed and was admitted row by row: {error}",
+                admissions.len()
+            ));
         }
         Err(other) => return Err(other),
     }
@@ -462,8 +487,18 @@ async fn admit_one(
         Verdict::Committed => committed_outcome(admission),
         Verdict::FenceLost => AdmissionOutcome::FenceLost,
         Verdict::DefinitionRefused(reason) => AdmissionOutcome::DefinitionRefused { reason },
-        Verdict::Rejected(reason) => AdmissionOutcome::Rejected { reason },
+        Verdict::Rejected { sqlstate, reason } => AdmissionOutcome::Rejected { sqlstate, reason },
     })
+}
+
+/// A row's own refusal, with the server's SQLSTATE.
+fn rejected(error: tokio_postgres::Error) -> Verdict {
+    Verdict::Rejected {
+        sqlstate: error
+            .code()
+            .map_or_else(|| "XX000".to_owned(), |code| code.code().to_owned()),
+        reason: StoreError::from_db(error).to_string(),
+    }
 }
 
 fn committed_outcome(admission: &Admission<'_>) -> AdmissionOutcome {
@@ -477,7 +512,7 @@ enum Verdict {
     Committed,
     FenceLost,
     DefinitionRefused(String),
-    Rejected(String),
+    Rejected { sqlstate: String, reason: String },
 }
 
 async fn admit_with_retries(
@@ -489,7 +524,9 @@ async fn admit_with_retries(
 ) -> Result<Verdict, StoreError> {
     let trips = AtomicU32::new(0);
     let trips = &trips;
-    // A lost fence, a refused definition or a rejected row is a verdict, not a failure to retry.
+    // A lost fence, a refused definition or a rejected row is a verdict, not a failure to retry;
+    // so is any server error that is neither retried nor server-wide: the safe path for an error
+    // nobody foresaw is the one-by-one fall-back, and for one row, its claim left to its lease.
     let tried = retry(&ADMISSION, is_retryable, move |_| async move {
         let mut round_trips = 0;
         let done = admit_once(client, sender, admissions, lookup, &mut round_trips).await;
@@ -500,9 +537,9 @@ async fn admit_with_retries(
             Err(error) if is_definition_refused(&error) => {
                 Ok(Verdict::DefinitionRefused(describe_server_error(&error)))
             }
-            Err(error) if is_rejection(&error) => {
-                Ok(Verdict::Rejected(StoreError::from_db(error).to_string()))
-            }
+            // A constraint (class 23), the admission's own count check (QLF02), and every other
+            // error of this row's writes.
+            Err(error) if !is_retryable(&error) && !is_server_wide(&error) => Ok(rejected(error)),
             Err(error) => Err(error),
         }
     })

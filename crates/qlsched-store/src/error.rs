@@ -247,12 +247,34 @@ pub(crate) fn is_definition_refused(error: &tokio_postgres::Error) -> bool {
         .is_some_and(|code| code.code() == DEFINITION_REFUSED_SQLSTATE)
 }
 
-/// An integrity violation (SQLSTATE class 23) or the admission's own count check (QLF02): the
-/// database refused these particular writes, and retrying them as they are cannot succeed.
-pub(crate) fn is_rejection(error: &tokio_postgres::Error) -> bool {
-    error
-        .code()
-        .is_some_and(|code| code.code().starts_with("23") || code.code() == "QLF02")
+/// An error that says the server, the session or the schema cannot take any admission now, not
+/// that one row's writes failed: the connection is gone (no SQLSTATE, class 08), the server is
+/// shutting down or not accepting (57P01-57P03), a read-only server or session (25006), the
+/// database gone (3D000), too many connections (53300), the schema not what this build expects
+/// (3F000, 42P01, 42883), or a prepared statement lost or doubled by a transaction pooler (26000,
+/// 42P05). Admitting the rows one by one would fail every one the same
+/// way. Every other server error may be one row's own (a user trigger raising, a constraint, a
+/// resource a smaller transaction fits in) and is met by the one-by-one fall-back.
+pub(crate) fn is_server_wide(error: &tokio_postgres::Error) -> bool {
+    let Some(code) = error.code() else {
+        return true;
+    };
+    let code = code.code();
+    code.starts_with("08")
+        || matches!(
+            code,
+            "57P01"
+                | "57P02"
+                | "57P03"
+                | "25006"
+                | "3D000"
+                | "53300"
+                | "3F000"
+                | "42P01"
+                | "42883"
+                | "26000"
+                | "42P05"
+        )
 }
 
 pub(crate) fn is_fence_lost(error: &tokio_postgres::Error) -> bool {

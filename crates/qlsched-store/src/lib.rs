@@ -4,6 +4,7 @@
 //! a test prepares them all (`statements`).
 
 pub mod accounting;
+pub mod admission_errors;
 pub mod admit;
 pub mod bench;
 pub mod claim;

@@ -102,6 +102,12 @@ pub const MIGRATIONS: &[Migration] = &[
         previous_release_may_run: true,
     },
     Migration {
+        version: 11,
+        name: "admission_errors",
+        sql: include_str!("../../../migrations/0011_admission_errors.sql"),
+        previous_release_may_run: true,
+    },
+    Migration {
         version: 13,
         name: "run_retention",
         sql: include_str!("../../../migrations/0013_run_retention.sql"),
@@ -152,6 +158,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_admin", "schedule_audit_audit_id_seq", &["USAGE"]),
     ("qlsched_admin", "misfires", &["INSERT", "SELECT"]),
     ("qlsched_admin", "replicas", &["SELECT"]),
+    ("qlsched_admin", "admission_errors", &["SELECT"]),
     ("qlsched_admin", "run_retention", &["SELECT"]),
     ("qlsched_admin", "retired_manual_runs", &["SELECT"]),
     ("qlsched_runtime", "projects", &["SELECT"]),
@@ -191,6 +198,11 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
         "replicas",
         &["DELETE", "INSERT", "SELECT", "UPDATE"],
     ),
+    (
+        "qlsched_runtime",
+        "admission_errors",
+        &["INSERT", "SELECT", "UPDATE"],
+    ),
     ("qlsched_observer", "projects", &["SELECT"]),
     ("qlsched_observer", "tasks", &["SELECT"]),
     ("qlsched_observer", "triggers", &["SELECT"]),
@@ -203,6 +215,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_observer", "schema_migrations", &["SELECT"]),
     ("qlsched_observer", "misfires", &["SELECT"]),
     ("qlsched_observer", "replicas", &["SELECT"]),
+    ("qlsched_observer", "admission_errors", &["SELECT"]),
     ("qlsched_runtime", "run_retention", &["SELECT", "UPDATE"]),
     (
         "qlsched_runtime",

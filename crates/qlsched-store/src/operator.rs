@@ -291,7 +291,7 @@ pub async fn admit_claimed(
     let fence = row.fence.reference();
     let mut definition = false;
     let refusal = match &outcome {
-        AdmissionOutcome::Rejected { reason } => Some(reason.clone()),
+        AdmissionOutcome::Rejected { reason, .. } => Some(reason.clone()),
         AdmissionOutcome::DefinitionRefused { reason } => {
             definition = true;
             Some(reason.clone())

@@ -133,6 +133,7 @@ pub fn all() -> Vec<Statement> {
     use super::*;
     [
         accounting::statements(),
+        admission_errors::statements(),
         admit::statements(),
         bench::statements(),
         claim::statements(),

@@ -346,6 +346,26 @@ pub(super) fn render_trigger(detail: &TriggerDetail) -> String {
             ),
         ]);
     }
+    if let Some(e) = &state.admission_error {
+        rows.push(vec![
+            if e.current {
+                "admission error".to_owned()
+            } else {
+                "last admission error".to_owned()
+            },
+            format!(
+                "SQLSTATE {} since {}, {} attempt{} (last {} by {}){}: {}",
+                e.sqlstate,
+                utc(e.first_failed_at_ms),
+                e.failures,
+                if e.failures == 1 { "" } else { "s" },
+                utc(e.last_failed_at_ms),
+                e.owner,
+                if e.current { "" } else { ", admitted since" },
+                e.message
+            ),
+        ]);
+    }
     let mut out = format!("{headline}\n{}", table(&["trigger", "value"], rows));
     if !state.recent_runs.is_empty() {
         out.push('\n');

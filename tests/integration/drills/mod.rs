@@ -7,6 +7,7 @@
 //! (`processes`): a SIGKILL storm with restarts. Servers the drill owns (`servers`): a restart,
 //! a physical promotion with a claim held across it. The soak (`soak`) runs them at random.
 
+mod poison;
 mod processes;
 mod servers;
 mod soak;

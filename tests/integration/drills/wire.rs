@@ -241,3 +241,98 @@ async fn sigterm_during_a_black_holed_round_exits_within_the_stop_bound() {
     // ran twice, whatever became of the admission held on the wire.
     assert_invariants(&db).await;
 }
+
+/// The claims `owner` holds now, by trigger and token.
+async fn claims_of(client: &tokio_postgres::Client, owner: &str) -> Vec<(String, uuid::Uuid)> {
+    client
+        .query(
+            "SELECT trigger_id, claim_token FROM trigger_schedules
+             WHERE claim_owner = $1 AND claim_expires_at_ms > now_ms()",
+            &[&owner],
+        )
+        .await
+        .expect("claims")
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
+/// A replica (30 s lease) whose every connection is cut just as it sends an admission, and whose
+/// new connections are refused for 4 s (longer than its 2 s to settle on a fresh connection), as
+/// when its pooler or server restarts: the round's claims are settled on its first connection
+/// after, and released at once (the admission never reached the server), not at lease expiry.
+/// With a 10 s grace nothing is passed over, and nothing runs twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn claims_of_a_round_cut_off_mid_admission_are_settled_on_reconnecting() {
+    let db = TestDb::new().await;
+    let triggers: Vec<_> = (0..10)
+        .map(|i| {
+            serde_json::json!({ "id": format!("t{i:02}"), "task": "t", "cron": "* * * * * *",
+                                "misfire_grace": "10s" })
+        })
+        .collect();
+    db.publish(&crate::util::manifest(serde_json::json!(triggers)))
+        .await;
+    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
+    let client = db.client().await;
+    let start_ms = now_ms(&client).await;
+    let cut = replica(&through(&proxy, &db), "cut", "30s");
+    eventually(Duration::from_secs(20), "every trigger fires", || async {
+        triggers_fired_since(&client, start_ms).await >= 10
+    })
+    .await;
+    proxy.cut_off_at_next_admission();
+    eventually(Duration::from_secs(10), "a cut at an admission", || async {
+        proxy.refusing()
+    })
+    .await;
+    // The round's claims, as the cut left them (its admission never reached the server).
+    let held = claims_of(&client, "cut").await;
+    assert!(!held.is_empty(), "the cut round held claims");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        !claims_of(&client, "cut").await.is_empty(),
+        "still held while the replica cannot connect (its lease is 30 s)"
+    );
+    proxy.accept_connections();
+    let allowed = Instant::now();
+    let still_held = || async {
+        let now = claims_of(&client, "cut").await;
+        held.iter().filter(|claim| now.contains(claim)).count()
+    };
+    eventually(
+        Duration::from_secs(15),
+        "the cut round's claims released",
+        || async { still_held().await == 0 },
+    )
+    .await;
+    let released = Instant::now();
+    let reconnected = proxy.reconnected_at().expect("the replica reconnected");
+    let after_reconnect = released.saturating_duration_since(reconnected);
+    let back_ms = now_ms(&client).await;
+    eventually(
+        Duration::from_secs(10),
+        "every trigger fires again",
+        || async { triggers_fired_since(&client, back_ms).await >= 10 },
+    )
+    .await;
+    let log = cut.stop();
+    let misfires = db.count("SELECT count(*) FROM misfires").await;
+    eprintln!(
+        "drill: every connection cut at an admission and refused for 4 s (lease 30 s, grace \
+         10 s): {} claims released {after_reconnect:?} after the replica reconnected ({:?} after \
+         connections were accepted again: its back-off); {misfires} misfire records",
+        held.len(),
+        released - allowed
+    );
+    assert!(
+        after_reconnect <= Duration::from_secs(2),
+        "released {after_reconnect:?} after reconnecting:\n{log}"
+    );
+    assert!(
+        log.contains("settled on reconnecting"),
+        "settled by the replica, not by the lease:\n{log}"
+    );
+    assert_eq!(misfires, 0, "{log}");
+    assert_invariants(&db).await;
+}

@@ -75,6 +75,13 @@ struct Faults {
     resets_done: AtomicU32,
     /// Added to every chunk relayed, either way.
     latency_ms: AtomicU64,
+    /// Whether the next admission statement cuts every connection and starts refusing new ones.
+    cut_off_armed: AtomicBool,
+    /// While true, a new connection is closed as soon as it is accepted, as by a server or
+    /// pooler that is down: the client learns it at once.
+    refusing: AtomicBool,
+    /// When the first connection was relayed after refusals ended.
+    reconnected_at: std::sync::Mutex<Option<Instant>>,
 }
 
 /// A proxy listening on 127.0.0.1, forwarding to `upstream`, until dropped.
@@ -84,6 +91,8 @@ pub struct WireProxy {
     /// True while partitioned: nothing is relayed either way (it waits, as TCP retransmits), and
     /// new connections get no answer.
     partition: Arc<watch::Sender<bool>>,
+    /// Bumped to close every connection relayed so far (kept for the relays' subscriptions).
+    _sever: Arc<watch::Sender<u64>>,
     _stop: watch::Sender<bool>,
 }
 
@@ -99,8 +108,9 @@ impl WireProxy {
         let faults = Arc::new(Faults::default());
         faults.cuts_left.store(cuts, Ordering::SeqCst);
         let partition = Arc::new(watch::channel(false).0);
+        let sever = Arc::new(watch::channel(0u64).0);
         let (stop, stopped) = watch::channel(false);
-        let (shared, partitioned) = (faults.clone(), partition.clone());
+        let (shared, partitioned, severing) = (faults.clone(), partition.clone(), sever.clone());
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -113,9 +123,19 @@ impl WireProxy {
                     tokio::select! {
                         accepted = listener.accept() => {
                             let Ok((client, _)) = accepted else { return };
+                            if shared.refusing.load(Ordering::SeqCst) {
+                                let _ = client.set_zero_linger();
+                                drop(client);
+                                continue;
+                            }
+                            shared
+                                .reconnected_at
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .get_or_insert_with(Instant::now);
                             tokio::spawn(relay(
                                 client, upstream.clone(), shared.clone(), partitioned.clone(),
-                                stopped,
+                                severing.clone(), stopped,
                             ));
                         }
                         _ = stopped.changed() => return,
@@ -127,6 +147,7 @@ impl WireProxy {
             addr,
             faults,
             partition,
+            _sever: sever,
             _stop: stop,
         }
     }
@@ -172,6 +193,37 @@ impl WireProxy {
     /// Connections reset so far.
     pub fn resets_done(&self) -> u32 {
         self.faults.resets_done.load(Ordering::SeqCst)
+    }
+
+    /// At the next admission statement a client sends: that statement never reaches the server,
+    /// every connection is closed and new ones are refused until [`Self::accept_connections`],
+    /// as when a pooler or the server goes down in the middle of a round.
+    pub fn cut_off_at_next_admission(&self) {
+        self.faults.cut_off_armed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether new connections are being refused.
+    pub fn refusing(&self) -> bool {
+        self.faults.refusing.load(Ordering::SeqCst)
+    }
+
+    /// Ends the refusals: connections are relayed again.
+    pub fn accept_connections(&self) {
+        *self
+            .faults
+            .reconnected_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
+        self.faults.refusing.store(false, Ordering::SeqCst);
+    }
+
+    /// When the first connection was relayed after [`Self::accept_connections`].
+    pub fn reconnected_at(&self) -> Option<Instant> {
+        *self
+            .faults
+            .reconnected_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Adds `latency` to every chunk relayed, each way.
@@ -226,8 +278,10 @@ async fn relay(
     upstream: Upstream,
     faults: Arc<Faults>,
     partition: Arc<watch::Sender<bool>>,
+    sever: Arc<watch::Sender<u64>>,
     mut stopped: watch::Receiver<bool>,
 ) {
+    let mut severed = sever.subscribe();
     // A partition in force: the new connection gets no answer until it heals.
     wait_out_partition(&partition).await;
     let (faults, partition) = (&*faults, &*partition);
@@ -310,6 +364,11 @@ async fn relay(
                 faults.resets_done.fetch_add(1, Ordering::SeqCst);
                 return (client_read, true);
             }
+            if admission && faults.cut_off_armed.swap(false, Ordering::SeqCst) {
+                faults.refusing.store(true, Ordering::SeqCst);
+                sever.send_modify(|generation| *generation += 1);
+                return (client_read, true);
+            }
             if admission && faults.blackhole_armed.swap(false, Ordering::SeqCst) {
                 partition.send_replace(true);
             }
@@ -348,6 +407,7 @@ async fn relay(
         () = to_client => None,
         ended = to_server => Some(ended),
         _ = stopped.changed() => None,
+        _ = severed.changed() => None,
     };
     if let Some((client_read, true)) = ended {
         let _ = client_read.as_ref().set_zero_linger();

@@ -222,7 +222,13 @@ mod tests {
                 O::DefinitionRefused { reason: reason() },
                 ClaimState::Expiring,
             ),
-            (O::Rejected { reason: reason() }, ClaimState::Expiring),
+            (
+                O::Rejected {
+                    sqlstate: "P0001".to_owned(),
+                    reason: reason(),
+                },
+                ClaimState::Expiring,
+            ),
             (unsettled(), ClaimState::Returning),
         ];
         for (outcome, expected) in cases {

@@ -33,9 +33,23 @@ pub struct RoundReport {
     /// task changed, the project not active, a corrupt execution revision digest): nothing
     /// written, the claims left to expire.
     pub definition_refused: usize,
-    /// Admissions the database refused (a constraint or consistency check); their claims are
-    /// left to expire, and the other rows of the round are admitted regardless.
+    /// Admissions the database refused with an error of the row's own (a constraint, a user
+    /// trigger raising, a resource run out): their claims are left to expire, which paces the next
+    /// attempt to one a lease, each is recorded for `inspect trigger`, and the other rows of the
+    /// round are admitted regardless. The round counts as failed (back-off, a smaller batch).
     pub rejected: usize,
+    /// The SQLSTATE of each of those refusals, for the metric labelled by it.
+    #[serde(skip)]
+    pub rejected_sqlstates: Vec<String>,
+    /// What failed in a round that otherwise finished: its batch refused by the server (then
+    /// admitted row by row), or else the first row refused on its own, named with its trigger
+    /// and SQLSTATE. A round with one counts as failed (the registry's failed rounds and last
+    /// error, the back-off, the batch), though its other rows were admitted.
+    #[serde(skip)]
+    pub failure: Option<String>,
+    /// Why the batch fell back when the server refused it (`AdmitStats::batch_error`).
+    #[serde(skip)]
+    pub batch_error: Option<String>,
     /// Rows whose stored cron could not be evaluated: left claimed until the lease expires, which
     /// paces the retry, and logged.
     pub undecidable: usize,
@@ -65,12 +79,15 @@ pub struct RoundReport {
 
 impl RoundReport {
     /// Counts one admission's outcome (and says what the log must), `due_at` being when its
-    /// next occurrence falls due on this replica's clock.
+    /// next occurrence falls due on this replica's clock. `say` is false for a refusal already
+    /// logged for this trigger lately: it is then logged at DEBUG, so a trigger refused at every
+    /// attempt is one line an interval, not one a round.
     pub(crate) fn account(
         &mut self,
         admission: &Admission<'_>,
         outcome: AdmissionOutcome,
         due_at: Instant,
+        say: bool,
     ) {
         if matches!(
             outcome,
@@ -118,13 +135,28 @@ impl RoundReport {
             }
             AdmissionOutcome::DefinitionRefused { reason } => {
                 self.definition_refused += 1;
-                tracing::error!(trigger = %admission.row.name(), %reason,
+                if say {
+                    tracing::error!(trigger = %admission.row.name(), %reason,
                         "definition refused at admission (the claim still held): nothing written, the claim is left to expire");
+                } else {
+                    tracing::debug!(trigger = %admission.row.name(), %reason, "definition refused at admission again");
+                }
             }
-            AdmissionOutcome::Rejected { reason } => {
+            AdmissionOutcome::Rejected { sqlstate, reason } => {
                 self.rejected += 1;
-                tracing::error!(trigger = %admission.row.name(), %reason,
-                        "the database refused this admission; nothing written, the claim is left to expire");
+                if self.failure.is_none() {
+                    self.failure = Some(format!(
+                        "the admission of {} was refused (SQLSTATE {sqlstate}): {reason}",
+                        admission.row.name()
+                    ));
+                }
+                if say {
+                    tracing::error!(trigger = %admission.row.name(), %sqlstate, %reason,
+                        "the database refused this admission; nothing written, the claim is left to expire (`qlsched inspect trigger` shows it)");
+                } else {
+                    tracing::debug!(trigger = %admission.row.name(), %sqlstate, %reason, "admission refused again");
+                }
+                self.rejected_sqlstates.push(sqlstate);
             }
             AdmissionOutcome::Unsettled { reason } => {
                 self.unsettled += 1;

@@ -131,6 +131,11 @@ pub const SERIALIZATION_RETRIES: Metric = counter(
     &[],
     "Admission transactions retried after a serialization failure.",
 );
+pub const ADMISSION_ERRORS: Metric = counter(
+    "qlsched_admission_errors_total",
+    &["sqlstate"],
+    "Admissions the database refused with an error of the row's own, by SQLSTATE (P0001: a trigger function raised).",
+);
 pub const BATCH_FALLBACKS: Metric = counter(
     "qlsched_batch_fallbacks_total",
     &[],
@@ -239,6 +244,7 @@ pub const ALL: &[&Metric] = &[
     &FENCE_LOSSES,
     &DEFINITION_REFUSALS,
     &ADMISSIONS_REJECTED,
+    &ADMISSION_ERRORS,
     &ADMISSIONS_UNSETTLED,
     &UNDECIDABLE_ROWS,
     &CLAIMS_RELEASED,

@@ -55,6 +55,8 @@ struct Counts {
     fence_losses: u64,
     definition_refusals: u64,
     rejected: u64,
+    /// Refusals by SQLSTATE, in the order first met.
+    admission_errors: Vec<(String, u64)>,
     unsettled: u64,
     undecidable: u64,
     released: u64,
@@ -85,6 +87,7 @@ impl Default for Counts {
             fence_losses: 0,
             definition_refusals: 0,
             rejected: 0,
+            admission_errors: Vec::new(),
             unsettled: 0,
             undecidable: 0,
             released: 0,
@@ -114,7 +117,23 @@ impl Counts {
                 finished,
                 report,
             } => {
-                self.rounds_succeeded += 1;
+                // A round whose rows the server refused counts as failed, as the registry and the
+                // back-off count it; what it admitted is counted all the same.
+                if report.failure.is_some() {
+                    self.rounds_failed += 1;
+                } else {
+                    self.rounds_succeeded += 1;
+                }
+                for sqlstate in &report.rejected_sqlstates {
+                    match self
+                        .admission_errors
+                        .iter_mut()
+                        .find(|(s, _)| s == sqlstate)
+                    {
+                        Some((_, count)) => *count += 1,
+                        None => self.admission_errors.push((sqlstate.clone(), 1)),
+                    }
+                }
                 self.round_duration
                     .observe((*finished - *started).as_secs_f64());
                 self.claim_duration.observe(report.claim_time.as_secs_f64());
@@ -409,6 +428,10 @@ fn render(
     out.single(&FENCE_LOSSES, c.fence_losses);
     out.single(&DEFINITION_REFUSALS, c.definition_refusals);
     out.single(&ADMISSIONS_REJECTED, c.rejected);
+    let mut errors = out.family(&ADMISSION_ERRORS);
+    for (sqlstate, count) in &c.admission_errors {
+        errors.sample(&[sqlstate.as_str()], count);
+    }
     out.single(&ADMISSIONS_UNSETTLED, c.unsettled);
     out.single(&UNDECIDABLE_ROWS, c.undecidable);
     out.single(&CLAIMS_RELEASED, c.released);
@@ -678,6 +701,7 @@ mod tests {
             "qlsched_fence_losses_total counter",
             "qlsched_definition_refusals_total counter",
             "qlsched_admissions_rejected_total counter",
+            "qlsched_admission_errors_total counter sqlstate",
             "qlsched_admissions_unsettled_total counter",
             "qlsched_undecidable_rows_total counter",
             "qlsched_claims_released_total counter",

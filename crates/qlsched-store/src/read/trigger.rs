@@ -12,7 +12,9 @@ use crate::error::stored;
 use crate::migrate::check_ready;
 use crate::row::Named;
 use crate::{SchemaName, StoreError};
-use qlsched_core::diagnose::{ClaimFacts, Diagnosis, PauseFacts, TriggerFacts, diagnose};
+use qlsched_core::diagnose::{
+    ClaimFacts, Diagnosis, PauseFacts, RefusalFacts, TriggerFacts, diagnose,
+};
 use qlsched_core::{ProjectStatus, TriggerName};
 
 /// A trigger's definition as stored, with its project's status.
@@ -43,6 +45,9 @@ pub struct TriggerState {
     pub live_replicas: i64,
     /// The newest misfire records of the trigger: occurrences passed over beyond the grace.
     pub recent_misfires: Vec<crate::misfires::MisfireRecord>,
+    /// The last server error that refused the trigger's admission, if one ever did; `current`
+    /// while the row is still at the occurrence it refused.
+    pub admission_error: Option<crate::admission_errors::AdmissionErrorView>,
     pub audit: Vec<AuditView>,
 }
 
@@ -138,6 +143,10 @@ pub async fn trigger_detail(
         claim: claim_of(&row)?,
         recent_runs: runs(client, trigger, None, TRIGGER_HISTORY).await?,
         recent_misfires: crate::misfires::list(client, trigger, None, TRIGGER_HISTORY).await?,
+        admission_error: match trigger {
+            Some(trigger) => crate::admission_errors::last(client, trigger).await?,
+            None => None,
+        },
         live_replicas: crate::replicas::liveness_counts(client).await?.live,
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
@@ -169,6 +178,17 @@ fn facts_of(state: &TriggerState, digest_ok: bool, pause: Option<PauseView>) -> 
         live_replicas: state.live_replicas,
         next_fire_at_ms: schedule.next_fire_at_ms,
         due_in_ms: schedule.due_in_ms,
+        refusal: state
+            .admission_error
+            .as_ref()
+            .filter(|error| error.current)
+            .map(|error| RefusalFacts {
+                sqlstate: error.sqlstate.clone(),
+                message: error.message.clone(),
+                owner: error.owner.clone(),
+                since_ms: error.first_failed_at_ms,
+                failures: error.failures,
+            }),
     }
 }
 
