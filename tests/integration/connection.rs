@@ -773,3 +773,22 @@ async fn a_databases_default_isolation_and_read_only_mode_reach_no_transaction_o
         .get(0);
     assert_eq!(session, "serializable on");
 }
+
+/// A setting the server does not know, in PGOPTIONS or a connection string's `options`, is a
+/// setting to correct (78, naming where it came from), not a database error (1).
+#[tokio::test]
+async fn an_unknown_setting_in_the_startup_options_exits_78() {
+    let db = crate::util::TestDb::new().await;
+    let output = crate::util::qlsched_at(
+        Some(&db.url()),
+        &[("PGOPTIONS", "-c qlsched_nosuch_setting=1")],
+        &["inspect"],
+        None,
+    );
+    assert_eq!(code(&output), 78, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("PGOPTIONS") && stderr(&output).contains("qlsched_nosuch_setting"),
+        "{}",
+        stderr(&output)
+    );
+}

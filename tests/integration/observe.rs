@@ -616,3 +616,76 @@ async fn a_replica_names_a_schedule_table_that_is_never_vacuumed() {
         "no warning in:\n{stderr}"
     );
 }
+
+/// `/readyz` turns not-ready while commits do not complete (a synchronous standby named that
+/// never answers, on a server of the test's own): within a few seconds, naming the commit, a
+/// scrape of `/metrics` still answering within its 2 s; ready again once commits complete.
+#[tokio::test(flavor = "multi_thread")]
+async fn readyz_turns_not_ready_while_commits_do_not_complete() {
+    let server = crate::util::cluster::OwnServer::primary("readyz-commit");
+    let url = server.url("postgres");
+    let migrated = crate::util::qlsched(None, &["-D", &url, "migrate"], None);
+    assert_eq!(
+        crate::util::code(&migrated),
+        0,
+        "{}",
+        crate::util::stderr(&migrated)
+    );
+    let manifest = every_second(&["a"]).to_string();
+    let published =
+        crate::util::qlsched(None, &["-D", &url, "publish", "-f", "-"], Some(&manifest));
+    assert_eq!(
+        crate::util::code(&published),
+        0,
+        "{}",
+        crate::util::stderr(&published)
+    );
+    let addr = free_addr();
+    let _replica = spawn_run(&url, &["--owner", "committing", "--metrics-addr", &addr]);
+    wait_for(&addr, "/readyz", 200).await;
+
+    let admin = server.client("postgres").await;
+    let set = |value: &'static str| {
+        let admin = &admin;
+        async move {
+            admin
+                .batch_execute(&format!(
+                    "ALTER SYSTEM SET synchronous_standby_names = '{value}'"
+                ))
+                .await
+                .expect("alter system");
+            admin
+                .batch_execute("SELECT pg_reload_conf()")
+                .await
+                .expect("reload");
+            // The checkpointer, which publishes whether synchronous standbys are named, takes the
+            // reload in its own time.
+            sleep_ms(1_500).await;
+        }
+    };
+    set("no_such_standby").await;
+    // The fault landed: a commit that wrote something now waits.
+    let other = server.client("postgres").await;
+    let commit = other.batch_execute("BEGIN; UPDATE qlsched.replicas SET state = state; COMMIT");
+    assert!(
+        tokio::time::timeout(Duration::from_secs(2), commit)
+            .await
+            .is_err(),
+        "a commit completed with a synchronous standby that does not exist"
+    );
+    let stalled = Instant::now();
+    let body = wait_for(&addr, "/readyz", 503).await;
+    let took = stalled.elapsed();
+    assert!(body.contains("a commit did not complete"), "{body}");
+    assert!(took < Duration::from_secs(6), "{took:?}: {body}");
+    let scrape = Instant::now();
+    let (status, _) = get(&addr, "/metrics").await.expect("a scrape");
+    assert_eq!(status, 200);
+    assert!(
+        scrape.elapsed() < Duration::from_millis(2_500),
+        "/metrics took {:?} while commits hang",
+        scrape.elapsed()
+    );
+    set("").await;
+    wait_for(&addr, "/readyz", 200).await;
+}

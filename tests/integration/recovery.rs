@@ -139,3 +139,46 @@ async fn run_reports_drift_at_startup_and_still_starts() {
     );
     assert!(log.contains("replica stopped"), "{log}");
 }
+
+/// A replica whose login's own `statement_timeout` cuts a startup statement (here startup
+/// recovery's read of `runs`, queued behind a table lock longer than the bound) exits 78 naming
+/// the setting to change, once, instead of 75 and a supervisor's restart into the same cut.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_startup_statement_cut_by_the_logins_statement_timeout_exits_78_naming_it() {
+    let db = crate::util::TestDb::new().await;
+    let login = crate::util::LoginRole::create(&db, "qlsched_runtime").await;
+    let mut holder = db.client().await;
+    holder
+        .batch_execute(&format!(
+            "ALTER ROLE {} SET statement_timeout = '300ms'",
+            login.name
+        ))
+        .await
+        .expect("the login's bound");
+    let transaction = holder.transaction().await.expect("begin");
+    transaction
+        .batch_execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+        .await
+        .expect("hold runs");
+    let started = std::time::Instant::now();
+    let mut replica = crate::util::spawn_run(&login.url(&db), &["--owner", "bounded"]);
+    let status = loop {
+        if let Some(status) = replica.try_wait().expect("the replica's status") {
+            break status;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the replica kept starting"
+        );
+        crate::util::sleep_ms(100).await;
+    };
+    drop(transaction);
+    let log = replica.into_child().wait_with_output().expect("its log");
+    let message = String::from_utf8_lossy(&log.stderr);
+    assert_eq!(status.code(), Some(78), "{message}");
+    assert!(
+        message.contains("cut by the login's own statement_timeout")
+            && message.contains("ALTER ROLE"),
+        "{message}"
+    );
+}

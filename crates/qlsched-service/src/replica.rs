@@ -166,7 +166,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
         Ok::<_, StoreError>((store, probes))
     };
     let (store, probes) = tokio::select! {
-        store = start => store?,
+        store = start => store.map_err(cut_by_the_logins_bound)?,
         signal = stop.tripped() => {
             tracing::info!(signal, "stopped while starting: nothing was claimed");
             return Ok(ReplicaExit::StoppedWhileStarting);
@@ -475,6 +475,24 @@ async fn retain_runs(store: Store, owner: String, retention: RunRetention) {
             batches,
             "retention deleted finished runs"
         );
+    }
+}
+
+/// A startup statement cancelled by a statement timeout: qlsched sets none on a replica's
+/// startup, so the bound is the login's own (`statement_timeout` of its role, its database or the
+/// server), and every restart would be cut the same way: a setting to change (78), named, not an
+/// outage (75) for a supervisor to restart into.
+fn cut_by_the_logins_bound(error: StoreError) -> StoreError {
+    match error {
+        StoreError::TimedOut(message) if message.contains("statement timeout") => {
+            StoreError::Config(format!(
+                "a startup statement was cut by the login's own statement_timeout (set for its \
+                 role, its database or the server; a replica sets none while it starts): \
+                 {message}; every restart would be cut the same way: raise it for the replica's \
+                 login (ALTER ROLE name SET statement_timeout = '30s', or 0 for none)"
+            ))
+        }
+        other => other,
     }
 }
 

@@ -109,6 +109,18 @@ impl StoreError {
                  (docs/OPERATIONS.md, \"Behind a connection pooler\")"
             ));
         }
+        // A setting the server does not know, given in the startup options (a connection
+        // string's `options`, PGOPTIONS): qlsched's own settings are all known ones, so it is the
+        // connection settings', and retrying never helps.
+        if *code == SqlState::UNDEFINED_OBJECT
+            && raw.starts_with("unrecognized configuration parameter")
+        {
+            return StoreError::Config(format!(
+                "{message}: the connection settings name a setting this server does not know, in \
+                 their startup options (the connection string's `options`, or PGOPTIONS): take it \
+                 out or correct its name"
+            ));
+        }
         // A named prepared statement unknown (26000) or already taken (42P05) on the server
         // connection its use landed on, or a bind meant for another client's statement of the
         // same name (08P01, "bind message supplies …"): what a pooler in transaction mode does to

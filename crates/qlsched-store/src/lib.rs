@@ -220,6 +220,29 @@ impl Store {
         what: &str,
         work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
     ) -> Result<T, StoreError> {
+        self.bounded(limit, what, Begin::ReadWrite, work).await
+    }
+
+    /// [`Store::within`] for a read: a read-only transaction, its connection closed, not pooled,
+    /// when `limit` runs out (what the probes and the metrics read).
+    pub async fn read_within<T>(
+        &self,
+        limit: std::time::Duration,
+        what: &str,
+        work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
+    ) -> Result<T, StoreError> {
+        self.bounded(limit, what, Begin::ReadOnly, work).await
+    }
+
+    /// [`Store::within`] and [`Store::read_within`]: the one place a timed-out transaction's
+    /// connection is discarded rather than handed back to the pool mid-transaction.
+    async fn bounded<T>(
+        &self,
+        limit: std::time::Duration,
+        what: &str,
+        begin: Begin,
+        work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
+    ) -> Result<T, StoreError> {
         let deadline = tokio::time::Instant::now() + limit;
         let timed_out = || {
             StoreError::TimedOut(format!(
@@ -231,7 +254,7 @@ impl Store {
             .await
             .map_err(|_| timed_out())??;
         let token = client.cancel_token();
-        let transaction = run_in_transaction(&client, &self.schema, Begin::ReadWrite, work);
+        let transaction = run_in_transaction(&client, &self.schema, begin, work);
         match tokio::time::timeout_at(deadline, transaction).await {
             Ok(result) => result,
             Err(_) => {

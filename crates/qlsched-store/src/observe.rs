@@ -24,6 +24,22 @@ pub async fn check_writable(client: &impl GenericClient) -> Result<(), StoreErro
     Ok(())
 }
 
+/// Writes the replica's registry row unchanged (a new row version, nothing else), so that the
+/// transaction's COMMIT writes and waits as an admission's does (`synchronous_commit`, a
+/// synchronous standby that does not answer): a readiness check whose commit does not complete
+/// within its bound finds the server cannot take admissions, where a transaction that wrote
+/// nothing (or only took a transaction id) commits at once, waiting for no standby.
+pub async fn write_through_commit(
+    client: &impl GenericClient,
+    owner: &str,
+) -> Result<(), StoreError> {
+    client.execute(TOUCH_REGISTRY_ROW, &[&owner]).await?;
+    Ok(())
+}
+
+// The registry row of $1 written as it is: WAL for the COMMIT to wait on, no change to read.
+const TOUCH_REGISTRY_ROW: &str = "UPDATE replicas SET state = state WHERE owner = $1";
+
 /// The database side of a replica's gauges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Gauges {
@@ -180,6 +196,7 @@ super::statements::statements! {
     IN_RECOVERY: Runtime,
     GAUGES: Runtime,
     SERVER_ROLE: Runtime | Observer,
+    TOUCH_REGISTRY_ROW: Runtime,
 }
 
 #[cfg(test)]

@@ -15,10 +15,10 @@ use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT};
 use crate::lifecycle::{MAX_BACK_OFF, RoundEvent};
 use qlsched_core::Liveness;
 use qlsched_store::migrate::{RUNTIME_ROLE, check_capability, check_ready};
-use qlsched_store::observe::{Gauges, check_writable, gauges};
+use qlsched_store::observe::{Gauges, check_writable, gauges, write_through_commit};
 use qlsched_store::replicas::{LivenessCounts, liveness_counts};
 use qlsched_store::retention::{RetentionState, retention_state};
-use qlsched_store::{Begin, Store, StoreError, run_in_transaction};
+use qlsched_store::{Store, StoreError};
 
 /// The version and the commit this binary was built from (build.rs).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -268,10 +268,12 @@ impl Observer {
 
     /// The longest a live timer goes without starting a round: the lease (a round's bound),
     /// the cadence (the sleep between rounds), widened by what the lifecycle may add to both:
-    /// the back-off after failed rounds (up to `MAX_BACK_OFF`) and the cancel and give-back
-    /// bounds (`GIVE_BACK_TIMEOUT` each) of a round that ran out its lease.
+    /// the back-off after failed rounds (up to `MAX_BACK_OFF`) and, for a round that ran out its
+    /// lease, the cancel, the read that settles its admissions' outcome on a fresh connection and
+    /// the give-back (`GIVE_BACK_TIMEOUT` each): a database that stops answering keeps a live
+    /// timer green.
     pub fn health_bound(&self) -> Duration {
-        self.inner.lease + self.inner.cadence.max(MAX_BACK_OFF) + GIVE_BACK_TIMEOUT * 2
+        self.inner.lease + self.inner.cadence.max(MAX_BACK_OFF) + GIVE_BACK_TIMEOUT * 3
     }
 
     /// `/healthz`: `Ok(detail)` while the timer is alive, `Err(reason)` when it is not.
@@ -288,8 +290,17 @@ impl Observer {
     }
 
     /// `/readyz`: schema ready, the runtime role's privileges, a working connection, a
-    /// writable server. Checked at most once a second, whatever the probe rate.
+    /// writable server whose commits complete. Checked at most once a second, whatever the probe
+    /// rate, within [`DATABASE_WAIT`].
     pub async fn readiness(&self) -> Readiness {
+        self.readiness_within(DATABASE_WAIT).await
+    }
+
+    /// [`Self::readiness`] within `limit`: the check's transaction writes the registry row as it
+    /// is, so that its COMMIT waits as an admission's would (a synchronous standby that does not answer,
+    /// `synchronous_commit = remote_apply` with none); a check that does not end within `limit`
+    /// is not-ready, and its connection is closed, not pooled mid-transaction.
+    async fn readiness_within(&self, limit: Duration) -> Readiness {
         let Some(store) = self.store() else {
             return Readiness::NotReady("starting: the replica has not started its rounds".into());
         };
@@ -299,26 +310,25 @@ impl Observer {
         {
             return readiness.clone();
         }
-        let store = &store;
-        let check = async {
-            let client = store.client().await?;
-            let schema = store.schema();
-            run_in_transaction(&client, schema, Begin::ReadWrite, |client| {
+        let schema = store.schema().clone();
+        let owner = self.inner.owner.clone();
+        let check = store
+            .within(limit, "the readiness check", |client| {
                 Box::pin(async move {
-                    check_ready(client, schema).await?;
-                    check_capability(client, schema, RUNTIME_ROLE).await?;
-                    check_writable(client).await
+                    check_ready(client, &schema).await?;
+                    check_capability(client, &schema, RUNTIME_ROLE).await?;
+                    check_writable(client).await?;
+                    write_through_commit(client, &owner).await
                 })
             })
-            .await
-        };
-        let readiness = match tokio::time::timeout(DATABASE_WAIT, check).await {
-            Ok(Ok(())) => Readiness::Ready,
-            Ok(Err(error)) => Readiness::NotReady(error.to_string()),
-            Err(_) => Readiness::NotReady(format!(
-                "the database did not answer within {}s",
-                DATABASE_WAIT.as_secs()
+            .await;
+        let readiness = match check {
+            Ok(()) => Readiness::Ready,
+            Err(StoreError::TimedOut(_)) => Readiness::NotReady(format!(
+                "the database did not answer, or a commit did not complete, within {}",
+                qlsched_core::format_duration(limit)
             )),
+            Err(error) => Readiness::NotReady(error.to_string()),
         };
         cached.readiness = Some((Instant::now(), readiness.clone()));
         readiness
@@ -327,7 +337,7 @@ impl Observer {
     /// The database gauges and the registry's replicas by liveness, read together on one
     /// connection at most once per cadence (at least a second apart). The replicas are every
     /// live replica's to show, since a hung one cannot say so itself.
-    async fn database_reads(&self) -> Result<DatabaseReads, String> {
+    async fn database_reads(&self, limit: Duration) -> Result<DatabaseReads, String> {
         let Some(store) = self.store() else {
             return Err("starting".to_owned());
         };
@@ -339,33 +349,38 @@ impl Observer {
             return reads.clone();
         }
         let owner = &self.inner.owner;
-        let read = async {
-            let client = store.client().await?;
-            run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
+        let owner = owner.clone();
+        let read = store
+            .read_within(limit, "the database gauges", |client| {
                 Box::pin(async move {
                     Ok(DatabaseReads {
-                        gauges: gauges(client, owner).await?,
+                        gauges: gauges(client, &owner).await?,
                         replicas: liveness_counts(client).await?,
                         retention: retention_state(client).await?,
                     })
                 })
             })
-            .await
-        };
-        let result = match tokio::time::timeout(DATABASE_WAIT, read).await {
-            Ok(result) => result.map_err(|error: StoreError| error.to_string()),
-            Err(_) => Err("the database did not answer in time".to_owned()),
+            .await;
+        let result = match read {
+            Ok(reads) => Ok(reads),
+            Err(StoreError::TimedOut(_)) => Err("the database did not answer in time".to_owned()),
+            Err(error) => Err(error.to_string()),
         };
         cached.database = Some((Instant::now(), result.clone()));
         result
     }
 
     /// The Prometheus text exposition (format 0.0.4).
+    /// Within [`DATABASE_WAIT`] as a whole, however the server answers: the readiness check
+    /// gets half of it, the gauges what is left.
     pub async fn render(&self) -> String {
-        let readiness = self.readiness().await;
-        let reads = self.database_reads().await;
+        let started = Instant::now();
+        let readiness = self.readiness_within(DATABASE_WAIT / 2).await;
+        let reads = self
+            .database_reads(DATABASE_WAIT.saturating_sub(started.elapsed()))
+            .await;
         if let Err(error) = &reads {
-            tracing::debug!(%error, "metrics: the database gauges could not be read");
+            tracing::warn!(%error, "metrics: the database gauges could not be read");
         }
         let counts = self.counts().clone();
         let healthy = self.health().is_ok();
@@ -605,13 +620,15 @@ mod tests {
     #[test]
     fn health_fails_past_lease_plus_cadence_and_the_lifecycle_bounds() {
         let observer = Observer::new("o", Duration::from_secs(30), Duration::from_secs(1));
-        // 30 s lease + max(1 s cadence, 5 s back-off cap) + 2 × 2 s give-back.
-        assert_eq!(observer.health_bound(), Duration::from_secs(39));
+        // 30 s lease + max(1 s cadence, 5 s back-off cap) + 3 × 2 s: the cancel, the settling
+        // read and the give-back.
+        assert_eq!(observer.health_bound(), Duration::from_secs(41));
         assert!(observer.health().is_ok(), "starting is alive");
         let bound = observer.health_bound();
         assert!(judge_health(Duration::from_secs(2), bound).is_ok());
-        let dead = judge_health(Duration::from_secs(40), bound).expect_err("a stopped timer");
-        assert!(dead.contains("no round started for 40.000s"), "{dead}");
+        assert!(judge_health(Duration::from_secs(40), bound).is_ok());
+        let dead = judge_health(Duration::from_secs(42), bound).expect_err("a stopped timer");
+        assert!(dead.contains("no round started for 42.000s"), "{dead}");
     }
 
     /// The whole exposition of a scrape with every metric present, as operators' dashboards and
