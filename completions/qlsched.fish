@@ -574,6 +574,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l parked -d 'Par
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l history -d 'Runs already in the history, each with its attempt and two events, created before the bench (the newest two hours before it)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l cron -d 'With --steady: every trigger\'s cron expression (UTC)' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l window -d 'With --steady: the span of occurrences measured, from the first one after every trigger has its first cursor' -r
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l retain -d 'With --steady: delete finished runs this long after they finished, as `qlsched run` does (a pass a minute by the replica holding the lease); implies --dispatch' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s D -l database-url -d 'PostgreSQL URL or key=value string, with libpq\'s settings (sslmode, sslrootcert, sslcert, sslkey, passfile, connect_timeout, several hosts with target_session_attrs: read-write for commands that write, any for those that read, unless given) [default: $QLSCHED_DATABASE_URL, $DATABASE_URL, the PG* variables, libpq\'s defaults]. A password in it is never printed' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l schema -d 'Schema that holds the qlsched tables: 1 to 63 of a-z 0-9 _, starting with a letter or _, not pg_' -r
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l pooler -d 'What sits between qlsched and PostgreSQL: none, a pooler in session mode, or one in transaction mode (PgBouncer\'s pool_mode), where qlsched keeps nothing on a session and sends its replica\'s statements unnamed. migrate, demo and bench connect directly' -r -f -a "none\t''
@@ -588,6 +589,7 @@ complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l log-format -d 
 json\t'One JSON object per line: timestamp, level, message, target and the event\'s fields'"
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l keep -d 'Keep the scratch database afterwards (its name is in the report)'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l steady -d 'Measure the steady state instead of a burst: from a plain publish, replicas at `qlsched run`\'s defaults, the lag of every occurrence in --window'
+complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -l dispatch -d 'With --steady: a dispatcher beside the replicas finishes every queued run each second (status `succeeded`, as docs/DESIGN.md §3.4 says a dispatcher does), reading each run\'s lag as it does, and the history\'s size is sampled every ten seconds'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c qlsched -n "__fish_qlsched_using_subcommand bench" -s V -l version -d 'Print version'
 complete -c qlsched -n "__fish_qlsched_using_subcommand generate" -l out-dir -d 'Folder to write `completions/` and `man/` into' -r -F

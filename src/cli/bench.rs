@@ -87,6 +87,17 @@ pub struct BenchArgs {
     /// has its first cursor.
     #[arg(long, default_value = "2m", value_parser = duration_arg, requires = "steady")]
     pub window: Duration,
+
+    /// With --steady: a dispatcher beside the replicas finishes every queued run each second
+    /// (status `succeeded`, as docs/DESIGN.md §3.4 says a dispatcher does), reading each run's
+    /// lag as it does, and the history's size is sampled every ten seconds.
+    #[arg(long, requires = "steady")]
+    pub dispatch: bool,
+
+    /// With --steady: delete finished runs this long after they finished, as `qlsched run`
+    /// does (a pass a minute by the replica holding the lease); implies --dispatch.
+    #[arg(long, value_parser = duration_arg, requires = "steady", value_name = "DURATION")]
+    pub retain: Option<Duration>,
 }
 
 pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
@@ -173,6 +184,8 @@ async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliErr
             parked: args.parked,
             history: args.history,
         },
+        dispatch: args.dispatch,
+        retention: args.retain,
     };
     config.check()?;
     eprintln!(
@@ -350,6 +363,48 @@ fn render_steady(report: &SteadyReport) -> String {
         ]
         .into_iter()
         .map(|(name, value)| vec![name.to_owned(), value]),
+    );
+    if !report.history.is_empty() {
+        out.push('\n');
+        out += &render_history(report);
+    }
+    out
+}
+
+/// The history's size over the run (a dispatcher's samples), and what retention deleted between
+/// two samples.
+fn render_history(report: &SteadyReport) -> String {
+    let first = report.history.first().map_or(0, |s| s.at_ms);
+    let mut previous: Option<&crate::store::bench::HistorySample> = None;
+    let rows = report.history.iter().map(|s| {
+        let (deleted, wal) = previous.map_or((0, 0), |p| {
+            (s.deleted_runs - p.deleted_runs, s.wal_bytes - p.wal_bytes)
+        });
+        previous = Some(s);
+        vec![
+            format!("{:.0}", (s.at_ms - first) as f64 / 1000.0),
+            s.runs.to_string(),
+            s.attempts.to_string(),
+            s.events.to_string(),
+            format!(
+                "{:.1}",
+                (s.runs_bytes + s.attempts_bytes + s.events_bytes) as f64 / 1e6
+            ),
+            deleted.to_string(),
+            format!("{:.1}", wal as f64 / 1e6),
+        ]
+    });
+    let mut out = format!(
+        "history ({} runs dispatched; retention {}; horizon {})\n",
+        report.dispatched,
+        report
+            .retention_ms
+            .map_or_else(|| "off".to_owned(), |ms| format!("{ms} ms")),
+        report.horizon_ms.map_or_else(|| "none".to_owned(), utc)
+    );
+    out += &table(
+        &["s", "runs", "attempts", "events", "MB", "deleted", "WAL MB"],
+        rows.collect::<Vec<_>>(),
     );
     out
 }

@@ -426,7 +426,7 @@ pub const RETENTION_LEASE_MS: i64 = 150_000;
 /// deleted while this replica holds the lease, until a batch comes back short or the pass's
 /// budget is spent. Another replica's lease, or its batch in flight, ends the pass at once: the
 /// work is the leader's.
-async fn retain_runs(store: Store, owner: String, retention: RunRetention) {
+pub async fn retain_runs(store: Store, owner: String, retention: RunRetention) {
     let started = tokio::time::Instant::now();
     let mut total = RetentionBatch::default();
     let mut batches = 0u64;

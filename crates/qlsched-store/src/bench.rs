@@ -289,6 +289,85 @@ pub async fn lag_by_occurrence(
         .collect()
 }
 
+// The bench's dispatcher (docs/DESIGN.md §3.4): every queued run created in the last $1 ms finished as
+// succeeded, as a dispatcher does (its status only; the finish time is the database's), by the
+// runs' creation-time index; returns each one's occurrence and lag, read before retention can
+// take it.
+const FINISH_QUEUED: &str = "UPDATE runs SET status = 'succeeded'
+    WHERE created_at_ms >= now_ms() - $1 AND status = 'queued'
+    RETURNING trigger_id, scheduled_for_ms, created_at_ms - scheduled_for_ms AS lag_ms";
+
+/// A run the bench's dispatcher finished: its trigger, occurrence and lag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinishedRun {
+    pub trigger_id: String,
+    pub scheduled_for_ms: i64,
+    pub lag_ms: i64,
+}
+
+/// Finishes every queued run created in the last `look_back_ms` (see `FINISH_QUEUED`).
+pub async fn finish_queued(
+    client: &impl GenericClient,
+    look_back_ms: i64,
+) -> Result<Vec<FinishedRun>, StoreError> {
+    client
+        .query(FINISH_QUEUED, &[&look_back_ms])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(FinishedRun {
+                trigger_id: row.col("trigger_id")?,
+                scheduled_for_ms: row.col("scheduled_for_ms")?,
+                lag_ms: row.col("lag_ms")?,
+            })
+        })
+        .collect()
+}
+
+// The history's size now: rows counted (a bench's tables are small), bytes on disk with indexes
+// and TOAST, the runs retention deleted so far, and the WAL position.
+const HISTORY_SIZE: &str = "SELECT now_ms() AS at_ms,
+        (SELECT count(*) FROM runs) AS runs, (SELECT count(*) FROM attempts) AS attempts,
+        (SELECT count(*) FROM run_events) AS events,
+        pg_total_relation_size('runs') AS runs_bytes,
+        pg_total_relation_size('attempts') AS attempts_bytes,
+        pg_total_relation_size('run_events') AS events_bytes,
+        (SELECT deleted_runs FROM run_retention) AS deleted_runs,
+        (pg_current_wal_lsn() - '0/0')::int8 AS wal_bytes";
+
+/// One look at the history's size during a bench.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct HistorySample {
+    pub at_ms: i64,
+    pub runs: i64,
+    pub attempts: i64,
+    pub events: i64,
+    pub runs_bytes: i64,
+    pub attempts_bytes: i64,
+    pub events_bytes: i64,
+    /// Runs retention deleted so far.
+    pub deleted_runs: i64,
+    /// The server's WAL position, in bytes: the difference between two samples is the WAL
+    /// written between them (by everything on the server).
+    pub wal_bytes: i64,
+}
+
+/// Reads a [`HistorySample`].
+pub async fn history_size(client: &impl GenericClient) -> Result<HistorySample, StoreError> {
+    let row = client.query_one(HISTORY_SIZE, &[]).await?;
+    Ok(HistorySample {
+        at_ms: row.col("at_ms")?,
+        runs: row.col("runs")?,
+        attempts: row.col("attempts")?,
+        events: row.col("events")?,
+        runs_bytes: row.col("runs_bytes")?,
+        attempts_bytes: row.col("attempts_bytes")?,
+        events_bytes: row.col("events_bytes")?,
+        deleted_runs: row.col("deleted_runs")?,
+        wal_bytes: row.col("wal_bytes")?,
+    })
+}
+
 // Misfire records written, of every trigger.
 const MISFIRES: &str = "SELECT count(*) FROM misfires";
 
@@ -558,4 +637,6 @@ super::statements::statements! {
     ADD_EVENTS_RUN_KEY: Owner,
     SETTLE_LIVED_IN: Owner,
     CHECKPOINT: Owner,
+    FINISH_QUEUED: Owner,
+    HISTORY_SIZE: Owner,
 }

@@ -25,15 +25,16 @@ use qlsched_core::manifest::parse_manifest;
 use qlsched_core::{Batch, CoordinatorConfig, CronSchedule};
 use qlsched_store::accounting::occurrence_accounting;
 use qlsched_store::bench::{
-    OccurrenceLag, database_now_ms, lag_by_occurrence, misfire_records, still_due_at,
-    uninitialized_rows,
+    FinishedRun, HistorySample, OccurrenceLag, database_now_ms, finish_queued, history_size,
+    lag_by_occurrence, misfire_records, still_due_at, uninitialized_rows,
 };
 use qlsched_store::invariants::invariant_counts;
 use qlsched_store::migrate::migrate_up;
 use qlsched_store::publish::publish;
+use qlsched_store::retention::{RunRetention, retention_state};
 use qlsched_store::scratch::recreate_database;
 use qlsched_store::upkeep::{ScheduleUpkeep, schedule_upkeep};
-use qlsched_store::{ConnectionSettings, SchemaName};
+use qlsched_store::{ConnectionSettings, SchemaName, Store};
 
 const PROJECT: &str = "steady";
 const TASK: &str = "tick";
@@ -59,6 +60,12 @@ pub struct SteadyConfig {
     pub keep: bool,
     /// Parked rows and history added before measuring.
     pub lived_in: crate::bench::LivedIn,
+    /// Run a dispatcher beside the replicas that finishes every queued run each second, as a
+    /// real one would (docs/DESIGN.md §3.4); the lags are then read as it finishes the runs.
+    pub dispatch: bool,
+    /// Delete finished runs this long after they finished, as `qlsched run` does (a pass a
+    /// minute by the replica holding the lease); implies `dispatch`.
+    pub retention: Option<Duration>,
 }
 
 /// What a steady run measured; the JSON shape is documented in `qlsched-bench(1)`.
@@ -107,6 +114,14 @@ pub struct SteadyReport {
     pub schedule_upkeep: ScheduleUpkeep,
     pub database: String,
     pub kept: bool,
+    /// With a dispatcher: the runs it finished.
+    pub dispatched: u64,
+    /// The retention applied to finished runs, in milliseconds; null without.
+    pub retention_ms: Option<u64>,
+    /// The retention horizon at the end; null when nothing was deleted.
+    pub horizon_ms: Option<i64>,
+    /// With a dispatcher: the history's size every ten seconds from the replicas' start.
+    pub history: Vec<HistorySample>,
 }
 
 /// How the per-occurrence maximum lag moved over the window.
@@ -276,14 +291,38 @@ async fn measure(
         events,
     )
     .await?;
+    let dispatcher = if config.dispatch || config.retention.is_some() {
+        Some(Dispatcher::start(&settings, schema).await?)
+    } else {
+        None
+    };
+    let retainer = match config.retention {
+        Some(retention) => Some(start_retention(&settings, schema, config, retention).await?),
+        None => None,
+    };
     let measured = measure_window(&admin, config, schedule).await;
     stop_all(replicas).await;
     drain.abort();
+    if let Some(retainer) = retainer {
+        retainer.abort();
+    }
+    let dispatched = match dispatcher {
+        Some(dispatcher) => Some(dispatcher.stop().await?),
+        None => None,
+    };
     let (from_ms, to_ms) = measured?;
     let commit_ceiling_after_per_s = ceiling(Ceiling::Commits).await?;
     let batched_ceiling_after_per_s = ceiling(Ceiling::BatchedAdmissions).await?;
 
-    let mut lags = lag_by_occurrence(&admin, from_ms, to_ms).await?;
+    // With a dispatcher the lags are those it read as it finished each run: retention may have
+    // deleted the runs since.
+    let mut lags = match &dispatched {
+        Some((finished, _)) => lags_of(finished, from_ms, to_ms),
+        None => lag_by_occurrence(&admin, from_ms, to_ms).await?,
+    };
+    let repeated = dispatched
+        .as_ref()
+        .map_or(0, |(finished, _)| repeated(finished));
     let overall = lags.pop();
     let rates: Vec<f64> = lags.iter().map(admission_rate).collect();
     let trend = LagTrend::of(&lags, &rates, batched_ceiling_per_s);
@@ -309,7 +348,7 @@ async fn measure(
         trend,
         overall,
         runs: counts.runs,
-        duplicates: counts.duplicate_occurrences + accounting.duplicate_count as i64,
+        duplicates: counts.duplicate_occurrences + accounting.duplicate_count as i64 + repeated,
         misfire_records: misfire_records(&admin).await?,
         unaccounted: accounting.gap_count,
         runs_without_one_attempt: counts.runs_without_one_attempt,
@@ -318,7 +357,140 @@ async fn measure(
         schedule_upkeep: schedule_upkeep(&admin).await?,
         database: config.database.clone(),
         kept: config.keep,
+        dispatched: dispatched
+            .as_ref()
+            .map_or(0, |(finished, _)| finished.len() as u64),
+        retention_ms: config
+            .retention
+            .map(|r| u64::try_from(r.as_millis()).unwrap_or(u64::MAX)),
+        horizon_ms: retention_state(&admin).await?.horizon_ms,
+        history: dispatched.map(|(_, history)| history).unwrap_or_default(),
     })
+}
+
+/// How often the bench's dispatcher finishes the queued runs, and how many of its passes make
+/// one sample of the history's size.
+const DISPATCH_EVERY: Duration = Duration::from_secs(1);
+const SAMPLE_EVERY_PASSES: u32 = 10;
+
+/// The bench's dispatcher, on a connection of its own: each second it finishes every queued run
+/// (`store::bench::finish_queued`), keeping each run's occurrence and lag, and every ten seconds
+/// it samples the history's size.
+struct Dispatcher {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<Dispatched, BenchError>>,
+}
+
+/// What the bench's dispatcher saw: the runs it finished, and the history's samples.
+type Dispatched = (Vec<FinishedRun>, Vec<HistorySample>);
+
+impl Dispatcher {
+    async fn start(settings: &ConnectionSettings, schema: &SchemaName) -> Result<Self, BenchError> {
+        let client = settings.connect(schema, "qlsched bench dispatcher").await?;
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let mut finished = Vec::new();
+            let mut history = vec![history_size(&client).await?];
+            let mut passes = 0u32;
+            loop {
+                let last = tokio::time::timeout(DISPATCH_EVERY, &mut stopped)
+                    .await
+                    .is_ok();
+                // Ten minutes back covers any run still queued: the bench's lags are seconds.
+                finished.extend(finish_queued(&client, 600_000).await?);
+                passes += 1;
+                if last || passes.is_multiple_of(SAMPLE_EVERY_PASSES) {
+                    history.push(history_size(&client).await?);
+                }
+                if last {
+                    return Ok((finished, history));
+                }
+            }
+        });
+        Ok(Dispatcher { stop, task })
+    }
+
+    /// Finishes what is still queued, and hands back what it saw.
+    async fn stop(self) -> Result<Dispatched, BenchError> {
+        let _ = self.stop.send(());
+        self.task
+            .await
+            .map_err(|error| BenchError::Config(format!("the bench's dispatcher: {error}")))?
+    }
+}
+
+/// Retention as the replicas run it (`replica::retain_runs`): a pass a minute by each replica's
+/// owner in turn, only the lease's holder deleting; every finished status kept `retention`.
+async fn start_retention(
+    settings: &ConnectionSettings,
+    schema: &SchemaName,
+    config: &SteadyConfig,
+    retention: Duration,
+) -> Result<tokio::task::JoinHandle<()>, BenchError> {
+    let store = Store::open_replica(settings, schema, "qlsched bench retention", 2).await?;
+    let keep = Some(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
+    let runs = RunRetention {
+        succeeded_ms: keep,
+        failed_ms: keep,
+        cancelled_ms: keep,
+    };
+    let owners: Vec<String> = (0..config.replicas)
+        .map(|replica| format!("{}-{replica}", config.coordinator.owner))
+        .collect();
+    let every = crate::replica::Retention::DEFAULT.every;
+    Ok(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            for owner in &owners {
+                crate::replica::retain_runs(store.clone(), owner.clone(), runs).await;
+            }
+        }
+    }))
+}
+
+/// Per occurrence in `[from_ms, to_ms)` of the runs the dispatcher finished: runs and lag
+/// percentiles (nearest rank), and the same over all of them last, as `lag_by_occurrence`.
+fn lags_of(finished: &[FinishedRun], from_ms: i64, to_ms: i64) -> Vec<OccurrenceLag> {
+    let mut by_occurrence: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+    for run in finished
+        .iter()
+        .filter(|run| run.scheduled_for_ms >= from_ms && run.scheduled_for_ms < to_ms)
+    {
+        by_occurrence
+            .entry(run.scheduled_for_ms)
+            .or_default()
+            .push(run.lag_ms);
+    }
+    let lag = |scheduled_for_ms: i64, lags: &mut Vec<i64>| {
+        lags.sort_unstable();
+        let rank = |p: usize| lags[(lags.len() * p).div_ceil(100).max(1) - 1];
+        OccurrenceLag {
+            scheduled_for_ms,
+            runs: lags.len() as i64,
+            lag_p50_ms: rank(50),
+            lag_p99_ms: rank(99),
+            lag_max_ms: lags.last().copied().unwrap_or(0),
+        }
+    };
+    let mut all: Vec<i64> = by_occurrence.values().flatten().copied().collect();
+    let mut out: Vec<OccurrenceLag> = by_occurrence
+        .iter_mut()
+        .map(|(at, lags)| lag(*at, lags))
+        .collect();
+    if !all.is_empty() {
+        out.push(lag(to_ms, &mut all));
+    }
+    out
+}
+
+/// Occurrences (trigger, time) the dispatcher finished more than one run of.
+fn repeated(finished: &[FinishedRun]) -> i64 {
+    let mut seen = std::collections::HashSet::new();
+    finished
+        .iter()
+        .filter(|run| !seen.insert((&run.trigger_id, run.scheduled_for_ms)))
+        .count() as i64
 }
 
 /// Waits for every row's first cursor, then through the window, then for the window's last
