@@ -159,7 +159,7 @@ pub const TREND_SAMPLE: i64 = 100;
 /// Buckets a trend window is cut into: one bar each.
 pub const TREND_BUCKETS: i64 = 60;
 /// Due rows the outage facts look at, most overdue first: past it, the count is a lower bound.
-pub const OUTAGE_DUE_CAP: i64 = 1_000;
+pub const OUTAGE_DUE_CAP: i64 = qlsched_core::outage::COUNT_CAP;
 
 /// One bar of the trends: what happened in `[start_ms, start_ms + bucket_ms)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
