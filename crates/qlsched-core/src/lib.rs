@@ -17,6 +17,7 @@ pub mod fence;
 pub mod idempotency;
 pub mod manifest;
 pub mod name;
+pub mod outage;
 pub mod publish_plan;
 pub mod run_id;
 pub mod status;
