@@ -30,6 +30,7 @@ use super::read::{self, ClaimView, OwnerClaims, RunView, ScheduleRow, StateCount
 use super::replicas::{self, ReplicaView};
 use super::row::Named;
 use super::{SchemaName, StoreError};
+use qlsched_core::outage::{GRACE_SLACK_MS, OutageFacts};
 use qlsched_core::{MISFIRE_RETENTION_MS, TriggerName};
 
 /// Below this many rows (by the planner's estimate) the total is counted; above, estimated.
@@ -143,6 +144,68 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
     })
 }
 
+/// Due rows the outage facts look at, most overdue first: past it, the count is a lower bound.
+pub const OUTAGE_DUE_CAP: i64 = 1_000;
+
+// What an outage is decided from (core::outage), at one database instant: the claimable rows
+// whose cursor is past (claimed or not; the claimable-order index, most overdue first, at most
+// $1), how long the oldest has waited, how many of them are later than their trigger's misfire
+// grace plus $2 (each joined to its trigger by key), and the runs created in the last minute
+// (runs_created).
+const OUTAGE_FACTS: &str = "WITH clock AS MATERIALIZED (
+        SELECT now_ms() AS now_ms
+    ), due AS MATERIALIZED (
+        SELECT s.project_id, s.trigger_id, s.next_fire_at_ms
+        FROM trigger_schedules s, clock c
+        WHERE s.claimable AND s.next_fire_at_ms <= c.now_ms
+        ORDER BY s.next_fire_at_ms, s.project_id, s.trigger_id
+        LIMIT $1
+    )
+    SELECT (SELECT count(*) FROM due) AS due_rows,
+        (SELECT c.now_ms - min(next_fire_at_ms) FROM due) AS oldest_due_ms,
+        (SELECT count(*) FROM due d
+         JOIN triggers t ON t.project_id = d.project_id AND t.trigger_id = d.trigger_id
+         WHERE c.now_ms - d.next_fire_at_ms > t.misfire_grace_ms + $2) AS overdue_beyond_grace,
+        (SELECT count(*) FROM runs WHERE created_at_ms > c.now_ms - 60000)
+            AS admissions_last_minute
+    FROM clock c";
+
+/// The facts `core::outage::classify` decides from, with the replicas counted from `replicas`
+/// (the registry as [`top_summary`] read it). The due count stops at [`OUTAGE_DUE_CAP`].
+pub async fn outage_facts(
+    client: &impl GenericClient,
+    replicas: &[ReplicaView],
+) -> Result<OutageFacts, StoreError> {
+    Ok(with_replicas(outage_counts(client).await?, replicas))
+}
+
+/// The counts of [`OUTAGE_FACTS`], the replicas not yet counted.
+async fn outage_counts(client: &impl GenericClient) -> Result<OutageFacts, StoreError> {
+    let row = client
+        .query_one(OUTAGE_FACTS, &[&OUTAGE_DUE_CAP, &GRACE_SLACK_MS])
+        .await?;
+    Ok(OutageFacts {
+        live_replicas: 0,
+        registered_replicas: 0,
+        due_rows: row.col("due_rows")?,
+        overdue_beyond_grace: row.col("overdue_beyond_grace")?,
+        oldest_due_ms: row.col("oldest_due_ms")?,
+        admissions_last_minute: row.col("admissions_last_minute")?,
+    })
+}
+
+fn with_replicas(facts: OutageFacts, replicas: &[ReplicaView]) -> OutageFacts {
+    let live = replicas
+        .iter()
+        .filter(|r| r.liveness == qlsched_core::Liveness::Live)
+        .count();
+    OutageFacts {
+        live_replicas: i64::try_from(live).unwrap_or(i64::MAX),
+        registered_replicas: i64::try_from(replicas.len()).unwrap_or(i64::MAX),
+        ..facts
+    }
+}
+
 /// How many rows of each list [`snapshot`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotLimits {
@@ -218,4 +281,5 @@ pub async fn snapshot(
 
 super::statements::statements! {
     TOP_COUNTS: Observer,
+    OUTAGE_FACTS: Observer,
 }
