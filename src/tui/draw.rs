@@ -8,7 +8,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::input::KEYS;
 use super::state::{
@@ -21,9 +21,11 @@ use crate::store::read::{PauseView, ScheduleRow, ScheduleState, TriggerDetail};
 
 mod panels;
 mod popups;
+mod trends;
 
 use panels::*;
 use popups::*;
+use trends::*;
 
 /// The schedules table's columns and what each shows: the `?` overlay and `man qlsched-top` list
 /// them from here.
@@ -60,6 +62,9 @@ pub const COLUMNS: &[(&str, &str)] = &[
         "misfire records of the row's trigger revision kept (7 days); 99+ past 100",
     ),
 ];
+
+/// Lines of the help overlay: the keys, a blank line, the columns.
+pub const HELP_LINES: usize = KEYS.len() + 1 + COLUMNS.len();
 
 /// Styles, or none at all when colour is off.
 #[derive(Clone, Copy)]
@@ -102,22 +107,46 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let theme = Theme { color: app.color };
     let area = frame.area();
     let banner = u16::from(app.stale.is_some());
-    let [header, banner_area, body, footer] = Layout::vertical([
+    let outage = app.snapshot.as_ref().and_then(|s| s.outage());
+    let outage_lines = outage.as_ref().map_or(0, |o| outage_height(o, area.width));
+    let trends = if app.trends_shown(area.height) {
+        TRENDS_HEIGHT
+    } else {
+        0
+    };
+    let [header, outage_area, banner_area, trends_area, body, footer] = Layout::vertical([
         Constraint::Length(2),
+        Constraint::Length(outage_lines),
         Constraint::Length(banner),
+        Constraint::Length(trends),
         Constraint::Min(0),
         Constraint::Length(1),
     ])
     .areas(area);
     draw_header(frame, header, app, theme);
+    if let Some(outage) = &outage {
+        draw_outage(frame, outage_area, outage, theme);
+    }
     if banner > 0 {
         draw_banner(frame, banner_area, app, theme);
+    }
+    if trends > 0 {
+        draw_trends(frame, trends_area, app, theme);
     }
     draw_body(frame, body, app, theme);
     draw_footer(frame, footer, app, theme);
     match &app.modal {
         Modal::None => {}
-        Modal::Help => draw_help(frame, body, theme),
+        // Over everything but the footer: the help is long, and it scrolls.
+        Modal::Help => draw_help(
+            frame,
+            Rect {
+                height: area.height.saturating_sub(1),
+                ..area
+            },
+            app.help_scroll,
+            theme,
+        ),
         Modal::Filter { input } => draw_filter(frame, body, input, theme),
         Modal::Detail { key } => {
             let detail = app
@@ -133,7 +162,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             draw_detail(frame, body, &key.to_string(), detail, pause, theme);
         }
         Modal::ConfirmExpire(request) => draw_confirm(frame, body, app, request, theme),
-        Modal::ConfirmExpireOwner(request) => draw_confirm_owner(frame, body, request, theme),
+        Modal::ConfirmExpireOwner(request) => draw_confirm_owner(frame, body, app, request, theme),
         Modal::ConfirmPause(request) => draw_confirm_pause(frame, body, app, request, theme),
     }
 }
@@ -231,6 +260,41 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     );
 }
 
+/// The outage banner: its headline, the likely cause and the next command, each on a line of
+/// its own (the cause wraps).
+fn outage_lines(outage: &crate::core::outage::Outage) -> [String; 3] {
+    [
+        format!(" {} ", outage.headline),
+        format!(" cause: {}", outage.cause),
+        format!(" next:  {}", outage.next_command),
+    ]
+}
+
+fn outage_height(outage: &crate::core::outage::Outage, width: u16) -> u16 {
+    let width = usize::from(width.max(1));
+    let lines: usize = outage_lines(outage)
+        .iter()
+        .map(|line| line.chars().count().div_ceil(width).max(1))
+        .sum();
+    u16::try_from(lines).unwrap_or(3)
+}
+
+fn draw_outage(frame: &mut Frame, area: Rect, outage: &crate::core::outage::Outage, theme: Theme) {
+    let [headline, cause, next] = outage_lines(outage);
+    let text = vec![
+        Line::styled(headline, theme.alarm().add_modifier(Modifier::REVERSED)),
+        Line::styled(cause, theme.alarm()),
+        Line::from(vec![
+            Span::styled(" next:  ", theme.alarm()),
+            Span::styled(
+                next.trim_start_matches(" next:  ").to_owned(),
+                theme.title(),
+            ),
+        ]),
+    ];
+    frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), area);
+}
+
 fn draw_banner(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let Some(stale) = &app.stale else { return };
     let since = app.snapshot.as_ref().map_or_else(
@@ -285,10 +349,17 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 (false, true) => "  e expire  E expire owner's  p pause",
                 (false, false) => "  e expire  p pause",
             };
+            let trends = if area.width >= 120 {
+                "  t trends  [] window"
+            } else {
+                ""
+            };
             // The rate keys give way first on a narrow terminal (? lists them).
             let rate = if area.width >= 89 { "  +- rate" } else { "" };
             Line::from(Span::styled(
-                format!("q quit  ↑↓ move  ⏎ detail  / filter  s sort  ␣ freeze{rate}{act}  ? help"),
+                format!(
+                    "q quit  ↑↓ move  ⏎ detail  / filter  s sort  ␣ freeze{rate}{act}{trends}  ? help"
+                ),
                 theme.dim(),
             ))
         }
@@ -565,6 +636,104 @@ mod tests {
         let mut app = fixtures::stuck();
         app.paused = true;
         insta::assert_snapshot!(render(&app, 80, 24));
+    }
+
+    #[test]
+    fn trends_over_the_last_hour() {
+        let frame = render(&fixtures::busy(), 100, 40);
+        assert!(frame.contains("Trends, last 1h00m, 1m00s a bar"), "{frame}");
+        assert!(frame.contains("3 since open, 3 all told"), "{frame}");
+        insta::assert_snapshot!(frame);
+    }
+
+    #[test]
+    fn trends_fold_on_a_short_terminal_and_by_t() {
+        let mut app = fixtures::busy();
+        assert!(render(&app, 120, 36).contains("Trends, last"));
+        assert!(!render(&app, 120, 35).contains("Trends, last"));
+        update(&mut app, Action::ToggleTrends);
+        assert!(!render(&app, 120, 40).contains("Trends, last"));
+        update(&mut app, Action::ToggleTrends);
+        update(&mut app, Action::TrendWindow { longer: true });
+        assert_eq!(app.load_request().trend_window_ms, 6 * 3_600_000);
+    }
+
+    #[test]
+    fn outage_banner_with_no_live_replica() {
+        let frame = render(&fixtures::outage(), 120, 40);
+        let lines: Vec<&str> = frame.lines().collect();
+        assert!(
+            lines[2].contains("OUTAGE: no live replica, 16 rows due, the oldest late by 47s"),
+            "{frame}"
+        );
+        assert!(
+            lines[4].contains("next:  qlsched inspect replicas"),
+            "{frame}"
+        );
+        insta::assert_snapshot!(frame);
+    }
+
+    #[test]
+    fn no_banner_while_the_cluster_keeps_up() {
+        assert!(!render(&fixtures::busy(), 120, 40).contains("OUTAGE"));
+        assert!(!render(&fixtures::empty(), 120, 40).contains("OUTAGE"));
+    }
+
+    #[test]
+    fn a_stale_owners_claim_says_so_in_its_row() {
+        let frame = render(&fixtures::stuck(), 120, 30);
+        let row = frame
+            .lines()
+            .find(|line| line.contains("acme/report-5s") && line.contains("EXPIRED"))
+            .unwrap_or_default();
+        assert!(row.contains("gone-replica STALE"), "{frame}");
+    }
+
+    #[test]
+    fn expire_every_claim_of_a_stale_owner() {
+        let mut app = fixtures::stuck();
+        update(&mut app, Action::AskExpireOwner);
+        let frame = render(&app, 100, 30);
+        assert!(frame.contains("It is STALE: no heartbeat"), "{frame}");
+        insta::assert_snapshot!(frame);
+    }
+
+    /// On a narrow terminal the dialog's lines wrap; its answer keys stay on screen.
+    #[test]
+    fn expire_dialog_keeps_its_keys_when_lines_wrap() {
+        let mut app = fixtures::stuck();
+        update(&mut app, Action::AskExpire);
+        let frame = render(&app, 60, 30);
+        assert!(frame.contains("[y] expire  [n/Esc] cancel"), "{frame}");
+        assert!(frame.contains("audited."), "{frame}");
+        insta::assert_snapshot!(frame);
+    }
+
+    /// The help is longer than a short terminal: it scrolls to its last line.
+    #[test]
+    fn help_scrolls_on_a_short_terminal() {
+        let mut app = fixtures::busy();
+        update(&mut app, Action::ToggleHelp);
+        let top = render(&app, 100, 20);
+        assert!(top.contains("lines 1-17 of 27"), "{top}");
+        assert!(!top.contains("misfire records"), "{top}");
+        update(&mut app, Action::ScrollHelp(i32::MAX / 2));
+        let bottom = render(&app, 100, 20);
+        assert!(bottom.contains("misfire records"), "{bottom}");
+        assert!(bottom.contains("lines 11-27 of 27"), "{bottom}");
+        insta::assert_snapshot!(bottom);
+    }
+
+    #[test]
+    fn the_admitted_column_is_never_cut() {
+        let mut app = fixtures::busy();
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.recent[0].created_at_ms = fixtures::NOW - 47_949;
+            snapshot.recent[1].created_at_ms = fixtures::NOW - 86_399_000;
+        }
+        let frame = render(&app, 80, 30);
+        assert!(frame.contains("│47.9s ago "), "{frame}");
+        assert!(frame.contains("│23h59m ago "), "{frame}");
     }
 
     #[test]

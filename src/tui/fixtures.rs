@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::state::{App, Snapshot};
+use super::state::{App, RegistrySample, Snapshot};
 use crate::core::diagnose::Diagnosis;
+use crate::core::outage::OutageFacts;
 use crate::core::{Liveness, TriggerName};
 use crate::store::observe::ServerRole;
 use crate::store::read::{
@@ -14,7 +15,7 @@ use crate::store::read::{
     StateCounts, TriggerDetail, TriggerState, TriggerView,
 };
 use crate::store::replicas::ReplicaView;
-use crate::store::top::TopSummary;
+use crate::store::top::{TREND_BUCKETS, TopSummary, TrendBucket, Trends};
 
 /// 2026-12-02T12:00:00.000Z.
 pub const NOW: i64 = 1_796_212_800_000;
@@ -126,6 +127,49 @@ fn run(n: u128, project: &str, trigger: &str, ago_ms: i64) -> RunView {
     }
 }
 
+/// The last hour in minute buckets, `bucket(i)` giving each one's admissions, lag p50 and p99
+/// and misfires (`None` lag: no run).
+pub fn trends(bucket: impl Fn(i64) -> (i64, Option<(i64, i64)>, i64)) -> Trends {
+    let bucket_ms = 60_000;
+    Trends {
+        now_ms: NOW,
+        window_ms: bucket_ms * TREND_BUCKETS,
+        bucket_ms,
+        buckets: (0..TREND_BUCKETS)
+            .map(|i| {
+                let (admissions, lag, misfires) = bucket(i);
+                TrendBucket {
+                    start_ms: NOW - (TREND_BUCKETS - i) * bucket_ms,
+                    admissions,
+                    admissions_estimated: admissions >= 100,
+                    lag_p50_ms: lag.map(|l| l.0),
+                    lag_p99_ms: lag.map(|l| l.1),
+                    misfires,
+                }
+            })
+            .collect(),
+    }
+}
+
+/// A cluster admitting about 2,400 a minute with a slow patch twenty minutes ago (lag up, a few
+/// misfires), recovered since.
+pub fn busy_trends() -> Trends {
+    trends(|i| {
+        let slow = (38..44).contains(&i);
+        let admissions = if slow {
+            900 + 100 * (i - 38)
+        } else {
+            2_300 + (i * 37) % 200
+        };
+        let lag = if slow {
+            (1_800 + 400 * (i - 38), 9_500)
+        } else {
+            (40 + (i * 13) % 30, 210 + (i * 29) % 120)
+        };
+        (admissions, Some(lag), if i == 41 { 12 } else { 0 })
+    })
+}
+
 /// A migrated database with nothing published.
 pub fn empty() -> App {
     let mut app = app();
@@ -145,6 +189,8 @@ pub fn empty() -> App {
         recent: Vec::new(),
         misfires: Default::default(),
         detail: None,
+        trends: trends(|_| (0, None, 0)),
+        outage: OutageFacts::default(),
         took: Duration::from_millis(3),
     });
     app
@@ -225,6 +271,22 @@ pub fn busy() -> App {
         manual_claims: 0,
     };
     let mut app = app();
+    // The dashboard opened 25 minutes ago, refreshing every minute (for brevity): demo-b lost
+    // three fences 20 minutes ago and failed a round 18 minutes ago, in the slow patch.
+    app.registry_samples = (1..=25)
+        .rev()
+        .map(|minutes_ago| RegistrySample {
+            at_ms: NOW - minutes_ago * 60_000,
+            fence_losses: if minutes_ago <= 20 { 3 } else { 0 },
+            failed_rounds: i64::from(minutes_ago <= 18),
+        })
+        .collect();
+    let mut demo_b = replica("demo-b", Liveness::Live, "running", 40);
+    demo_b.fence_losses = 3;
+    demo_b.failed_rounds = 1;
+    demo_b.misfires = 12;
+    demo_b.last_error =
+        Some("round failed: canceling statement due to statement timeout".to_owned());
     app.apply_snapshot(Snapshot {
         summary: TopSummary {
             now_ms: NOW,
@@ -249,7 +311,7 @@ pub fn busy() -> App {
             // demo-d is live and idle: it holds nothing and admitted nothing in the last minute.
             replicas: vec![
                 replica("demo-a", Liveness::Live, "running", 150),
-                replica("demo-b", Liveness::Live, "running", 40),
+                demo_b,
                 replica("demo-c", Liveness::Live, "running", 90),
                 replica("demo-d", Liveness::Live, "running", 120),
             ],
@@ -265,6 +327,15 @@ pub fn busy() -> App {
         ],
         misfires: Default::default(),
         detail: None,
+        trends: busy_trends(),
+        outage: OutageFacts {
+            live_replicas: 4,
+            registered_replicas: 4,
+            due_rows: 4,
+            overdue_beyond_grace: 0,
+            oldest_due_ms: Some(350),
+            admissions_last_minute: 2_400,
+        },
         took: Duration::from_millis(7),
     });
     app
@@ -394,4 +465,27 @@ pub fn paused_detail() -> TriggerDetail {
         }
     }
     detail
+}
+
+/// Every replica gone: the stuck cluster after its replicas all stopped beating, sixteen rows due
+/// and the oldest 47 s late.
+pub fn outage() -> App {
+    let mut app = stuck();
+    if let Some(snapshot) = &mut app.snapshot {
+        for replica in &mut snapshot.summary.replicas {
+            replica.liveness = Liveness::Stale;
+            replica.heartbeat_age_ms = 61_000;
+            replica.heartbeat_at_ms = NOW - 61_000;
+        }
+        snapshot.summary.counts.due = 16;
+        snapshot.outage = OutageFacts {
+            live_replicas: 0,
+            registered_replicas: 6,
+            due_rows: 16,
+            overdue_beyond_grace: 2,
+            oldest_due_ms: Some(47_000),
+            admissions_last_minute: 0,
+        };
+    }
+    app
 }

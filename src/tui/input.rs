@@ -37,6 +37,14 @@ pub enum Action {
     AskPauseTrigger,
     ConfirmPauseTrigger,
     ToggleHelp,
+    /// Scroll the help overlay by this many lines.
+    ScrollHelp(i32),
+    /// `t`: fold or unfold the trends.
+    ToggleTrends,
+    /// `[` and `]`: a shorter or longer trends window.
+    TrendWindow {
+        longer: bool,
+    },
     Close,
 }
 
@@ -67,6 +75,14 @@ pub const KEYS: &[(&str, &str)] = &[
     ("/", "filter by project, trigger or owner; Enter applies"),
     ("s", "cycle sort: urgency, lease end, trigger, owner"),
     ("space", "freeze or unfreeze the screen (stop refreshing)"),
+    (
+        "t",
+        "fold or unfold the trends (they fold by themselves under 36 rows)",
+    ),
+    (
+        "[ ]",
+        "trends over a shorter or longer window: 15m, 1h, 6h, 12h, 24h",
+    ),
     ("+ -", "refresh faster or slower (0.25 s to 10 s)"),
     (
         "e",
@@ -74,7 +90,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "E",
-        "expire every claim of the selected row's owner, as expire --owner (audited; asks first)",
+        "expire every claim of the row's owner, as expire --owner (audited; asks first)",
     ),
     (
         "p",
@@ -84,11 +100,16 @@ pub const KEYS: &[(&str, &str)] = &[
         "y, n",
         "in a dialog: y expires, pauses or resumes; n (or Esc) cancels",
     ),
-    ("?", "this help: keys and columns"),
+    (
+        "?",
+        "this help: keys and columns (↑↓ PgUp PgDn scroll it, ? or Esc closes)",
+    ),
 ];
 
 /// Rows a page key moves.
 const PAGE: isize = 10;
+/// Lines a page key scrolls the help.
+const HELP_PAGE: i32 = 10;
 
 /// The action a key stands for, given the open dialog.
 pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
@@ -123,6 +144,12 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
         },
         Modal::Help => match key.code {
             KeyCode::Char('?' | 'q') | KeyCode::Esc => Some(Action::Close),
+            KeyCode::Up | KeyCode::Char('k') => Some(Action::ScrollHelp(-1)),
+            KeyCode::Down | KeyCode::Char('j') => Some(Action::ScrollHelp(1)),
+            KeyCode::PageUp => Some(Action::ScrollHelp(-HELP_PAGE)),
+            KeyCode::PageDown | KeyCode::Char(' ') => Some(Action::ScrollHelp(HELP_PAGE)),
+            KeyCode::Home | KeyCode::Char('g') => Some(Action::ScrollHelp(i32::MIN / 2)),
+            KeyCode::End | KeyCode::Char('G') => Some(Action::ScrollHelp(i32::MAX / 2)),
             _ => None,
         },
         Modal::Detail { .. } | Modal::None => match key.code {
@@ -147,6 +174,9 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char('E') => Some(Action::AskExpireOwner),
             KeyCode::Char('p') => Some(Action::AskPauseTrigger),
             KeyCode::Char('?') => Some(Action::ToggleHelp),
+            KeyCode::Char('t') => Some(Action::ToggleTrends),
+            KeyCode::Char('[') => Some(Action::TrendWindow { longer: false }),
+            KeyCode::Char(']') => Some(Action::TrendWindow { longer: true }),
             _ => None,
         },
     }
@@ -238,12 +268,23 @@ pub fn update(app: &mut App, action: Action) -> Option<Effect> {
             }
         }
         Action::ToggleHelp => {
+            app.help_scroll = 0;
             app.modal = if app.modal == Modal::Help {
                 Modal::None
             } else {
                 Modal::Help
             };
         }
+        Action::ScrollHelp(delta) => {
+            // Bounded by the help's length here; the overlay stops sooner on a tall screen.
+            let last = i32::try_from(super::draw::HELP_LINES.saturating_sub(1)).unwrap_or(0);
+            let next = i32::from(app.help_scroll)
+                .saturating_add(delta)
+                .clamp(0, last);
+            app.help_scroll = u16::try_from(next).unwrap_or(0);
+        }
+        Action::ToggleTrends => app.trends_folded = !app.trends_folded,
+        Action::TrendWindow { longer } => app.step_trend_window(longer),
         Action::Close => app.modal = Modal::None,
     }
     None
@@ -416,6 +457,36 @@ mod tests {
         );
         press(&mut app, KeyCode::Char('g'));
         assert_eq!(app.selected_index(), Some(0));
+    }
+
+    /// Untouched, the cursor stays on the first row: a stuck row that moved to the top is
+    /// under it. Once moved, it follows its trigger; back on the first row it follows the head.
+    #[test]
+    fn the_cursor_on_the_first_row_follows_the_head() {
+        use crate::store::read::ScheduleState;
+
+        let mut app = fixtures::busy();
+        assert_eq!(selected(&app), "acme/report-5s");
+        // globex/sync-c's claim expires with nobody taking it over: it moves to the top.
+        let mut later = app.snapshot.clone().unwrap();
+        later.schedules[4].schedule.state = ScheduleState::ExpiredClaim;
+        app.apply_snapshot(later.clone());
+        assert_eq!(
+            selected(&app),
+            "globex/sync-c",
+            "the stuck row is under the cursor"
+        );
+        press(&mut app, KeyCode::Down);
+        let chosen = selected(&app);
+        assert_eq!(chosen, "acme/report-5s");
+        // Another row moves to the top: the row the operator chose stays chosen.
+        let mut again = later.clone();
+        again.schedules[0].schedule.state = ScheduleState::ExpiredClaim;
+        app.apply_snapshot(again);
+        assert_eq!(selected(&app), chosen, "a chosen row is followed");
+        press(&mut app, KeyCode::Char('g'));
+        app.apply_snapshot(later);
+        assert_eq!(selected(&app), "globex/sync-c", "g follows the head again");
     }
 
     #[test]

@@ -26,12 +26,15 @@ pub const SCHEDULE_ROWS: i64 = 200;
 pub const CLAIM_ROWS: i64 = 500;
 /// Admissions a snapshot carries.
 pub const RECENT_ROWS: i64 = 30;
-/// What a snapshot reads, by the counts above.
-const LIMITS: SnapshotLimits = SnapshotLimits {
-    schedules: SCHEDULE_ROWS,
-    claims: CLAIM_ROWS,
-    recent: RECENT_ROWS,
-};
+/// What a snapshot reads, by the counts above, with the trends over `trend_window_ms`.
+fn limits(trend_window_ms: i64) -> SnapshotLimits {
+    SnapshotLimits {
+        schedules: SCHEDULE_ROWS,
+        claims: CLAIM_ROWS,
+        recent: RECENT_ROWS,
+        trend_window_ms,
+    }
+}
 /// A refresh that takes longer than this counts as failed; the screen says so.
 const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -53,10 +56,19 @@ pub async fn read_snapshot(
     store: &Store,
     detail: Option<&TriggerName>,
 ) -> Result<Snapshot, StoreError> {
+    read_snapshot_over(store, detail, LoadRequest::default().trend_window_ms).await
+}
+
+/// As [`read_snapshot`], with the trends over `trend_window_ms`.
+pub async fn read_snapshot_over(
+    store: &Store,
+    detail: Option<&TriggerName>,
+    trend_window_ms: i64,
+) -> Result<Snapshot, StoreError> {
     let started = Instant::now();
     let mut client = store.client().await?;
     let schema = store.schema();
-    let rows = top::snapshot(&mut client, schema, LIMITS).await?;
+    let rows = top::snapshot(&mut client, schema, limits(trend_window_ms)).await?;
     let detail = match detail {
         Some(key) => Some(
             run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
@@ -73,6 +85,8 @@ pub async fn read_snapshot(
         recent: rows.recent,
         misfires: rows.misfires.into_iter().collect(),
         detail,
+        trends: rows.trends,
+        outage: rows.outage,
         took: started.elapsed(),
     })
 }
@@ -91,7 +105,7 @@ pub fn spawn(
             if !request.paused {
                 let event = match tokio::time::timeout(
                     REFRESH_TIMEOUT,
-                    read_snapshot(&store, request.detail.as_ref()),
+                    read_snapshot_over(&store, request.detail.as_ref(), request.trend_window_ms),
                 )
                 .await
                 {

@@ -6,19 +6,36 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::ClaimFence;
+use crate::core::outage::{self, Outage, OutageFacts};
 use crate::core::{Liveness, TriggerName};
 use crate::store::read::{
     ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
     TriggerDetail,
 };
 use crate::store::replicas::ReplicaView;
-use crate::store::top::TopSummary;
+use crate::store::top::{TopSummary, Trends};
 
 /// Refresh rate bounds and steps (default 1 s, 0.25 to 10 s).
 pub const REFRESH_DEFAULT: Duration = Duration::from_secs(1);
 pub const REFRESH_MIN: Duration = Duration::from_millis(250);
 pub const REFRESH_MAX: Duration = Duration::from_secs(10);
 const REFRESH_STEPS_MS: [u64; 8] = [250, 500, 1_000, 2_000, 3_000, 5_000, 7_500, 10_000];
+
+/// The trends' windows, `[` and `]` step through them (default the hour).
+pub const TREND_WINDOWS_MS: [i64; 5] = [
+    900_000,
+    3_600_000,
+    6 * 3_600_000,
+    12 * 3_600_000,
+    86_400_000,
+];
+const TREND_WINDOW_DEFAULT: usize = 1;
+/// Below this many rows the trends fold away by themselves (`t` folds and unfolds them by hand):
+/// the tables need the room more.
+pub const TRENDS_MIN_HEIGHT: u16 = 36;
+/// Registry totals the dashboard remembers for the fence-loss and failed-round trends: a day at
+/// one refresh a second would be 86,400; the oldest go first.
+const REGISTRY_SAMPLES: usize = 20_000;
 
 /// One refresh, as the read models returned it.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +53,10 @@ pub struct Snapshot {
     pub misfires: BTreeMap<TriggerName, i64>,
     /// What `inspect trigger` says about the trigger the detail pane shows.
     pub detail: Option<TriggerDetail>,
+    /// Admissions, lag and misfires per bucket over the trends' window.
+    pub trends: Trends,
+    /// What an outage is decided from (`core::outage`).
+    pub outage: OutageFacts,
     /// How long the refresh took (shown in the header).
     pub took: Duration,
 }
@@ -43,6 +64,35 @@ pub struct Snapshot {
 impl Snapshot {
     pub fn now_ms(&self) -> i64 {
         self.summary.now_ms
+    }
+
+    /// The outage these facts show, if any (the banner).
+    pub fn outage(&self) -> Option<Outage> {
+        outage::classify(&self.outage)
+    }
+
+    /// How the registry sees a claim owner: `Some(Stalled)` or `Some(Stale)` when it is a
+    /// registered replica that is not live (its claims may be held by a process that is hung
+    /// or dead), `Some(Stopped)` for one that stopped; `None` for a live replica or an owner the
+    /// registry does not know (an operator).
+    pub fn owner_trouble(&self, owner: &str) -> Option<Liveness> {
+        self.summary
+            .replicas
+            .iter()
+            .find(|r| r.owner == owner)
+            .map(|r| r.liveness)
+            .filter(|l| *l != Liveness::Live)
+    }
+
+    /// The registry's running totals of fence losses and failed rounds, over every replica it
+    /// holds.
+    pub fn registry_totals(&self) -> RegistrySample {
+        let replicas = &self.summary.replicas;
+        RegistrySample {
+            at_ms: self.now_ms(),
+            fence_losses: replicas.iter().map(|r| r.fence_losses).sum(),
+            failed_rounds: replicas.iter().map(|r| r.failed_rounds).sum(),
+        }
     }
 
     /// The claim recorded on a schedule row, with its fence.
@@ -92,6 +142,41 @@ impl Snapshot {
         );
         rows
     }
+}
+
+/// The registry's running totals at one refresh (see [`Snapshot::registry_totals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RegistrySample {
+    pub at_ms: i64,
+    pub fence_losses: i64,
+    pub failed_rounds: i64,
+}
+
+/// Per bucket of `trends`, the fence losses and failed rounds the registry's totals grew by,
+/// from the samples the dashboard took (oldest first); `None` for a bucket before the first
+/// sample, when the dashboard was not yet watching. A total that fell (the registry forgot a
+/// replica) counts as no growth.
+pub fn registry_deltas(samples: &[RegistrySample], trends: &Trends) -> Vec<Option<(i64, i64)>> {
+    let at_or_before = |ms: i64| samples.iter().rev().find(|s| s.at_ms <= ms);
+    let first = samples.first().map(|s| s.at_ms);
+    trends
+        .buckets
+        .iter()
+        .map(|bucket| {
+            // The newest bucket ends at the trends' now, which is the newest sample's time.
+            let end = bucket.start_ms + trends.bucket_ms;
+            let first = first?;
+            if first > end {
+                return None;
+            }
+            let before = at_or_before(bucket.start_ms).or(samples.first())?;
+            let after = at_or_before(end)?;
+            Some((
+                (after.fence_losses - before.fence_losses).max(0),
+                (after.failed_rounds - before.failed_rounds).max(0),
+            ))
+        })
+        .collect()
 }
 
 /// A row of the replicas panel.
@@ -243,6 +328,19 @@ pub struct App {
     pub stale: Option<Stale>,
     /// The selected schedule row, by key so that it survives a refresh that reorders rows.
     pub selected: Option<TriggerName>,
+    /// The cursor stays on the first row whatever comes to the top (the most urgent row, in the
+    /// default sort), until the operator moves it down; then it follows its trigger, so that a
+    /// key acts on the row the operator chose. Moving back to the first row (or `g`) follows
+    /// the head again.
+    pub follow_head: bool,
+    /// Index into [`TREND_WINDOWS_MS`].
+    pub trend_window: usize,
+    /// Folded by `t` (they also fold on a terminal shorter than [`TRENDS_MIN_HEIGHT`]).
+    pub trends_folded: bool,
+    /// The registry's totals at each refresh since the dashboard opened, oldest first.
+    pub registry_samples: Vec<RegistrySample>,
+    /// The first line of the help overlay shown (it scrolls).
+    pub help_scroll: u16,
     /// Applied filter: part of `PROJECT/TRIGGER` or of the claim owner.
     pub filter: String,
     pub sort: SortOrder,
@@ -263,6 +361,11 @@ impl App {
             snapshot: None,
             stale: None,
             selected: None,
+            follow_head: true,
+            trend_window: TREND_WINDOW_DEFAULT,
+            trends_folded: false,
+            registry_samples: Vec::new(),
+            help_scroll: 0,
             filter: String::new(),
             sort: SortOrder::default(),
             paused: false,
@@ -279,6 +382,13 @@ impl App {
         if self.paused {
             return;
         }
+        let sample = snapshot.registry_totals();
+        let horizon = sample.at_ms - TREND_WINDOWS_MS[TREND_WINDOWS_MS.len() - 1];
+        self.registry_samples.retain(|s| s.at_ms >= horizon);
+        if self.registry_samples.len() >= REGISTRY_SAMPLES {
+            self.registry_samples.remove(0);
+        }
+        self.registry_samples.push(sample);
         self.snapshot = Some(snapshot);
         self.stale = None;
         self.keep_selection_visible();
@@ -380,14 +490,39 @@ impl App {
         let last = rows.len().saturating_sub(1);
         let target = current.saturating_add_signed(delta).min(last);
         self.selected = rows.get(target).map(|r| key_of(r));
+        self.follow_head = target == 0;
     }
 
-    /// After a refresh or a filter, the selection names a row that is on screen.
+    /// After a refresh or a filter, the selection names a row that is on screen: the first one
+    /// while the cursor follows the head, else the row it was on (the first when that row is
+    /// gone).
     pub fn keep_selection_visible(&mut self) {
-        let key = self
-            .selected_index()
-            .and_then(|i| self.visible_schedules().get(i).map(|r| key_of(r)));
+        let key = if self.follow_head {
+            self.visible_schedules().first().map(|r| key_of(r))
+        } else {
+            self.selected_index()
+                .and_then(|i| self.visible_schedules().get(i).map(|r| key_of(r)))
+        };
         self.selected = key;
+    }
+
+    /// The trends' window in milliseconds.
+    pub fn trend_window_ms(&self) -> i64 {
+        TREND_WINDOWS_MS[self.trend_window.min(TREND_WINDOWS_MS.len() - 1)]
+    }
+
+    /// A longer (`]`) or shorter (`[`) trends window, within the list.
+    pub fn step_trend_window(&mut self, longer: bool) {
+        self.trend_window = if longer {
+            (self.trend_window + 1).min(TREND_WINDOWS_MS.len() - 1)
+        } else {
+            self.trend_window.saturating_sub(1)
+        };
+    }
+
+    /// Whether the trends show on a terminal `height` rows tall.
+    pub fn trends_shown(&self, height: u16) -> bool {
+        !self.trends_folded && height >= TRENDS_MIN_HEIGHT
     }
 
     /// One step faster (`+`) or slower (`-`), within the bounds.
@@ -412,6 +547,7 @@ impl App {
                 Modal::Detail { key } => Some(key.clone()),
                 _ => None,
             },
+            trend_window_ms: self.trend_window_ms(),
         }
     }
 }
@@ -422,6 +558,7 @@ pub struct LoadRequest {
     pub refresh: Duration,
     pub paused: bool,
     pub detail: Option<TriggerName>,
+    pub trend_window_ms: i64,
 }
 
 impl Default for LoadRequest {
@@ -430,6 +567,7 @@ impl Default for LoadRequest {
             refresh: REFRESH_DEFAULT,
             paused: false,
             detail: None,
+            trend_window_ms: TREND_WINDOWS_MS[TREND_WINDOW_DEFAULT],
         }
     }
 }

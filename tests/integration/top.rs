@@ -586,3 +586,175 @@ async fn misfire_counts_follow_the_revision_and_the_retention_and_manual_claiman
         .expect("the manual claimant is listed");
     assert_eq!((bob.claims, bob.manual_claims), (1, 1));
 }
+
+/// The outage facts `top`'s banner decides from, read from a real database: rows waiting with no
+/// replica ever started, then with the only replica stale, then a live replica with a row past
+/// its grace, then one past no grace but waiting longer than the minute with nothing admitted.
+#[tokio::test]
+async fn the_outage_banner_names_each_outage_from_the_database() {
+    use qlsched::core::outage::OutageKind;
+    use qlsched::store::replicas::{Registration, register};
+
+    let db = TestDb::new().await;
+    db.publish(&manifest(serde_json::json!([
+        { "id": "tick", "task": "t", "cron": "* * * * * *" }
+    ])))
+    .await;
+    let store = db.store("qlsched top test").await;
+    let outage = || async {
+        read_snapshot(&store, None)
+            .await
+            .expect("snapshot")
+            .outage()
+    };
+
+    // Nothing ever ran: the row has no cursor yet, and the next command starts a replica.
+    let never = outage().await.expect("an outage before the first replica");
+    assert_eq!(never.kind, OutageKind::NoLiveReplica);
+    assert_eq!(never.next_command, "qlsched run");
+    assert!(never.headline.contains("1 row due"), "{never:?}");
+
+    let client = db.client().await;
+    let registration = |owner| Registration {
+        owner,
+        host: "node-1",
+        pid: 1,
+        version: "test",
+        lease_ms: 5_000,
+        // A minute's cadence keeps a registered replica live for the whole test.
+        cadence_ms: 60_000,
+    };
+    register(&client, &registration("dead-replica"))
+        .await
+        .expect("register");
+    client
+        .execute(
+            "UPDATE replicas SET heartbeat_at_ms = now_ms() - 3600000 WHERE owner = 'dead-replica'",
+            &[],
+        )
+        .await
+        .expect("age a heartbeat");
+    let dead = outage()
+        .await
+        .expect("an outage with the only replica stale");
+    assert_eq!(dead.kind, OutageKind::NoLiveReplica);
+    assert_eq!(dead.next_command, "qlsched inspect replicas");
+
+    register(&client, &registration("live-replica"))
+        .await
+        .expect("register");
+    client
+        .execute(
+            "UPDATE trigger_schedules
+             SET next_fire_at_ms = now_ms() - 120000, accounted_from_ms = now_ms() - 120000,
+                 updated_at_ms = now_ms()
+             WHERE project_id = 'p' AND trigger_id = 'tick'",
+            &[],
+        )
+        .await
+        .expect("a cursor two minutes late");
+    let late = outage().await.expect("a row past its 60 s grace");
+    assert_eq!(late.kind, OutageKind::OverdueBeyondGrace);
+    assert!(late.headline.contains("late by 2m"), "{late:?}");
+
+    client
+        .execute(
+            "UPDATE triggers SET misfire_grace_ms = 3600000
+             WHERE project_id = 'p' AND trigger_id = 'tick'",
+            &[],
+        )
+        .await
+        .expect("an hour's grace");
+    let stopped = outage().await.expect("admissions stopped");
+    assert_eq!(stopped.kind, OutageKind::AdmissionsStopped);
+    assert_eq!(stopped.next_command, "qlsched inspect replicas");
+}
+
+/// An hour of history: a run of `p/tick` every second, 30 ms late for the first forty minutes
+/// and 2.5 s late for the last twenty, and a misfire record of 7 occurrences half an hour ago.
+async fn an_hour_of_history(db: &TestDb) {
+    let client = db.client().await;
+    client
+        .execute(
+            "INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id,
+                               task_revision, execution_revision_id, idempotency_key, status,
+                               scheduled_for_ms, created_at_ms, queued_at_ms, origin)
+             SELECT gen_random_uuid(), g.project_id, g.trigger_id, g.revision, k.task_id,
+                    k.revision, k.execution_revision_id, 'history:' || i, 'succeeded',
+                    n.ms - CASE WHEN i > 1200 THEN 30 ELSE 2500 END, n.ms, n.ms, 'cron'
+             FROM generate_series(1, 3600) i
+             CROSS JOIN LATERAL (SELECT now_ms() - i * 1000 AS ms) n
+             JOIN triggers g ON g.project_id = 'p' AND g.trigger_id = 'tick'
+             JOIN tasks k ON k.project_id = g.project_id AND k.task_id = g.task_id",
+            &[],
+        )
+        .await
+        .expect("an hour of runs");
+    client
+        .execute(
+            "INSERT INTO misfires (project_id, trigger_id, trigger_revision, first_occurrence_ms,
+                                   last_occurrence_ms, occurrences, occurrences_exact, policy,
+                                   reason, owner, decided_at_ms, recorded_at_ms)
+             VALUES ('p', 'tick', 1, now_ms() - 1807000, now_ms() - 1801000, 7, true, 'skip',
+                     'beyond_grace', 'history', now_ms() - 1800000, now_ms() - 1800000)",
+            &[],
+        )
+        .await
+        .expect("a misfire record");
+}
+
+/// `top` opened on a database with an hour of history shows it in the trend header at its
+/// first refresh (the refresh is 10 s, and the header is read sooner), with the outage banner
+/// above it, since no replica ever ran here.
+#[tokio::test(flavor = "multi_thread")]
+async fn top_in_a_real_terminal_shows_an_hour_of_history_at_its_first_refresh() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(serde_json::json!([
+        { "id": "tick", "task": "t", "cron": "* * * * * *" }
+    ])))
+    .await;
+    an_hour_of_history(&db).await;
+
+    let tmux = Tmux::start("top-history", 120, 40);
+    tmux.wait_for("the shell prompt", |s| s.contains(PROMPT));
+    let command = format!(
+        "{} -D '{}' top --refresh 10s; echo \"top exited $?\"",
+        bin().display(),
+        db.url()
+    );
+    let started = std::time::Instant::now();
+    tmux.send(&[&command, "Enter"]);
+    let screen = tmux.wait_for("the trend header", |s| {
+        s.contains("Trends, last 1h00m") && line_with(s, "misfired").contains("7 in the window")
+    });
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "read after the first refresh:\n{screen}"
+    );
+    let admitted = line_with(&screen, "admitted");
+    assert!(
+        admitted.contains("max 60 a bar") || admitted.contains("max 61 a bar"),
+        "a run a second is 60 a minute:\n{screen}"
+    );
+    assert!(
+        line_with(&screen, "lag p99").contains("max 2.5s"),
+        "{screen}"
+    );
+    let p50 = line_with(&screen, "lag p50");
+    assert!(p50.contains("2.5s now, max 2.5s"), "{screen}");
+    // Forty minutes of low bars, then twenty of high ones.
+    assert!(p50.contains("▃▃▃▃") && p50.contains("████"), "{screen}");
+    assert!(
+        screen.contains("OUTAGE: no live replica, 1 row due")
+            && screen.contains("next:  qlsched run"),
+        "{screen}"
+    );
+
+    // t folds the trends away, and unfolds them.
+    tmux.send(&["t"]);
+    tmux.wait_for("the trends folded", |s| !s.contains("Trends, last"));
+    tmux.send(&["t"]);
+    tmux.wait_for("the trends back", |s| s.contains("Trends, last"));
+    tmux.send(&["q"]);
+    tmux.wait_for("top to exit", |s| s.contains("top exited 0"));
+}

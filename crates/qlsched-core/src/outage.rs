@@ -32,7 +32,8 @@ pub struct OutageFacts {
     /// Replicas in the registry in any state: none means no replica ever ran here (or the registry
     /// forgot them, a week after their last heartbeat).
     pub registered_replicas: i64,
-    /// Claimable rows whose next occurrence is due now (claimed or not).
+    /// Claimable rows whose next occurrence is due now (claimed or not), or whose cursor no
+    /// replica has initialized yet (it waits for one as much).
     pub due_rows: i64,
     /// Of those, rows late by more than their own misfire grace plus [`GRACE_SLACK_MS`].
     pub overdue_beyond_grace: i64,

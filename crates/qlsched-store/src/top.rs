@@ -15,6 +15,16 @@
 //! idle ones included) beside the claim owners, and the header whether the server is a standby
 //! (`super::observe::server_role`, the same read as `inspect`'s).
 //!
+//! The trends ([`trends`]) and the outage facts ([`outage_facts`]) are read from what the
+//! database holds, so they are there the moment `top` opens: runs by their creation time (the
+//! `runs_created` index) and misfire records by theirs (`misfires_recorded`). Each bucket of a
+//! trend reads at most [`TREND_SAMPLE`] runs and records from the head of its time range, so a
+//! refresh costs the same over a quiet quarter hour and over a day of 100 admissions a second: a
+//! bucket with more runs than the sample has its admissions extrapolated from the time its
+//! sample spans (and says so), and its lag percentiles are those of the sample. Fence losses and
+//! failed rounds exist in the database only as the registry's running totals per replica, so
+//! their trend is the dashboard's own record of those totals, from the moment it opened.
+//!
 //! [`snapshot`] is the dashboard's whole list read: the summary, the most urgent schedule rows,
 //! the held claims, the newest admissions and the misfire counts of the loaded rows, in one
 //! REPEATABLE READ READ ONLY transaction, so that they describe the same instant. The screen
@@ -144,21 +154,125 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
     })
 }
 
+/// Runs (and misfire records) a trend bucket reads at most, from the head of its time range.
+pub const TREND_SAMPLE: i64 = 100;
+/// Buckets a trend window is cut into: one bar each.
+pub const TREND_BUCKETS: i64 = 60;
 /// Due rows the outage facts look at, most overdue first: past it, the count is a lower bound.
 pub const OUTAGE_DUE_CAP: i64 = 1_000;
 
+/// One bar of the trends: what happened in `[start_ms, start_ms + bucket_ms)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct TrendBucket {
+    pub start_ms: i64,
+    /// Runs created in the bucket; extrapolated from the sample when `admissions_estimated`.
+    pub admissions: i64,
+    pub admissions_estimated: bool,
+    /// Admission lag (creation minus occurrence) of the sampled scheduler runs (`origin` cron;
+    /// a backfill's or a manual run's lag says nothing of the replicas), median and 99th
+    /// percentile; `None` when the bucket has none.
+    pub lag_p50_ms: Option<i64>,
+    pub lag_p99_ms: Option<i64>,
+    /// Occurrences passed over by the misfire records written in the bucket (at most
+    /// [`TREND_SAMPLE`] records read).
+    pub misfires: i64,
+}
+
+/// The trends over the window ending at `now_ms`, oldest bucket first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Trends {
+    pub now_ms: i64,
+    pub window_ms: i64,
+    pub bucket_ms: i64,
+    pub buckets: Vec<TrendBucket>,
+}
+
+// The window [now - $1, now) cut into buckets of $2 ms; in each, the first $3 runs by creation
+// time (a range of the runs_created index) with their lag, and the first $3 misfire records by
+// their recording time (misfires_recorded). Lag percentiles over the scheduler's own runs only.
+const TRENDS: &str = "WITH clock AS MATERIALIZED (
+        SELECT now_ms() AS now_ms
+    ), buckets AS MATERIALIZED (
+        SELECT b, c.now_ms - $1::bigint + b * $2::bigint AS lo,
+               c.now_ms - $1::bigint + (b + 1) * $2::bigint AS hi
+        FROM clock c, generate_series(0, $1::bigint / $2::bigint - 1) b
+    )
+    SELECT (SELECT now_ms FROM clock) AS now_ms, b.lo, r.n, r.last_ms, r.p50, r.p99,
+           m.occurrences
+    FROM buckets b
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS n, max(created_at_ms) AS last_ms,
+               percentile_disc(0.5) WITHIN GROUP (ORDER BY lag_ms)
+                   FILTER (WHERE origin = 'cron') AS p50,
+               percentile_disc(0.99) WITHIN GROUP (ORDER BY lag_ms)
+                   FILTER (WHERE origin = 'cron') AS p99
+        FROM (SELECT created_at_ms, created_at_ms - scheduled_for_ms AS lag_ms, origin
+              FROM runs
+              WHERE created_at_ms >= b.lo AND created_at_ms < b.hi
+              ORDER BY created_at_ms LIMIT $3) sample) r
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(occurrences), 0)::bigint AS occurrences
+        FROM (SELECT occurrences FROM misfires
+              WHERE recorded_at_ms >= b.lo AND recorded_at_ms < b.hi
+              LIMIT $3) sample) m
+    ORDER BY b.b";
+
+/// The trends over the last `window_ms`, in [`TREND_BUCKETS`] buckets (see the module comment
+/// for what each reads).
+pub async fn trends(client: &impl GenericClient, window_ms: i64) -> Result<Trends, StoreError> {
+    let bucket_ms = (window_ms / TREND_BUCKETS).max(1);
+    let window_ms = bucket_ms * TREND_BUCKETS;
+    let rows = client
+        .query(TRENDS, &[&window_ms, &bucket_ms, &TREND_SAMPLE])
+        .await?;
+    let mut now_ms = 0;
+    let buckets = rows
+        .iter()
+        .map(|row| {
+            now_ms = row.col("now_ms")?;
+            let start_ms: i64 = row.col("lo")?;
+            let sampled: i64 = row.col("n")?;
+            let last_ms: Option<i64> = row.col("last_ms")?;
+            let estimated = sampled >= TREND_SAMPLE;
+            let admissions = match last_ms {
+                // The sample filled before the bucket's end: its rate over the time it spans.
+                Some(last) if estimated => {
+                    let spanned = (last - start_ms + 1).max(1);
+                    sampled.saturating_mul(bucket_ms) / spanned
+                }
+                _ => sampled,
+            };
+            Ok(TrendBucket {
+                start_ms,
+                admissions: admissions.max(sampled),
+                admissions_estimated: estimated,
+                lag_p50_ms: row.col("p50")?,
+                lag_p99_ms: row.col("p99")?,
+                misfires: row.col("occurrences")?,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    Ok(Trends {
+        now_ms,
+        window_ms,
+        bucket_ms,
+        buckets,
+    })
+}
+
 // What an outage is decided from (core::outage), at one database instant: the claimable rows
-// whose cursor is past (claimed or not; the claimable-order index, most overdue first, at most
-// $1), how long the oldest has waited, how many of them are later than their trigger's misfire
-// grace plus $2 (each joined to its trigger by key), and the runs created in the last minute
-// (runs_created).
+// whose cursor is past or not yet set (claimed or not; a row no replica has initialized waits for
+// one as much as an overdue row does), from the claimable-order index in its order (uninitialized
+// rows, then the most overdue), at most $1; how long the oldest cursor has waited; how many are
+// later than their trigger's misfire grace plus $2 (each joined to its trigger by key); and the
+// runs created in the last minute (runs_created).
 const OUTAGE_FACTS: &str = "WITH clock AS MATERIALIZED (
         SELECT now_ms() AS now_ms
     ), due AS MATERIALIZED (
         SELECT s.project_id, s.trigger_id, s.next_fire_at_ms
         FROM trigger_schedules s, clock c
-        WHERE s.claimable AND s.next_fire_at_ms <= c.now_ms
-        ORDER BY s.next_fire_at_ms, s.project_id, s.trigger_id
+        WHERE s.claimable AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= c.now_ms)
+        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
         LIMIT $1
     )
     SELECT (SELECT count(*) FROM due) AS due_rows,
@@ -215,6 +329,8 @@ pub struct SnapshotLimits {
     pub claims: i64,
     /// Newest admissions.
     pub recent: i64,
+    /// The trends' window.
+    pub trend_window_ms: i64,
 }
 
 /// The dashboard's rows at one database instant (see [`snapshot`]).
@@ -230,6 +346,8 @@ pub struct TopRows {
     /// Misfire records still in retention of each loaded schedule row's current revision; rows
     /// without one are absent.
     pub misfires: Vec<(TriggerName, i64)>,
+    pub trends: Trends,
+    pub outage: OutageFacts,
 }
 
 /// Reads the dashboard's rows. The list statements run pipelined in one REPEATABLE READ READ
@@ -250,13 +368,17 @@ pub async fn snapshot(
         .batch_execute(&schema.transaction_settings())
         .await?;
     let reads: &tokio_postgres::Transaction = &transaction;
-    let (summary, schedules, claims, recent) = tokio::join!(
+    let (summary, schedules, claims, recent, trends, outage) = tokio::join!(
         top_summary(reads),
         read::urgent_schedules(reads, limits.schedules),
         read::claims(reads, None, false, limits.claims),
         read::runs(reads, None, None, limits.recent),
+        trends(reads, limits.trend_window_ms),
+        outage_counts(reads),
     );
-    let (summary, schedules, claims, recent) = (summary?, schedules?, claims?, recent?);
+    let (summary, schedules, claims, recent, trends) =
+        (summary?, schedules?, claims?, recent?, trends?);
+    let outage = with_replicas(outage?, &summary.replicas);
     // Misfire records of the loaded rows' current revisions: one grouped read, index-bounded.
     let keys: Vec<(&str, &str, i64)> = schedules
         .iter()
@@ -276,10 +398,13 @@ pub async fn snapshot(
         claims,
         recent,
         misfires,
+        trends,
+        outage,
     })
 }
 
 super::statements::statements! {
     TOP_COUNTS: Observer,
+    TRENDS: Observer,
     OUTAGE_FACTS: Observer,
 }

@@ -3,10 +3,29 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Style};
-use ratatui::text::Span;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::*;
 
 use super::*;
+
+/// The replicas panel's columns: the registry's counters (failed rounds, fence losses, misfires
+/// recorded, all since the replica started) beside the claims, then the version it runs and, in
+/// the last column, what needs a look (or its last error).
+const REPLICA_COLUMNS: &[(&str, Constraint)] = &[
+    ("replica or owner", Constraint::Fill(2)),
+    ("state", Constraint::Length(8)),
+    ("heartbeat", Constraint::Length(10)),
+    ("claims", Constraint::Length(6)),
+    ("expired", Constraint::Length(7)),
+    ("last claim", Constraint::Length(11)),
+    ("adm/1m", Constraint::Length(6)),
+    ("batch", Constraint::Length(5)),
+    ("fail", Constraint::Length(4)),
+    ("fence", Constraint::Length(5)),
+    ("misf", Constraint::Length(4)),
+    ("version", Constraint::Length(8)),
+    ("", Constraint::Fill(3)),
+];
 
 /// The replicas panel: registered replicas that have not stopped, live or stale, idle ones
 /// included (the registry, as `inspect replicas` reads it), then claim owners without a running
@@ -19,9 +38,25 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
         .map(|s| s.panel_rows())
         .unwrap_or_default();
     let (mut live, mut stalled, mut stale, mut others) = (0, 0, 0, 0);
+    // Which of REPLICA_COLUMNS fit: the version, then the last claim and the batch, then the
+    // registry's counters give way (inspect replicas has them all).
+    let shown: Vec<bool> = REPLICA_COLUMNS
+        .iter()
+        .map(|(name, _)| match *name {
+            "version" => area.width >= 130,
+            "last claim" | "batch" => area.width >= 110,
+            "fail" | "fence" | "misf" => area.width >= 100,
+            _ => true,
+        })
+        .collect();
+    let shown = &shown;
     let rows: Vec<Row> = panel
         .iter()
         .map(|row| {
+            let registry = match *row {
+                PanelRow::Replica { replica, .. } => Some(replica),
+                PanelRow::Other { .. } => None,
+            };
             let (name, state, heartbeat, owner, batch) = match *row {
                 PanelRow::Replica { replica, claims } => {
                     let state = match (replica.liveness, replica.state.as_str()) {
@@ -71,6 +106,8 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                 Span::styled("! ALL CLAIMS EXPIRED", theme.alarm())
             } else if owner.is_some_and(|o| o.expired > 0) {
                 Span::styled("some claims expired", theme.warn())
+            } else if let Some(error) = registry.and_then(|r| r.last_error.as_deref()) {
+                Span::styled(format!("last error: {}", clean(error)), theme.warn())
             } else if owner.is_none() {
                 Span::styled("idle", theme.dim())
             } else {
@@ -86,7 +123,10 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
             let count = |pick: fn(&crate::store::read::OwnerClaims) -> i64| {
                 owner.map_or_else(|| "0".to_owned(), |o| pick(o).to_string())
             };
-            Row::new(vec![
+            let counter = |pick: fn(&crate::store::replicas::ReplicaView) -> i64| {
+                registry.map_or_else(|| "-".to_owned(), |r| pick(r).to_string())
+            };
+            let cells = vec![
                 Cell::from(clean(name)),
                 Cell::from(state),
                 Cell::from(heartbeat),
@@ -98,8 +138,18 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
                 )),
                 Cell::from(count(|o| o.admissions_last_minute)),
                 Cell::from(batch),
+                Cell::from(counter(|r| r.failed_rounds)),
+                Cell::from(counter(|r| r.fence_losses)),
+                Cell::from(counter(|r| r.misfires)),
+                Cell::from(registry.map_or_else(|| "-".to_owned(), |r| clean(&r.version))),
                 Cell::from(status),
-            ])
+            ];
+            Row::new(
+                cells
+                    .into_iter()
+                    .zip(shown)
+                    .filter_map(|(cell, show)| show.then_some(cell)),
+            )
             .style(style)
         })
         .collect();
@@ -122,35 +172,12 @@ pub(super) fn draw_replicas(frame: &mut Frame, area: Rect, app: &App, theme: The
             String::new()
         }
     );
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Fill(2),
-            Constraint::Length(8),
-            Constraint::Length(10),
-            Constraint::Length(6),
-            Constraint::Length(7),
-            Constraint::Length(11),
-            Constraint::Length(6),
-            Constraint::Length(5),
-            Constraint::Fill(2),
-        ],
-    )
-    .header(
-        Row::new([
-            "replica or owner",
-            "state",
-            "heartbeat",
-            "claims",
-            "expired",
-            "last claim",
-            "adm/1m",
-            "batch",
-            "",
-        ])
-        .style(theme.title()),
-    )
-    .block(block(&title, theme));
+    let pick = |(column, show): (&(&'static str, Constraint), &bool)| show.then_some(*column);
+    let columns: Vec<(&str, Constraint)> =
+        REPLICA_COLUMNS.iter().zip(shown).filter_map(pick).collect();
+    let table = Table::new(rows, columns.iter().map(|(_, width)| *width))
+        .header(Row::new(columns.iter().map(|(name, _)| *name)).style(theme.title()))
+        .block(block(&title, theme));
     frame.render_widget(table, area);
     if empty {
         let inner = Rect {
@@ -251,11 +278,7 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
                 Cell::from(Span::styled(label, style)),
                 Cell::from(next),
                 Cell::from(lag),
-                Cell::from(
-                    row.claim_owner
-                        .as_deref()
-                        .map_or_else(|| "-".to_owned(), clean),
-                ),
+                owner_cell(app, row.claim_owner.as_deref(), theme),
                 Cell::from(lease_cell(app, row, bar)),
                 Cell::from(row.claim_version.to_string()),
                 Cell::from(row.state_version.to_string()),
@@ -317,6 +340,37 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
     frame.render_stateful_widget(table, area, &mut state);
 }
 
+/// A claim owner as the schedules table shows it: marked STALE or STALLED when the registry says
+/// its replica is not live (the claim is held by a process that is dead or hung), `stopped` when
+/// the replica stopped and left it.
+fn owner_cell<'a>(app: &App, owner: Option<&str>, theme: Theme) -> Cell<'a> {
+    let Some(owner) = owner else {
+        return Cell::from("-");
+    };
+    let trouble = app.snapshot.as_ref().and_then(|s| s.owner_trouble(owner));
+    let name = Span::raw(clean(owner));
+    match trouble.map(owner_mark) {
+        Some((mark, alarm)) => Cell::from(Line::from(vec![
+            name,
+            Span::styled(
+                format!(" {mark}"),
+                if alarm { theme.alarm() } else { theme.warn() },
+            ),
+        ])),
+        None => Cell::from(Line::from(name)),
+    }
+}
+
+/// The mark of an owner whose replica is not live, and whether it is an alarm (its claims have
+/// expired) rather than a warning.
+pub(super) fn owner_mark(liveness: Liveness) -> (&'static str, bool) {
+    match liveness {
+        Liveness::Stale => ("STALE", true),
+        Liveness::Stalled => ("STALLED", false),
+        _ => ("stopped", false),
+    }
+}
+
 pub(super) fn draw_recent(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
     let runs = app.visible_recent();
@@ -324,7 +378,7 @@ pub(super) fn draw_recent(frame: &mut Frame, area: Rect, app: &App, theme: Theme
         .iter()
         .map(|run| {
             Row::new(vec![
-                Cell::from(format!("{} ago", span(now - run.created_at_ms))),
+                Cell::from(format!("{} ago", short_span(now - run.created_at_ms))),
                 Cell::from(clean(
                     &TriggerName::new(&run.project_id, &run.trigger_id).to_string(),
                 )),
@@ -337,7 +391,8 @@ pub(super) fn draw_recent(frame: &mut Frame, area: Rect, app: &App, theme: Theme
     let table = Table::new(
         rows,
         [
-            Constraint::Length(10),
+            // short_span is at most six characters, seven with a sign: never cut.
+            Constraint::Length(11),
             Constraint::Fill(2),
             Constraint::Length(12),
             Constraint::Fill(2),

@@ -35,7 +35,63 @@ pub(super) fn draw_popup(
     );
 }
 
-pub(super) fn draw_help(frame: &mut Frame, body: Rect, theme: Theme) {
+/// The help overlay over `area`, from line `scroll` on: as tall as it needs and the screen
+/// allows; what does not fit scrolls, and the title says where it is.
+/// A dialog that asks before it changes something: `lines` wrap to the dialog's width, which
+/// grows the dialog (as far as `body` allows), and `keys` ([`confirm_keys`]) is drawn on the last
+/// row inside the border whatever the wrapping did, so the answer keys are never cut off.
+pub(super) fn draw_dialog(
+    frame: &mut Frame,
+    body: Rect,
+    title: &str,
+    lines: Vec<Line<'static>>,
+    keys: Line<'static>,
+    width: u16,
+    theme: Theme,
+) {
+    let inner_width = usize::from(width.min(body.width).saturating_sub(2).max(1));
+    let wrapped: usize = lines
+        .iter()
+        .map(|line| line.width().div_ceil(inner_width).max(1))
+        .sum();
+    // Border, wrapped text, a blank line, the keys.
+    let height = u16::try_from(wrapped + 4).unwrap_or(u16::MAX);
+    let area = centered(body, width, height);
+    frame.render_widget(Clear, area);
+    frame.render_widget(block(title, theme), area);
+    let inner = area.inner(ratatui::layout::Margin::new(1, 1));
+    let keys_row = Rect {
+        y: inner.y + inner.height.saturating_sub(1),
+        height: inner.height.min(1),
+        ..inner
+    };
+    let text_area = Rect {
+        height: inner.height.saturating_sub(2),
+        ..inner
+    };
+    frame.render_widget(
+        Paragraph::new(Text::from(lines).alignment(Alignment::Left)).wrap(Wrap { trim: false }),
+        text_area,
+    );
+    frame.render_widget(Paragraph::new(keys), keys_row);
+}
+
+/// What the dialogs say of a claim owner the registry does not see as live.
+fn owner_trouble_text(app: &App, owner: &str) -> Option<(String, bool)> {
+    let liveness = app.snapshot.as_ref()?.owner_trouble(owner)?;
+    let (mark, alarm) = owner_mark(liveness);
+    let why = match liveness {
+        Liveness::Stale => "no heartbeat for longer than its lease: the process is likely dead",
+        Liveness::Stalled => {
+            "its heartbeat is late: hung, cut off, or in a very long round; its claims may still \
+             be valid"
+        }
+        _ => "the replica stopped and left this claim behind",
+    };
+    Some((format!("{mark}: {why}"), alarm))
+}
+
+pub(super) fn draw_help(frame: &mut Frame, area: Rect, scroll: u16, theme: Theme) {
     let mut lines: Vec<Line> = KEYS
         .iter()
         .map(|(keys, what)| {
@@ -52,14 +108,27 @@ pub(super) fn draw_help(frame: &mut Frame, body: Rect, theme: Theme) {
             Span::raw(*what),
         ])
     }));
-    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
-    let area = centered(body, 104, height);
-    draw_popup(
-        frame,
+    let total = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+    let area = centered(area, 104, total.saturating_add(2));
+    let inner = area.height.saturating_sub(2);
+    let scroll = scroll.min(total.saturating_sub(inner));
+    let title = if inner < total {
+        format!(
+            "Keys and columns, lines {}-{} of {total} (↑↓ PgUp PgDn scroll; ? or Esc closes)",
+            scroll + 1,
+            (scroll + inner).min(total)
+        )
+    } else {
+        "Keys and columns; times are database time (? or Esc closes)".to_owned()
+    };
+    frame.render_widget(Clear, area);
+    // Not wrapped: a wrapped line would make the scroll count rows, not lines; a key's text is
+    // written to fit the overlay's width.
+    frame.render_widget(
+        Paragraph::new(Text::from(lines))
+            .block(block(&title, theme))
+            .scroll((scroll, 0)),
         area,
-        "Keys and columns; times are database time (? or Esc closes)",
-        Text::from(lines),
-        theme,
     );
 }
 
@@ -295,19 +364,13 @@ pub(super) fn draw_confirm_pause(
             ));
         }
     }
-    lines.push(Line::raw(""));
-    lines.push(Line::from(vec![
-        Span::styled("[y]", theme.alarm()),
-        Span::raw(format!(" {}  ", verb.to_lowercase())),
-        Span::styled("[n/Esc]", theme.title()),
-        Span::raw(" cancel"),
-    ]));
-    let area = centered(body, 84, 13);
-    draw_popup(
+    draw_dialog(
         frame,
-        area,
+        body,
         &format!("{verb} trigger"),
-        Text::from(lines).alignment(Alignment::Left),
+        lines,
+        confirm_keys(&verb.to_lowercase(), theme),
+        84,
         theme,
     );
 }
@@ -334,28 +397,35 @@ pub(super) fn draw_confirm(
             span(fence.expires_at_ms - now)
         )
     };
-    let lines = vec![
+    let mut lines = vec![
         Line::styled(
             format!("Expire the claim on {}?", request.key),
             theme.title(),
         ),
         Line::raw(""),
         field("owner", clean(&fence.owner), theme),
+    ];
+    if let Some((trouble, alarm)) = owner_trouble_text(app, &fence.owner) {
+        lines.push(Line::from(vec![
+            Span::raw(format!("{:<15}", "")),
+            Span::styled(trouble, if alarm { theme.alarm() } else { theme.warn() }),
+        ]));
+    }
+    lines.extend([
         field("token", fence.token.to_string(), theme),
         field("claim version", fence.version.to_string(), theme),
         field("expires", lease, theme),
         Line::raw(""),
         Line::raw("Only this exact claim is expired: if it moved since, nothing changes."),
         Line::raw("Its holder's admission will fail its fence. The expiry is audited."),
-        Line::raw(""),
-        confirm_keys("expire", theme),
-    ];
-    let area = centered(body, 76, 13);
-    draw_popup(
+    ]);
+    draw_dialog(
         frame,
-        area,
+        body,
         "Expire claim",
-        Text::from(lines).alignment(Alignment::Left),
+        lines,
+        confirm_keys("expire", theme),
+        76,
         theme,
     );
 }
@@ -373,6 +443,7 @@ fn confirm_keys(verb: &str, theme: Theme) -> Line<'static> {
 pub(super) fn draw_confirm_owner(
     frame: &mut Frame,
     body: Rect,
+    app: &App,
     request: &OwnerExpireRequest,
     theme: Theme,
 ) {
@@ -398,14 +469,19 @@ pub(super) fn draw_confirm_owner(
             "It is a live replica: it loses this round's work and claims again.",
             theme.warn(),
         ));
+    } else if let Some((trouble, alarm)) = owner_trouble_text(app, &request.owner) {
+        lines.push(Line::styled(
+            format!("It is {trouble}."),
+            if alarm { theme.alarm() } else { theme.warn() },
+        ));
     }
-    lines.extend([Line::raw(""), confirm_keys("expire all", theme)]);
-    let area = centered(body, 80, 14);
-    draw_popup(
+    draw_dialog(
         frame,
-        area,
+        body,
         "Expire an owner's claims",
-        Text::from(lines).alignment(Alignment::Left),
+        lines,
+        confirm_keys("expire all", theme),
+        80,
         theme,
     );
 }
