@@ -1438,7 +1438,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect)
-            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
+            opts="-D -o -h -V --check --database-url --schema --pooler --output --color --log-format --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -49,7 +49,7 @@ pub fn shapes() -> Vec<Shape> {
     use crate::core::publish_plan::PublishReport;
     use crate::store::migrate::{MigrateReport, MigrationStatus};
     use crate::store::misfires::MisfireRecord;
-    use crate::store::read::{AuditView, ClaimView, RunDetail, RunRow, ScheduleRow};
+    use crate::store::read::{AuditView, RunDetail, RunRow, ScheduleRow};
     use crate::store::recovery::RecoveryReport;
     use crate::store::replicas::ReplicaView;
     vec![
@@ -61,9 +61,10 @@ pub fn shapes() -> Vec<Shape> {
         one::<claim::AdmitReport>("claim admit"),
         one::<claim::ReleaseReport>("claim release"),
         one::<inspect::SummaryReport>("inspect"),
+        one::<inspect::CheckReport>("inspect --check"),
         list::<ReplicaView>("inspect replicas", "replica"),
         list::<ScheduleRow>("inspect schedules", "schedule"),
-        list::<ClaimView>("inspect claims", "claim"),
+        list::<inspect::ClaimShown>("inspect claims", "claim"),
         list::<RunRow>("inspect runs", "run"),
         one::<RunDetail>("inspect run"),
         one::<inspect::TriggerShown<'static>>("inspect trigger"),

@@ -21,6 +21,9 @@ pub enum ExitStatus {
     NothingEligible,
     /// The claim held, and the trigger's definitions no longer admit the occurrence.
     DefinitionRefused,
+    /// `inspect --check` found an outage (`core::outage`): no live replica with rows due, rows
+    /// overdue beyond their grace, or admissions stopped while rows are due.
+    Outage,
     Data,
     Unavailable,
     TempFail,
@@ -32,7 +35,7 @@ pub enum ExitStatus {
 
 impl ExitStatus {
     /// Every status, in the order of the tables.
-    pub const ALL: [ExitStatus; 13] = [
+    pub const ALL: [ExitStatus; 14] = [
         ExitStatus::Success,
         ExitStatus::Unexpected,
         ExitStatus::Usage,
@@ -40,6 +43,7 @@ impl ExitStatus {
         ExitStatus::NotFound,
         ExitStatus::NothingEligible,
         ExitStatus::DefinitionRefused,
+        ExitStatus::Outage,
         ExitStatus::Data,
         ExitStatus::Unavailable,
         ExitStatus::TempFail,
@@ -58,6 +62,7 @@ impl ExitStatus {
             ExitStatus::NotFound => 4,
             ExitStatus::NothingEligible => 5,
             ExitStatus::DefinitionRefused => 6,
+            ExitStatus::Outage => 7,
             ExitStatus::Data => 65,
             ExitStatus::Unavailable => 69,
             ExitStatus::TempFail => 75,
@@ -78,6 +83,7 @@ impl ExitStatus {
             ExitStatus::NotFound => "not_found",
             ExitStatus::NothingEligible => "nothing_eligible",
             ExitStatus::DefinitionRefused => "definition_refused",
+            ExitStatus::Outage => "outage",
             ExitStatus::Data => "bad_input",
             ExitStatus::Unavailable => "unavailable",
             ExitStatus::TempFail => "transient",
@@ -98,6 +104,7 @@ impl ExitStatus {
             ExitStatus::NotFound => "not found",
             ExitStatus::NothingEligible => "nothing eligible",
             ExitStatus::DefinitionRefused => "definition refused",
+            ExitStatus::Outage => "outage found (inspect --check)",
             ExitStatus::Data => "bad input data",
             ExitStatus::Unavailable => "database unavailable",
             ExitStatus::TempFail => {

@@ -11,6 +11,7 @@ The same for every subcommand:
   4   not found (a trigger or run; `expire --owner` naming an owner that holds no claim and that no audit row, admitted run or misfire record names)
   5   nothing eligible (no due, unclaimed row; a named row that is not eligible, or holds no claim to expire)
   6   definition refused: the claim held, and the trigger's definitions no longer admit the occurrence at admission (the project not active, the trigger or task changed, an execution revision whose digest does not match its spec; SQLSTATE QLD01); nothing written, the claim given back
+  7   outage: `inspect --check` found one (no live replica while rows are due, rows overdue beyond their misfire grace, or no admission in the last minute while a row has been due for longer); it prints the headline, the likely cause and the next command to run first
   65  bad input data (a manifest, with the JSON path, including a NUL (\\u0000) anywhere in it, and invalid UTF-8, with its byte offset; a cron expression, time zone, a malformed claim token or run id)
   69  database unavailable (including no answer within connect_timeout, and no TLS where sslmode requires it; also: the throw-away server of `demo --embedded` failed to start)
   75  transient conflict: serialization failures (40001) or deadlocks (40P01) that outlasted the retries, or hit where nothing retries them, or a statement or lock wait past its bound (57014, 55P03); the message keeps the server's last SQLSTATE, detail and hint
@@ -20,7 +21,7 @@ The same for every subcommand:
 
 A closed standard output (qlsched ... | head) ends the command quietly with status 0.
 
-With -o json an error is one JSON object on one line of stderr, and nothing is written to stdout (a check that fails, such as migrate verify or inspect invariants, prints its report on stdout first): {\"error\": string (the message the table format prints after qlsched:), \"exit_status\": int, \"kind\": \"usage\"|\"fence_rejected\"|\"not_found\"|\"nothing_eligible\"|\"definition_refused\"|\"bad_input\"|\"bad_manifest\"|\"unavailable\"|\"transient\"|\"conflict\"|\"timed_out\"|\"permission_denied\"|\"schema_not_ready\"|\"config\"|\"interrupted\"|\"unexpected\"}, and for bad_manifest \"path\" (the JSON path) and \"reason\"; for an owner never seen (expire --owner, exit 4) \"owner\" and \"seen\": false. Fields are only ever added.
+With -o json an error is one JSON object on one line of stderr, and nothing is written to stdout (a check that fails, such as migrate verify or inspect invariants, prints its report on stdout first): {\"error\": string (the message the table format prints after qlsched:), \"exit_status\": int, \"kind\": \"usage\"|\"fence_rejected\"|\"not_found\"|\"nothing_eligible\"|\"definition_refused\"|\"outage\"|\"bad_input\"|\"bad_manifest\"|\"unavailable\"|\"transient\"|\"conflict\"|\"timed_out\"|\"permission_denied\"|\"schema_not_ready\"|\"config\"|\"interrupted\"|\"unexpected\"}, and for bad_manifest \"path\" (the JSON path) and \"reason\"; for an owner never seen (expire --owner, exit 4) \"owner\" and \"seen\": false. Fields are only ever added.
 
 Echoed values (ids, owners, reasons, paths) are written with control characters escaped (ESC as \\u{1b}) and, past 512 bytes, cut with their length said: …(10240 bytes).";
 

@@ -70,6 +70,13 @@ async fn inspect_prints_every_view_in_its_documented_shape() {
 
     let summary = conforms(&db, "inspect", &["inspect"]);
     assert_eq!(summary["server"]["role"], "primary", "{summary}");
+    // No replica runs here and rows are due: an outage, its report on stdout and exit 7.
+    let output = qlsched(Some(&db), &["inspect", "--check", "-o", "json"], None);
+    assert_eq!(code(&output), 7, "{}", stderr(&output));
+    let check: serde_json::Value =
+        serde_json::from_str(&stdout(&output)).expect("one JSON document");
+    assert_conforms("inspect --check", &check);
+    assert_eq!(check["outage"]["kind"], "no_live_replica", "{check}");
     conforms(&db, "inspect replicas", &["inspect", "replicas"]);
     let schedules = conforms(&db, "inspect schedules", &["inspect", "schedules"]);
     assert_eq!(schedules.as_array().map(Vec::len), Some(2), "{schedules}");

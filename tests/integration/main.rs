@@ -15,6 +15,7 @@ mod deploy;
 mod drills;
 mod embedded;
 mod generated;
+mod inspecting;
 mod lifecycle;
 mod migrate;
 mod observe;

@@ -6,7 +6,9 @@
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::cron::CronSchedule;
 use super::manifest::ProjectStatus;
+use super::status::Liveness;
 use super::time::{span, utc};
 
 /// What the diagnosis looks at, as read at one database instant. Spans are database time.
@@ -32,6 +34,9 @@ pub struct TriggerFacts {
     /// claim initializes it.
     pub next_fire_at_ms: Option<i64>,
     pub due_in_ms: Option<i64>,
+    /// The trigger's expression and zone, to tell a next occurrence far off by its fields.
+    pub cron_expr: String,
+    pub time_zone: String,
     /// The server error that refused the admission of the occurrence the row is still at, if
     /// one did: the row is claimed and refused once a lease until its cause goes away.
     pub refusal: Option<RefusalFacts>,
@@ -62,6 +67,9 @@ pub struct ClaimFacts {
     pub owner: String,
     pub remaining_ms: i64,
     pub expired: bool,
+    /// The owner as the replica registry sees it at this instant; `None` when it is not
+    /// registered (an operator's `qlsched claim`, or a replica forgotten after a week).
+    pub owner_liveness: Option<Liveness>,
 }
 
 /// Why a schedule row is parked (not claimable): the Rust statement of the one definition of
@@ -129,17 +137,24 @@ pub fn diagnose(facts: &TriggerFacts) -> Diagnosis {
         };
     }
     if let Some(claim) = &facts.claim {
-        return if claim.expired {
-            Diagnosis::ClaimExpired {
+        return match claim.owner_liveness {
+            _ if claim.expired => Diagnosis::ClaimExpired {
                 owner: claim.owner.clone(),
                 expired_ms_ago: -claim.remaining_ms,
                 live_replicas: facts.live_replicas,
+            },
+            // A valid lease whose holder has stopped beating protects the row for nobody.
+            Some(owner_liveness @ (Liveness::Stalled | Liveness::Stale | Liveness::Stopped)) => {
+                Diagnosis::ClaimOwnerNotLive {
+                    owner: claim.owner.clone(),
+                    owner_liveness,
+                    remaining_ms: claim.remaining_ms,
+                }
             }
-        } else {
-            Diagnosis::ClaimHeld {
+            _ => Diagnosis::ClaimHeld {
                 owner: claim.owner.clone(),
                 remaining_ms: claim.remaining_ms,
-            }
+            },
         };
     }
     match (facts.next_fire_at_ms, facts.due_in_ms) {
@@ -147,9 +162,142 @@ pub fn diagnose(facts: &TriggerFacts) -> Diagnosis {
         (Some(next_fire_at_ms), Some(due_in_ms)) if due_in_ms > 0 => Diagnosis::NotDue {
             next_fire_at_ms,
             due_in_ms,
+            far: far_next(
+                &facts.cron_expr,
+                &facts.time_zone,
+                next_fire_at_ms - due_in_ms,
+            ),
         },
         _ => Diagnosis::Eligible,
     }
+}
+
+/// `at_ms` as a wall time in `time_zone` (`2027-05-01 08:00:00 CEST`); `None` for a zone
+/// chrono-tz does not know.
+fn local(at_ms: i64, time_zone: &str) -> Option<String> {
+    use chrono::TimeZone;
+    let zone: chrono_tz::Tz = time_zone.parse().ok()?;
+    let at = zone.timestamp_millis_opt(at_ms).single()?;
+    Some(at.format("%Y-%m-%d %H:%M:%S %Z").to_string())
+}
+
+impl FarNext {
+    /// The far-off note of a cause line: which fields put the occurrence there, and the next
+    /// few.
+    fn describe(&self) -> String {
+        let fields: Vec<String> = self
+            .fields
+            .iter()
+            .map(|f| {
+                format!(
+                    "the {} field `{}` (were it `*`, next at {})",
+                    f.field,
+                    f.value,
+                    utc(f.next_without_ms)
+                )
+            })
+            .collect();
+        let next: Vec<String> = self.next_ms.iter().map(|&ms| utc(ms)).collect();
+        let by = match fields.len() {
+            0 => String::new(),
+            _ => format!(", put there by {}", fields.join(" and ")),
+        };
+        format!(
+            "; that is far off{by}; its next occurrences: {}",
+            next.join(", ")
+        )
+    }
+}
+
+/// Beyond this, a next occurrence further off than the expression's own spacing is far off.
+const FAR_MS: i64 = 7 * 24 * 3_600_000;
+/// A next occurrence this many times further off than the spacing of the ones after it (and more
+/// than a day away) is far off for its own expression: `0 8 * 5 *` fires daily, in May.
+const FAR_SPACING_FACTOR: i64 = 10;
+/// How many occurrences a far one is shown with.
+const FAR_SHOWN: usize = 4;
+
+/// A next occurrence far from now, and what in the expression puts it there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct FarNext {
+    /// The fields without which the next occurrence would come much sooner, each with its value
+    /// as written and where the next occurrence would be without it (`*` in its place).
+    pub fields: Vec<FieldNote>,
+    /// The next occurrences, the first included.
+    pub next_ms: Vec<i64>,
+}
+
+/// One field of a cron expression that pushes the next occurrence far off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct FieldNote {
+    #[schemars(extend("enum" = ["second", "minute", "hour", "day-of-month", "month", "day-of-week"]))]
+    pub field: &'static str,
+    pub value: String,
+    /// The next occurrence were this field `*`.
+    pub next_without_ms: i64,
+}
+
+/// Whether the next occurrence after `now_ms` is far off (further than the spacing of the
+/// occurrences after it, and beyond a week or ten times that spacing), and which fields make it
+/// so: each restricted field
+/// is relaxed to `*` in turn, and a field whose relaxing brings the next occurrence within half
+/// its distance is named. `None` when it is near, or the expression no longer parses.
+pub fn far_next(expr: &str, time_zone: &str, now_ms: i64) -> Option<FarNext> {
+    let schedule = CronSchedule::parse(expr, time_zone).ok()?;
+    let mut next_ms = Vec::with_capacity(FAR_SHOWN);
+    let mut at = now_ms;
+    while next_ms.len() < FAR_SHOWN {
+        let Ok(next) = schedule.next_after(at) else {
+            break;
+        };
+        next_ms.push(next);
+        at = next;
+    }
+    let first = *next_ms.first()?;
+    let distance = first - now_ms;
+    let spacing = next_ms.windows(2).map(|w| w[1] - w[0]).min();
+    // Only further than the expression's own spacing: a monthly job 27 days off is as meant.
+    let far = spacing.is_some_and(|s| {
+        distance > s
+            && (distance > FAR_MS
+                || (distance > 24 * 3_600_000 && distance > FAR_SPACING_FACTOR * s))
+    });
+    if !far {
+        return None;
+    }
+    let written: Vec<&str> = expr.split_whitespace().collect();
+    let names: &[&'static str] = match written.len() {
+        5 => &["minute", "hour", "day-of-month", "month", "day-of-week"],
+        6 => &[
+            "second",
+            "minute",
+            "hour",
+            "day-of-month",
+            "month",
+            "day-of-week",
+        ],
+        // A macro (`@yearly`) has no fields to name.
+        _ => &[],
+    };
+    let fields = names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !matches!(written[*i], "*" | "?"))
+        .filter_map(|(i, &field)| {
+            let mut relaxed = written.clone();
+            relaxed[i] = "*";
+            let next_without_ms = CronSchedule::parse(&relaxed.join(" "), time_zone)
+                .ok()?
+                .next_after(now_ms)
+                .ok()?;
+            (next_without_ms - now_ms <= distance / 2).then(|| FieldNote {
+                field,
+                value: written[i].to_owned(),
+                next_without_ms,
+            })
+        })
+        .collect();
+    Some(FarNext { fields, next_ms })
 }
 
 /// Why a trigger is not firing, as far as the scheduler can tell; each cause with its fix.
@@ -193,6 +341,14 @@ pub enum Diagnosis {
         owner: String,
         remaining_ms: i64,
     },
+    /// A claim still valid whose owner the replica registry shows stalled (hung or cut off),
+    /// stale or stopped (dead): nothing is coming to admit under it.
+    ClaimOwnerNotLive {
+        owner: String,
+        /// Stalled, stale or stopped.
+        owner_liveness: Liveness,
+        remaining_ms: i64,
+    },
     ClaimExpired {
         owner: String,
         expired_ms_ago: i64,
@@ -203,19 +359,32 @@ pub enum Diagnosis {
     NotDue {
         next_fire_at_ms: i64,
         due_in_ms: i64,
+        /// Set when the next occurrence is far off (beyond a week, or much further than the
+        /// expression's own spacing): the fields that put it there, and the next occurrences.
+        far: Option<FarNext>,
     },
     /// Nothing stops it: due and unclaimed, the next replica round takes it.
     Eligible,
 }
 
 impl Diagnosis {
-    /// The cause, in one sentence.
+    /// The cause, in one sentence, its instants in UTC.
     pub fn reason(&self) -> String {
+        self.reason_in(None)
+    }
+
+    /// The cause, in one sentence, its instants in UTC and, given the trigger's time zone, in
+    /// that zone beside it: `2027-05-01T06:00:00.000Z (2027-05-01 08:00:00 CEST)`.
+    pub fn reason_in(&self, time_zone: Option<&str>) -> String {
+        let at = |ms: i64| match time_zone.and_then(|zone| local(ms, zone)) {
+            Some(local) => format!("{} ({local})", utc(ms)),
+            None => utc(ms),
+        };
         match self {
             Diagnosis::SchemaNotReady { detail } => format!("schema not ready: {detail}"),
             Diagnosis::Paused { by, at_ms, reason } => format!(
                 "paused by {by} at {}: {}",
-                utc(*at_ms),
+                at(*at_ms),
                 reason.as_deref().unwrap_or("no reason given")
             ),
             Diagnosis::ProjectSuspended => "the project is suspended".to_owned(),
@@ -248,6 +417,20 @@ impl Diagnosis {
                 owner,
                 remaining_ms,
             } => format!("claim held by {owner} for another {}", span(*remaining_ms)),
+            Diagnosis::ClaimOwnerNotLive {
+                owner,
+                owner_liveness,
+                remaining_ms,
+            } => format!(
+                "claim held by {owner} for another {}, but {owner} is {owner_liveness} in the \
+                 replica registry ({})",
+                span(*remaining_ms),
+                match owner_liveness {
+                    Liveness::Stalled => "no heartbeat for two cadences: hung or cut off",
+                    Liveness::Stopped => "it said it stopped: its owner is gone",
+                    _ => "no heartbeat for longer than its lease and cadence: its owner is dead",
+                }
+            ),
             Diagnosis::ClaimExpired {
                 owner,
                 expired_ms_ago,
@@ -265,11 +448,18 @@ impl Diagnosis {
             Diagnosis::NotDue {
                 next_fire_at_ms,
                 due_in_ms,
-            } => format!(
-                "not due until {} (in {})",
-                utc(*next_fire_at_ms),
-                span(*due_in_ms)
-            ),
+                far,
+            } => {
+                let mut out = format!(
+                    "not due until {} (in {})",
+                    at(*next_fire_at_ms),
+                    span(*due_in_ms)
+                );
+                if let Some(far) = far {
+                    out.push_str(&far.describe());
+                }
+                out
+            }
             Diagnosis::Eligible => "due and unclaimed: nothing stops it".to_owned(),
         }
     }
@@ -302,11 +492,27 @@ impl Diagnosis {
             Diagnosis::ClaimHeld { .. } => {
                 "wait for the holder to admit or the lease to expire, or `qlsched expire` it"
             }
+            Diagnosis::ClaimOwnerNotLive {
+                owner_liveness: Liveness::Stalled,
+                ..
+            } => {
+                "if its owner does not recover, `qlsched expire` the claim (fenced: the owner, if \
+                 it wakes, cannot admit under it), and find out why it hangs (`qlsched inspect \
+                 replicas`)"
+            }
+            Diagnosis::ClaimOwnerNotLive { .. } => {
+                "`qlsched expire` the claim: its owner will not admit under it, and waiting only \
+                 lets the lease run out"
+            }
             Diagnosis::ClaimExpired { .. } => {
                 "is any replica running? start `qlsched run`, or `qlsched expire` the stale claim"
             }
             Diagnosis::NotInitialized => {
                 "a running replica initializes it in its next round; is any replica running?"
+            }
+            Diagnosis::NotDue { far: Some(_), .. } => {
+                "if that is not what was meant, correct the expression (`qlsched cron EXPR -z \
+                 ZONE` lists its occurrences) and publish again"
             }
             Diagnosis::NotDue { .. } => "nothing to do: it fires when due",
             Diagnosis::Eligible => {
@@ -334,6 +540,8 @@ mod tests {
             live_replicas: 2,
             next_fire_at_ms: Some(1_000),
             due_in_ms: Some(-250),
+            cron_expr: "* * * * * *".into(),
+            time_zone: "UTC".into(),
             refusal: None,
         }
     }
@@ -410,6 +618,7 @@ mod tests {
             owner: "node-a".into(),
             remaining_ms,
             expired: remaining_ms <= 0,
+            owner_liveness: Some(Liveness::Live),
         }
     }
 
@@ -531,9 +740,107 @@ mod tests {
             diagnose(&facts),
             Diagnosis::NotDue {
                 next_fire_at_ms: 5_000,
-                due_in_ms: 4_000
+                due_in_ms: 4_000,
+                far: None
             }
         );
+    }
+
+    /// A valid claim whose owner stopped beating is no longer a reason to wait: the cause says
+    /// so, and the fix is to expire it. An owner the registry does not know (an operator's hand
+    /// claim) is a claim held as any other.
+    #[test]
+    fn a_claim_whose_owner_is_not_live_says_so_and_advises_expiry() {
+        for (liveness, words) in [
+            (Liveness::Stale, "its owner is dead"),
+            (Liveness::Stalled, "hung or cut off"),
+            (Liveness::Stopped, "its owner is gone"),
+        ] {
+            let facts = TriggerFacts {
+                claim: Some(ClaimFacts {
+                    owner_liveness: Some(liveness),
+                    ..held(3_360_000)
+                }),
+                ..eligible()
+            };
+            let diagnosis = diagnose(&facts);
+            assert_eq!(
+                diagnosis,
+                Diagnosis::ClaimOwnerNotLive {
+                    owner: "node-a".into(),
+                    owner_liveness: liveness,
+                    remaining_ms: 3_360_000
+                }
+            );
+            let reason = diagnosis.reason();
+            assert!(
+                reason.contains(&format!("node-a is {liveness}")),
+                "{reason}"
+            );
+            assert!(reason.contains(words), "{reason}");
+            assert!(
+                diagnosis.fix().contains("qlsched expire"),
+                "{}",
+                diagnosis.fix()
+            );
+            assert!(!diagnosis.fix().starts_with("wait"), "{}", diagnosis.fix());
+        }
+        let by_hand = TriggerFacts {
+            claim: Some(ClaimFacts {
+                owner_liveness: None,
+                ..held(4_000)
+            }),
+            ..eligible()
+        };
+        assert!(matches!(diagnose(&by_hand), Diagnosis::ClaimHeld { .. }));
+    }
+
+    /// `0 8 * 5 *` (May where Friday was meant), seen on 2026-12-05: daily at 08:00, but not
+    /// until May. The month field is named, the next occurrences listed, the zone's wall time
+    /// shown beside UTC, and the fix is to check the expression.
+    #[test]
+    fn a_next_occurrence_far_off_names_the_fields_that_put_it_there() {
+        let now_ms = 1_796_428_800_000; // 2026-12-05T00:00:00Z
+        let facts = TriggerFacts {
+            cron_expr: "0 8 * 5 *".into(),
+            time_zone: "Europe/Berlin".into(),
+            next_fire_at_ms: Some(1_809_151_200_000), // 2027-05-01T06:00:00Z
+            due_in_ms: Some(1_809_151_200_000 - now_ms),
+            ..eligible()
+        };
+        let diagnosis = diagnose(&facts);
+        let Diagnosis::NotDue { far: Some(far), .. } = &diagnosis else {
+            panic!("not far: {diagnosis:?}");
+        };
+        let named: Vec<&str> = far.fields.iter().map(|f| f.field).collect();
+        assert_eq!(named, ["month"]);
+        assert_eq!(far.fields[0].value, "5");
+        assert_eq!(
+            utc(far.fields[0].next_without_ms),
+            "2026-12-05T07:00:00.000Z"
+        );
+        assert_eq!(far.next_ms.len(), FAR_SHOWN);
+        assert_eq!(far.next_ms[1] - far.next_ms[0], 24 * 3_600_000);
+        let reason = diagnosis.reason_in(Some("Europe/Berlin"));
+        assert!(
+            reason.starts_with(
+                "not due until 2027-05-01T06:00:00.000Z (2027-05-01 08:00:00 CEST) (in "
+            ),
+            "{reason}"
+        );
+        assert!(reason.contains("the month field `5`"), "{reason}");
+        assert!(diagnosis.fix().contains("correct the expression"));
+
+        // Near, or as far as its own spacing says: nothing to note.
+        assert_eq!(far_next("0 8 * * *", "Europe/Berlin", now_ms), None);
+        assert_eq!(far_next("0 0 1 * *", "UTC", now_ms), None);
+        assert_eq!(far_next("0 0 1 3 *", "UTC", now_ms), None);
+        // Weekdays at 09:00 seen on a Saturday: two days off, 24 hours apart, is not ten times.
+        assert_eq!(far_next("0 9 * * 1-5", "UTC", now_ms + 86_400_000), None);
+        // Every minute of 03:00 on the 1st, by its day-of-month.
+        let hourly = far_next("* 3 1 * *", "UTC", now_ms).expect("far");
+        let named: Vec<&str> = hourly.fields.iter().map(|f| f.field).collect();
+        assert_eq!(named, ["day-of-month"]);
     }
 
     /// Each cause hides every one after it: starting from all of them at once, removing the

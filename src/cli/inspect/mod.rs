@@ -20,6 +20,7 @@ use super::output::emit;
 use super::{CliError, Global};
 use crate::coordinator::duration_ms;
 use crate::core::diagnose::Diagnosis;
+use crate::core::outage::{self, Outage, OutageFacts};
 use crate::core::time::utc;
 use crate::core::{Liveness, TriggerName};
 use crate::store::accounting::{AccountingReport, occurrence_accounting};
@@ -36,12 +37,18 @@ use crate::store::retention::{RetentionState, retention_state};
 use crate::store::{Begin, run_in_transaction};
 use crate::store::{SchemaName, StoreError};
 use render::{
-    render_audit, render_claims, render_invariants, render_misfires, render_recovery,
+    render_audit, render_check, render_claims, render_invariants, render_misfires, render_recovery,
     render_replicas, render_run, render_run_rows, render_schedules, render_summary, render_trigger,
 };
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct InspectArgs {
+    /// Only whether there is an outage (no live replica with rows due, rows overdue beyond their
+    /// misfire grace, or admissions stopped while rows are due): its headline, likely cause and
+    /// next command, and exit 7; one line and exit 0 when there is none. For scripts and probes.
+    #[arg(long)]
+    pub check: bool,
     #[command(subcommand)]
     pub what: Option<InspectWhat>,
 }
@@ -167,6 +174,9 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     let schema = &global.connection.schema;
     let client = settings.connect(schema, "qlsched inspect").await?;
     let format = global.format;
+    if args.check {
+        return check(&client, schema, format).await;
+    }
     let Some(what) = args.what else {
         return summary(&client, schema, format).await;
     };
@@ -221,7 +231,7 @@ async fn view(
             limit,
         } => emit(
             format,
-            &read::claims(client, owner.as_deref(), expired, limit).await?,
+            &claims(client, owner.as_deref(), expired, limit).await?,
             |rows| render_claims(rows),
         ),
         InspectWhat::Runs {
@@ -315,6 +325,12 @@ async fn summary(
         Err(StoreError::SchemaNotReady(_)) => Vec::new(),
         Err(error) => return Err(error.into()),
     };
+    // The outage, when there is one, is the first thing said (its facts need the tables a
+    // schema not ready may lack: then the schema problem is the headline).
+    let outage = match schema_problem {
+        Some(_) => None,
+        None => outage::classify(&outage_facts(client, schema, &replicas).await?),
+    };
     let replicas = replicas
         .into_iter()
         .filter(|r| r.liveness != Liveness::Stopped)
@@ -330,6 +346,7 @@ async fn summary(
         Err(error) => return Err(error.into()),
     };
     let report = SummaryReport {
+        outage,
         server: run_in_transaction(client, schema, Begin::ReadOnly, |client| {
             Box::pin(server_role(client))
         })
@@ -343,6 +360,52 @@ async fn summary(
     match report.schema_problem {
         None => Ok(()),
         Some(problem) => Err(StoreError::SchemaNotReady(problem).into()),
+    }
+}
+
+/// The facts an outage is decided from, in a READ ONLY transaction of their own, with the
+/// replicas counted from the registry as `replicas` read it.
+async fn outage_facts(
+    client: &Client,
+    schema: &SchemaName,
+    replicas: &[ReplicaView],
+) -> Result<OutageFacts, CliError> {
+    Ok(
+        run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+            Box::pin(crate::store::top::outage_facts(client, replicas))
+        })
+        .await?,
+    )
+}
+
+/// `inspect --check`: the outage, or a line saying there is none; exits 7 on an outage. A schema
+/// not ready exits 78 as `inspect` does.
+async fn check(client: &Client, schema: &SchemaName, format: OutputFormat) -> Result<(), CliError> {
+    run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(check_ready(client, schema))
+    })
+    .await?;
+    let replicas = run_in_transaction(client, schema, Begin::ReadOnly, |client| {
+        Box::pin(replicas::list(client))
+    })
+    .await?;
+    let facts = outage_facts(client, schema, &replicas).await?;
+    let report = CheckReport {
+        outage: outage::classify(&facts),
+        live_replicas: facts.live_replicas,
+        registered_replicas: facts.registered_replicas,
+        due_rows: facts.due_rows,
+        overdue_beyond_grace: facts.overdue_beyond_grace,
+        oldest_due_ms: facts.oldest_due_ms,
+        admissions_last_minute: facts.admissions_last_minute,
+    };
+    emit(format, &report, render_check)?;
+    match report.outage {
+        None => Ok(()),
+        Some(outage) => Err(CliError::Findings {
+            message: outage.headline,
+            status: ExitStatus::Outage,
+        }),
     }
 }
 
@@ -367,6 +430,27 @@ async fn schedules(
         }
         out
     })
+}
+
+/// `inspect claims`: each claim with its owner as the replica registry sees it.
+async fn claims(
+    client: &Client,
+    owner: Option<&str>,
+    expired: bool,
+    limit: i64,
+) -> Result<Vec<ClaimShown>, CliError> {
+    let claims = read::claims(client, owner, expired, limit).await?;
+    let replicas = replicas::list(client).await?;
+    Ok(claims
+        .into_iter()
+        .map(|claim| ClaimShown {
+            owner_liveness: replicas
+                .iter()
+                .find(|r| r.owner == claim.owner)
+                .map(|r| r.liveness),
+            claim,
+        })
+        .collect())
 }
 
 /// `inspect trigger P/T`: why it is not firing, what that rests on, and its occurrences. An
@@ -453,9 +537,30 @@ impl InvariantReport {
     }
 }
 
+/// `inspect --check`: the outage, if any, and the counts it was decided from.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct CheckReport {
+    /// The outage, most severe first when several hold; null when there is none (exit 0).
+    pub outage: Option<Outage>,
+    /// Replicas whose heartbeat is live.
+    pub live_replicas: i64,
+    /// Replicas in the registry in any state (none: no replica ran here, or none for a week).
+    pub registered_replicas: i64,
+    /// Claimable rows due now, claimed or not (counted up to 1000).
+    pub due_rows: i64,
+    /// Of those, rows later than their misfire grace plus 10 s.
+    pub overdue_beyond_grace: i64,
+    /// How long the most overdue row has been due; null when none is.
+    pub oldest_due_ms: Option<i64>,
+    pub admissions_last_minute: i64,
+}
+
 /// `inspect` without a view: the summary, and what keeps the schema from being ready.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SummaryReport {
+    /// The outage, when there is one (the first line of the table): its headline, likely cause
+    /// and next command; null otherwise, and when the schema is not ready.
+    pub outage: Option<Outage>,
     /// Primary, or a standby with its replay lag: a standby's answers may be behind.
     pub server: ServerRole,
     #[serde(flatten)]
@@ -468,6 +573,17 @@ pub struct SummaryReport {
     pub retention: Option<RetentionState>,
     /// Why `run` would refuse this schema (`migrate verify` has the details); null when ready.
     pub schema_problem: Option<String>,
+}
+
+/// `inspect claims`: a claim, and how alive its owner is.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct ClaimShown {
+    #[serde(flatten)]
+    pub claim: read::ClaimView,
+    /// The owner in the replica registry at this instant: live, stalled (hung or cut off: its
+    /// claims protect rows nobody admits), stale or stopped (dead: `qlsched expire` them); null
+    /// when it is not registered (an operator's `qlsched claim`).
+    pub owner_liveness: Option<Liveness>,
 }
 
 /// `inspect trigger` with the trigger's previous and next occurrences.

@@ -1,26 +1,56 @@
 //! The tables `inspect` prints for people (`-o table`); `-o json` writes the same values as they
 //! are.
 
-use super::{InvariantReport, SummaryReport};
+use super::ClaimShown;
+use super::{CheckReport, InvariantReport, SummaryReport};
 use crate::cli::output::{opt, table};
-use crate::core::TriggerName;
+use crate::core::outage::Outage;
 use crate::core::time::{span, utc};
+use crate::core::{Liveness, TriggerName};
 use crate::store::misfires::MisfireRecord;
-use crate::store::read::{
-    self, AuditView, ClaimView, RunDetail, RunView, ScheduleView, TriggerDetail,
-};
+use crate::store::read::{self, AuditView, RunDetail, RunView, ScheduleView, TriggerDetail};
 use crate::store::recovery::RecoveryReport;
 use crate::store::replicas::{LivenessCounts, ReplicaView};
+
+/// An outage in three lines: the headline, the likely cause, the next command.
+fn render_outage(outage: &Outage) -> String {
+    format!(
+        "{}\n  likely cause: {}\n  next: `{}`\n",
+        outage.headline, outage.cause, outage.next_command
+    )
+}
+
+pub(super) fn render_check(report: &CheckReport) -> String {
+    match &report.outage {
+        Some(outage) => render_outage(outage),
+        None => format!(
+            "no outage: {} live replica{}, {} row{} due, {} admission{} in the last minute\n",
+            report.live_replicas,
+            plural(report.live_replicas),
+            report.due_rows,
+            plural(report.due_rows),
+            report.admissions_last_minute,
+            plural(report.admissions_last_minute),
+        ),
+    }
+}
+
+fn plural(n: i64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
 
 pub(super) fn render_summary(report: &SummaryReport) -> String {
     let s = &report.summary;
     let c = &s.schedules;
-    let mut out = match &report.schema_problem {
-        Some(problem) => format!(
-            "SCHEMA NOT READY, replicas refuse to start: {problem} (see `qlsched migrate verify`)\n"
-        ),
+    let mut out = match &report.outage {
+        Some(outage) => render_outage(outage),
         None => String::new(),
     };
+    if let Some(problem) = &report.schema_problem {
+        out.push_str(&format!(
+            "SCHEMA NOT READY, replicas refuse to start: {problem} (see `qlsched migrate verify`)\n"
+        ));
+    }
     if let Some(standby) = report.server.header() {
         out.push_str(&format!(
             "server: {standby} (what follows may be behind the primary)\n"
@@ -182,20 +212,28 @@ pub(super) fn render_schedules(rows: &[ScheduleView]) -> String {
     )
 }
 
-pub(super) fn render_claims(rows: &[ClaimView]) -> String {
-    table(
+pub(super) fn render_claims(rows: &[ClaimShown]) -> String {
+    let mut out = table(
         &[
             "trigger",
             "owner",
+            "owner is",
             "version",
             "token",
             "acquired",
             "lease left",
         ],
-        rows.iter().map(|c| {
+        rows.iter().map(|shown| {
+            let c = &shown.claim;
             vec![
                 TriggerName::new(&c.project_id, &c.trigger_id).to_string(),
                 c.owner.clone(),
+                match shown.owner_liveness {
+                    Some(Liveness::Live) => "live".to_owned(),
+                    Some(Liveness::Stalled) => "STALLED (hung?)".to_owned(),
+                    Some(liveness) => format!("{} (dead)", liveness.to_string().to_uppercase()),
+                    None => "unregistered".to_owned(),
+                },
                 c.version.to_string(),
                 c.token.to_string(),
                 utc(c.acquired_at_ms),
@@ -206,7 +244,28 @@ pub(super) fn render_claims(rows: &[ClaimView]) -> String {
                 },
             ]
         }),
-    )
+    );
+    // The advice for an owner that is not coming back, once per owner, after the table.
+    let mut owners: Vec<(&str, Liveness)> = rows
+        .iter()
+        .filter_map(|shown| Some((shown.claim.owner.as_str(), shown.owner_liveness?)))
+        .filter(|(_, liveness)| *liveness != Liveness::Live)
+        .collect();
+    owners.dedup();
+    for (owner, liveness) in owners {
+        let owner = crate::core::text::clean(owner);
+        out.push_str(&match liveness {
+            Liveness::Stalled => format!(
+                "\n{owner} is stalled (no heartbeat for two cadences: hung or cut off): if it does \
+                 not recover, `qlsched expire --owner {owner}` gives its claims back (fenced)"
+            ),
+            _ => format!(
+                "\n{owner} is {liveness}: its owner is dead and will not admit under these claims; \
+                 `qlsched expire --owner {owner}` gives them back now"
+            ),
+        });
+    }
+    out
 }
 
 pub(super) fn render_runs(rows: &[RunView]) -> String {
@@ -291,10 +350,14 @@ pub(super) fn render_run(detail: &RunDetail) -> String {
 
 pub(super) fn render_trigger(detail: &TriggerDetail) -> String {
     let why = &detail.why_not_firing;
+    let zone = detail
+        .state
+        .as_ref()
+        .map(|s| s.definition.time_zone.as_str());
     let headline = format!(
         "{}: {}\nfix: {}",
         TriggerName::new(&detail.project_id, &detail.trigger_id),
-        why.reason(),
+        why.reason_in(zone),
         why.fix()
     );
     let Some(state) = &detail.state else {

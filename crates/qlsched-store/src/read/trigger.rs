@@ -125,6 +125,7 @@ pub async fn trigger_detail(
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("trigger {trigger}")))?;
     let trigger = Some(trigger);
+    let replicas = crate::replicas::list(client).await?;
     let state = TriggerState {
         now_ms: row.col("now_ms")?,
         definition: TriggerView {
@@ -147,15 +148,33 @@ pub async fn trigger_detail(
             Some(trigger) => crate::admission_errors::last(client, trigger).await?,
             None => None,
         },
-        live_replicas: crate::replicas::liveness_counts(client).await?.live,
+        live_replicas: crate::replicas::LivenessCounts::of(&replicas).live,
         audit: audit(client, trigger, TRIGGER_HISTORY).await?,
     };
-    let why = diagnose(&facts_of(&state, row.col("digest_ok")?, pause_of(&row)?));
+    // The claim's owner as the registry sees it: a valid claim of a dead replica is no reason
+    // to wait.
+    let owner_liveness = state.claim.as_ref().and_then(|claim| {
+        replicas
+            .iter()
+            .find(|r| r.owner == claim.owner)
+            .map(|r| r.liveness)
+    });
+    let why = diagnose(&facts_of(
+        &state,
+        row.col("digest_ok")?,
+        pause_of(&row)?,
+        owner_liveness,
+    ));
     Ok(detail(why, Some(state)))
 }
 
 /// What the diagnosis looks at, from what `inspect trigger` read.
-fn facts_of(state: &TriggerState, digest_ok: bool, pause: Option<PauseView>) -> TriggerFacts {
+fn facts_of(
+    state: &TriggerState,
+    digest_ok: bool,
+    pause: Option<PauseView>,
+    owner_liveness: Option<qlsched_core::Liveness>,
+) -> TriggerFacts {
     let definition = &state.definition;
     let schedule = &state.schedule;
     TriggerFacts {
@@ -174,6 +193,7 @@ fn facts_of(state: &TriggerState, digest_ok: bool, pause: Option<PauseView>) -> 
             owner: claim.owner.clone(),
             remaining_ms: claim.remaining_ms,
             expired: claim.expired,
+            owner_liveness,
         }),
         live_replicas: state.live_replicas,
         next_fire_at_ms: schedule.next_fire_at_ms,
@@ -189,6 +209,8 @@ fn facts_of(state: &TriggerState, digest_ok: bool, pause: Option<PauseView>) -> 
                 since_ms: error.first_failed_at_ms,
                 failures: error.failures,
             }),
+        cron_expr: definition.cron_expr.clone(),
+        time_zone: definition.time_zone.clone(),
     }
 }
 
