@@ -731,6 +731,7 @@ async fn the_replica_service_runs_in_process_and_stops_when_its_token_is_tripped
             schema: crate::util::schema(),
             metrics_addr: None,
             exit_if_unmigrated: true,
+            forget_stale_after: qlsched::core::FORGET_STALE_AFTER,
         };
         async move { qlsched::replica::run(config, &stop).await }
     });
@@ -772,6 +773,7 @@ async fn a_replica_service_stopped_before_it_starts_claims_nothing() {
         schema: crate::util::schema(),
         metrics_addr: None,
         exit_if_unmigrated: true,
+        forget_stale_after: qlsched::core::FORGET_STALE_AFTER,
     };
     let exit = qlsched::replica::run(config, &stop)
         .await

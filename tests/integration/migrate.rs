@@ -646,3 +646,69 @@ async fn a_connection_strings_search_path_does_not_move_the_schema() {
         "the tables are in the schema"
     );
 }
+
+/// `migrate status` says, for each migration, whether the previous release may run beside it,
+/// and of a pending one, that it is pending and which running replicas would have to stop for it
+/// (none for one the previous release may run beside), in its table and its JSON.
+#[tokio::test]
+async fn migrate_status_says_what_is_pending_and_which_replicas_would_stop() {
+    use qlsched::store::replicas::{Registration, register};
+    let db = TestDb::new().await;
+    let up_to_date = qlsched(Some(&db), &["migrate", "status"], None);
+    assert_eq!(code(&up_to_date), 0, "{}", stderr(&up_to_date));
+    assert!(
+        stdout(&up_to_date).contains("previous release may run")
+            && stdout(&up_to_date).ends_with("nothing pending\n"),
+        "{}",
+        stdout(&up_to_date)
+    );
+    let client = db.client().await;
+    register(
+        &client,
+        &Registration {
+            owner: "running-one",
+            host: "node-1",
+            pid: 1,
+            version: "test",
+            schema_version: latest_version(),
+            lease_ms: 5_000,
+            cadence_ms: 200,
+            forget_after_ms: 900_000,
+        },
+    )
+    .await
+    .expect("register");
+    // The last migration's ledger row gone: the schema reads as one that has it pending.
+    let last = MIGRATIONS.last().expect("migrations");
+    client
+        .execute(
+            "DELETE FROM schema_migrations WHERE version = $1",
+            &[&last.version],
+        )
+        .await
+        .expect("a pending migration");
+    let output = qlsched(Some(&db), &["migrate", "status", "-o", "json"], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&output)).expect("json");
+    let row = rows
+        .iter()
+        .find(|r| r["version"] == last.version)
+        .expect("the last migration's row");
+    assert_eq!(row["state"], "pending", "{row}");
+    assert_eq!(
+        row["previous_release_may_run"], last.previous_release_may_run,
+        "{row}"
+    );
+    assert_eq!(row["replicas_to_stop"], serde_json::json!([]), "{row}");
+    for row in &rows {
+        assert!(row["previous_release_may_run"].is_boolean(), "{row}");
+    }
+    let table = stdout(&qlsched(Some(&db), &["migrate", "status"], None));
+    assert!(
+        table.contains(&format!(
+            "pending: {} (`qlsched migrate` applies them)",
+            last.file_name().trim_end_matches(".sql")
+        )) && table.contains("no running replica would have to stop for them"),
+        "{table}"
+    );
+}

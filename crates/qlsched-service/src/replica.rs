@@ -36,6 +36,9 @@ pub struct ReplicaConfig {
     pub metrics_addr: Option<String>,
     /// Fail at start when the schema is not migrated, instead of waiting for `migrate`.
     pub exit_if_unmigrated: bool,
+    /// How long after its last heartbeat the registry forgets this replica if it never stops
+    /// (`core::FORGET_STALE_AFTER` by default).
+    pub forget_stale_after: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +68,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
         schema,
         metrics_addr,
         exit_if_unmigrated,
+        forget_stale_after,
     } = config;
     let schema = &schema;
     // Bound first, so that probes answer ("starting") while the replica connects, and a busy or
@@ -120,7 +124,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
             Err(error) => tracing::warn!(%error, "could not read the schedule table's upkeep"),
         }
         drop(startup);
-        crate::lifecycle::register(&store, &config).await?;
+        crate::lifecycle::register(&store, &config, forget_stale_after).await?;
         // The probes' and gauges' pool of one connection, so that a scrape never competes with
         // a round for a connection.
         let probes = match observer {
