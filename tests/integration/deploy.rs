@@ -188,13 +188,18 @@ fn the_kubernetes_manifest_names_the_image_the_container_recipe_builds() {
     assert!(recipe.contains("apt-get install") && recipe.contains("/tmp/qlsched.deb"));
     let user = format!(
         "USER {}:{}",
-        pod["securityContext"]["runAsUser"].as_u64().expect("runAsUser"),
+        pod["securityContext"]["runAsUser"]
+            .as_u64()
+            .expect("runAsUser"),
         pod["securityContext"]["runAsGroup"]
             .as_u64()
             .expect("runAsGroup")
     );
     assert!(recipe.lines().any(|line| line == user), "{user}: {recipe}");
-    assert!(recipe.contains("ENTRYPOINT [\"/usr/bin/qlsched\"]"), "{recipe}");
+    assert!(
+        recipe.contains("ENTRYPOINT [\"/usr/bin/qlsched\"]"),
+        "{recipe}"
+    );
     assert!(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("packaging/deb/build")

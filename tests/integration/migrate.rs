@@ -712,3 +712,87 @@ async fn migrate_status_says_what_is_pending_and_which_replicas_would_stop() {
         "{table}"
     );
 }
+
+/// `migrate` runs as the schema's owner: a login that is no superuser, made as README says
+/// (LOGIN CREATEROLE, CREATE on the database), migrates an empty database and again finds
+/// nothing to do. A login granted only `qlsched_admin` is refused with 77 and told which of the
+/// owner's rights it lacks: CREATE on the database while the schema is missing, ownership of the
+/// schema once it exists; and it creates nothing.
+#[tokio::test]
+async fn migrate_runs_as_the_schema_owner_and_names_the_right_an_admin_login_lacks() {
+    // Roles are the server's: made from a database of their own, dropped after the test's
+    // database (locals drop in reverse), which holds the owner's schema and its CREATE grant.
+    let anchor = TestDb::empty().await;
+    let owner = LoginRole {
+        name: format!(
+            "qlsched_owner_{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        ),
+    };
+    anchor
+        .client()
+        .await
+        .batch_execute(&format!("CREATE ROLE {} LOGIN CREATEROLE", owner.name))
+        .await
+        .expect("the owner login");
+    let db = TestDb::empty().await;
+    let admin = LoginRole::create(&db, "qlsched_admin").await;
+    db.client()
+        .await
+        .batch_execute(&format!(
+            "GRANT CREATE ON DATABASE {} TO {}",
+            db.name, owner.name
+        ))
+        .await
+        .expect("CREATE on the database");
+    let migrate_as = |login: &LoginRole| qlsched(None, &["-D", &login.url(&db), "migrate"], None);
+    let schema_exists = "SELECT count(*) FROM pg_namespace WHERE nspname = 'qlsched'";
+
+    let refused = migrate_as(&admin);
+    assert_refused(
+        &refused,
+        77,
+        &format!(
+            "login {} lacks CREATE on database {}, which creating schema qlsched takes",
+            admin.name, db.name
+        ),
+        "an admin login on an empty database",
+    );
+    assert!(stderr(&refused).contains("GRANT CREATE ON DATABASE"));
+    assert_eq!(db.count(schema_exists).await, 0, "nothing was created");
+
+    let migrated = migrate_as(&owner);
+    assert_eq!(code(&migrated), 0, "{}", stderr(&migrated));
+    assert!(
+        stdout(&migrated).contains(&format!("migrated to version {}", latest_version())),
+        "{}",
+        stdout(&migrated)
+    );
+    let superuser: bool = db
+        .client()
+        .await
+        .query_one(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = $1",
+            &[&owner.name],
+        )
+        .await
+        .expect("rolsuper")
+        .get(0);
+    assert!(!superuser, "the owner login is no superuser");
+    let again = migrate_as(&owner);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(stdout(&again).contains("up to date"), "{}", stdout(&again));
+    let verified = qlsched(None, &["-D", &owner.url(&db), "migrate", "verify"], None);
+    assert_eq!(code(&verified), 0, "{}", stdout(&verified));
+
+    let refused = migrate_as(&admin);
+    assert_refused(
+        &refused,
+        77,
+        &format!(
+            "login {} does not own schema qlsched: {} does",
+            admin.name, owner.name
+        ),
+        "an admin login on a migrated database",
+    );
+}

@@ -249,6 +249,76 @@ const SEARCH_PATH_IS: &str =
 const EXISTING_ROLES: &str =
     "SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE rolname = ANY($1)";
 
+// What `migrate` needs of its login, asked before it creates anything: to create schema $1 when
+// it is missing (CREATE on the database), to act as its owner when it exists (every migration
+// creates and alters tables in it, which only the owner may: pg_has_role with USAGE is "holds the
+// owner's privileges", true for the owner, a member that inherits it, and a superuser), and to
+// create the group roles when some are missing (CREATEROLE).
+const OWNER_RIGHTS: &str = "SELECT current_user::text AS login,
+        current_database()::text AS database,
+        n.oid IS NOT NULL AS schema_exists,
+        pg_get_userbyid(n.nspowner)::text AS schema_owner,
+        coalesce(pg_has_role(n.nspowner, 'USAGE'), false) AS acts_as_owner,
+        has_database_privilege(current_database(), 'CREATE') AS may_create_schema,
+        (SELECT rolcreaterole OR rolsuper FROM pg_roles WHERE rolname = current_user)
+            AS may_create_roles,
+        (SELECT count(*) FROM pg_roles WHERE rolname = ANY($2)) < cardinality($2) AS roles_missing
+    FROM (SELECT 1) AS one LEFT JOIN pg_namespace n ON n.nspname = $1";
+
+/// The rights `migrate`'s login holds, as [`OWNER_RIGHTS`] reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerRights {
+    pub login: String,
+    pub database: String,
+    /// The schema's owner, when the schema exists.
+    pub schema_owner: Option<String>,
+    pub acts_as_owner: bool,
+    pub may_create_schema: bool,
+    pub may_create_roles: bool,
+    pub roles_missing: bool,
+}
+
+impl OwnerRights {
+    fn read(row: &tokio_postgres::Row) -> Result<Self, StoreError> {
+        Ok(Self {
+            login: row.col("login")?,
+            database: row.col("database")?,
+            schema_owner: row.col("schema_owner")?,
+            acts_as_owner: row.col("acts_as_owner")?,
+            may_create_schema: row.col("may_create_schema")?,
+            may_create_roles: row
+                .col::<Option<bool>>("may_create_roles")?
+                .unwrap_or(false),
+            roles_missing: row.col("roles_missing")?,
+        })
+    }
+}
+
+/// Refuses ([`StoreError::PermissionDenied`], exit 77) a login that lacks a right of the
+/// schema's owner, naming the right and the SQL that grants it, before anything is created: a
+/// `qlsched_admin` login publishes and operates, but only the owner migrates.
+pub fn check_owner_rights(schema: &SchemaName, rights: &OwnerRights) -> Result<(), StoreError> {
+    let OwnerRights {
+        login, database, ..
+    } = rights;
+    let refusal = match &rights.schema_owner {
+        None if !rights.may_create_schema => Some(format!(
+            "migrate needs the schema owner's rights, and login {login} lacks CREATE on database              {database}, which creating schema {schema} takes (as a superuser: GRANT CREATE ON              DATABASE {database} TO {login}; or run migrate as the login that owns the schema;              qlsched_admin is not enough)"
+        )),
+        Some(owner) if !rights.acts_as_owner => Some(format!(
+            "migrate needs the schema owner's rights, and login {login} does not own schema              {schema}: {owner} does (run migrate as {owner}, or as a superuser: GRANT {owner} TO              {login}; qlsched_admin is not enough)"
+        )),
+        _ if rights.roles_missing && !rights.may_create_roles => Some(format!(
+            "migrate creates the qlsched group roles the server lacks, and login {login} lacks              CREATEROLE (as a superuser: ALTER ROLE {login} CREATEROLE, or create the roles              once as a superuser with `qlsched migrate`)"
+        )),
+        _ => None,
+    };
+    match refusal {
+        Some(message) => Err(StoreError::PermissionDenied(message)),
+        None => Ok(()),
+    }
+}
+
 /// Key of the session advisory lock that serialises migrators of one schema.
 const LOCK_NAMESPACE: &str = "qlsched.migrate";
 const LOCK: &str = "SELECT pg_advisory_lock(hashtext($1), hashtext($2))";
@@ -330,9 +400,18 @@ async fn apply_pending(
             path.col::<String>("search_path")?
         )));
     }
-    client
-        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted()))
+    let roles: Vec<String> = ROLES.iter().map(|r| (*r).to_owned()).collect();
+    let rights = client
+        .query_one(OWNER_RIGHTS, &[&schema.as_str(), &roles])
         .await?;
+    check_owner_rights(schema, &OwnerRights::read(&rights)?)?;
+    if !rights.col::<bool>("schema_exists")? {
+        // Only when missing: CREATE SCHEMA checks CREATE on the database even with IF NOT
+        // EXISTS, a right the owner of an existing schema need not have.
+        client
+            .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted()))
+            .await?;
+    }
     client.batch_execute(CREATE_LEDGER).await?;
     client.batch_execute(ADD_LEDGER_FLAG).await?;
     let (versions, flags): (Vec<i64>, Vec<bool>) = MIGRATIONS
@@ -342,7 +421,6 @@ async fn apply_pending(
     client
         .execute(FILL_LEDGER_FLAG, &[&versions, &flags])
         .await?;
-    let roles: Vec<String> = ROLES.iter().map(|r| (*r).to_owned()).collect();
     let roles_before: Vec<String> = client
         .query_one(EXISTING_ROLES, &[&roles])
         .await?
@@ -876,6 +954,7 @@ super::statements::statements! {
     LEDGER_EXISTS: Owner | Admin | Runtime | Observer,
     READ_LEDGER: Owner | Admin | Runtime | Observer,
     RECORD_MIGRATION: Owner,
+    OWNER_RIGHTS: Owner,
     REGISTRY_EXISTS: Owner | Admin | Observer,
     RUNNING_REPLICAS: Owner | Admin | Observer,
     CURRENT_USER: Runtime,
