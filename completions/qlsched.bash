@@ -376,7 +376,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__bench)
-            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --dispatch --retain --database-url --schema --pooler --output --color --log-format --help --version"
+            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -431,10 +431,6 @@ _qlsched() {
                     return 0
                     ;;
                 --window)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --retain)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1438,7 +1434,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect)
-            opts="-D -o -h -V --check --database-url --schema --pooler --output --color --log-format --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
+            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2588,7 +2584,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__run)
-            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --exit-if-unmigrated --retain-succeeded --retain-failed --retain-cancelled --retention-interval --database-url --schema --pooler --output --color --log-format --help --version"
+            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --exit-if-unmigrated --forget-stale-after --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2618,19 +2614,7 @@ _qlsched() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --retain-succeeded)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --retain-failed)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --retain-cancelled)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --retention-interval)
+                --forget-stale-after)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -57,6 +57,10 @@ pub struct ExpireReport {
     /// not expired yet, or a record names it). A never-seen owner is an error (exit 4) instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner_seen: Option<bool>,
+    /// With `--owner`: whether the owner's replica registry row was forgotten with its claims
+    /// (not with `--expired-only`, nor while the replica is live).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_forgotten: Option<bool>,
     #[serde(skip)]
     owner: Option<String>,
 }
@@ -95,6 +99,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
     };
     let dry_run = args.confirm.dry_run;
     let asking = !args.confirm.yes && !dry_run && interactive();
+    let mut replica_forgotten = None;
     let expired = match (&args.trigger, &args.owner) {
         (Some(trigger), _) => {
             // The person confirms the claim they were shown, so that claim is the fence: if
@@ -128,11 +133,19 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
             if asking && ask(&question).await? != "y" {
                 return Err(CliError::Usage("not confirmed; nothing changed".into()));
             }
-            let expired =
-                operator::expire_owner(&store, owner, args.expired_only, &actor, dry_run).await?;
+            let done = operator::expire_and_forget_owner(
+                &store,
+                owner,
+                args.expired_only,
+                &actor,
+                dry_run,
+            )
+            .await?;
+            let expired = done.expired;
+            replica_forgotten = Some(done.replica_forgotten);
             // Nothing expired: a typo must not pass for success.
             if expired.is_empty() {
-                if !operator::owner_seen(&store, owner).await? {
+                if !done.replica_forgotten && !operator::owner_seen(&store, owner).await? {
                     return Err(CliError::OwnerNeverSeen {
                         owner: owner.clone(),
                     });
@@ -141,6 +154,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
                     dry_run,
                     expired,
                     owner_seen: Some(true),
+                    replica_forgotten,
                     owner: Some(owner.clone()),
                 };
                 return emit(global.format, &report, render);
@@ -154,6 +168,7 @@ pub async fn run(args: ExpireArgs, global: &Global) -> Result<(), CliError> {
         dry_run,
         expired,
         owner_seen: None,
+        replica_forgotten,
         owner: None,
     };
     emit(global.format, &report, render)
@@ -186,6 +201,18 @@ async fn confirm_trigger(
 }
 
 fn render(report: &ExpireReport) -> String {
+    let mut out = render_claims(report);
+    if report.replica_forgotten == Some(true) {
+        out.push_str(if report.dry_run {
+            "\nits replica would leave the registry (dry run)"
+        } else {
+            "\nits replica left the registry"
+        });
+    }
+    out
+}
+
+fn render_claims(report: &ExpireReport) -> String {
     if report.expired.is_empty() {
         return match &report.owner {
             Some(owner) => format!(

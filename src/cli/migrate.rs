@@ -20,7 +20,9 @@ pub struct MigrateArgs {
 pub enum MigrateAction {
     /// Apply every pending migration (the default). Safe to run from several places at once.
     Up,
-    /// List the migrations this binary carries and what the database has applied.
+    /// List the migrations this binary carries and what the database has applied, whether
+    /// replicas of the previous release may run beside each, what is pending, and which running
+    /// replicas (from the registry) would have to stop for it.
     Status,
     /// Compare checksums and each role's grants with what it must hold; exit 78 on any difference.
     Verify,
@@ -125,8 +127,20 @@ fn render_up(report: &MigrateReport) -> String {
 }
 
 fn render_status(rows: &[MigrationStatus]) -> String {
-    table(
-        &["version", "name", "state", "checksum", "applied at"],
+    let yes_no = |flag: Option<bool>| match flag {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "-",
+    };
+    let mut out = table(
+        &[
+            "version",
+            "name",
+            "state",
+            "checksum",
+            "applied at",
+            "previous release may run",
+        ],
         rows.iter().map(|m| {
             vec![
                 m.version.to_string(),
@@ -134,9 +148,48 @@ fn render_status(rows: &[MigrationStatus]) -> String {
                 m.state.to_owned(),
                 m.checksum.get(..12).unwrap_or_default().to_owned(),
                 opt(m.applied_at_ms.map(utc)),
+                yes_no(m.previous_release_may_run).to_owned(),
             ]
         }),
-    )
+    );
+    let pending: Vec<&MigrationStatus> = rows.iter().filter(|m| m.state == "pending").collect();
+    if pending.is_empty() {
+        out.push_str("\nnothing pending");
+        return out;
+    }
+    out.push_str(&format!(
+        "\npending: {} (`qlsched migrate` applies them)",
+        pending
+            .iter()
+            .map(|m| format!("{:04}_{}", m.version, m.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let mut to_stop: Vec<&crate::store::migrate::RunningReplica> = Vec::new();
+    for replica in pending.iter().flat_map(|m| &m.replicas_to_stop) {
+        if !to_stop.iter().any(|r| r.owner == replica.owner) {
+            to_stop.push(replica);
+        }
+    }
+    if to_stop.is_empty() {
+        out.push_str("\nno running replica would have to stop for them");
+    } else {
+        out.push_str(&format!(
+            "\nrunning replicas that would have to stop for them (docs/OPERATIONS.md, \
+             \"Upgrading\"): {}",
+            to_stop
+                .iter()
+                .map(|r| format!(
+                    "{} ({}, schema {})",
+                    crate::core::text::clean(&r.owner),
+                    crate::core::text::clean(&r.version),
+                    opt(r.schema_version)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
 }
 
 fn render_verify(report: &VerifyReport) -> String {

@@ -31,6 +31,15 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub retention: RetentionArgs,
+
+    /// How long after its last heartbeat a replica that never stopped (killed, its host lost)
+    /// leaves the registry: `inspect replicas`, `top` and the qlsched_replicas metric stop
+    /// showing it, and the replicas' housekeeping deletes its row. Recorded with this replica's
+    /// registration, so its own bound applies when it dies (1m..=7d, more than --lease plus
+    /// --cadence).
+    #[arg(long, env = "QLSCHED_FORGET_STALE_AFTER", default_value = "15m",
+          value_parser = duration_arg, allow_hyphen_values = true)]
+    pub forget_stale_after: Duration,
 }
 
 /// How long finished runs are kept (docs/OPERATIONS.md, "Retention"): one replica at a time
@@ -208,13 +217,17 @@ pub fn default_owner() -> String {
 }
 
 pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
+    let coordinator = args.replica.config()?;
+    crate::core::check_forget_stale_after(args.forget_stale_after, &coordinator)
+        .map_err(CliError::Usage)?;
     let config = ReplicaConfig {
-        coordinator: args.replica.config()?,
+        coordinator,
         retention: args.retention.retention()?,
         settings: global.connection.settings(Access::Write)?,
         schema: global.connection.schema.clone(),
         metrics_addr: args.metrics_addr,
         exit_if_unmigrated: args.exit_if_unmigrated,
+        forget_stale_after: args.forget_stale_after,
     };
     // Caught from here on: a SIGTERM while the replica connects or runs its recovery report ends
     // the start cleanly (nothing is claimed before the lifecycle starts) instead of killing the

@@ -166,6 +166,47 @@ fn the_kubernetes_manifests_probe_the_right_paths_and_port_and_outlast_a_stop() 
     );
 }
 
+/// The Kubernetes example runs the image deploy/container/Containerfile builds: the manifest
+/// names this release's version as the tag (the Containerfile's documented command tags it
+/// alike), the recipe installs the Debian package and runs `qlsched` as the user the manifest's
+/// securityContext gives, and that package's build script exists.
+#[test]
+fn the_kubernetes_manifest_names_the_image_the_container_recipe_builds() {
+    let deployment = yaml("deploy/kubernetes/deployment.yaml");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let image = pod["containers"][0]["image"].as_str().expect("an image");
+    let version = env!("CARGO_PKG_VERSION");
+    let (name, tag) = image.rsplit_once(':').expect("a tagged image");
+    assert_eq!(tag, version, "the manifest runs this release's image");
+    assert!(
+        read("deploy/kubernetes/deployment.yaml").contains("deploy/container/Containerfile"),
+        "the manifest says which recipe builds its image"
+    );
+    let recipe = read("deploy/container/Containerfile");
+    assert!(recipe.contains(&format!("-t {name}:{version}")), "{recipe}");
+    assert!(recipe.contains("packaging/deb/build"), "{recipe}");
+    assert!(recipe.contains("apt-get install") && recipe.contains("/tmp/qlsched.deb"));
+    let user = format!(
+        "USER {}:{}",
+        pod["securityContext"]["runAsUser"]
+            .as_u64()
+            .expect("runAsUser"),
+        pod["securityContext"]["runAsGroup"]
+            .as_u64()
+            .expect("runAsGroup")
+    );
+    assert!(recipe.lines().any(|line| line == user), "{user}: {recipe}");
+    assert!(
+        recipe.contains("ENTRYPOINT [\"/usr/bin/qlsched\"]"),
+        "{recipe}"
+    );
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("packaging/deb/build")
+            .is_file()
+    );
+}
+
 #[test]
 fn the_systemd_unit_stops_by_sigterm_after_the_drain_and_runs_hardened() {
     let unit = read("deploy/systemd/qlsched.service");

@@ -732,6 +732,7 @@ async fn the_replica_service_runs_in_process_and_stops_when_its_token_is_tripped
             metrics_addr: None,
             exit_if_unmigrated: true,
             retention: qlsched::replica::Retention::DEFAULT,
+            forget_stale_after: qlsched::core::FORGET_STALE_AFTER,
         };
         async move { qlsched::replica::run(config, &stop).await }
     });
@@ -774,6 +775,7 @@ async fn a_replica_service_stopped_before_it_starts_claims_nothing() {
         metrics_addr: None,
         exit_if_unmigrated: true,
         retention: qlsched::replica::Retention::DEFAULT,
+        forget_stale_after: qlsched::core::FORGET_STALE_AFTER,
     };
     let exit = qlsched::replica::run(config, &stop)
         .await

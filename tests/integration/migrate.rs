@@ -657,3 +657,153 @@ async fn a_connection_strings_search_path_does_not_move_the_schema() {
         "the tables are in the schema"
     );
 }
+
+/// `migrate status` says, for each migration, whether the previous release may run beside it,
+/// and of a pending one, that it is pending and which running replicas would have to stop for it
+/// (none for one the previous release may run beside), in its table and its JSON.
+#[tokio::test]
+async fn migrate_status_says_what_is_pending_and_which_replicas_would_stop() {
+    use qlsched::store::replicas::{Registration, register};
+    let db = TestDb::new().await;
+    let up_to_date = qlsched(Some(&db), &["migrate", "status"], None);
+    assert_eq!(code(&up_to_date), 0, "{}", stderr(&up_to_date));
+    assert!(
+        stdout(&up_to_date).contains("previous release may run")
+            && stdout(&up_to_date).ends_with("nothing pending\n"),
+        "{}",
+        stdout(&up_to_date)
+    );
+    let client = db.client().await;
+    register(
+        &client,
+        &Registration {
+            owner: "running-one",
+            host: "node-1",
+            pid: 1,
+            version: "test",
+            schema_version: latest_version(),
+            lease_ms: 5_000,
+            cadence_ms: 200,
+            forget_after_ms: 900_000,
+        },
+    )
+    .await
+    .expect("register");
+    // The last migration's ledger row gone: the schema reads as one that has it pending.
+    let last = MIGRATIONS.last().expect("migrations");
+    client
+        .execute(
+            "DELETE FROM schema_migrations WHERE version = $1",
+            &[&last.version],
+        )
+        .await
+        .expect("a pending migration");
+    let output = qlsched(Some(&db), &["migrate", "status", "-o", "json"], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&output)).expect("json");
+    let row = rows
+        .iter()
+        .find(|r| r["version"] == last.version)
+        .expect("the last migration's row");
+    assert_eq!(row["state"], "pending", "{row}");
+    assert_eq!(
+        row["previous_release_may_run"], last.previous_release_may_run,
+        "{row}"
+    );
+    assert_eq!(row["replicas_to_stop"], serde_json::json!([]), "{row}");
+    for row in &rows {
+        assert!(row["previous_release_may_run"].is_boolean(), "{row}");
+    }
+    let table = stdout(&qlsched(Some(&db), &["migrate", "status"], None));
+    assert!(
+        table.contains(&format!(
+            "pending: {} (`qlsched migrate` applies them)",
+            last.file_name().trim_end_matches(".sql")
+        )) && table.contains("no running replica would have to stop for them"),
+        "{table}"
+    );
+}
+
+/// `migrate` runs as the schema's owner: a login that is no superuser, made as README says
+/// (LOGIN CREATEROLE, CREATE on the database), migrates an empty database and again finds
+/// nothing to do. A login granted only `qlsched_admin` is refused with 77 and told which of the
+/// owner's rights it lacks: CREATE on the database while the schema is missing, ownership of the
+/// schema once it exists; and it creates nothing.
+#[tokio::test]
+async fn migrate_runs_as_the_schema_owner_and_names_the_right_an_admin_login_lacks() {
+    // Roles are the server's: made from a database of their own, dropped after the test's
+    // database (locals drop in reverse), which holds the owner's schema and its CREATE grant.
+    let anchor = TestDb::empty().await;
+    let owner = LoginRole {
+        name: format!(
+            "qlsched_owner_{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        ),
+    };
+    anchor
+        .client()
+        .await
+        .batch_execute(&format!("CREATE ROLE {} LOGIN CREATEROLE", owner.name))
+        .await
+        .expect("the owner login");
+    let db = TestDb::empty().await;
+    let admin = LoginRole::create(&db, "qlsched_admin").await;
+    db.client()
+        .await
+        .batch_execute(&format!(
+            "GRANT CREATE ON DATABASE {} TO {}",
+            db.name, owner.name
+        ))
+        .await
+        .expect("CREATE on the database");
+    let migrate_as = |login: &LoginRole| qlsched(None, &["-D", &login.url(&db), "migrate"], None);
+    let schema_exists = "SELECT count(*) FROM pg_namespace WHERE nspname = 'qlsched'";
+
+    let refused = migrate_as(&admin);
+    assert_refused(
+        &refused,
+        77,
+        &format!(
+            "login {} lacks CREATE on database {}, which creating schema qlsched takes",
+            admin.name, db.name
+        ),
+        "an admin login on an empty database",
+    );
+    assert!(stderr(&refused).contains("GRANT CREATE ON DATABASE"));
+    assert_eq!(db.count(schema_exists).await, 0, "nothing was created");
+
+    let migrated = migrate_as(&owner);
+    assert_eq!(code(&migrated), 0, "{}", stderr(&migrated));
+    assert!(
+        stdout(&migrated).contains(&format!("migrated to version {}", latest_version())),
+        "{}",
+        stdout(&migrated)
+    );
+    let superuser: bool = db
+        .client()
+        .await
+        .query_one(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = $1",
+            &[&owner.name],
+        )
+        .await
+        .expect("rolsuper")
+        .get(0);
+    assert!(!superuser, "the owner login is no superuser");
+    let again = migrate_as(&owner);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(stdout(&again).contains("up to date"), "{}", stdout(&again));
+    let verified = qlsched(None, &["-D", &owner.url(&db), "migrate", "verify"], None);
+    assert_eq!(code(&verified), 0, "{}", stdout(&verified));
+
+    let refused = migrate_as(&admin);
+    assert_refused(
+        &refused,
+        77,
+        &format!(
+            "login {} does not own schema qlsched: {} does",
+            admin.name, owner.name
+        ),
+        "an admin login on a migrated database",
+    );
+}

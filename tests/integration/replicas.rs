@@ -465,6 +465,29 @@ async fn the_registry_shows_live_stale_and_stopped_replicas() {
         },
     )
     .await;
+    // Each names its release with the commit it was built from, and the schema it was built for.
+    let release = built_release();
+    for row in replicas(&db) {
+        assert_eq!(row["version"], release.as_str(), "{row}");
+        assert_eq!(
+            row["schema_version"],
+            qlsched::store::migrate::latest_version(),
+            "{row}"
+        );
+    }
+    let table = crate::util::stdout(&crate::util::qlsched(
+        Some(&db),
+        &["inspect", "replicas"],
+        None,
+    ));
+    assert!(table.contains("version (schema)"), "{table}");
+    assert!(
+        table.contains(&format!(
+            "{release} ({})",
+            qlsched::store::migrate::latest_version()
+        )),
+        "{table}"
+    );
 
     signal(&second, "-STOP");
     // Stale once no heartbeat came for longer than its lease (3 s) and cadence (250 ms).
@@ -496,6 +519,180 @@ async fn the_registry_shows_live_stale_and_stopped_replicas() {
     assert_invariants(&db).await;
 }
 
+/// The release a replica registers: `VERSION+COMMIT`, the commit `qlsched --version` names.
+fn built_release() -> String {
+    let output = crate::util::qlsched(None, &["--version"], None);
+    let line = crate::util::stdout(&output);
+    let commit = line
+        .trim()
+        .strip_suffix(')')
+        .and_then(|rest| rest.rsplit_once("(commit "))
+        .map(|(_, commit)| commit.to_owned())
+        .unwrap_or_else(|| panic!("--version names no commit: {line}"));
+    assert!(!commit.is_empty() && commit != "unknown", "{line}");
+    format!("{}+{commit}", env!("CARGO_PKG_VERSION"))
+}
+
+/// A replica that died without stopping leaves the registry's views at the bound it registered
+/// (`run --forget-stale-after`) even with no replica left to delete it; until then it is shown
+/// stale. A row of a release that set no bound stays its week. The housekeeping's delete takes
+/// exactly the forgotten rows, and `expire --owner` forgets a dead owner's row with its claims
+/// but never a live one's.
+#[tokio::test]
+async fn a_dead_replica_leaves_the_registry_at_its_bound_and_expire_owner_forgets_it() {
+    use qlsched::store::replicas::{Registration, forget, list, register};
+    let db = TestDb::new().await;
+    db.publish(&manifest(json!([
+        { "id": "calm", "task": "t", "cron": "0 0 1 1 *" }
+    ])))
+    .await;
+    let client = db.client().await;
+    for owner in ["past-bound", "within-bound", "old-release", "dead", "alive"] {
+        let registration = Registration {
+            owner,
+            host: "node-1",
+            pid: 1,
+            version: "test",
+            schema_version: qlsched::store::migrate::latest_version(),
+            lease_ms: 5_000,
+            cadence_ms: 200,
+            forget_after_ms: 60_000,
+        };
+        register(&client, &registration).await.expect("register");
+    }
+    let age = |owner: &str, ms: i64| {
+        format!("UPDATE replicas SET heartbeat_at_ms = now_ms() - {ms} WHERE owner = '{owner}'")
+    };
+    for (owner, ms) in [
+        ("past-bound", 61_000),
+        ("within-bound", 30_000),
+        ("old-release", 2 * 86_400_000),
+        ("dead", 10_000),
+    ] {
+        client.execute(&age(owner, ms), &[]).await.expect("age");
+    }
+    // What a registration of a release before 0.2.0 leaves: no bound, no schema version.
+    client
+        .execute(
+            "UPDATE replicas SET forget_after_ms = NULL, schema_version = NULL \
+             WHERE owner = 'old-release'",
+            &[],
+        )
+        .await
+        .expect("an old release's row");
+    let shown = |rows: Vec<qlsched::store::replicas::ReplicaView>| {
+        rows.into_iter()
+            .map(|r| (r.owner, r.liveness.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let expected = vec![
+        ("dead".to_owned(), "stale".to_owned()),
+        ("old-release".to_owned(), "stale".to_owned()),
+        ("within-bound".to_owned(), "stale".to_owned()),
+        ("alive".to_owned(), "live".to_owned()),
+    ];
+    assert_eq!(shown(list(&client).await.expect("list")), expected);
+    let output = crate::util::qlsched(Some(&db), &["-o", "json", "inspect", "replicas"], None);
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&crate::util::stdout(&output)).expect("json");
+    assert!(rows.iter().all(|r| r["owner"] != "past-bound"), "{rows:?}");
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    // The row is still there until a housekeeping deletes it, and that delete takes it alone.
+    assert_eq!(
+        db.count("SELECT count(*) FROM replicas WHERE owner = 'past-bound'")
+            .await,
+        1
+    );
+    assert_eq!(forget(&client).await.expect("forget"), 1);
+    assert_eq!(db.count("SELECT count(*) FROM replicas").await, 4);
+
+    // `expire --owner` of a dead replica with a claim: the claim expired, the row forgotten.
+    client
+        .execute(
+            "UPDATE trigger_schedules SET claim_owner = 'dead', claim_token = gen_random_uuid(), \
+             claim_expires_at_ms = now_ms() + 60000, claim_version = claim_version + 1",
+            &[],
+        )
+        .await
+        .expect("a claim of the dead replica");
+    let output = crate::util::qlsched(
+        Some(&db),
+        &["-o", "json", "expire", "--owner", "dead", "--yes"],
+        None,
+    );
+    assert_eq!(
+        crate::util::code(&output),
+        0,
+        "{}",
+        crate::util::stderr(&output)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&crate::util::stdout(&output)).expect("json");
+    assert_eq!(
+        report["expired"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    assert_eq!(report["replica_forgotten"], true, "{report}");
+    assert_eq!(
+        db.count("SELECT count(*) FROM replicas WHERE owner = 'dead'")
+            .await,
+        0
+    );
+    // A live replica keeps its row: its heartbeat would not bring one back.
+    let output = crate::util::qlsched(Some(&db), &["expire", "--owner", "alive", "--yes"], None);
+    assert_eq!(
+        crate::util::code(&output),
+        0,
+        "{}",
+        crate::util::stderr(&output)
+    );
+    assert!(
+        !crate::util::stdout(&output).contains("left the registry"),
+        "{}",
+        crate::util::stdout(&output)
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM replicas WHERE owner = 'alive'")
+            .await,
+        1
+    );
+    // The human form says it.
+    let output = crate::util::qlsched(
+        Some(&db),
+        &["expire", "--owner", "within-bound", "--yes"],
+        None,
+    );
+    assert_eq!(
+        crate::util::code(&output),
+        0,
+        "{}",
+        crate::util::stderr(&output)
+    );
+    assert!(
+        crate::util::stdout(&output).contains("its replica left the registry"),
+        "{}",
+        crate::util::stdout(&output)
+    );
+}
+
+/// `run --forget-stale-after` below what makes a replica stale is refused before anything runs.
+#[test]
+fn a_forget_bound_shorter_than_the_lease_is_refused() {
+    let output = crate::util::qlsched_at(
+        Some("postgres://nobody@127.0.0.1:1/none"),
+        &[],
+        &["run", "--lease", "5m", "--forget-stale-after", "2m"],
+        None,
+    );
+    crate::util::assert_refused(
+        &output,
+        2,
+        "--forget-stale-after",
+        "a bound under the lease",
+    );
+}
+
 /// A stopping replica marks itself `draining` beside its drain and `stopped` beside its give-back,
 /// on two connections, so the `draining` can commit last. It must not bring the stopped replica
 /// back to life in the registry: a mark only moves forward, and only a new registration (a
@@ -510,8 +707,10 @@ async fn a_draining_mark_that_commits_last_leaves_the_replica_stopped() {
         host: "node-1",
         pid: 1,
         version: "test",
+        schema_version: 14,
         lease_ms: 5_000,
         cadence_ms: 200,
+        forget_after_ms: 900_000,
     };
     let state = |rows: Vec<qlsched::store::replicas::ReplicaView>| {
         rows.into_iter()

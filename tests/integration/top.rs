@@ -359,8 +359,10 @@ async fn the_replicas_panel_reads_the_registry_and_a_primary_is_no_standby() {
                 host: "node-1",
                 pid: 1,
                 version: "test",
+                schema_version: 14,
                 lease_ms: 5_000,
                 cadence_ms: 200,
+                forget_after_ms: 900_000,
             },
         )
         .await

@@ -15,6 +15,31 @@ use super::batch::{Batch, MAX_BATCH};
 pub const MISFIRE_RETENTION_MS: i64 = 7 * 24 * 3_600_000;
 const MAX_OWNER_CHARS: usize = 200;
 
+/// How long after its last heartbeat the registry forgets a replica that never stopped (killed,
+/// its host lost) unless `run --forget-stale-after` says otherwise: long enough for an operator
+/// paged by the stalled-replica alert to see it stale, short enough that a week of restarts on
+/// new hosts does not crowd `inspect replicas`, `top` and the metrics with the dead.
+pub const FORGET_STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// The bounds of `run --forget-stale-after`: past the lease plus the cadence (when a replica
+/// becomes stale, its claims expired), at least a minute, at most the week earlier releases
+/// kept every dead replica.
+pub fn check_forget_stale_after(
+    forget: std::time::Duration,
+    config: &CoordinatorConfig,
+) -> Result<(), String> {
+    let floor = (config.lease + config.cadence).max(std::time::Duration::from_secs(60));
+    let ceiling = std::time::Duration::from_secs(7 * 24 * 3600);
+    if forget < floor || forget > ceiling {
+        return Err(format!(
+            "--forget-stale-after must be at least a minute and more than --lease plus --cadence \
+             ({}s), and at most 7d",
+            floor.as_secs()
+        ));
+    }
+    Ok(())
+}
+
 /// How one replica claims and admits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoordinatorConfig {

@@ -25,7 +25,9 @@ pub mod text;
 pub mod time;
 
 pub use batch::{Batch, MAX_BATCH, MIN_ADAPTIVE_BATCH};
-pub use config::{CoordinatorConfig, MISFIRE_RETENTION_MS};
+pub use config::{
+    CoordinatorConfig, FORGET_STALE_AFTER, MISFIRE_RETENTION_MS, check_forget_stale_after,
+};
 pub use cron::CronSchedule;
 pub use decide::{
     Decision, DecisionInput, MAX_COUNTED_MISFIRES, MisfirePolicy, MisfireReason, MisfireSpan,

@@ -184,7 +184,7 @@ impl InProcessReplicas {
             .collect::<Result<Vec<_>, _>>()?;
         let mut lifecycles = Vec::with_capacity(configured.len());
         for (config, store) in configured {
-            if let Err(error) = register(&store, &config).await {
+            if let Err(error) = register(&store, &config, qlsched_core::FORGET_STALE_AFTER).await {
                 tracing::warn!(%error, owner = %config.owner, "could not register the replica");
             }
             lifecycles.push(Lifecycle::start(
@@ -200,12 +200,18 @@ impl InProcessReplicas {
 /// on it longer, and a failure is only logged by the callers that can go on without it.
 pub const REGISTRY_TIMEOUT: Duration = GIVE_BACK_TIMEOUT;
 
-/// Writes this process's replica `config.owner` into the registry (host, pid, version, lease and
-/// cadence), as running, within [`REGISTRY_TIMEOUT`].
-pub async fn register(store: &Store, config: &CoordinatorConfig) -> Result<(), StoreError> {
+/// Writes this process's replica `config.owner` into the registry (host, pid, release and schema
+/// version, lease and cadence, and how long after its last heartbeat the registry forgets it if
+/// it never stops), as running, within [`REGISTRY_TIMEOUT`].
+pub async fn register(
+    store: &Store,
+    config: &CoordinatorConfig,
+    forget_after: Duration,
+) -> Result<(), StoreError> {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
     let owner = config.owner.clone();
     let (lease_ms, cadence_ms) = (duration_ms(config.lease), duration_ms(config.cadence));
+    let forget_after_ms = duration_ms(forget_after);
     store
         .within(REGISTRY_TIMEOUT, "registering the replica", move |client| {
             Box::pin(async move {
@@ -213,9 +219,11 @@ pub async fn register(store: &Store, config: &CoordinatorConfig) -> Result<(), S
                     owner: &owner,
                     host: &host,
                     pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
-                    version: env!("CARGO_PKG_VERSION"),
+                    version: crate::observe::RELEASE,
+                    schema_version: qlsched_store::migrate::latest_version(),
                     lease_ms,
                     cadence_ms,
+                    forget_after_ms,
                 };
                 replicas::register(client, &registration).await
             })

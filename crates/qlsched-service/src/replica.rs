@@ -40,6 +40,9 @@ pub struct ReplicaConfig {
     /// How long finished runs are kept (docs/DESIGN.md §3.3), and how often this replica offers
     /// to delete those past it.
     pub retention: Retention,
+    /// How long after its last heartbeat the registry forgets this replica if it never stops
+    /// (`core::FORGET_STALE_AFTER` by default).
+    pub forget_stale_after: Duration,
 }
 
 /// A replica's part in run retention: the retention per status it applies when it holds the
@@ -93,6 +96,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
         metrics_addr,
         exit_if_unmigrated,
         retention,
+        forget_stale_after,
     } = config;
     let schema = &schema;
     // Bound first, so that probes answer ("starting") while the replica connects, and a busy or
@@ -148,7 +152,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
             Err(error) => tracing::warn!(%error, "could not read the schedule table's upkeep"),
         }
         drop(startup);
-        crate::lifecycle::register(&store, &config).await?;
+        crate::lifecycle::register(&store, &config, forget_stale_after).await?;
         // The probes' and gauges' pool of one connection, so that a scrape never competes with
         // a round for a connection.
         let probes = match observer {

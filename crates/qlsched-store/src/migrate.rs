@@ -115,6 +115,12 @@ pub const MIGRATIONS: &[Migration] = &[
         // tables and grants: the previous release's admissions are untouched.
         previous_release_may_run: true,
     },
+    Migration {
+        version: 14,
+        name: "replica_release",
+        sql: include_str!("../../../migrations/0014_replica_release.sql"),
+        previous_release_may_run: true,
+    },
 ];
 
 /// The schema version a fully migrated database reports.
@@ -157,7 +163,7 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
     ("qlsched_admin", "schedule_audit", &["INSERT", "SELECT"]),
     ("qlsched_admin", "schedule_audit_audit_id_seq", &["USAGE"]),
     ("qlsched_admin", "misfires", &["INSERT", "SELECT"]),
-    ("qlsched_admin", "replicas", &["SELECT"]),
+    ("qlsched_admin", "replicas", &["DELETE", "SELECT"]),
     ("qlsched_admin", "admission_errors", &["SELECT"]),
     ("qlsched_admin", "run_retention", &["SELECT"]),
     ("qlsched_admin", "retired_manual_runs", &["SELECT"]),
@@ -253,6 +259,23 @@ pub struct MigrationStatus {
     pub checksum: String,
     pub applied_at_ms: Option<i64>,
     pub execution_ms: Option<i64>,
+    /// Whether replicas of the release before this migration may keep running beside it once it
+    /// is applied (the operator's guide, "Upgrading"): this binary's answer, or for an unknown
+    /// migration the ledger's (null when it does not say).
+    pub previous_release_may_run: Option<bool>,
+    /// For a pending migration that the previous release may not run beside: the running
+    /// replicas (registered, not stopped, not stale) built for an earlier schema, or of a release
+    /// that does not say which, that would have to stop for it. Empty otherwise.
+    pub replicas_to_stop: Vec<RunningReplica>,
+}
+
+/// A running replica as `migrate status` names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct RunningReplica {
+    pub owner: String,
+    pub version: String,
+    /// The schema version it was built for; null for a release before 0.2.0, which does not say.
+    pub schema_version: Option<i64>,
 }
 
 /// What `migrate up` did.
@@ -276,6 +299,83 @@ const IN_SCHEMA: &str = "SELECT pg_backend_pid() AS server_process,
 // Which of the group roles $1 exist on the server.
 const EXISTING_ROLES: &str =
     "SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE rolname = ANY($1)";
+
+// What `migrate` needs of its login, asked before it creates anything: to create schema $1 when
+// it is missing (CREATE on the database), to act as its owner when it exists (every migration
+// creates and alters tables in it, which only the owner may: pg_has_role with USAGE is "holds the
+// owner's privileges", true for the owner, a member that inherits it, and a superuser), and to
+// create the group roles when some are missing (CREATEROLE).
+const OWNER_RIGHTS: &str = "SELECT current_user::text AS login,
+        current_database()::text AS database,
+        n.oid IS NOT NULL AS schema_exists,
+        pg_get_userbyid(n.nspowner)::text AS schema_owner,
+        coalesce(pg_has_role(n.nspowner, 'USAGE'), false) AS acts_as_owner,
+        has_database_privilege(current_database(), 'CREATE') AS may_create_schema,
+        (SELECT rolcreaterole OR rolsuper FROM pg_roles WHERE rolname = current_user)
+            AS may_create_roles,
+        (SELECT count(*) FROM pg_roles WHERE rolname = ANY($2)) < cardinality($2) AS roles_missing
+    FROM (SELECT 1) AS one LEFT JOIN pg_namespace n ON n.nspname = $1";
+
+/// The rights `migrate`'s login holds, as [`OWNER_RIGHTS`] reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerRights {
+    pub login: String,
+    pub database: String,
+    /// The schema's owner, when the schema exists.
+    pub schema_owner: Option<String>,
+    pub acts_as_owner: bool,
+    pub may_create_schema: bool,
+    pub may_create_roles: bool,
+    pub roles_missing: bool,
+}
+
+impl OwnerRights {
+    fn read(row: &tokio_postgres::Row) -> Result<Self, StoreError> {
+        Ok(Self {
+            login: row.col("login")?,
+            database: row.col("database")?,
+            schema_owner: row.col("schema_owner")?,
+            acts_as_owner: row.col("acts_as_owner")?,
+            may_create_schema: row.col("may_create_schema")?,
+            may_create_roles: row
+                .col::<Option<bool>>("may_create_roles")?
+                .unwrap_or(false),
+            roles_missing: row.col("roles_missing")?,
+        })
+    }
+}
+
+/// Refuses ([`StoreError::PermissionDenied`], exit 77) a login that lacks a right of the
+/// schema's owner, naming the right and the SQL that grants it, before anything is created: a
+/// `qlsched_admin` login publishes and operates, but only the owner migrates.
+pub fn check_owner_rights(schema: &SchemaName, rights: &OwnerRights) -> Result<(), StoreError> {
+    let OwnerRights {
+        login, database, ..
+    } = rights;
+    let refusal = match &rights.schema_owner {
+        None if !rights.may_create_schema => Some(format!(
+            "migrate needs the schema owner's rights, and login {login} lacks CREATE on database \
+             {database}, which creating schema {schema} takes (as a superuser: GRANT CREATE ON \
+             DATABASE {database} TO {login}; or run migrate as the login that owns the schema; \
+             qlsched_admin is not enough)"
+        )),
+        Some(owner) if !rights.acts_as_owner => Some(format!(
+            "migrate needs the schema owner's rights, and login {login} does not own schema \
+             {schema}: {owner} does (run migrate as {owner}, or as a superuser: GRANT {owner} TO \
+             {login}; qlsched_admin is not enough)"
+        )),
+        _ if rights.roles_missing && !rights.may_create_roles => Some(format!(
+            "migrate creates the qlsched group roles the server lacks, and login {login} lacks \
+             CREATEROLE (as a superuser: ALTER ROLE {login} CREATEROLE, or create the roles \
+             once as a superuser with `qlsched migrate`)"
+        )),
+        _ => None,
+    };
+    match refusal {
+        Some(message) => Err(StoreError::PermissionDenied(message)),
+        None => Ok(()),
+    }
+}
 
 /// Key of the transaction advisory lock that serialises migrators of one schema: each of
 /// `migrate`'s transactions takes it first, so two migrators never apply one migration twice, and
@@ -415,9 +515,23 @@ async fn begin<'c>(
     transaction
         .execute(LOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
         .await?;
+    // The login's rights as the schema's owner, asked before anything is created: a refusal
+    // names the right that is missing (exit 77) instead of the server's bare "permission denied".
+    let roles: Vec<String> = ROLES.iter().map(|r| (*r).to_owned()).collect();
+    let rights = transaction
+        .query_one(OWNER_RIGHTS, &[&schema.as_str(), &roles])
+        .await?;
+    check_owner_rights(schema, &OwnerRights::read(&rights)?)?;
+    if !rights.col::<bool>("schema_exists")? {
+        // Only when missing: CREATE SCHEMA checks CREATE on the database even with IF NOT
+        // EXISTS, a right the owner of an existing schema need not have.
+        transaction
+            .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted()))
+            .await?;
+    }
     transaction
         .batch_execute(&format!(
-            "CREATE SCHEMA IF NOT EXISTS {schema}; SET LOCAL search_path TO {schema}; \
+            "SET LOCAL search_path TO {schema}; \
              SET LOCAL jit TO off; SET LOCAL lock_timeout TO '{MIGRATION_LOCK_TIMEOUT}'",
             schema = schema.quoted()
         ))
@@ -528,6 +642,8 @@ async fn apply(
         checksum: migration.checksum(),
         applied_at_ms: Some(applied_at_ms),
         execution_ms: Some(execution_ms),
+        previous_release_may_run: Some(migration.previous_release_may_run),
+        replicas_to_stop: Vec::new(),
     })))
 }
 
@@ -620,7 +736,65 @@ pub(crate) fn first_blocking(
     Ok(None)
 }
 
-/// `migrate status`: every known and every applied migration.
+// Is the replica registry there (migration 0006)? Asked before RUNNING_REPLICAS, which a schema
+// migrated by an early release could not answer.
+const REGISTRY_EXISTS: &str = "SELECT to_regclass(format('%I.replicas', $1::text)) IS NOT NULL";
+
+// The replicas running now: registered, not stopped, not stale (a heartbeat within their lease
+// plus their cadence: `replicas::LIST`'s rule; a stale one holds no valid claim). The schema
+// version read through to_jsonb, so that a registry without the column (migration 0014 pending,
+// just when `migrate status` is asked) reads as NULL instead of failing.
+const RUNNING_REPLICAS: &str = "SELECT owner, version,
+        (to_jsonb(r) ->> 'schema_version')::bigint AS schema_version
+    FROM replicas r
+    WHERE state <> 'stopped' AND heartbeat_at_ms >= now_ms() - lease_ms - cadence_ms
+    ORDER BY owner";
+
+async fn running_replicas(
+    client: &Client,
+    schema: &SchemaName,
+) -> Result<Vec<RunningReplica>, StoreError> {
+    let exists: bool = client
+        .query_one(REGISTRY_EXISTS, &[&schema.as_str()])
+        .await?
+        .get(0);
+    if !exists {
+        return Ok(Vec::new());
+    }
+    client
+        .query(RUNNING_REPLICAS, &[])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(RunningReplica {
+                owner: row.col("owner")?,
+                version: row.col("version")?,
+                schema_version: row.col("schema_version")?,
+            })
+        })
+        .collect()
+}
+
+/// The replicas of `running` that `migration` would stop, were it applied: none when the
+/// previous release may run beside it; else those built for a schema before it, and those of a
+/// release that does not say (the releases before 0.2.0, which do not even check: their operator
+/// stops them by hand).
+fn to_stop(migration: &Migration, running: &[RunningReplica]) -> Vec<RunningReplica> {
+    if migration.previous_release_may_run {
+        return Vec::new();
+    }
+    running
+        .iter()
+        .filter(|r| {
+            r.schema_version
+                .is_none_or(|built| built < migration.version)
+        })
+        .cloned()
+        .collect()
+}
+
+/// `migrate status`: every known and every applied migration, and for each pending one the
+/// running replicas it would stop.
 pub async fn status(
     client: &Client,
     schema: &SchemaName,
@@ -629,6 +803,11 @@ pub async fn status(
         read_ledger(client).await?
     } else {
         BTreeMap::new()
+    };
+    let running = if MIGRATIONS.iter().any(|m| !ledger.contains_key(&m.version)) {
+        running_replicas(client, schema).await?
+    } else {
+        Vec::new()
     };
     let mut out: Vec<MigrationStatus> = MIGRATIONS
         .iter()
@@ -645,6 +824,11 @@ pub async fn status(
                 checksum: m.checksum(),
                 applied_at_ms: row.map(|r| r.applied_at_ms),
                 execution_ms: row.map(|r| r.execution_ms),
+                previous_release_may_run: Some(m.previous_release_may_run),
+                replicas_to_stop: match row {
+                    None => to_stop(m, &running),
+                    Some(_) => Vec::new(),
+                },
             }
         })
         .collect();
@@ -659,6 +843,8 @@ pub async fn status(
             checksum: row.checksum.clone(),
             applied_at_ms: Some(row.applied_at_ms),
             execution_ms: Some(row.execution_ms),
+            previous_release_may_run: row.previous_release_may_run,
+            replicas_to_stop: Vec::new(),
         });
     }
     Ok(out)
@@ -921,6 +1107,9 @@ super::statements::statements! {
     LEDGER_EXISTS: Owner | Admin | Runtime | Observer,
     READ_LEDGER: Owner | Admin | Runtime | Observer,
     RECORD_MIGRATION: Owner,
+    OWNER_RIGHTS: Owner,
+    REGISTRY_EXISTS: Owner | Admin | Observer,
+    RUNNING_REPLICAS: Owner | Admin | Observer,
     CURRENT_USER: Runtime,
     MISSING_PRIVILEGES: Runtime,
     LIVE_GRANTS: Owner | Observer,
@@ -952,6 +1141,111 @@ mod tests {
             };
             assert!(row.contains(answer), "{stem}: {row}");
         }
+    }
+
+    /// CHANGELOG.md lists every migration once, under the release that brings it, with the flag
+    /// `migrate` records for it; each release's "Beside the previous release" is yes exactly
+    /// when all of its migrations say yes; the newest release is this build's version.
+    #[test]
+    fn the_changelog_lists_each_migration_with_its_flag_under_one_release() {
+        /// A release's version, its migrations with their flags, and its "Beside" line.
+        type Release = (String, Vec<(String, bool)>, Option<bool>);
+        let changelog = include_str!("../../../CHANGELOG.md");
+        let mut releases: Vec<Release> = Vec::new();
+        for line in changelog.lines() {
+            if let Some(heading) = line.strip_prefix("## ") {
+                let version = heading.split_whitespace().next().unwrap_or_default();
+                releases.push((version.to_owned(), Vec::new(), None));
+            } else if let Some((_, rows, beside)) = releases.last_mut() {
+                if let Some(rest) = line.strip_prefix("| `") {
+                    let (stem, rest) = rest.split_once("` |").expect("a migration row");
+                    let flag = match rest.split('|').next().map(str::trim) {
+                        Some("yes") => true,
+                        Some("no") => false,
+                        other => panic!("CHANGELOG.md: {stem} says {other:?}, not yes or no"),
+                    };
+                    rows.push((stem.to_owned(), flag));
+                } else if line.contains("Beside the previous release: yes") {
+                    *beside = Some(true);
+                } else if line.contains("Beside the previous release: no") {
+                    *beside = Some(false);
+                }
+            }
+        }
+        assert_eq!(
+            releases.first().map(|(version, _, _)| version.as_str()),
+            Some(env!("CARGO_PKG_VERSION")),
+            "CHANGELOG.md's newest release is this build's version"
+        );
+        let listed: Vec<&(String, bool)> = releases.iter().flat_map(|(_, rows, _)| rows).collect();
+        for migration in MIGRATIONS {
+            let name = migration.file_name();
+            let stem = name.trim_end_matches(".sql");
+            let rows: Vec<&&(String, bool)> = listed.iter().filter(|(s, _)| s == stem).collect();
+            let expected = if migration.previous_release_may_run {
+                "yes"
+            } else {
+                "no"
+            };
+            assert_eq!(
+                rows.len(),
+                1,
+                "CHANGELOG.md lists {stem} {} times: add `| `{stem}` | {expected} |` once, under \
+                 the release that brings it",
+                rows.len()
+            );
+            assert_eq!(
+                rows[0].1, migration.previous_release_may_run,
+                "CHANGELOG.md: {stem} must say {expected}, as MIGRATIONS does"
+            );
+        }
+        assert_eq!(
+            listed.len(),
+            MIGRATIONS.len(),
+            "CHANGELOG.md lists a migration this build does not carry"
+        );
+        for (version, rows, beside) in &releases {
+            let all = rows.iter().all(|(_, flag)| *flag);
+            assert_eq!(
+                *beside,
+                Some(all),
+                "CHANGELOG.md {version}: \"Beside the previous release\" must say {}",
+                if all { "yes" } else { "no" }
+            );
+        }
+    }
+
+    /// A pending migration that forbids the previous release stops the running replicas built
+    /// for an earlier schema and those that do not say; one that allows it stops none.
+    #[test]
+    fn a_pending_migration_names_the_running_replicas_it_would_stop() {
+        let replica = |owner: &str, schema_version: Option<i64>| RunningReplica {
+            owner: owner.to_owned(),
+            version: "test".to_owned(),
+            schema_version,
+        };
+        let running = [
+            replica("older", Some(6)),
+            replica("unsaid", None),
+            replica("built-for-it", Some(7)),
+            replica("newer", Some(9)),
+        ];
+        let forbidding = Migration {
+            version: 7,
+            name: "forbidding",
+            sql: "",
+            previous_release_may_run: false,
+        };
+        let owners: Vec<String> = to_stop(&forbidding, &running)
+            .into_iter()
+            .map(|r| r.owner)
+            .collect();
+        assert_eq!(owners, ["older", "unsaid"]);
+        let allowing = Migration {
+            previous_release_may_run: true,
+            ..forbidding
+        };
+        assert!(to_stop(&allowing, &running).is_empty());
     }
 
     #[test]

@@ -455,6 +455,22 @@ async fn expire_locked(
     rows.first().map(expired_row).transpose()
 }
 
+// The registry row of owner $1, unless $2 (only expired claims: the replica may be alive) or the
+// replica is live (a heartbeat within two cadences, at least a second: `replicas::LIST`'s rule).
+// A live replica's heartbeat only updates its row, so a row deleted under it would leave a
+// working replica out of the registry until it restarts.
+const FORGET_OWNER: &str = "DELETE FROM replicas
+    WHERE owner = $1 AND NOT $2
+      AND (state = 'stopped' OR heartbeat_at_ms < now_ms() - greatest(2 * cadence_ms, 1000))";
+
+/// What `expire --owner` did: the claims it expired, and whether it forgot the owner's
+/// registry row with them.
+#[derive(Debug, Clone)]
+pub struct OwnerExpiry {
+    pub expired: Vec<Expired>,
+    pub replica_forgotten: bool,
+}
+
 /// Expires every claim of `owner` (only those already past their lease when `expired_only`) in
 /// one transaction, each audited; an owner with no claims expires nothing.
 pub async fn expire_owner(
@@ -464,6 +480,23 @@ pub async fn expire_owner(
     actor: &Actor<'_>,
     dry_run: bool,
 ) -> Result<Vec<Expired>, StoreError> {
+    Ok(
+        expire_and_forget_owner(store, owner, expired_only, actor, dry_run)
+            .await?
+            .expired,
+    )
+}
+
+/// [`expire_owner`], and in the same transaction the owner's registry row forgotten (a replica
+/// known to be dead leaves `inspect replicas`, `top` and the metrics with its claims) unless
+/// `expired_only` or the replica is live.
+pub async fn expire_and_forget_owner(
+    store: &Store,
+    owner: &str,
+    expired_only: bool,
+    actor: &Actor<'_>,
+    dry_run: bool,
+) -> Result<OwnerExpiry, StoreError> {
     let client = store.client().await?;
     bounded(
         store,
@@ -472,14 +505,21 @@ pub async fn expire_owner(
         BEGIN,
         dry_run,
         |client| async move {
-            client
+            let expired = client
                 .query(
                     EXPIRE_OWNER,
                     &[&owner, &expired_only, &actor.name, &actor.reason],
                 )
                 .await
                 .map_err(StoreError::from)
-                .and_then(|rows| rows.iter().map(expired_row).collect())
+                .and_then(|rows| rows.iter().map(expired_row).collect())?;
+            let forgotten = client
+                .execute(FORGET_OWNER, &[&owner, &expired_only])
+                .await?;
+            Ok(OwnerExpiry {
+                expired,
+                replica_forgotten: forgotten > 0,
+            })
         },
     )
     .await
@@ -695,6 +735,7 @@ super::statements::statements! {
     LOCK_CLAIM: Admin,
     EXPIRE_ONE: Admin,
     EXPIRE_OWNER: Admin,
+    FORGET_OWNER: Admin,
     OWNER_SEEN: Admin,
 }
 

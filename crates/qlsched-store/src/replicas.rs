@@ -17,20 +17,27 @@ pub struct Registration<'a> {
     pub owner: &'a str,
     pub host: &'a str,
     pub pid: i32,
+    /// The release and the commit it was built from (`0.2.0+0123456789ab`).
     pub version: &'a str,
+    /// The schema version the binary was built for: its last migration.
+    pub schema_version: i64,
     pub lease_ms: i64,
     pub cadence_ms: i64,
+    /// How long after its last heartbeat the registry forgets this replica if it never stops
+    /// (killed, its host lost): `run --forget-stale-after`.
+    pub forget_after_ms: i64,
 }
 
 // Registers (or re-registers, after a restart under the same owner) a running replica: its
 // counters start again from zero.
-const REGISTER: &str = "INSERT INTO replicas (owner, host, pid, version, started_at_ms,
-        heartbeat_at_ms, state, lease_ms, cadence_ms)
-    VALUES ($1, $2, $3, $4, now_ms(), now_ms(), 'running', $5, $6)
+const REGISTER: &str = "INSERT INTO replicas (owner, host, pid, version, schema_version,
+        started_at_ms, heartbeat_at_ms, state, lease_ms, cadence_ms, forget_after_ms)
+    VALUES ($1, $2, $3, $4, $5, now_ms(), now_ms(), 'running', $6, $7, $8)
     ON CONFLICT (owner) DO UPDATE SET host = excluded.host, pid = excluded.pid,
-        version = excluded.version, started_at_ms = excluded.started_at_ms,
-        heartbeat_at_ms = excluded.heartbeat_at_ms, last_round_at_ms = NULL, state = 'running',
-        lease_ms = excluded.lease_ms, cadence_ms = excluded.cadence_ms, rounds = 0,
+        version = excluded.version, schema_version = excluded.schema_version,
+        started_at_ms = excluded.started_at_ms, heartbeat_at_ms = excluded.heartbeat_at_ms,
+        last_round_at_ms = NULL, state = 'running', lease_ms = excluded.lease_ms,
+        cadence_ms = excluded.cadence_ms, forget_after_ms = excluded.forget_after_ms, rounds = 0,
         failed_rounds = 0, admissions = 0, misfires = 0, fence_losses = 0, last_error = NULL";
 
 /// Registers a replica as running.
@@ -46,8 +53,10 @@ pub async fn register(
                 &replica.host,
                 &replica.pid,
                 &replica.version,
+                &replica.schema_version,
                 &replica.lease_ms,
                 &replica.cadence_ms,
+                &replica.forget_after_ms,
             ],
         )
         .await?;
@@ -89,12 +98,13 @@ pub async fn mark(client: &impl GenericClient, owner: &str, state: &str) -> Resu
     Ok(())
 }
 
-// Stopped replicas a day after they stopped, and any whose heartbeat stopped a week ago.
+// The rows the registry has forgotten (replica_forgotten(), migration 0014): stopped replicas a
+// day after they stopped, any other past its own bound.
 const FORGET: &str = "DELETE FROM replicas
-    WHERE (state = 'stopped' AND heartbeat_at_ms < now_ms() - 86400000)
-       OR heartbeat_at_ms < now_ms() - 604800000";
+    WHERE replica_forgotten(state, heartbeat_at_ms, forget_after_ms)";
 
-/// Forgets stopped and long-dead replicas; returns how many.
+/// Deletes the replicas the registry has forgotten (stopped a day ago, or stale past their
+/// bound); returns how many. The reads leave them out already.
 pub async fn forget(client: &impl GenericClient) -> Result<u64, StoreError> {
     Ok(client.execute(FORGET, &[]).await?)
 }
@@ -120,7 +130,12 @@ pub struct ReplicaView {
     pub owner: String,
     pub host: String,
     pub pid: i32,
+    /// The release and the commit it was built from (`0.2.0+0123456789ab`); a replica of a
+    /// release before 0.2.0 says its version alone.
     pub version: String,
+    /// The schema version the replica was built for (its binary's last migration); null for a
+    /// replica of a release before 0.2.0, which does not say.
+    pub schema_version: Option<i64>,
     /// From the heartbeat's age on the database clock: live (running or draining, a heartbeat
     /// within two cadences, at least a second), stalled (none for longer, but within its lease
     /// plus its cadence), stale (none for longer than that: its claims have expired), stopped.
@@ -144,11 +159,13 @@ pub struct ReplicaView {
     pub batch: Option<i32>,
 }
 
-// Every registered replica with its liveness at one database instant: the one place the rule of
-// `core::Liveness` is written (two cadences, at least a second, then the lease plus the cadence).
-// The registry is small (stopped rows are forgotten after a day, any row after a week), so the
-// counts elsewhere are taken from this list rather than from a second statement.
-const LIST: &str = "SELECT owner, host, pid, version,
+// Every replica the registry remembers (replica_forgotten(), migration 0014: a stale one leaves
+// at its bound, even before a housekeeping deletes it) with its liveness at one database instant:
+// the one place the rule of `core::Liveness` is written (two cadences, at least a second, then
+// the lease plus the cadence). The registry is small (stopped rows are forgotten after a day,
+// dead ones after their bound), so the counts elsewhere are taken from this list rather than
+// from a second statement.
+const LIST: &str = "SELECT owner, host, pid, version, schema_version,
         CASE WHEN state = 'stopped' THEN 'stopped'
              WHEN heartbeat_at_ms < now_ms() - lease_ms - cadence_ms THEN 'stale'
              WHEN heartbeat_at_ms < now_ms() - greatest(2 * cadence_ms, 1000) THEN 'stalled'
@@ -157,6 +174,7 @@ const LIST: &str = "SELECT owner, host, pid, version,
         last_round_at_ms, rounds, failed_rounds, admissions, misfires, fence_losses, last_error,
         batch
     FROM replicas
+    WHERE NOT replica_forgotten(state, heartbeat_at_ms, forget_after_ms)
     ORDER BY owner";
 
 /// Every registered replica with its liveness: the ones that need a look first (stale, then
@@ -171,6 +189,7 @@ pub async fn list(client: &impl GenericClient) -> Result<Vec<ReplicaView>, Store
                 host: row.col("host")?,
                 pid: row.col("pid")?,
                 version: row.col("version")?,
+                schema_version: row.col("schema_version")?,
                 liveness: stored("replicas", "liveness", row.col("liveness")?)?,
                 state: row.col("state")?,
                 started_at_ms: row.col("started_at_ms")?,

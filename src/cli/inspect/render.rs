@@ -157,6 +157,7 @@ pub(super) fn render_replicas(rows: &[ReplicaView]) -> String {
             "liveness",
             "host",
             "pid",
+            "version (schema)",
             "heartbeat",
             "started",
             "rounds (failed)",
@@ -176,6 +177,11 @@ pub(super) fn render_replicas(rows: &[ReplicaView]) -> String {
                 },
                 crate::core::text::clean(&r.host),
                 r.pid.to_string(),
+                format!(
+                    "{} ({})",
+                    crate::core::text::clean(&r.version),
+                    opt(r.schema_version)
+                ),
                 format!("{} ago", span(r.heartbeat_age_ms)),
                 utc(r.started_at_ms),
                 format!("{} ({})", r.rounds, r.failed_rounds),

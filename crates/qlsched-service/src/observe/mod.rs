@@ -23,6 +23,9 @@ use qlsched_store::{Store, StoreError};
 /// The version and the commit this binary was built from (build.rs).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const COMMIT: &str = env!("QLSCHED_COMMIT");
+/// What a replica registers as its version: the release and the commit, as semver build
+/// metadata (`0.2.0+0123456789ab`), so two builds of one release tell apart in the registry.
+pub const RELEASE: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("QLSCHED_COMMIT"));
 
 /// How long a scrape or a probe waits on the database before it answers without it.
 const DATABASE_WAIT: Duration = Duration::from_secs(2);
