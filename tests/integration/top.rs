@@ -622,9 +622,11 @@ async fn the_outage_banner_names_each_outage_from_the_database() {
         host: "node-1",
         pid: 1,
         version: "test",
+        schema_version: qlsched::store::migrate::latest_version(),
         lease_ms: 5_000,
         // A minute's cadence keeps a registered replica live for the whole test.
         cadence_ms: 60_000,
+        forget_after_ms: qlsched::core::FORGET_STALE_AFTER.as_millis() as i64,
     };
     register(&client, &registration("dead-replica"))
         .await

@@ -562,6 +562,7 @@ mod tests {
                 owner: "r1".to_owned(),
                 remaining_ms: 20_000,
                 expired: false,
+                owner_liveness: None,
             }),
             refusal: Some(refusal),
             ..eligible()
