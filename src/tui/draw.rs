@@ -12,17 +12,19 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::input::KEYS;
 use super::state::{
-    App, ExpireRequest, Modal, OwnerExpireRequest, PanelRow, PauseRequest, SortOrder, key_of,
+    App, ExpireRequest, Modal, OwnerExpireRequest, PanelRow, PauseRequest, SortOrder, View, key_of,
 };
 use crate::core::text::clean;
 use crate::core::time::{clock, short_span, span, utc};
 use crate::core::{Liveness, TriggerName};
 use crate::store::read::{PauseView, ScheduleRow, ScheduleState, TriggerDetail};
 
+mod history;
 mod panels;
 mod popups;
 mod trends;
 
+use history::*;
 use panels::*;
 use popups::*;
 use trends::*;
@@ -323,7 +325,12 @@ fn draw_body(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     ])
     .areas(area);
     draw_replicas(frame, replicas, app, theme);
-    draw_schedules(frame, schedules, app, theme);
+    match app.view {
+        View::Schedules => draw_schedules(frame, schedules, app, theme),
+        View::Misfires => draw_misfires(frame, schedules, app, theme),
+        View::Audit => draw_audit(frame, schedules, app, theme),
+        View::Runs => draw_runs(frame, schedules, app, theme),
+    }
     draw_recent(frame, recent, app, theme);
 }
 
@@ -715,12 +722,16 @@ mod tests {
         let mut app = fixtures::busy();
         update(&mut app, Action::ToggleHelp);
         let top = render(&app, 100, 20);
-        assert!(top.contains("lines 1-17 of 27"), "{top}");
+        let total = super::HELP_LINES;
+        assert!(top.contains(&format!("lines 1-17 of {total}")), "{top}");
         assert!(!top.contains("misfire records"), "{top}");
         update(&mut app, Action::ScrollHelp(i32::MAX / 2));
         let bottom = render(&app, 100, 20);
         assert!(bottom.contains("misfire records"), "{bottom}");
-        assert!(bottom.contains("lines 11-27 of 27"), "{bottom}");
+        assert!(
+            bottom.contains(&format!("lines {}-{total} of {total}", total - 16)),
+            "{bottom}"
+        );
         insta::assert_snapshot!(bottom);
     }
 
@@ -734,6 +745,48 @@ mod tests {
         let frame = render(&app, 80, 30);
         assert!(frame.contains("│47.9s ago "), "{frame}");
         assert!(frame.contains("│23h59m ago "), "{frame}");
+    }
+
+    #[test]
+    fn misfires_view() {
+        let mut app = fixtures::busy_with_history();
+        update(
+            &mut app,
+            Action::ShowView(crate::tui::state::View::Misfires),
+        );
+        let frame = render(&app, 120, 30);
+        assert!(
+            frame.contains("Misfire records (7 days), newest first (2 of 2 loaded"),
+            "{frame}"
+        );
+        insta::assert_snapshot!(frame);
+    }
+
+    #[test]
+    fn audit_view() {
+        let mut app = fixtures::busy_with_history();
+        update(&mut app, Action::ShowView(crate::tui::state::View::Audit));
+        let frame = render(&app, 120, 30);
+        assert!(frame.contains("gone-replica → -"), "{frame}");
+        insta::assert_snapshot!(frame);
+    }
+
+    #[test]
+    fn runs_view_filtered() {
+        let mut app = fixtures::busy_with_history();
+        update(&mut app, Action::ShowView(crate::tui::state::View::Runs));
+        update(&mut app, Action::OpenFilter);
+        for c in "globex".chars() {
+            update(&mut app, Action::FilterChar(c));
+        }
+        update(&mut app, Action::FilterApply);
+        let frame = render(&app, 120, 30);
+        assert!(
+            frame.contains("Runs matching /globex (2 of 4 loaded"),
+            "{frame}"
+        );
+        assert!(!frame.contains("acme/heartbeat  "), "{frame}");
+        insta::assert_snapshot!(frame);
     }
 
     #[test]

@@ -191,6 +191,9 @@ pub fn empty() -> App {
         detail: None,
         trends: trends(|_| (0, None, 0)),
         outage: OutageFacts::default(),
+        misfire_records: Vec::new(),
+        audit: Vec::new(),
+        runs: Vec::new(),
         took: Duration::from_millis(3),
     });
     app
@@ -336,6 +339,9 @@ pub fn busy() -> App {
             oldest_due_ms: Some(350),
             admissions_last_minute: 2_400,
         },
+        misfire_records: Vec::new(),
+        audit: Vec::new(),
+        runs: Vec::new(),
         took: Duration::from_millis(7),
     });
     app
@@ -486,6 +492,78 @@ pub fn outage() -> App {
             oldest_due_ms: Some(47_000),
             admissions_last_minute: 0,
         };
+    }
+    app
+}
+
+/// The busy cluster with the lists of the history views loaded (as the loader reads only the
+/// view on screen, a real snapshot holds one of them).
+pub fn busy_with_history() -> App {
+    use crate::store::misfires::MisfireRecord;
+    use crate::store::read::{AuditView, RunRow};
+
+    let mut app = busy();
+    if let Some(snapshot) = &mut app.snapshot {
+        let misfire =
+            |id: i64, trigger: &str, owner: &str, ago_ms: i64, occurrences: i64| MisfireRecord {
+                misfire_id: id,
+                project_id: "acme".to_owned(),
+                trigger_id: trigger.to_owned(),
+                trigger_revision: 1,
+                first_occurrence_ms: NOW - ago_ms - 20_000,
+                last_occurrence_ms: NOW - ago_ms - 5_000,
+                occurrences,
+                occurrences_exact: true,
+                policy: "fire_once".to_owned(),
+                reason: "beyond_grace".to_owned(),
+                owner: owner.to_owned(),
+                decided_at_ms: NOW - ago_ms,
+                recorded_at_ms: NOW - ago_ms,
+            };
+        snapshot.misfire_records = vec![
+            misfire(2, "report-5s", "demo-b", 1_200_000, 4),
+            misfire(1, "heartbeat", "demo-a", 2_400_000, 12),
+        ];
+        let fence = |owner: Option<&str>, version: i64| {
+            serde_json::json!({
+                "owner": owner, "token": null, "version": version, "expires_at_ms": null
+            })
+        };
+        snapshot.audit = vec![
+            AuditView {
+                audit_id: 2,
+                project_id: "globex".to_owned(),
+                trigger_id: "paused".to_owned(),
+                action: "pause".to_owned(),
+                actor: "ops-alice@bastion".to_owned(),
+                db_user: "qlsched_admin".to_owned(),
+                reason: Some("incident 7: upstream down".to_owned()),
+                at_ms: NOW - 185_000,
+                fence_before: Some(fence(None, 5)),
+                fence_after: Some(fence(None, 6)),
+            },
+            AuditView {
+                audit_id: 1,
+                project_id: "acme".to_owned(),
+                trigger_id: "report-5s".to_owned(),
+                action: "expire".to_owned(),
+                actor: "ops-bob@bastion".to_owned(),
+                db_user: "qlsched_operator".to_owned(),
+                reason: Some("expired from qlsched top".to_owned()),
+                at_ms: NOW - 1_260_000,
+                fence_before: Some(fence(Some("gone-replica"), 4)),
+                fence_after: Some(fence(None, 5)),
+            },
+        ];
+        snapshot.runs = snapshot
+            .recent
+            .iter()
+            .enumerate()
+            .map(|(i, run)| RunRow {
+                run: run.clone(),
+                origin: if i == 2 { "backfill" } else { "cron" }.to_owned(),
+            })
+            .collect();
     }
     app
 }

@@ -5,7 +5,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::state::{App, ExpireRequest, Modal, Notice, OwnerExpireRequest, PauseRequest, key_of};
+use super::state::{
+    App, ExpireRequest, Modal, Notice, OwnerExpireRequest, PauseRequest, View, key_of,
+};
 use crate::core::{ClaimFence, Liveness};
 
 /// What a key asks for.
@@ -39,6 +41,9 @@ pub enum Action {
     ToggleHelp,
     /// Scroll the help overlay by this many lines.
     ScrollHelp(i32),
+    /// `v` cycles the views; `1`-`4` show one.
+    NextView,
+    ShowView(View),
     /// `t`: fold or unfold the trends.
     ToggleTrends,
     /// `[` and `]`: a shorter or longer trends window.
@@ -66,7 +71,11 @@ pub const KEYS: &[(&str, &str)] = &[
         "Esc",
         "close a dialog or the detail, else clear the filter; never quits",
     ),
-    ("↑ ↓, k j", "move the selection"),
+    ("↑ ↓, k j", "move the selection (scroll, in a history view)"),
+    (
+        "v, 1 2 3 4",
+        "views: schedules, misfires, audit, runs (newest first; / filters each)",
+    ),
     ("PgUp PgDn, g G", "move a page, to the top, to the bottom"),
     (
         "Enter",
@@ -175,6 +184,10 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char('p') => Some(Action::AskPauseTrigger),
             KeyCode::Char('?') => Some(Action::ToggleHelp),
             KeyCode::Char('t') => Some(Action::ToggleTrends),
+            KeyCode::Char('v') => Some(Action::NextView),
+            KeyCode::Char(c @ '1'..='4') => View::ALL
+                .get(usize::from(c as u8 - b'1'))
+                .map(|view| Action::ShowView(*view)),
             KeyCode::Char('[') => Some(Action::TrendWindow { longer: false }),
             KeyCode::Char(']') => Some(Action::TrendWindow { longer: true }),
             _ => None,
@@ -184,14 +197,30 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
 
 /// Applies an action to the state; returns the work it leaves for the event loop.
 pub fn update(app: &mut App, action: Action) -> Option<Effect> {
+    let on_a_row = matches!(
+        action,
+        Action::ToggleDetail | Action::AskExpire | Action::AskExpireOwner | Action::AskPauseTrigger
+    );
+    if on_a_row && app.view != View::Schedules && app.modal == Modal::None {
+        app.notice = Some(Notice {
+            text: format!(
+                "the {} view lists history: 1 shows the schedules, whose rows these keys act on",
+                app.view.label()
+            ),
+            is_error: true,
+        });
+        return None;
+    }
     match action {
         Action::Quit => app.quit = true,
-        Action::Up => app.move_selection(-1),
-        Action::Down => app.move_selection(1),
-        Action::PageUp => app.move_selection(-PAGE),
-        Action::PageDown => app.move_selection(PAGE),
-        Action::Home => app.move_selection(isize::MIN / 2),
-        Action::End => app.move_selection(isize::MAX / 2),
+        Action::Up => app.move_in_view(-1),
+        Action::Down => app.move_in_view(1),
+        Action::PageUp => app.move_in_view(-PAGE),
+        Action::PageDown => app.move_in_view(PAGE),
+        Action::Home => app.move_in_view(isize::MIN / 2),
+        Action::End => app.move_in_view(isize::MAX / 2),
+        Action::NextView => app.show_view(app.view.next()),
+        Action::ShowView(view) => app.show_view(view),
         Action::ToggleDetail => {
             app.modal = match (&app.modal, app.selected_row()) {
                 (Modal::Detail { .. }, _) | (_, None) => Modal::None,
@@ -487,6 +516,45 @@ mod tests {
         press(&mut app, KeyCode::Char('g'));
         app.apply_snapshot(later);
         assert_eq!(selected(&app), "globex/sync-c", "g follows the head again");
+    }
+
+    #[test]
+    fn v_cycles_the_views_the_loader_reads_only_the_one_shown_and_row_keys_point_back() {
+        use crate::tui::state::View;
+
+        let mut app = fixtures::busy_with_history();
+        let mut seen = vec![app.view];
+        for _ in 0..4 {
+            press(&mut app, KeyCode::Char('v'));
+            seen.push(app.view);
+        }
+        assert_eq!(
+            seen,
+            [
+                View::Schedules,
+                View::Misfires,
+                View::Audit,
+                View::Runs,
+                View::Schedules
+            ]
+        );
+        press(&mut app, KeyCode::Char('3'));
+        assert_eq!(app.load_request().view, View::Audit);
+        press(&mut app, KeyCode::Down);
+        assert_eq!(app.view_scroll, 1, "a history view scrolls");
+        press(&mut app, KeyCode::Down);
+        assert_eq!(app.view_scroll, 1, "to its last row");
+        assert_eq!(press(&mut app, KeyCode::Char('e')), None);
+        assert_eq!(app.modal, Modal::None);
+        assert!(
+            app.notice
+                .as_ref()
+                .is_some_and(|n| n.text.contains("1 shows the schedules")),
+            "{:?}",
+            app.notice
+        );
+        press(&mut app, KeyCode::Char('1'));
+        assert_eq!((app.view, app.view_scroll), (View::Schedules, 0));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::state::{
-    ExpireRequest, LoadRequest, Notice, OwnerExpireRequest, PauseRequest, Snapshot,
+    ExpireRequest, LoadRequest, Notice, OwnerExpireRequest, PauseRequest, Snapshot, VIEW_ROWS, View,
 };
 use crate::core::TriggerName;
 use crate::core::time::utc;
@@ -26,13 +26,18 @@ pub const SCHEDULE_ROWS: i64 = 200;
 pub const CLAIM_ROWS: i64 = 500;
 /// Admissions a snapshot carries.
 pub const RECENT_ROWS: i64 = 30;
-/// What a snapshot reads, by the counts above, with the trends over `trend_window_ms`.
-fn limits(trend_window_ms: i64) -> SnapshotLimits {
+/// What a snapshot reads, by the counts above, with the trends over `trend_window_ms`
+/// and the list of the history `view` on screen (only that one).
+fn limits(trend_window_ms: i64, view: View) -> SnapshotLimits {
+    let rows = |of: View| if view == of { VIEW_ROWS } else { 0 };
     SnapshotLimits {
         schedules: SCHEDULE_ROWS,
         claims: CLAIM_ROWS,
         recent: RECENT_ROWS,
         trend_window_ms,
+        misfire_records: rows(View::Misfires),
+        audit: rows(View::Audit),
+        runs: rows(View::Runs),
     }
 }
 /// A refresh that takes longer than this counts as failed; the screen says so.
@@ -56,19 +61,24 @@ pub async fn read_snapshot(
     store: &Store,
     detail: Option<&TriggerName>,
 ) -> Result<Snapshot, StoreError> {
-    read_snapshot_over(store, detail, LoadRequest::default().trend_window_ms).await
+    read_snapshot_over(store, detail, &LoadRequest::default()).await
 }
 
-/// As [`read_snapshot`], with the trends over `trend_window_ms`.
+/// As [`read_snapshot`], with the trends over the request's window and the list of its view.
 pub async fn read_snapshot_over(
     store: &Store,
     detail: Option<&TriggerName>,
-    trend_window_ms: i64,
+    request: &LoadRequest,
 ) -> Result<Snapshot, StoreError> {
     let started = Instant::now();
     let mut client = store.client().await?;
     let schema = store.schema();
-    let rows = top::snapshot(&mut client, schema, limits(trend_window_ms)).await?;
+    let rows = top::snapshot(
+        &mut client,
+        schema,
+        limits(request.trend_window_ms, request.view),
+    )
+    .await?;
     let detail = match detail {
         Some(key) => Some(
             run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
@@ -87,6 +97,9 @@ pub async fn read_snapshot_over(
         detail,
         trends: rows.trends,
         outage: rows.outage,
+        misfire_records: rows.misfire_records,
+        audit: rows.audit,
+        runs: rows.runs,
         took: started.elapsed(),
     })
 }
@@ -105,7 +118,7 @@ pub fn spawn(
             if !request.paused {
                 let event = match tokio::time::timeout(
                     REFRESH_TIMEOUT,
-                    read_snapshot_over(&store, request.detail.as_ref(), request.trend_window_ms),
+                    read_snapshot_over(&store, request.detail.as_ref(), &request),
                 )
                 .await
                 {

@@ -8,6 +8,8 @@ use std::time::Duration;
 use crate::core::ClaimFence;
 use crate::core::outage::{self, Outage, OutageFacts};
 use crate::core::{Liveness, TriggerName};
+use crate::store::misfires::MisfireRecord;
+use crate::store::read::{AuditView, RunRow};
 use crate::store::read::{
     ClaimView, OwnerClaims, PauseView, RunView, ScheduleRow, ScheduleState, ScheduleView,
     TriggerDetail,
@@ -57,6 +59,10 @@ pub struct Snapshot {
     pub trends: Trends,
     /// What an outage is decided from (`core::outage`).
     pub outage: OutageFacts,
+    /// The history the view on screen lists, newest first (only that view's is read).
+    pub misfire_records: Vec<MisfireRecord>,
+    pub audit: Vec<AuditView>,
+    pub runs: Vec<RunRow>,
     /// How long the refresh took (shown in the header).
     pub took: Duration,
 }
@@ -194,6 +200,45 @@ pub enum PanelRow<'a> {
         stopped: bool,
     },
 }
+
+/// What the middle of the screen lists: the schedule rows (default), or one of the histories an
+/// operator reads beside them. `v` cycles, `1`-`4` choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum View {
+    #[default]
+    Schedules,
+    /// Misfire records in retention, newest first (`inspect misfires`).
+    Misfires,
+    /// Operator actions on schedule rows, newest first (`inspect audit`).
+    Audit,
+    /// Runs with their origin, newest first (`inspect runs`).
+    Runs,
+}
+
+impl View {
+    pub const ALL: [View; 4] = [View::Schedules, View::Misfires, View::Audit, View::Runs];
+
+    pub fn next(self) -> Self {
+        match self {
+            View::Schedules => View::Misfires,
+            View::Misfires => View::Audit,
+            View::Audit => View::Runs,
+            View::Runs => View::Schedules,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            View::Schedules => "schedules",
+            View::Misfires => "misfires",
+            View::Audit => "audit",
+            View::Runs => "runs",
+        }
+    }
+}
+
+/// Rows a history view reads (the newest).
+pub const VIEW_ROWS: i64 = 200;
 
 /// How the schedules table is ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -341,6 +386,10 @@ pub struct App {
     pub registry_samples: Vec<RegistrySample>,
     /// The first line of the help overlay shown (it scrolls).
     pub help_scroll: u16,
+    /// What the middle of the screen lists.
+    pub view: View,
+    /// The first row shown of a history view (they scroll; only the schedules select).
+    pub view_scroll: usize,
     /// Applied filter: part of `PROJECT/TRIGGER` or of the claim owner.
     pub filter: String,
     pub sort: SortOrder,
@@ -366,6 +415,8 @@ impl App {
             trends_folded: false,
             registry_samples: Vec::new(),
             help_scroll: 0,
+            view: View::Schedules,
+            view_scroll: 0,
             filter: String::new(),
             sort: SortOrder::default(),
             paused: false,
@@ -443,6 +494,85 @@ impl App {
                 .claim_owner
                 .as_deref()
                 .is_some_and(|owner| owner.contains(&self.filter))
+    }
+
+    /// Whether `text` (a trigger's name, an owner, an actor) matches the applied filter.
+    fn filter_matches(&self, texts: &[&str]) -> bool {
+        self.filter.is_empty() || texts.iter().any(|t| t.contains(&self.filter))
+    }
+
+    /// The misfire view's records, filtered by trigger or owner.
+    pub fn visible_misfires(&self) -> Vec<&MisfireRecord> {
+        self.snapshot.as_ref().map_or_else(Vec::new, |s| {
+            s.misfire_records
+                .iter()
+                .filter(|m| {
+                    let name = TriggerName::new(&m.project_id, &m.trigger_id).to_string();
+                    self.filter_matches(&[&name, &m.owner])
+                })
+                .collect()
+        })
+    }
+
+    /// The audit view's rows, filtered by trigger, actor or the owners of the fences.
+    pub fn visible_audit(&self) -> Vec<&AuditView> {
+        self.snapshot.as_ref().map_or_else(Vec::new, |s| {
+            s.audit
+                .iter()
+                .filter(|a| {
+                    let name = TriggerName::new(&a.project_id, &a.trigger_id).to_string();
+                    let owner = |fence: &Option<serde_json::Value>| {
+                        fence
+                            .as_ref()
+                            .and_then(|f| f.get("owner"))
+                            .and_then(|o| o.as_str())
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
+                    let (before, after) = (owner(&a.fence_before), owner(&a.fence_after));
+                    self.filter_matches(&[&name, &a.actor, &before, &after])
+                })
+                .collect()
+        })
+    }
+
+    /// The runs view's runs, filtered by trigger.
+    pub fn visible_runs(&self) -> Vec<&RunRow> {
+        self.snapshot.as_ref().map_or_else(Vec::new, |s| {
+            s.runs
+                .iter()
+                .filter(|r| {
+                    let name = TriggerName::new(&r.project_id, &r.trigger_id).to_string();
+                    self.filter_matches(&[&name])
+                })
+                .collect()
+        })
+    }
+
+    /// Rows of the history view on screen, after the filter.
+    pub fn view_len(&self) -> usize {
+        match self.view {
+            View::Schedules => self.visible_schedules().len(),
+            View::Misfires => self.visible_misfires().len(),
+            View::Audit => self.visible_audit().len(),
+            View::Runs => self.visible_runs().len(),
+        }
+    }
+
+    /// Shows `view`, from its first row.
+    pub fn show_view(&mut self, view: View) {
+        self.view = view;
+        self.view_scroll = 0;
+    }
+
+    /// Moves the selection in the schedules, or scrolls a history view, by `delta` rows.
+    pub fn move_in_view(&mut self, delta: isize) {
+        if self.view == View::Schedules {
+            self.move_selection(delta);
+        } else {
+            let last = self.view_len().saturating_sub(1);
+            self.view_scroll = self.view_scroll.saturating_add_signed(delta).min(last);
+        }
     }
 
     /// Admissions on screen, filtered like the schedules.
@@ -548,6 +678,7 @@ impl App {
                 _ => None,
             },
             trend_window_ms: self.trend_window_ms(),
+            view: self.view,
         }
     }
 }
@@ -559,6 +690,7 @@ pub struct LoadRequest {
     pub paused: bool,
     pub detail: Option<TriggerName>,
     pub trend_window_ms: i64,
+    pub view: View,
 }
 
 impl Default for LoadRequest {
@@ -568,6 +700,7 @@ impl Default for LoadRequest {
             paused: false,
             detail: None,
             trend_window_ms: TREND_WINDOWS_MS[TREND_WINDOW_DEFAULT],
+            view: View::Schedules,
         }
     }
 }

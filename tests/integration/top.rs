@@ -758,3 +758,48 @@ async fn top_in_a_real_terminal_shows_an_hour_of_history_at_its_first_refresh() 
     tmux.send(&["q"]);
     tmux.wait_for("top to exit", |s| s.contains("top exited 0"));
 }
+
+/// Two replicas admitting, then both killed as a crash would: the banner names the outage, its
+/// cause and the next command within the replicas' lease, and the rows they held say STALE.
+#[tokio::test(flavor = "multi_thread")]
+async fn top_in_a_real_terminal_shows_the_outage_banner_when_every_replica_dies() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(serde_json::json!([
+        { "id": "tick", "task": "t", "cron": "* * * * * *" },
+        { "id": "tock", "task": "t", "cron": "* * * * * *" }
+    ])))
+    .await;
+    let replicas = [replica(&db, "replica-a"), replica(&db, "replica-b")];
+
+    let tmux = Tmux::start("top-outage", 120, 40);
+    tmux.wait_for("the shell prompt", |s| s.contains(PROMPT));
+    let command = format!(
+        "{} -D '{}' top --refresh 250ms; echo \"top exited $?\"",
+        bin().display(),
+        db.url()
+    );
+    tmux.send(&[&command, "Enter"]);
+    let working = tmux.wait_for("two live replicas admitting", |s| {
+        s.contains("Replicas: 2 live") && s.contains("p/tick") && !s.contains("OUTAGE")
+    });
+    assert!(!working.contains("OUTAGE"), "{working}");
+
+    for replica in replicas {
+        replica.kill();
+    }
+    let outage = tmux.wait_for("the outage banner", |s| {
+        s.contains("OUTAGE: no live replica") && s.contains("Replicas: 0 live")
+    });
+    assert!(
+        outage.contains("cause: every replica in the registry is stopped, stalled or stale")
+            && outage.contains("next:  qlsched inspect replicas"),
+        "{outage}"
+    );
+    // The banner is the first thing under the header.
+    assert!(
+        outage.lines().nth(2).is_some_and(|l| l.contains("OUTAGE")),
+        "{outage}"
+    );
+    tmux.send(&["q"]);
+    tmux.wait_for("top to exit", |s| s.contains("top exited 0"));
+}

@@ -24,6 +24,10 @@ pub const ADMISSIONS_STOPPED_AFTER_MS: i64 = 60_000;
 /// little past it at every occurrence, which is no outage.
 pub const GRACE_SLACK_MS: i64 = 10_000;
 
+/// Where a reader stops counting due rows (and the last minute's admissions): a count at or above
+/// it is written `1000+`, since past it that rows wait matters more than how many.
+pub const COUNT_CAP: i64 = 1_000;
+
 /// The counts an outage is decided from, read at one database instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OutageFacts {
@@ -127,10 +131,10 @@ pub fn classify(facts: &OutageFacts) -> Option<Outage> {
 }
 
 fn rows(n: i64) -> String {
-    if n == 1 {
-        "1 row".to_owned()
-    } else {
-        format!("{n} rows")
+    match n {
+        1 => "1 row".to_owned(),
+        n if n >= COUNT_CAP => format!("{COUNT_CAP}+ rows"),
+        n => format!("{n} rows"),
     }
 }
 
@@ -210,6 +214,17 @@ mod tests {
             ..keeping_up()
         };
         assert_eq!(classify(&facts), None);
+    }
+
+    #[test]
+    fn a_count_at_the_cap_is_a_lower_bound() {
+        let facts = OutageFacts {
+            live_replicas: 0,
+            due_rows: COUNT_CAP,
+            ..keeping_up()
+        };
+        let outage = classify(&facts).expect("an outage");
+        assert!(outage.headline.contains("1000+ rows due"), "{outage:?}");
     }
 
     #[test]

@@ -159,7 +159,7 @@ pub const TREND_SAMPLE: i64 = 100;
 /// Buckets a trend window is cut into: one bar each.
 pub const TREND_BUCKETS: i64 = 60;
 /// Due rows the outage facts look at, most overdue first: past it, the count is a lower bound.
-pub const OUTAGE_DUE_CAP: i64 = 1_000;
+pub const OUTAGE_DUE_CAP: i64 = qlsched_core::outage::COUNT_CAP;
 
 /// One bar of the trends: what happened in `[start_ms, start_ms + bucket_ms)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -261,31 +261,42 @@ pub async fn trends(client: &impl GenericClient, window_ms: i64) -> Result<Trend
 }
 
 // What an outage is decided from (core::outage), at one database instant: the claimable rows
-// whose cursor is past or not yet set (claimed or not; a row no replica has initialized waits for
-// one as much as an overdue row does), from the claimable-order index in its order (uninitialized
-// rows, then the most overdue), at most $1; how long the oldest cursor has waited; how many are
-// later than their trigger's misfire grace plus $2 (each joined to its trigger by key); and the
-// runs created in the last minute (runs_created).
-const OUTAGE_FACTS: &str = "WITH clock AS MATERIALIZED (
-        SELECT now_ms() AS now_ms
-    ), due AS MATERIALIZED (
-        SELECT s.project_id, s.trigger_id, s.next_fire_at_ms
-        FROM trigger_schedules s, clock c
-        WHERE s.claimable AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= c.now_ms)
-        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
-        LIMIT $1
+// whose cursor is not yet set or is past (claimed or not; a row no replica has initialized waits
+// for one as much as an overdue row does), at most $1, from two ranges of the claimable-order
+// index (the uninitialized rows, then the most overdue), so that the read stops at $1 however
+// many rows are waiting; how long the oldest cursor has waited; how many are later than their
+// trigger's misfire grace plus $2 (each trigger probed by its key); and the runs created in the
+// last minute (runs_created, newest first), counted up to $1 (the outage asks only whether there
+// were any). `now_ms()` is written in each condition rather than read once from a CTE: the
+// planner then sees an index condition it can bound (with the clock in a CTE it took a
+// sequential scan of 100,000 schedule rows and of the runs). One statement's now_ms() is one
+// value. The order is the index's, NULLS FIRST included, or the planner sorts instead.
+const OUTAGE_FACTS: &str = "WITH due AS MATERIALIZED (
+        (SELECT s.project_id, s.trigger_id, s.next_fire_at_ms
+         FROM trigger_schedules s
+         WHERE s.claimable AND s.next_fire_at_ms IS NULL
+         LIMIT $1)
+        UNION ALL
+        (SELECT s.project_id, s.trigger_id, s.next_fire_at_ms
+         FROM trigger_schedules s
+         WHERE s.claimable AND s.next_fire_at_ms <= now_ms()
+         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
+         LIMIT $1)
     )
-    SELECT (SELECT count(*) FROM due) AS due_rows,
-        (SELECT c.now_ms - min(next_fire_at_ms) FROM due) AS oldest_due_ms,
+    SELECT least((SELECT count(*) FROM due), $1) AS due_rows,
+        (SELECT now_ms() - min(next_fire_at_ms) FROM due) AS oldest_due_ms,
         (SELECT count(*) FROM due d
-         JOIN triggers t ON t.project_id = d.project_id AND t.trigger_id = d.trigger_id
-         WHERE c.now_ms - d.next_fire_at_ms > t.misfire_grace_ms + $2) AS overdue_beyond_grace,
-        (SELECT count(*) FROM runs WHERE created_at_ms > c.now_ms - 60000)
-            AS admissions_last_minute
-    FROM clock c";
+         WHERE now_ms() - d.next_fire_at_ms > $2 + (
+             SELECT t.misfire_grace_ms FROM triggers t
+             WHERE t.project_id = d.project_id AND t.trigger_id = d.trigger_id))
+            AS overdue_beyond_grace,
+        (SELECT count(*) FROM (SELECT 1 FROM runs WHERE created_at_ms > now_ms() - 60000
+                               ORDER BY created_at_ms DESC LIMIT $1) r)
+            AS admissions_last_minute";
 
 /// The facts `core::outage::classify` decides from, with the replicas counted from `replicas`
-/// (the registry as [`top_summary`] read it). The due count stops at [`OUTAGE_DUE_CAP`].
+/// (the registry as [`top_summary`] read it). The due count and the admissions of the last minute
+/// stop at [`OUTAGE_DUE_CAP`].
 pub async fn outage_facts(
     client: &impl GenericClient,
     replicas: &[ReplicaView],
@@ -331,6 +342,11 @@ pub struct SnapshotLimits {
     pub recent: i64,
     /// The trends' window.
     pub trend_window_ms: i64,
+    /// Newest misfire records (in retention), audit rows and runs with their origin, for the
+    /// view that lists them; 0 reads none.
+    pub misfire_records: i64,
+    pub audit: i64,
+    pub runs: i64,
 }
 
 /// The dashboard's rows at one database instant (see [`snapshot`]).
@@ -348,6 +364,10 @@ pub struct TopRows {
     pub misfires: Vec<(TriggerName, i64)>,
     pub trends: Trends,
     pub outage: OutageFacts,
+    /// The lists [`SnapshotLimits`] asked for, newest first (empty when not asked).
+    pub misfire_records: Vec<misfires::MisfireRecord>,
+    pub audit: Vec<read::AuditView>,
+    pub runs: Vec<read::RunRow>,
 }
 
 /// Reads the dashboard's rows. The list statements run pipelined in one REPEATABLE READ READ
@@ -378,6 +398,28 @@ pub async fn snapshot(
     );
     let (summary, schedules, claims, recent, trends) =
         (summary?, schedules?, claims?, recent?, trends?);
+    // The lists of the view on screen, each by its index, newest first.
+    let (misfire_records, audit, runs) = tokio::join!(
+        async {
+            match limits.misfire_records {
+                0 => Ok(Vec::new()),
+                n => misfires::list(reads, None, Some(MISFIRE_RETENTION_MS), n).await,
+            }
+        },
+        async {
+            match limits.audit {
+                0 => Ok(Vec::new()),
+                n => read::audit(reads, None, n).await,
+            }
+        },
+        async {
+            match limits.runs {
+                0 => Ok(Vec::new()),
+                n => read::runs_with_origin(reads, None, None, n).await,
+            }
+        },
+    );
+    let (misfire_records, audit, runs) = (misfire_records?, audit?, runs?);
     let outage = with_replicas(outage?, &summary.replicas);
     // Misfire records of the loaded rows' current revisions: one grouped read, index-bounded.
     let keys: Vec<(&str, &str, i64)> = schedules
@@ -400,6 +442,9 @@ pub async fn snapshot(
         misfires,
         trends,
         outage,
+        misfire_records,
+        audit,
+        runs,
     })
 }
 

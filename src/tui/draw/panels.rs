@@ -314,7 +314,8 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
             // a wide terminal gives the owner the rest.
             Constraint::Length(trigger_width),
             Constraint::Length(8),
-            Constraint::Length(9),
+            // `in ` and a short span of up to seven characters (`364d23h`).
+            Constraint::Length(10),
             Constraint::Length(7),
             Constraint::Fill(1),
             Constraint::Length(u16::try_from(bar + 8).unwrap_or(13)),
