@@ -389,7 +389,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__bench)
-            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --database-url --schema --pooler --output --color --log-format --help --version"
+            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --chart --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -444,6 +444,10 @@ _qlsched() {
                     return 0
                     ;;
                 --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --chart)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
