@@ -152,6 +152,12 @@ async fn a_claim_of_a_stale_owner_says_so_and_a_far_occurrence_names_its_field()
     assert!(text.contains("STALE (dead)"), "{text}");
     assert!(text.contains("`qlsched expire --owner dead`"), "{text}");
 
+    let text = stdout(&qlsched(Some(&db), &["inspect"], None));
+    assert!(
+        text.contains("its owner is STALE in the replica registry: `qlsched expire --owner dead`"),
+        "{text}"
+    );
+
     let text = stdout(&qlsched(Some(&db), &["inspect", "trigger", "p/may"], None));
     let first = text.lines().next().unwrap_or_default();
     assert!(first.contains(" 08:00:00 CEST)"), "{text}");

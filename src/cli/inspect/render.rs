@@ -102,6 +102,16 @@ pub(super) fn render_summary(report: &SummaryReport) -> String {
                 " (claim still valid)"
             }
         ));
+        // The holder as the registry sees it: a valid claim of a dead owner is no reason to wait.
+        let holder = report.replicas.iter().find(|r| r.owner == o.owner);
+        if let Some(r) = holder.filter(|r| r.liveness != Liveness::Live) {
+            out.push_str(&format!(
+                "  its owner is {} in the replica registry: `qlsched expire --owner {}` gives \
+                 its claims back\n",
+                r.liveness.to_string().to_uppercase(),
+                crate::core::text::clean(&o.owner)
+            ));
+        }
     }
     if !s.owners.is_empty() {
         out.push_str(&table(
