@@ -145,6 +145,9 @@ _qlsched() {
             qlsched__subcmd__help__subcmd__inspect,invariants)
                 cmd="qlsched__subcmd__help__subcmd__inspect__subcmd__invariants"
                 ;;
+            qlsched__subcmd__help__subcmd__inspect,load)
+                cmd="qlsched__subcmd__help__subcmd__inspect__subcmd__load"
+                ;;
             qlsched__subcmd__help__subcmd__inspect,misfires)
                 cmd="qlsched__subcmd__help__subcmd__inspect__subcmd__misfires"
                 ;;
@@ -187,6 +190,9 @@ _qlsched() {
             qlsched__subcmd__inspect,invariants)
                 cmd="qlsched__subcmd__inspect__subcmd__invariants"
                 ;;
+            qlsched__subcmd__inspect,load)
+                cmd="qlsched__subcmd__inspect__subcmd__load"
+                ;;
             qlsched__subcmd__inspect,misfires)
                 cmd="qlsched__subcmd__inspect__subcmd__misfires"
                 ;;
@@ -219,6 +225,9 @@ _qlsched() {
                 ;;
             qlsched__subcmd__inspect__subcmd__help,invariants)
                 cmd="qlsched__subcmd__inspect__subcmd__help__subcmd__invariants"
+                ;;
+            qlsched__subcmd__inspect__subcmd__help,load)
+                cmd="qlsched__subcmd__inspect__subcmd__help__subcmd__load"
                 ;;
             qlsched__subcmd__inspect__subcmd__help,misfires)
                 cmd="qlsched__subcmd__inspect__subcmd__help__subcmd__misfires"
@@ -318,13 +327,17 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__backfill)
-            opts="-y -D -o -h -V --from --to --before-creation --max --yes --dry-run --database-url --schema --pooler --output --color --log-format --help --version"
+            opts="-y -D -o -h -V --from --since --to --before-creation --max --yes --dry-run --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -376,7 +389,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__bench)
-            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --database-url --schema --pooler --output --color --log-format --help --version"
+            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --chart --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -431,6 +444,10 @@ _qlsched() {
                     return 0
                     ;;
                 --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --chart)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1154,7 +1171,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help__subcmd__inspect)
-            opts="schedules claims runs run trigger recovery audit replicas misfires invariants"
+            opts="schedules claims runs run trigger recovery audit replicas misfires load invariants"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1196,6 +1213,20 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__help__subcmd__inspect__subcmd__invariants)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__help__subcmd__inspect__subcmd__load)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1434,7 +1465,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect)
-            opts="-D -o -h -V --database-url --schema --pooler --output --color --log-format --help --version schedules claims runs run trigger recovery audit replicas misfires invariants help"
+            opts="-D -o -h -V --check --database-url --schema --pooler --output --color --log-format --help --version schedules claims runs run trigger recovery audit replicas misfires load invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1588,7 +1619,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__help)
-            opts="schedules claims runs run trigger recovery audit replicas misfires invariants help"
+            opts="schedules claims runs run trigger recovery audit replicas misfires load invariants help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1644,6 +1675,20 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__inspect__subcmd__help__subcmd__invariants)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__inspect__subcmd__help__subcmd__load)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1763,6 +1808,64 @@ _qlsched() {
             fi
             case "${prev}" in
                 --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pooler)
+                    COMPREPLY=($(compgen -W "none session transaction" -- "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        qlsched__subcmd__inspect__subcmd__load)
+            opts="-D -o -h -V --horizon --from --limit --database-url --schema --pooler --output --color --log-format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --horizon)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2584,7 +2687,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__run)
-            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --exit-if-unmigrated --forget-stale-after --database-url --schema --pooler --output --color --log-format --help --version"
+            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --exit-if-unmigrated --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2611,10 +2714,6 @@ _qlsched() {
                     return 0
                     ;;
                 --metrics-addr)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --forget-stale-after)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -98,6 +98,11 @@ pub struct BenchArgs {
     /// does (a pass a minute by the replica holding the lease); implies --dispatch.
     #[arg(long, value_parser = duration_arg, requires = "steady", value_name = "DURATION")]
     pub retain: Option<Duration>,
+
+    /// With --steady: also write an SVG chart of the lag of each occurrence (p50, p99, max) and
+    /// its admissions a second to this file, beside the report.
+    #[arg(long, value_name = "FILE", requires = "steady")]
+    pub chart: Option<std::path::PathBuf>,
 }
 
 pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
@@ -161,6 +166,7 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
 const BURST_CADENCE: Duration = Duration::from_millis(100);
 
 async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliError> {
+    let chart = args.chart.clone();
     let server = global.connection.settings(Access::Write)?;
     server.require_session("bench", "it creates its own database and migrates it")?;
     let pid = std::process::id();
@@ -208,7 +214,104 @@ async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliErr
         }
     };
     emit(global.format, &report, render_steady)?;
+    if let Some(path) = chart {
+        write_chart(&report, &path)?;
+    }
     verdict(report.problems())
+}
+
+/// The steady run as a picture: the lag of each occurrence (p50, p99, max, seconds) above, its
+/// admissions a second below, both against the minute of the window (the occurrences of the
+/// default `0 * * * * *` are a minute apart).
+fn write_chart(report: &SteadyReport, path: &std::path::Path) -> Result<(), CliError> {
+    use plotters::prelude::*;
+
+    let drawn = |error: &dyn std::fmt::Display| {
+        CliError::Io(std::io::Error::other(format!(
+            "chart {}: {error}",
+            crate::core::text::clean(&path.display().to_string())
+        )))
+    };
+    let first = report.occurrences.first().map_or(0, |o| o.scheduled_for_ms);
+    let minute = |o: &OccurrenceLag| (o.scheduled_for_ms - first) as f64 / 60_000.0;
+    let last = report.occurrences.last().map_or(1.0, minute).max(1.0);
+    let seconds = |ms: i64| ms as f64 / 1_000.0;
+    let lag_top = report
+        .occurrences
+        .iter()
+        .map(|o| seconds(o.lag_max_ms))
+        .fold(0.1, f64::max);
+    let rate_top = report
+        .admission_rates_per_s
+        .iter()
+        .copied()
+        .fold(1.0, f64::max);
+    let root = SVGBackend::new(path, (960, 640)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| drawn(&e))?;
+    let (upper, lower) = root.split_vertically(320);
+    let title = format!(
+        "qlsched bench --steady: {} triggers \"{}\", {} replica(s)",
+        report.triggers, report.cron, report.replicas
+    );
+    let mut lag = ChartBuilder::on(&upper)
+        .caption(&title, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..last, 0.0..lag_top * 1.1)
+        .map_err(|e| drawn(&e))?;
+    lag.configure_mesh()
+        .x_desc("minute of the window")
+        .y_desc("lag (s)")
+        .draw()
+        .map_err(|e| drawn(&e))?;
+    for (label, color, of) in [
+        (
+            "p50",
+            BLUE,
+            (|o: &OccurrenceLag| o.lag_p50_ms) as fn(&OccurrenceLag) -> i64,
+        ),
+        ("p99", MAGENTA, |o: &OccurrenceLag| o.lag_p99_ms),
+        ("max", RED, |o: &OccurrenceLag| o.lag_max_ms),
+    ] {
+        lag.draw_series(LineSeries::new(
+            report
+                .occurrences
+                .iter()
+                .map(|o| (minute(o), seconds(of(o)))),
+            color,
+        ))
+        .map_err(|e| drawn(&e))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
+    }
+    lag.configure_series_labels()
+        .background_style(WHITE)
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| drawn(&e))?;
+    let mut rate = ChartBuilder::on(&lower)
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..last, 0.0..rate_top * 1.1)
+        .map_err(|e| drawn(&e))?;
+    rate.configure_mesh()
+        .x_desc("minute of the window")
+        .y_desc("admissions / s")
+        .draw()
+        .map_err(|e| drawn(&e))?;
+    rate.draw_series(LineSeries::new(
+        report
+            .occurrences
+            .iter()
+            .zip(&report.admission_rates_per_s)
+            .map(|(o, r)| (minute(o), *r)),
+        GREEN,
+    ))
+    .map_err(|e| drawn(&e))?;
+    root.present().map_err(|e| drawn(&e))?;
+    Ok(())
 }
 
 /// Interrupted, the bench still drops its scratch database (unless kept): a server must not

@@ -46,7 +46,6 @@ fn one<T: JsonSchema>(name: &'static str) -> Shape {
 pub fn shapes() -> Vec<Shape> {
     use super::{backfill, claim, cron, expire, fire, inspect, migrate, pause};
     use crate::bench::{BenchReport, steady::SteadyReport};
-    use crate::core::publish_plan::PublishReport;
     use crate::store::migrate::{MigrateReport, MigrationStatus};
     use crate::store::misfires::MisfireRecord;
     use crate::store::read::{AuditView, RunDetail, RunRow, ScheduleRow};
@@ -56,12 +55,13 @@ pub fn shapes() -> Vec<Shape> {
         one::<MigrateReport>("migrate up"),
         list::<MigrationStatus>("migrate status", "migration"),
         one::<migrate::VerifyReport>("migrate verify"),
-        one::<PublishReport>("publish"),
+        one::<super::publish::PublishShown>("publish"),
         one::<claim::ClaimReport>("claim"),
         one::<claim::AdmitReport>("claim admit"),
         one::<claim::ReleaseReport>("claim release"),
         one::<inspect::SummaryReport>("inspect"),
         one::<inspect::CheckReport>("inspect --check"),
+        one::<inspect::LoadReport>("inspect load"),
         list::<ReplicaView>("inspect replicas", "replica"),
         list::<ScheduleRow>("inspect schedules", "schedule"),
         list::<inspect::ClaimShown>("inspect claims", "claim"),

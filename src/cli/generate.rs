@@ -206,10 +206,10 @@ mod tests {
         super::synopsis(&mut out, &backfill.bin_name("qlsched backfill")).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.contains(r"\fB\-\-from\fR \fITIME\fR")
+            text.contains(r"[\fB\-\-from\fR \fITIME\fR]")
                 && text.contains(r"[\fB\-\-max\fR \fIN\fR]")
                 && text.contains(r"[\fB\-\-dry\-run\fR]")
-                && text.contains(r"\fIPROJECT/TRIGGER\fR \fB"),
+                && text.contains(r"\fBqlsched backfill\fR \fIPROJECT/TRIGGER\fR ["),
             "{text}"
         );
     }

@@ -184,7 +184,14 @@ Claims past their lease, and the overdue rows, for a script:
   qlsched inspect schedules --state due --limit 20 -o json
 
 Check every promise and the grants (exit 1 on any failure):
-  qlsched inspect invariants"
+  qlsched inspect invariants
+
+Is there an outage? For a probe or a cron job (exit 7 when there is one):
+  qlsched inspect --check || page-oncall
+
+What falls due together over the next day, and how long admitting it takes:
+  qlsched inspect load
+  qlsched inspect load --from 2027-03-28T00:00:00Z    # a daylight-saving change day"
         }
         "expire" => {
             "\
@@ -268,7 +275,14 @@ its report when the --duration cap cut it short or an invariant was broken."
 /// The notes of the JSON OUTPUT sections, each of one page's words (`publish`, `inspect audit`);
 /// a command's own page (`inspect`) carries all of its family's.
 const NOTES: &[(&str, &str)] = &[
-    ("inspect", "inspect exits 78 when schema_problem is set."),
+    (
+        "inspect",
+        "inspect exits 78 when schema_problem is set; inspect --check exits 7 when outage is set, after printing its report.",
+    ),
+    (
+        "inspect load",
+        "inspect load's boundaries are the instants with the most occurrences, most first; expected_admission_ms is occurrences / rate_per_s, null without runs in the last hour.",
+    ),
     (
         "inspect replicas",
         "inspect replicas lists stale replicas first, then stalled, live and stopped ones; stopped replicas are forgotten a day after they stopped, any replica a week after its last heartbeat.",

@@ -8,11 +8,17 @@ use clap::Args;
 use super::args::Access;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
+use std::collections::HashSet;
+
+use serde::Serialize;
+
 use crate::core::Change;
-use crate::core::manifest::{ManifestError, parse_manifest};
+use crate::core::load::{AddedGroup, LoadWarning, TriggerGroup, added_boundaries_beyond_grace};
+use crate::core::manifest::{Manifest, ManifestError, ProjectStatus, parse_manifest};
 use crate::core::text::clean;
 use crate::store::migrate::check_ready;
 use crate::store::publish::{PublishReport, publish};
+use crate::store::read;
 use crate::store::{Begin, run_in_transaction};
 
 #[derive(Debug, Args)]
@@ -44,7 +50,37 @@ pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
     })
     .await?;
     let report = publish(&mut client, schema, &manifest, args.dry_run).await?;
-    emit(global.format, &report, render)?;
+    // A dry run looks a day ahead: does the change add occurrences to an instant that these
+    // replicas, at their busiest recent rate, could not admit within the grace?
+    let load_warnings = if report.dry_run {
+        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+            Box::pin(load_warnings(client, &manifest, &report))
+        })
+        .await?
+    } else {
+        Vec::new()
+    };
+    let shown = PublishShown {
+        report,
+        load_warnings,
+    };
+    emit(global.format, &shown, |shown| {
+        let mut out = render(&shown.report);
+        for w in &shown.load_warnings {
+            out.push_str(&format!(
+                "\nwarning: this change adds {} occurrences at {}, which would then hold {}: at \
+                 the busiest admission rate of the last hour that takes {}, beyond the misfire \
+                 grace of {} (spread them over the minute, or raise the grace)",
+                w.added,
+                crate::core::time::utc(w.at_ms),
+                w.occurrences,
+                crate::core::time::span(w.expected_admission_ms),
+                crate::core::time::span(w.misfire_grace_ms)
+            ));
+        }
+        out
+    })?;
+    let report = shown.report;
     if global.format == super::OutputFormat::Table {
         eprintln!(
             "{}{} created, {} changed, {} unchanged",
@@ -59,6 +95,75 @@ pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+/// `publish`'s report, and with --dry-run the boundaries the change would put beyond the grace.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct PublishShown {
+    #[serde(flatten)]
+    pub report: PublishReport,
+    /// With --dry-run: instants of the next day where the change adds occurrences and admitting
+    /// all due there (at the busiest minute's rate of the last hour) would take longer than the
+    /// added triggers' misfire grace, the longest first (at most 5; none without runs to measure
+    /// a rate by). Empty when publishing.
+    pub load_warnings: Vec<LoadWarning>,
+}
+
+/// How far ahead a dry run looks for boundaries a change overloads.
+const WARNING_HORIZON_MS: i64 = 86_400_000;
+
+async fn load_warnings(
+    client: &tokio_postgres::Client,
+    manifest: &Manifest,
+    report: &PublishReport,
+) -> Result<Vec<LoadWarning>, crate::store::StoreError> {
+    let changed: HashSet<&str> = report
+        .items
+        .iter()
+        .filter(|item| item.kind == "trigger" && item.change != Change::Unchanged)
+        .map(|item| item.name.as_str())
+        .collect();
+    let mut added: Vec<AddedGroup> = Vec::new();
+    for project in manifest
+        .projects
+        .iter()
+        .filter(|p| p.status == ProjectStatus::Active)
+    {
+        for trigger in project.triggers.iter().filter(|t| t.enabled) {
+            if !changed.contains(format!("{}/{}", project.id, trigger.id).as_str()) {
+                continue;
+            }
+            match added.iter_mut().find(|a| {
+                a.group.cron_expr == trigger.cron_expr && a.group.time_zone == trigger.time_zone
+            }) {
+                Some(a) => {
+                    a.group.triggers += 1;
+                    a.misfire_grace_ms = a.misfire_grace_ms.min(trigger.misfire_grace_ms);
+                }
+                None => added.push(AddedGroup {
+                    group: TriggerGroup {
+                        cron_expr: trigger.cron_expr.clone(),
+                        time_zone: trigger.time_zone.clone(),
+                        triggers: 1,
+                    },
+                    misfire_grace_ms: trigger.misfire_grace_ms,
+                }),
+            }
+        }
+    }
+    if added.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (now_ms, busiest) = read::load::busiest_minute(client).await?;
+    let current = read::load::trigger_groups(client).await?;
+    Ok(added_boundaries_beyond_grace(
+        &current,
+        &added,
+        now_ms,
+        WARNING_HORIZON_MS,
+        super::inspect::busiest_rate(busiest),
+        5,
+    ))
 }
 
 /// The manifest's text. A file that cannot be read is a usage error (2); one that is read but

@@ -176,6 +176,7 @@ async fn an_interrupted_bench_drops_its_scratch_database() {
 /// trigger, nothing unaccounted, and the lag reported per occurrence. No timing is asserted.
 #[test]
 fn a_steady_bench_reports_the_lag_of_every_occurrence_in_its_window() {
+    let chart = std::env::temp_dir().join(format!("qlsched-steady-{}.svg", uuid::Uuid::new_v4()));
     let output = qlsched(
         None,
         &[
@@ -191,12 +192,22 @@ fn a_steady_bench_reports_the_lag_of_every_occurrence_in_its_window() {
             "* * * * * *",
             "--window",
             "3s",
+            "--chart",
+            chart.to_str().expect("a UTF-8 path"),
             "-o",
             "json",
         ],
         None,
     );
     assert_eq!(code(&output), 0, "{}", stderr(&output));
+    // The chart beside the report: an SVG with the three lag lines and the admission rate.
+    let svg = std::fs::read_to_string(&chart).expect("the chart was written");
+    let _ = std::fs::remove_file(&chart);
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.matches("<polyline").count() >= 4, "{svg}");
+    for text in ["lag (s)", "admissions / s", "p99"] {
+        assert!(svg.contains(text), "{text} in {svg}");
+    }
     let report: serde_json::Value =
         serde_json::from_str(&stdout(&output)).expect("one JSON object");
     crate::contracts::assert_conforms("bench --steady", &report);
@@ -251,6 +262,7 @@ fn steady_only_flags_need_steady_and_burst_only_flags_refuse_it() {
     for args in [
         vec!["bench", "--window", "5s"],
         vec!["bench", "--steady", "--due-fraction", "0.5"],
+        vec!["bench", "--chart", "lag.svg"],
     ] {
         let output = qlsched(None, &args, None);
         assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));

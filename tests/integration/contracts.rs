@@ -97,6 +97,8 @@ async fn inspect_prints_every_view_in_its_documented_shape() {
         "{trigger}"
     );
     conforms(&db, "inspect recovery", &["inspect", "recovery"]);
+    let load = conforms(&db, "inspect load", &["inspect", "load"]);
+    assert_eq!(load["triggers"], 2, "{load}");
     conforms(&db, "inspect invariants", &["inspect", "invariants"]);
     let audit = conforms(&db, "inspect audit", &["inspect", "audit"]);
     let actions: Vec<&str> = audit

@@ -1266,8 +1266,8 @@ async fn the_backfill_service_reports_progress_and_stops_between_transactions() 
     let occurrences = 3 * BATCH as i64;
     let request = BackfillRequest {
         trigger: TriggerName::new("p", "x"),
-        from_ms: end - (occurrences - 1) * 1_000,
-        to_ms: end,
+        from: qlsched::core::instant::InstantArg::At(end - (occurrences - 1) * 1_000),
+        to: qlsched::core::instant::InstantArg::At(end),
         before_creation: true,
         max: 10_000,
     };

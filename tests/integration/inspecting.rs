@@ -1,6 +1,7 @@
 //! `inspect` tells the story first: an outage is its first line (and `inspect --check` exits 7
 //! for scripts), a claim whose owner is dead says so where it is read, and a next occurrence far
-//! off names the fields of the expression that put it there. Replicas are real processes.
+//! off names the fields of the expression that put it there; `backfill` takes relative times and
+//! its dry run says which occurrences were never missed. Replicas are real processes.
 
 use std::time::Duration;
 
@@ -8,7 +9,6 @@ use serde_json::{Value, json};
 
 use crate::util::{
     ReplicaProcess, TestDb, code, eventually, manifest, qlsched, spawn_run, stderr, stdout,
-    until_due,
 };
 
 fn replica(db: &TestDb, owner: &str) -> ReplicaProcess {
@@ -43,8 +43,10 @@ async fn stopping_every_replica_with_rows_due_is_the_headline_and_check_exits_7(
         .collect();
     db.publish(&manifest(json!(triggers))).await;
     let only = replica(&db, "only");
-    eventually(Duration::from_secs(20), "admitting", || async {
-        json_of(&db, &["inspect", "--check"], 0)["admissions_last_minute"].as_i64() > Some(0)
+    // Before the replica's first round its rows wait uninitialized: an outage (exit 7) too.
+    eventually(Duration::from_secs(20), "admitting, no outage", || async {
+        let output = qlsched(Some(&db), &["inspect", "--check"], None);
+        code(&output) == 0
     })
     .await;
     let fine = qlsched(Some(&db), &["inspect", "--check"], None);
@@ -56,7 +58,11 @@ async fn stopping_every_replica_with_rows_due_is_the_headline_and_check_exits_7(
     );
 
     only.stop();
-    until_due(&db, 1).await;
+    // Every second a row falls due again, with nothing left to admit it.
+    eventually(Duration::from_secs(10), "an outage", || async {
+        code(&qlsched(Some(&db), &["inspect", "--check"], None)) == 7
+    })
+    .await;
     let summary = qlsched(Some(&db), &["inspect"], None);
     assert_eq!(code(&summary), 0, "inspect alone reports, it does not fail");
     let text = stdout(&summary);
@@ -146,6 +152,12 @@ async fn a_claim_of_a_stale_owner_says_so_and_a_far_occurrence_names_its_field()
     assert!(text.contains("STALE (dead)"), "{text}");
     assert!(text.contains("`qlsched expire --owner dead`"), "{text}");
 
+    let text = stdout(&qlsched(Some(&db), &["inspect"], None));
+    assert!(
+        text.contains("its owner is STALE in the replica registry: `qlsched expire --owner dead`"),
+        "{text}"
+    );
+
     let text = stdout(&qlsched(Some(&db), &["inspect", "trigger", "p/may"], None));
     let first = text.lines().next().unwrap_or_default();
     assert!(first.contains(" 08:00:00 CEST)"), "{text}");
@@ -156,5 +168,200 @@ async fn a_claim_of_a_stale_owner_says_so_and_a_far_occurrence_names_its_field()
             .unwrap_or_default()
             .contains("correct the expression"),
         "{text}"
+    );
+}
+
+/// `backfill` takes relative times (`--since 1m`, `--from -2h`, `--to` defaulting to now), read
+/// against the database's clock, and its dry run lists the occurrences with what is known of
+/// each: those before the first replica started (never missed), those with a run.
+#[tokio::test]
+async fn a_relative_backfill_dry_run_lists_its_occurrences_and_which_came_before_any_replica() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]),
+    ))
+    .await;
+    // Occurrences pass with no replica at all, then one runs for a while and stops.
+    crate::util::sleep_ms(2_500).await;
+    let only = replica(&db, "only");
+    crate::util::eventually_count(&db, Duration::from_secs(20), "SELECT count(*) FROM runs", 3)
+        .await;
+    only.stop();
+
+    let args = ["backfill", "p/x", "--since", "1m", "--dry-run", "--yes"];
+    let report = json_of(&db, &args, 0);
+    assert_eq!(report["dry_run"], true, "{report}");
+    let start = report["first_scheduler_start_ms"]
+        .as_i64()
+        .expect("a start");
+    assert!(
+        report["before_first_scheduler"].as_u64() >= Some(2),
+        "{report}"
+    );
+    let listed = report["listed"].as_array().expect("a list");
+    assert!(!listed.is_empty(), "{report}");
+    for o in listed {
+        let at = o["at_ms"].as_i64().expect("an instant");
+        match o["note"].as_str() {
+            Some("before_first_scheduler") => assert!(at < start, "{o}"),
+            Some("has_run" | "missed" | "passed_over") => {}
+            other => panic!("{other:?} in {report}"),
+        }
+    }
+    assert!(
+        listed.iter().any(|o| o["note"] == "has_run"),
+        "the replica's runs: {report}"
+    );
+    let text = stdout(&qlsched(Some(&db), &args, None));
+    assert!(
+        text.contains("before the first replica started: would admit"),
+        "{text}"
+    );
+
+    // The same window written as instants relative to now, and a backwards one refused.
+    let output = qlsched(
+        Some(&db),
+        &[
+            "backfill",
+            "p/x",
+            "--from",
+            "now-1m",
+            "--to",
+            "-1s",
+            "--dry-run",
+            "--yes",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let output = qlsched(
+        Some(&db),
+        &[
+            "backfill",
+            "p/x",
+            "--from",
+            "-1s",
+            "--to",
+            "-1m",
+            "--dry-run",
+            "--yes",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 65, "{}", stderr(&output));
+    let output = qlsched(
+        Some(&db),
+        &[
+            "backfill",
+            "p/x",
+            "--from",
+            "yesterday",
+            "--dry-run",
+            "--yes",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(stderr(&output).contains("now-2h"), "{}", stderr(&output));
+}
+
+/// 40,000 triggers at 00:00 UTC and 10,000 spread over the minutes of each hour (and a Berlin
+/// job): `inspect load` lists midnight first with its count and the time to admit it at the
+/// busiest minute's rate of a replica that ran a few every-second triggers; the Berlin job's
+/// daylight-saving change is listed on the change day; and a dry run of a change that adds
+/// 5,000 more at midnight with a grace of 1 s is warned of.
+#[tokio::test]
+async fn inspect_load_lists_the_busiest_boundary_and_a_dst_change_and_publish_warns() {
+    let db = TestDb::new().await;
+    let every_second: Vec<Value> = (0..5)
+        .map(|i| json!({ "id": format!("s{i}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    db.publish(&manifest(json!(every_second))).await;
+    let only = replica(&db, "only");
+    crate::util::eventually_count(
+        &db,
+        Duration::from_secs(20),
+        "SELECT count(*) FROM runs",
+        20,
+    )
+    .await;
+    only.stop();
+
+    let mut triggers = every_second.clone();
+    triggers.extend(
+        (0..40_000).map(|i| json!({ "id": format!("m{i}"), "task": "t", "cron": "0 0 * * *" })),
+    );
+    triggers.extend((0..10_000).map(
+        |i| json!({ "id": format!("h{i}"), "task": "t", "cron": format!("{} * * * *", i % 60) }),
+    ));
+    triggers.push(json!({
+        "id": "berlin", "task": "t", "cron": "0 9 * * *", "time_zone": "Europe/Berlin"
+    }));
+    let big = manifest(json!(triggers));
+    db.publish(&big).await;
+
+    let started = std::time::Instant::now();
+    let load = json_of(&db, &["inspect", "load"], 0);
+    eprintln!("inspect load at 50,006 triggers: {:?}", started.elapsed());
+    assert_eq!(load["triggers"], 50_006, "{load}");
+    let midnight = (load["from_ms"].as_i64().expect("from") / 86_400_000 + 1) * 86_400_000;
+    let first = &load["boundaries"][0];
+    assert_eq!(first["at_ms"], midnight, "{load}");
+    // Midnight: the 40,000, the 167 of minute 0, and the every-second five.
+    assert_eq!(first["occurrences"], 40_000 + 167 + 5, "{load}");
+    let rate = load["rate_per_s"].as_f64().expect("a rate");
+    let expected = first["expected_admission_ms"]
+        .as_i64()
+        .expect("an admission time");
+    assert_eq!(
+        expected,
+        (40_172.0 / rate * 1_000.0).round() as i64,
+        "{load}"
+    );
+    let text = stdout(&qlsched(Some(&db), &["inspect", "load"], None));
+    assert!(text.contains("busiest minute of the last hour"), "{text}");
+
+    let change_day = json_of(
+        &db,
+        &[
+            "inspect",
+            "load",
+            "--from",
+            "2027-03-28T00:00:00Z",
+            "--horizon",
+            "1d",
+        ],
+        0,
+    );
+    let change = &change_day["dst_changes"][0];
+    assert_eq!(change["time_zone"], "Europe/Berlin", "{change_day}");
+    assert_eq!(change["at_ms"], 1_806_195_600_000_i64, "{change_day}");
+    assert_eq!(change["triggers"], 1, "{change_day}");
+
+    let mut more = triggers;
+    more.extend((0..5_000).map(|i| {
+        json!({ "id": format!("n{i}"), "task": "t", "cron": "0 0 * * *", "misfire_grace": "1s" })
+    }));
+    let output = qlsched(
+        Some(&db),
+        &["publish", "-f", "-", "--dry-run", "-o", "json"],
+        Some(&manifest(json!(more)).to_string()),
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let dry_run: Value = serde_json::from_str(&stdout(&output)).expect("json");
+    let warning = &dry_run["load_warnings"][0];
+    assert_eq!(warning["at_ms"], midnight, "{warning}");
+    assert_eq!(warning["added"], 5_000, "{warning}");
+    assert_eq!(warning["misfire_grace_ms"], 1_000, "{warning}");
+    let unchanged = qlsched(
+        Some(&db),
+        &["publish", "-f", "-", "--dry-run", "-o", "json"],
+        Some(&big.to_string()),
+    );
+    let unchanged: Value = serde_json::from_str(&stdout(&unchanged)).expect("json");
+    assert_eq!(
+        unchanged["load_warnings"],
+        json!([]),
+        "nothing added, nothing warned"
     );
 }

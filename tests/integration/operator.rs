@@ -587,14 +587,14 @@ async fn bad_input_is_refused_with_its_exit_code_one_line_and_nothing_written() 
             "must be 1 or more, got 0",
         ),
         (
-            vec!["inspect", "runs", "--since", "-5m"],
+            vec!["inspect", "runs", "--since", "+5m"],
             2,
-            "-5m is negative",
+            "+5m is after now",
         ),
         (
-            vec!["inspect", "misfires", "--since", "-5m"],
+            vec!["inspect", "misfires", "--since", "+5m"],
             2,
-            "-5m is negative",
+            "+5m is after now",
         ),
         (vec!["top", "--refresh", "1ms"], 2, "between 250ms and 10s"),
         (

@@ -15,6 +15,8 @@ pub mod duration;
 pub mod error;
 pub mod fence;
 pub mod idempotency;
+pub mod instant;
+pub mod load;
 pub mod manifest;
 pub mod name;
 pub mod outage;

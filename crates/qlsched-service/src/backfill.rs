@@ -14,6 +14,7 @@
 use deadpool_postgres::Object;
 
 use crate::stop::StopToken;
+use qlsched_core::instant::InstantArg;
 use qlsched_core::time::utc;
 use qlsched_core::{CoreError, CronSchedule, TriggerName};
 use qlsched_store::control::{self, BackfillBatch, Target};
@@ -28,10 +29,11 @@ pub const BATCH: usize = 500;
 #[derive(Debug, Clone)]
 pub struct BackfillRequest {
     pub trigger: TriggerName,
-    /// The window's first instant, included, in epoch milliseconds.
-    pub from_ms: i64,
-    /// The window's last instant, included; must be before the database's now.
-    pub to_ms: i64,
+    /// The window's first instant, included: absolute, or relative to the database's now.
+    pub from: InstantArg,
+    /// The window's last instant, included; must be before the database's now. `now` itself
+    /// (an offset of zero) is the last millisecond before it.
+    pub to: InstantArg,
     /// Admit the occurrences from before the trigger was first published too.
     pub before_creation: bool,
     /// Refuse a window with more occurrences than this.
@@ -53,14 +55,32 @@ pub enum BackfillError {
 impl BackfillRequest {
     /// The checks that need no database: a window that ends before it starts.
     pub fn check(&self) -> Result<(), BackfillError> {
-        if self.from_ms > self.to_ms {
-            return Err(BackfillError::Refused(format!(
-                "--from {} is after --to {}",
-                utc(self.from_ms),
-                utc(self.to_ms)
-            )));
+        // Two instants on the same footing compare without the database's now.
+        let backwards = match (self.from, self.to) {
+            (InstantArg::At(from), InstantArg::At(to)) => from > to,
+            (InstantArg::FromNow(from), InstantArg::FromNow(to)) => from > to,
+            _ => false,
+        };
+        if backwards {
+            return Err(self.backwards(0));
         }
         Ok(())
+    }
+
+    fn backwards(&self, now_ms: i64) -> BackfillError {
+        BackfillError::Refused(format!(
+            "--from {} is after --to {}",
+            utc(self.from.resolve(now_ms)),
+            utc(self.to_ms(now_ms))
+        ))
+    }
+
+    /// The window's last instant at `now_ms`: `now` is the millisecond before it.
+    fn to_ms(&self, now_ms: i64) -> i64 {
+        match self.to {
+            InstantArg::FromNow(0) => now_ms - 1,
+            to => to.resolve(now_ms),
+        }
     }
 }
 
@@ -69,6 +89,9 @@ pub struct Backfill {
     client: Object,
     store: Store,
     pub request: BackfillRequest,
+    /// The window as asked, resolved against the database's now read with the trigger.
+    pub requested_from_ms: i64,
+    pub to_ms: i64,
     pub target: Target,
     /// The first instant admitted: the request's, or the trigger's first publication if later
     /// (unless the request asks for earlier occurrences).
@@ -105,35 +128,38 @@ impl Backfill {
         request.check()?;
         let client = store.client().await?;
         let target = control::read_target(&client, store.schema(), &request.trigger).await?;
-        if request.to_ms >= target.now_ms {
+        let (requested_from_ms, to_ms) = (
+            request.from.resolve(target.now_ms),
+            request.to_ms(target.now_ms),
+        );
+        if requested_from_ms > to_ms {
+            return Err(request.backwards(target.now_ms));
+        }
+        if to_ms >= target.now_ms {
             return Err(BackfillError::Refused(format!(
                 "--to {} is not in the past (the database's now is {}): future occurrences are \
                  the scheduler's",
-                utc(request.to_ms),
+                utc(to_ms),
                 utc(target.now_ms)
             )));
         }
         let schedule = CronSchedule::parse(&target.cron_expr, &target.time_zone)?;
         let cap = usize::try_from(request.max).unwrap_or(usize::MAX);
         let from_ms = if request.before_creation {
-            request.from_ms
+            requested_from_ms
         } else {
-            request.from_ms.max(target.created_at_ms)
+            requested_from_ms.max(target.created_at_ms)
         };
-        let before_creation = if from_ms > request.from_ms {
-            let last = from_ms.min(request.to_ms.saturating_add(1)) - 1;
+        let before_creation = if from_ms > requested_from_ms {
+            let last = from_ms.min(to_ms.saturating_add(1)) - 1;
             schedule
-                .count_between(request.from_ms, last, request.max)?
+                .count_between(requested_from_ms, last, request.max)?
                 .0
         } else {
             0
         };
-        let occurrences = if from_ms <= request.to_ms {
-            schedule.occurrences_between(
-                from_ms,
-                request.to_ms.saturating_add(1),
-                cap.saturating_add(1),
-            )?
+        let occurrences = if from_ms <= to_ms {
+            schedule.occurrences_between(from_ms, to_ms.saturating_add(1), cap.saturating_add(1))?
         } else {
             Vec::new()
         };
@@ -151,6 +177,8 @@ impl Backfill {
             client,
             store: store.clone(),
             request,
+            requested_from_ms,
+            to_ms,
             target,
             from_ms,
             before_creation,
@@ -205,8 +233,8 @@ mod tests {
     fn request(from_ms: i64, to_ms: i64) -> BackfillRequest {
         BackfillRequest {
             trigger: TriggerName::new("p", "t"),
-            from_ms,
-            to_ms,
+            from: InstantArg::At(from_ms),
+            to: InstantArg::At(to_ms),
             before_creation: false,
             max: 10,
         }
@@ -222,6 +250,29 @@ mod tests {
         assert!(
             matches!(&refused, Err(BackfillError::Refused(text)) if text.starts_with("--from ")),
             "{refused:?}"
+        );
+        let relative = BackfillRequest {
+            from: InstantArg::FromNow(-1_000),
+            to: InstantArg::FromNow(-2_000),
+            ..request(0, 0)
+        };
+        assert!(relative.check().is_err(), "-1s is after -2s");
+        let mixed = BackfillRequest {
+            from: InstantArg::FromNow(-1_000),
+            ..request(0, 0)
+        };
+        assert!(
+            mixed.check().is_ok(),
+            "compared once the database's now is read"
+        );
+        assert_eq!(
+            BackfillRequest {
+                to: InstantArg::FromNow(0),
+                ..request(0, 0)
+            }
+            .to_ms(5_000),
+            4_999,
+            "`now` ends the window just before it"
         );
     }
 }

@@ -14,12 +14,13 @@ use tokio_postgres::Client;
 use uuid::Uuid;
 
 use super::args::OutputFormat;
-use super::args::{Access, at_least, duration_arg};
+use super::args::{Access, at_least};
 use super::error::ExitStatus;
 use super::output::emit;
 use super::{CliError, Global};
 use crate::coordinator::duration_ms;
 use crate::core::diagnose::Diagnosis;
+use crate::core::instant::{InstantArg, parse_since};
 use crate::core::outage::{self, Outage, OutageFacts};
 use crate::core::time::utc;
 use crate::core::{Liveness, TriggerName};
@@ -37,8 +38,9 @@ use crate::store::retention::{RetentionState, retention_state};
 use crate::store::{Begin, run_in_transaction};
 use crate::store::{SchemaName, StoreError};
 use render::{
-    render_audit, render_check, render_claims, render_invariants, render_misfires, render_recovery,
-    render_replicas, render_run, render_run_rows, render_schedules, render_summary, render_trigger,
+    render_audit, render_check, render_claims, render_invariants, render_load, render_misfires,
+    render_recovery, render_replicas, render_run, render_run_rows, render_schedules,
+    render_summary, render_trigger,
 };
 
 #[derive(Debug, Args)]
@@ -87,8 +89,8 @@ pub enum InspectWhat {
         /// Only runs of this trigger.
         #[arg(long, value_name = "PROJECT/TRIGGER")]
         trigger: Option<TriggerName>,
-        /// Only runs created within this long (e.g. 10m).
-        #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
+        /// Only runs created within this long (10m; -10m and now-10m say the same).
+        #[arg(long, value_parser = parse_since, allow_hyphen_values = true)]
         since: Option<Duration>,
         /// At most this many runs.
         #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
@@ -129,11 +131,27 @@ pub enum InspectWhat {
         /// Only records of this trigger.
         #[arg(long, value_name = "PROJECT/TRIGGER")]
         trigger: Option<TriggerName>,
-        /// Only records written within this long (e.g. 1h).
-        #[arg(long, value_parser = duration_arg, allow_hyphen_values = true)]
+        /// Only records written within this long (1h; -1h and now-1h say the same).
+        #[arg(long, value_parser = parse_since, allow_hyphen_values = true)]
         since: Option<Duration>,
         /// At most this many records.
         #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = at_least(1))]
+        limit: i64,
+    },
+    /// The load ahead: the instants with the most occurrences due together over the horizon,
+    /// each with the time to admit it at the rate these replicas reached in their busiest minute
+    /// of the last hour, and the daylight-saving changes that move occurrences.
+    Load {
+        /// How far ahead to look (at most 7d).
+        #[arg(long, default_value = "1d", value_parser = horizon_arg)]
+        horizon: Duration,
+        /// Where to start looking: RFC 3339, epoch milliseconds, or relative to the database's
+        /// now (now+1d, +6h).
+        #[arg(long, value_name = "TIME", value_parser = InstantArg::parse,
+              allow_hyphen_values = true, default_value = "now")]
+        from: InstantArg,
+        /// At most this many boundaries, the most occurrences first.
+        #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = at_least(1))]
         limit: i64,
     },
     /// Check what the scheduler promises (one run per occurrence, every occurrence a run or
@@ -142,7 +160,7 @@ pub enum InspectWhat {
     Invariants {
         /// How far back occurrences are accounted for (at most the 7-day retention of misfire
         /// records).
-        #[arg(long, default_value = "1h", value_parser = duration_arg, allow_hyphen_values = true)]
+        #[arg(long, default_value = "1h", value_parser = parse_since, allow_hyphen_values = true)]
         since: Duration,
     },
 }
@@ -272,6 +290,14 @@ async fn view(
             |rows| render_misfires(rows),
         ),
         InspectWhat::Invariants { since } => invariants(client, schema, since, format).await,
+        InspectWhat::Load {
+            horizon,
+            from,
+            limit,
+        } => {
+            let report = load(client, from, duration_ms(horizon), limit).await?;
+            emit(format, &report, render_load)
+        }
     }
 }
 
@@ -432,6 +458,46 @@ async fn schedules(
     })
 }
 
+/// `--horizon`: a duration up to a week.
+fn horizon_arg(text: &str) -> Result<Duration, String> {
+    let horizon = super::args::duration_arg(text)?;
+    if horizon.is_zero() || horizon > Duration::from_secs(7 * 86_400) {
+        return Err(format!("{text} is out of range: from 1ms to 7d"));
+    }
+    Ok(horizon)
+}
+
+/// The admission rate of the busiest minute, in occurrences a second.
+pub(crate) fn busiest_rate(busiest_minute: Option<i64>) -> Option<f64> {
+    busiest_minute.filter(|n| *n > 0).map(|n| n as f64 / 60.0)
+}
+
+/// `inspect load`: the claimable triggers grouped by expression and zone, evaluated over the
+/// horizon by the core, at the busiest recent rate.
+pub(crate) async fn load(
+    client: &Client,
+    from: InstantArg,
+    horizon_ms: i64,
+    limit: i64,
+) -> Result<LoadReport, CliError> {
+    let (now_ms, busiest) = read::load::busiest_minute(client).await?;
+    let groups = read::load::trigger_groups(client).await?;
+    let rate_per_s = busiest_rate(busiest);
+    Ok(LoadReport {
+        triggers: groups.iter().map(|g| g.triggers).sum(),
+        expressions: groups.len() as u64,
+        busiest_minute_admissions: busiest,
+        rate_per_s,
+        load: crate::core::load::load_ahead(
+            &groups,
+            from.resolve(now_ms),
+            horizon_ms,
+            usize::try_from(limit).unwrap_or(usize::MAX),
+            rate_per_s,
+        ),
+    })
+}
+
 /// `inspect claims`: each claim with its owner as the replica registry sees it.
 async fn claims(
     client: &Client,
@@ -535,6 +601,21 @@ impl InvariantReport {
             grants,
         }
     }
+}
+
+/// `inspect load`: the boundaries ahead and the rate they are measured against.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct LoadReport {
+    /// Claimable triggers (a parked one fires nothing).
+    pub triggers: u64,
+    /// Distinct expression and zone pairs among them, each evaluated once.
+    pub expressions: u64,
+    /// The most runs created in one minute of the last hour; null when none were.
+    pub busiest_minute_admissions: Option<i64>,
+    /// That minute's rate, admissions a second: what the expected admission times assume.
+    pub rate_per_s: Option<f64>,
+    #[serde(flatten)]
+    pub load: crate::core::load::LoadAhead,
 }
 
 /// `inspect --check`: the outage, if any, and the counts it was decided from.

@@ -2,7 +2,7 @@
 //! are.
 
 use super::ClaimShown;
-use super::{CheckReport, InvariantReport, SummaryReport};
+use super::{CheckReport, InvariantReport, LoadReport, SummaryReport};
 use crate::cli::output::{opt, table};
 use crate::core::outage::Outage;
 use crate::core::time::{span, utc};
@@ -102,6 +102,16 @@ pub(super) fn render_summary(report: &SummaryReport) -> String {
                 " (claim still valid)"
             }
         ));
+        // The holder as the registry sees it: a valid claim of a dead owner is no reason to wait.
+        let holder = report.replicas.iter().find(|r| r.owner == o.owner);
+        if let Some(r) = holder.filter(|r| r.liveness != Liveness::Live) {
+            out.push_str(&format!(
+                "  its owner is {} in the replica registry: `qlsched expire --owner {}` gives \
+                 its claims back\n",
+                r.liveness.to_string().to_uppercase(),
+                crate::core::text::clean(&o.owner)
+            ));
+        }
     }
     if !s.owners.is_empty() {
         out.push_str(&table(
@@ -637,4 +647,62 @@ fn misfire_count(m: &MisfireRecord) -> String {
     } else {
         format!("{}+", m.occurrences)
     }
+}
+
+pub(super) fn render_load(report: &LoadReport) -> String {
+    let load = &report.load;
+    let mut out = format!(
+        "{} occurrences due from {} over {}, from {} triggers ({} distinct expressions); {}\n",
+        load.occurrences,
+        utc(load.from_ms),
+        span(load.horizon_ms),
+        report.triggers,
+        report.expressions,
+        match (report.busiest_minute_admissions, report.rate_per_s) {
+            (Some(n), Some(rate)) => format!(
+                "admission times at the busiest minute of the last hour: {n} runs, {rate:.1}/s"
+            ),
+            _ => "no runs in the last hour to measure an admission rate by".to_owned(),
+        }
+    );
+    out.push_str(&table(
+        &["boundary", "occurrences", "expected admission"],
+        load.boundaries.iter().map(|b| {
+            vec![
+                utc(b.at_ms),
+                b.occurrences.to_string(),
+                opt(b.expected_admission_ms.map(span)),
+            ]
+        }),
+    ));
+    out.push('\n');
+    for change in &load.dst_changes {
+        out.push_str(&format!(
+            "daylight saving: {} changes from UTC{:+} to UTC{:+} at {}: {} trigger{} keep{} \
+             their wall time, so their instants move by {}; {} occurrence{} moved out of a gap \
+             or repeated in a fold\n",
+            change.time_zone,
+            f64::from(change.offset_before_s) / 3_600.0,
+            f64::from(change.offset_after_s) / 3_600.0,
+            utc(change.at_ms),
+            change.triggers,
+            if change.triggers == 1 { "" } else { "s" },
+            if change.triggers == 1 { "s" } else { "" },
+            span(i64::from(change.offset_before_s - change.offset_after_s) * 1_000),
+            change.occurrences_moved,
+            if change.occurrences_moved == 1 {
+                ""
+            } else {
+                "s"
+            },
+        ));
+    }
+    if !load.capped_expressions.is_empty() {
+        out.push_str(&format!(
+            "counted only up to {} occurrences each (lower bounds): {}\n",
+            crate::core::load::OCCURRENCE_CAP,
+            load.capped_expressions.join(", ")
+        ));
+    }
+    out
 }

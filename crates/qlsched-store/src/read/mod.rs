@@ -8,10 +8,11 @@
 //! index-only scans (docs/OPERATIONS.md has the figures).
 //!
 //! One file per read model: [`summary`], [`schedules`], [`claims`], [`runs`], [`audit`] and
-//! [`trigger`]; misfire records are `store::misfires`, replicas `store::replicas`.
+//! [`trigger`], and what [`load`] looks ahead from; misfire records are `store::misfires`, replicas `store::replicas`.
 
 mod audit;
 mod claims;
+pub mod load;
 mod runs;
 mod schedules;
 mod summary;
@@ -20,7 +21,8 @@ mod trigger;
 pub use audit::{AuditView, audit};
 pub use claims::{ClaimView, claims};
 pub use runs::{
-    AttemptView, EventView, RunDetail, RunRow, RunView, run_detail, runs, runs_with_origin,
+    AttemptView, EventView, RunDetail, RunRow, RunView, admitted_among, first_scheduler_start,
+    run_detail, runs, runs_with_origin,
 };
 pub use schedules::{
     PauseView, ScheduleFilter, ScheduleRow, ScheduleState, ScheduleView, schedules,
@@ -32,5 +34,5 @@ pub use summary::{
 pub use trigger::{TriggerDetail, TriggerState, TriggerView, trigger_detail};
 
 crate::statements::statements! {
-    @also audit, claims, runs, schedules, summary, trigger;
+    @also audit, claims, load, runs, schedules, summary, trigger;
 }

@@ -219,7 +219,47 @@ pub async fn run_detail(
     })
 }
 
+// Which of the given occurrences of one trigger have a run: one probe each of the
+// (project, trigger, scheduled_for) index.
+const ADMITTED_AMONG: &str = "SELECT scheduled_for_ms FROM runs
+    WHERE project_id = $1 AND trigger_id = $2 AND scheduled_for_ms = ANY($3::int8[])";
+
+/// The occurrences among `occurrences` of `trigger` that have a run.
+pub async fn admitted_among(
+    client: &impl GenericClient,
+    trigger: &TriggerName,
+    occurrences: &[i64],
+) -> Result<Vec<i64>, StoreError> {
+    client
+        .query(
+            ADMITTED_AMONG,
+            &[&trigger.project_id, &trigger.trigger_id, &occurrences],
+        )
+        .await?
+        .iter()
+        .map(|row| row.col("scheduled_for_ms"))
+        .collect()
+}
+
+// When a replica first ran here, as far as the database remembers: the earliest start in the
+// replica registry (it forgets a replica a week after its last heartbeat) or the earliest run
+// (the creation-time index), whichever is earlier; null when neither tells.
+const FIRST_SCHEDULER_START: &str = "SELECT least(
+        (SELECT min(started_at_ms) FROM replicas),
+        (SELECT min(created_at_ms) FROM runs)) AS at_ms";
+
+/// The earliest instant the registry or the runs show a scheduler at work; `None` for a
+/// database nothing ever ran on.
+pub async fn first_scheduler_start(client: &impl GenericClient) -> Result<Option<i64>, StoreError> {
+    client
+        .query_one(FIRST_SCHEDULER_START, &[])
+        .await?
+        .col("at_ms")
+}
+
 crate::statements::statements! {
+    ADMITTED_AMONG: Observer,
+    FIRST_SCHEDULER_START: Observer,
     RUNS_OF_TRIGGER: Observer,
     RECENT_RUNS: Observer,
     RUN: Observer,
