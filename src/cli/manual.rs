@@ -81,8 +81,12 @@ pub fn examples(command: &str) -> &'static str {
     match command {
         "migrate" => {
             "\
-Create or upgrade the schema:
-  qlsched -D postgres://admin@db/prod migrate
+Create or upgrade the schema, as its owner (a login with CREATE on the database the first time,
+the schema's owner after; any other is refused with 77, naming the right it lacks):
+  qlsched -D postgres://qlsched_owner@db/prod migrate
+
+What is pending, and which running replicas would have to stop for it:
+  qlsched migrate status
 
 Check checksums and grants from a deployment script (exit 78 on any difference):
   qlsched migrate verify -o json"
