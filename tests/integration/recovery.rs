@@ -86,7 +86,7 @@ async fn candidates_are_listed_oldest_first() {
     db.client()
         .await
         .batch_execute(
-            // A run's creation time is never a dispatcher's to change (migration 0013's
+            // A run's creation time is never a dispatcher's to change (migration 0012's
             // trigger refuses it); the drift is made by hand past the trigger.
             "UPDATE attempts SET worker_id = 'w-1';
              ALTER TABLE runs DISABLE TRIGGER runs_status_contract;

@@ -707,7 +707,7 @@ async fn a_draining_mark_that_commits_last_leaves_the_replica_stopped() {
         host: "node-1",
         pid: 1,
         version: "test",
-        schema_version: 14,
+        schema_version: qlsched::store::migrate::latest_version(),
         lease_ms: 5_000,
         cadence_ms: 200,
         forget_after_ms: 900_000,

@@ -359,7 +359,7 @@ async fn the_replicas_panel_reads_the_registry_and_a_primary_is_no_standby() {
                 host: "node-1",
                 pid: 1,
                 version: "test",
-                schema_version: 14,
+                schema_version: qlsched::store::migrate::latest_version(),
                 lease_ms: 5_000,
                 cadence_ms: 200,
                 forget_after_ms: 900_000,

@@ -108,17 +108,17 @@ pub const MIGRATIONS: &[Migration] = &[
         previous_release_may_run: true,
     },
     Migration {
-        version: 13,
+        version: 12,
         name: "run_retention",
-        sql: include_str!("../../../migrations/0013_run_retention.sql"),
+        sql: include_str!("../../../migrations/0012_run_retention.sql"),
         // Adds a nullable column, a trigger on updates (a replica never updates a run), two
         // tables and grants: the previous release's admissions are untouched.
         previous_release_may_run: true,
     },
     Migration {
-        version: 14,
+        version: 13,
         name: "replica_release",
-        sql: include_str!("../../../migrations/0014_replica_release.sql"),
+        sql: include_str!("../../../migrations/0013_replica_release.sql"),
         previous_release_may_run: true,
     },
 ];
@@ -742,7 +742,7 @@ const REGISTRY_EXISTS: &str = "SELECT to_regclass(format('%I.replicas', $1::text
 
 // The replicas running now: registered, not stopped, not stale (a heartbeat within their lease
 // plus their cadence: `replicas::LIST`'s rule; a stale one holds no valid claim). The schema
-// version read through to_jsonb, so that a registry without the column (migration 0014 pending,
+// version read through to_jsonb, so that a registry without the column (migration 0013 pending,
 // just when `migrate status` is asked) reads as NULL instead of failing.
 const RUNNING_REPLICAS: &str = "SELECT owner, version,
         (to_jsonb(r) ->> 'schema_version')::bigint AS schema_version

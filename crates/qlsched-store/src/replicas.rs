@@ -98,7 +98,7 @@ pub async fn mark(client: &impl GenericClient, owner: &str, state: &str) -> Resu
     Ok(())
 }
 
-// The rows the registry has forgotten (replica_forgotten(), migration 0014): stopped replicas a
+// The rows the registry has forgotten (replica_forgotten(), migration 0013): stopped replicas a
 // day after they stopped, any other past its own bound.
 const FORGET: &str = "DELETE FROM replicas
     WHERE replica_forgotten(state, heartbeat_at_ms, forget_after_ms)";
@@ -159,7 +159,7 @@ pub struct ReplicaView {
     pub batch: Option<i32>,
 }
 
-// Every replica the registry remembers (replica_forgotten(), migration 0014: a stale one leaves
+// Every replica the registry remembers (replica_forgotten(), migration 0013: a stale one leaves
 // at its bound, even before a housekeeping deletes it) with its liveness at one database instant:
 // the one place the rule of `core::Liveness` is written (two cadences, at least a second, then
 // the lease plus the cadence). The registry is small (stopped rows are forgotten after a day,

@@ -1,4 +1,4 @@
--- qlsched 0013: runs' retention (docs/DESIGN.md §3.3). Finished runs, with their attempts and
+-- qlsched 0012: runs' retention (docs/DESIGN.md §3.3). Finished runs, with their attempts and
 -- events, are deleted after a retention per status by one replica at a time; the horizon before
 -- which an occurrence's run may be gone is kept here for every replica and command to read; the
 -- dispatcher gets a role of its own and a contract the database holds (§3.4).

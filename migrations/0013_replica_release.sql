@@ -1,4 +1,4 @@
--- qlsched 0014: each replica says which release it is and which schema it was built for, and
+-- qlsched 0013: each replica says which release it is and which schema it was built for, and
 -- the registry forgets a dead one after a bound its operator sets (docs/OPERATIONS.md, "Replica
 -- registry"), instead of a week.
 
