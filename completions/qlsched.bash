@@ -389,7 +389,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__bench)
-            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --chart --database-url --schema --pooler --output --color --log-format --help --version"
+            opts="-D -o -h -V --triggers --replicas --batch --due-fraction --rows-total --duration --ceiling-time --cadence --lease --parked --history --keep --steady --cron --window --dispatch --retain --chart --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -444,6 +444,10 @@ _qlsched() {
                     return 0
                     ;;
                 --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retain)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2687,7 +2691,7 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__run)
-            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --exit-if-unmigrated --database-url --schema --pooler --output --color --log-format --help --version"
+            opts="-D -o -h -V --owner --batch --lease --cadence --drain-timeout --metrics-addr --exit-if-unmigrated --retain-succeeded --retain-failed --retain-cancelled --retention-interval --forget-stale-after --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2714,6 +2718,26 @@ _qlsched() {
                     return 0
                     ;;
                 --metrics-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retain-succeeded)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retain-failed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retain-cancelled)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retention-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --forget-stale-after)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
