@@ -398,6 +398,7 @@ const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
 const PIN_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), \
     set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
 const COMMIT: &str = "COMMIT";
+const BEGIN_READ_ONLY: &str = "BEGIN READ ONLY";
 
 /// Admits every admission given; one outcome per admission, in order. Fence losses are outcomes,
 /// not errors. An error means nothing was committed: the database could not be asked, or, for a
@@ -483,6 +484,11 @@ async fn admit_one(
     if matches!(verdict, Verdict::FenceLost) {
         verdict = admit_with_retries(client, sender, single, Lookup::Key, stats).await?;
     }
+    if matches!(verdict, Verdict::FenceLost)
+        && let Some(reason) = parked_under_claim(client, sender, admission, stats).await?
+    {
+        verdict = Verdict::DefinitionRefused(reason);
+    }
     Ok(match verdict {
         Verdict::Committed => committed_outcome(admission),
         Verdict::FenceLost => AdmissionOutcome::FenceLost,
@@ -499,6 +505,68 @@ fn rejected(error: tokio_postgres::Error) -> Verdict {
             .map_or_else(|| "XX000".to_owned(), |code| code.code().to_owned()),
         reason: StoreError::from_db(error).to_string(),
     }
+}
+
+// Whether a claim whose admission found no claimable row under it is intact all the same: the
+// fence as the claim left it, unexpired, on a row its definition parks. A project suspended under
+// a held claim does that: it parks the row (the `claimable` flag, migration 0007) without moving
+// the fence, and the admission's check of claimability under its lock then drops the row as it
+// drops a lost fence. That is a definition refusal, not a lost race.
+const PARKED_UNDER_CLAIM: &str = "SELECT p.status
+    FROM trigger_schedules s JOIN projects p ON p.project_id = s.project_id
+    WHERE s.project_id = $1 AND s.trigger_id = $2 AND NOT s.claimable
+      AND s.claim_owner = $3 AND s.claim_token = $4 AND s.claim_version = $5
+      AND s.state_version = $6 AND s.claim_expires_at_ms > now_ms()";
+
+/// The definition refusal behind a fence loss whose claim is intact on a parked row
+/// ([`PARKED_UNDER_CLAIM`]), if that is what it is. Read in a transaction of its own, after the
+/// admission's rolled back.
+async fn parked_under_claim(
+    client: &ClientWrapper,
+    sender: &Sender,
+    admission: &Admission<'_>,
+    stats: &mut AdmitStats,
+) -> Result<Option<String>, StoreError> {
+    let row = admission.row;
+    let settings = sender
+        .ready(client, TRANSACTION_SETTINGS, &mut stats.round_trips)
+        .await?;
+    let statement = sender
+        .ready(client, PARKED_UNDER_CLAIM, &mut stats.round_trips)
+        .await?;
+    stats.round_trips += 1;
+    let (begun, set, rows, committed) = futures_util::future::join4(
+        client.batch_execute(BEGIN_READ_ONLY),
+        sender.settings(client, &settings),
+        statement.query(
+            client,
+            &[
+                &row.project_id,
+                &row.trigger_id,
+                &row.fence.owner,
+                &row.fence.token,
+                &row.fence.version,
+                &row.state_version,
+            ],
+        ),
+        client.batch_execute(COMMIT),
+    )
+    .await;
+    begun?;
+    set?;
+    let rows = rows?;
+    committed?;
+    let Some(found) = rows.first() else {
+        return Ok(None);
+    };
+    let status: String = found.col("status")?;
+    Ok(Some(if status == "active" {
+        "the row is parked by its definition (the trigger disabled or changed) under a claim that \
+         still holds"
+            .to_owned()
+    } else {
+        format!("the project is {status} (parked under a claim that still holds)")
+    }))
 }
 
 fn committed_outcome(admission: &Admission<'_>) -> AdmissionOutcome {
@@ -823,6 +891,8 @@ super::statements::statements! {
     ADMIT_BY_KEY: Runtime | Admin,
     COMMIT: Runtime | Admin,
     SETTLE: Runtime,
+    PARKED_UNDER_CLAIM: Runtime | Admin,
+    BEGIN_READ_ONLY: Runtime | Admin,
 }
 
 #[cfg(test)]
