@@ -723,12 +723,13 @@ impl Coordinator {
         };
         let mut releases = owed.releases.clone();
         let (mut admitted, mut lost) = (0, 0);
-        let now = Instant::now();
+        // Their next occurrences are the claim's to report; these only never wake a round early.
+        let later = Instant::now() + self.config.cadence;
         for (admission, settlement) in admissions.iter().zip(settled) {
             match settlement.outcome {
                 outcome @ (AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced) => {
                     admitted += 1;
-                    report.account(admission, outcome, now, true);
+                    report.account(admission, outcome, later, true);
                 }
                 AdmissionOutcome::FenceLost => lost += 1,
                 _ if settlement.claim_held => releases.push(ReleaseRequest::from(admission.row)),
