@@ -97,7 +97,7 @@ pub struct Coordinator {
     batch: Mutex<u16>,
     /// What a round that lost its connection left unsettled, for the next round to settle.
     owed: Mutex<Owed>,
-    /// When each refused trigger was last logged at ERROR ([`REFUSAL_LOG_INTERVAL`]).
+    /// When each trigger whose admission failed was last logged ([`REFUSAL_LOG_INTERVAL`]).
     refusals_said: Mutex<HashMap<(String, String), Instant>>,
 }
 
@@ -229,9 +229,9 @@ impl Coordinator {
             self.transition(index, ClaimEvent::Admission(outcome));
             let due_at = local(admission.decision.next_fire_at_ms());
             let say = match outcome {
-                AdmissionOutcome::Rejected { .. } | AdmissionOutcome::DefinitionRefused { .. } => {
-                    self.say_refusal(admission.row)
-                }
+                AdmissionOutcome::Rejected { .. }
+                | AdmissionOutcome::DefinitionRefused { .. }
+                | AdmissionOutcome::Unsettled { .. } => self.first_in_interval(admission.row),
                 _ => true,
             };
             report.account(admission, outcome.clone(), due_at, say);
@@ -667,10 +667,10 @@ impl Coordinator {
         }
     }
 
-    /// Whether to log a refusal of `row` at ERROR now: once a [`REFUSAL_LOG_INTERVAL`] per
-    /// trigger. The map forgets triggers not refused for an interval, so it stays as small as the
+    /// Whether to log a failed admission of `row` (refused, or not settled) at its level now, not
+    /// at DEBUG: once a [`REFUSAL_LOG_INTERVAL`] per trigger, whichever the failure. The map forgets triggers not refused for an interval, so it stays as small as the
     /// set of triggers being refused.
-    fn say_refusal(&self, row: &ClaimedRow) -> bool {
+    fn first_in_interval(&self, row: &ClaimedRow) -> bool {
         let mut said = self.refusals_said.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         said.retain(|_, at| now.duration_since(*at) < REFUSAL_LOG_INTERVAL);
