@@ -501,12 +501,17 @@ impl Coordinator {
         Ok((0..admissions.len())
             .map(|i| match known.and_then(|outcomes| outcomes.get(i)) {
                 Some(outcome) if !open(i) => outcome.clone(),
-                _ => settled.next().map_or_else(
-                    || AdmissionOutcome::Unsettled {
-                        reason: "not settled".to_owned(),
+                earlier => match settled.next().map(|s| s.outcome) {
+                    // Not committed, as `admit` said: its reason (the server's error) is the
+                    // cause worth reporting, not the settlement's.
+                    Some(AdmissionOutcome::Unsettled { .. }) | None => match earlier {
+                        Some(unsettled @ AdmissionOutcome::Unsettled { .. }) => unsettled.clone(),
+                        _ => AdmissionOutcome::Unsettled {
+                            reason: "not committed; the claim is given back".to_owned(),
+                        },
                     },
-                    |s| s.outcome,
-                ),
+                    Some(outcome) => outcome,
+                },
             })
             .collect())
     }

@@ -106,8 +106,8 @@ pub enum AdmissionOutcome {
     DefinitionRefused { reason: String },
     /// The database refused this occurrence's writes with an error of its own, not of the server
     /// at large (a constraint, such as a run already holding its idempotency key; the admission's
-    /// own consistency check; a user trigger on `runs` that raises; a resource the transaction
-    /// ran out of): nothing was written. The claim is left to expire, which paces the next
+    /// own consistency check; a user trigger on `runs` that raises; anything but the server's own
+    /// state, which class 53, a resource run out, is, and is `Unsettled`): nothing was written. The claim is left to expire, which paces the next
     /// attempt to one a lease, and the row never blocks others. `sqlstate` is the server's code.
     Rejected { sqlstate: String, reason: String },
     /// Admitted on its own after its batch failed, and not settled: serialization failures
@@ -418,7 +418,12 @@ pub async fn admit(
 ) -> Result<Vec<AdmissionOutcome>, StoreError> {
     match admissions {
         [] => return Ok(Vec::new()),
-        [single] => return Ok(vec![admit_one(client, sender, single, stats).await?]),
+        [single] => {
+            let outcome = admit_one(client, sender, single, stats).await?;
+            return Ok(vec![
+                out_of_resources(outcome).map_or_else(|o| o, |(o, _)| o),
+            ]);
+        }
         _ => {}
     }
     match admit_with_retries(client, sender, admissions, Lookup::Tid, stats).await {
@@ -455,7 +460,13 @@ pub async fn admit(
             continue;
         }
         outcomes.push(match admit_one(client, sender, admission, stats).await {
-            Ok(outcome) => outcome,
+            Ok(outcome) => match out_of_resources(outcome) {
+                Ok((unsettled, reason)) => {
+                    unreachable = Some(reason);
+                    unsettled
+                }
+                Err(outcome) => outcome,
+            },
             Err(error @ StoreError::RetriesExhausted { .. }) => AdmissionOutcome::Unsettled {
                 reason: error.to_string(),
             },
@@ -495,6 +506,30 @@ async fn admit_one(
         Verdict::DefinitionRefused(reason) => AdmissionOutcome::DefinitionRefused { reason },
         Verdict::Rejected { sqlstate, reason } => AdmissionOutcome::Rejected { sqlstate, reason },
     })
+}
+
+/// A refusal that says the server ran out of a resource (SQLSTATE class 53: shared memory for
+/// predicate locks, disk, memory), not that the row is poisoned: `Ok` with the row given back
+/// (`Unsettled`, to be tried again after the round's back-off rather than a lease later) and the
+/// reason the rows after it are not tried this round; `Err` with any other outcome, unchanged.
+fn out_of_resources(
+    outcome: AdmissionOutcome,
+) -> Result<(AdmissionOutcome, String), AdmissionOutcome> {
+    match outcome {
+        AdmissionOutcome::Rejected { sqlstate, reason } if sqlstate.starts_with("53") => {
+            let reason = format!(
+                "the server ran out of a resource (SQLSTATE {sqlstate}); the claim is given \
+                 back and tried again after the round's back-off: {reason}"
+            );
+            Ok((
+                AdmissionOutcome::Unsettled {
+                    reason: reason.clone(),
+                },
+                reason,
+            ))
+        }
+        other => Err(other),
+    }
 }
 
 /// A row's own refusal, with the server's SQLSTATE.

@@ -34,7 +34,7 @@ pub struct RoundReport {
     /// written, the claims left to expire.
     pub definition_refused: usize,
     /// Admissions the database refused with an error of the row's own (a constraint, a user
-    /// trigger raising, a resource run out): their claims are left to expire, which paces the next
+    /// trigger raising): their claims are left to expire, which paces the next
     /// attempt to one a lease, each is recorded for `inspect trigger`, and the other rows of the
     /// round are admitted regardless. The round counts as failed (back-off, a smaller batch).
     pub rejected: usize,
@@ -160,6 +160,12 @@ impl RoundReport {
             }
             AdmissionOutcome::Unsettled { reason } => {
                 self.unsettled += 1;
+                if self.failure.is_none() {
+                    self.failure = Some(format!(
+                        "the admission of {} was not settled: {reason}",
+                        admission.row.name()
+                    ));
+                }
                 if say {
                     tracing::warn!(trigger = %admission.row.name(), %reason,
                         "admission not settled; the claim is given back for a later round");
