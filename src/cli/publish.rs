@@ -36,6 +36,11 @@ pub async fn run(args: PublishArgs, global: &Global) -> Result<(), CliError> {
     let text = read_manifest(&args.file)?;
     // Validated in full before any connection is opened: a bad manifest writes nothing.
     let manifest = parse_manifest(&text)?;
+    if let Some(warning) =
+        grace_under_lease(&manifest, crate::core::CoordinatorConfig::default().lease)
+    {
+        eprintln!("qlsched: warning: {warning}");
+    }
     let settings = global
         .connection
         .settings(Access::writing_unless(args.dry_run))?;
@@ -163,6 +168,60 @@ async fn load_warnings(
         WARNING_HORIZON_MS,
         super::inspect::busiest_rate(busiest),
         5,
+    ))
+}
+
+/// A warning when triggers have a misfire grace shorter than `lease` (the replicas' default):
+/// the claims of a replica lost mid-round (killed, partitioned) wait out their lease before
+/// another replica takes them, and an occurrence that waits longer than its grace is passed over
+/// into a misfire record. Accepted all the same: a short grace is a choice (docs/DECISIONS.md,
+/// "A grace shorter than the lease").
+fn grace_under_lease(
+    manifest: &crate::core::manifest::Manifest,
+    lease: std::time::Duration,
+) -> Option<String> {
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    let short: Vec<String> = manifest
+        .projects
+        .iter()
+        .flat_map(|project| {
+            project
+                .triggers
+                .iter()
+                .filter(|trigger| trigger.enabled && trigger.misfire_grace_ms < lease_ms)
+                .map(move |trigger| {
+                    format!(
+                        "{}/{} ({})",
+                        project.id,
+                        trigger.id,
+                        crate::core::time::span(trigger.misfire_grace_ms)
+                    )
+                })
+        })
+        .collect();
+    if short.is_empty() {
+        return None;
+    }
+    const LISTED: usize = 5;
+    let more = short.len().saturating_sub(LISTED);
+    Some(format!(
+        "{} trigger{} with a misfire grace shorter than the default lease ({}): {}{}; a replica \
+         lost while it holds their claims leaves them for its lease, and occurrences later than \
+         the grace are passed over (misfire records): run the replicas with a --lease under the \
+         grace, or raise the grace",
+        short.len(),
+        if short.len() == 1 { "" } else { "s" },
+        crate::core::format_duration(lease),
+        short
+            .into_iter()
+            .take(LISTED)
+            .collect::<Vec<_>>()
+            .join(", "),
+        if more > 0 {
+            format!(", and {more} more")
+        } else {
+            String::new()
+        }
     ))
 }
 

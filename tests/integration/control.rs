@@ -1137,10 +1137,19 @@ async fn an_interrupted_backfill_continues_where_it_stopped() {
     crate::util::assert_invariants(&db).await;
 }
 
+/// Deadlocks the server has detected in `db` (pg_stat_database), as last flushed.
+async fn deadlocks(db: &TestDb) -> i64 {
+    db.count("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+        .await
+}
+
 /// Publish (a changed task voids every claim on it), a project-wide pause and resume, and
 /// `expire --owner` run over and over against three replicas admitting the same rows: each
-/// writer locks schedule rows in the order an admission does, so none of them deadlocks (a
-/// deadlock would exit 1 or 75 here), and the run ends on the invariants.
+/// writer locks schedule rows in the order an admission does, so none of them deadlocks, by the
+/// server's own count (`pg_stat_database.deadlocks`, 0 more after the race; a deadlock would also
+/// exit 1 or 75 here); then two sessions locking two rows in opposite orders, in the same
+/// database, move that count: the measure sees a deadlock when there is one. The run ends on the
+/// invariants.
 #[tokio::test(flavor = "multi_thread")]
 async fn writers_racing_running_replicas_never_deadlock_and_keep_the_invariants() {
     let db = TestDb::new().await;
@@ -1156,6 +1165,7 @@ async fn writers_racing_running_replicas_never_deadlock_and_keep_the_invariants(
     };
     db.publish(&serde_json::from_str(&with_image("x0")).expect("json"))
         .await;
+    let deadlocks_before = deadlocks(&db).await;
     let url = db.url();
     let replicas: Vec<_> = (0..3)
         .map(|i| {
@@ -1240,9 +1250,48 @@ async fn writers_racing_running_replicas_never_deadlock_and_keep_the_invariants(
         !logs.contains("40P01") && !logs.contains("deadlock"),
         "a replica met a deadlock: {logs}"
     );
+    // Every process of the race has exited, and a backend flushes its counts when it ends.
+    crate::util::sleep_ms(1_500).await;
+    let in_race = deadlocks(&db).await - deadlocks_before;
+    assert_eq!(in_race, 0, "the server detected deadlocks during the race");
+
+    // The order reversed: two sessions lock t00 and t01 in opposite orders.
+    let (first, second) = (db.client().await, db.client().await);
+    let lock =
+        |id: &str| format!("SELECT 1 FROM trigger_schedules WHERE trigger_id = '{id}' FOR UPDATE");
+    first
+        .batch_execute(&format!("BEGIN; {}", lock("t00")))
+        .await
+        .expect("first locks t00");
+    second
+        .batch_execute(&format!("BEGIN; {}", lock("t01")))
+        .await
+        .expect("second locks t01");
+    let (t01, t00) = (lock("t01"), lock("t00"));
+    let (a, b) = tokio::join!(first.batch_execute(&t01), second.batch_execute(&t00));
+    assert!(
+        a.is_err() || b.is_err(),
+        "one of the reversed pair is chosen as the deadlock victim"
+    );
+    for session in [&first, &second] {
+        let _ = session.batch_execute("ROLLBACK").await;
+        session
+            .batch_execute("SELECT pg_stat_force_next_flush()")
+            .await
+            .expect("flush");
+    }
+    drop((first, second));
+    crate::util::eventually(
+        std::time::Duration::from_secs(5),
+        "the reversed pair's deadlock counted",
+        || async { deadlocks(&db).await > deadlocks_before },
+    )
+    .await;
+    let reversed = deadlocks(&db).await - deadlocks_before;
     eprintln!(
         "race: {published} publishes, {paused} pause/resume pairs, {expired} expires beside 3 \
-         replicas; {runs} runs admitted"
+         replicas; {runs} runs admitted; deadlocks counted by the server: {in_race} in the race, \
+         {reversed} with two rows locked in reversed order"
     );
 }
 

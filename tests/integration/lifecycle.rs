@@ -88,12 +88,19 @@ fn span(event: &RoundEvent) -> (Instant, Instant) {
 async fn rounds_never_overlap_even_when_a_round_is_slower_than_the_cadence() {
     let db = TestDb::new().await;
     every_second(&db, 3).await;
-    // Every claim write sleeps: a round takes far longer than the 20 ms cadence.
+    // Every claim write sleeps: a round takes far longer than the 20 ms cadence. Each write says
+    // when it began and ended, in its transaction, on the database clock: what the server saw,
+    // not what the lifecycle reports of itself.
     db.client()
         .await
         .batch_execute(
-            "CREATE FUNCTION slow_down() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN PERFORM pg_sleep(0.1); RETURN NEW; END $$;
+            "CREATE TABLE writes (xid bigint, began timestamptz, ended timestamptz);
+             GRANT INSERT ON writes TO PUBLIC;
+             CREATE FUNCTION slow_down() RETURNS trigger LANGUAGE plpgsql AS $$
+             DECLARE began timestamptz := clock_timestamp();
+             BEGIN PERFORM pg_sleep(0.1);
+                   INSERT INTO writes VALUES (txid_current(), began, clock_timestamp());
+                   RETURN NEW; END $$;
              CREATE TRIGGER slow BEFORE UPDATE ON trigger_schedules FOR EACH ROW EXECUTE FUNCTION slow_down();",
         )
         .await
@@ -121,6 +128,22 @@ async fn rounds_never_overlap_even_when_a_round_is_slower_than_the_cadence() {
             "a round started before the previous one finished"
         );
     }
+    // The server's view: no two of the replica's write transactions ran at once (overlapping
+    // rounds would have two in flight), which fails if rounds ever run concurrently.
+    let overlapping = db
+        .count(
+            "SELECT count(*) FROM
+                 (SELECT xid, min(began) AS began, max(ended) AS ended FROM writes GROUP BY xid) a
+             JOIN (SELECT xid, min(began) AS began, max(ended) AS ended FROM writes GROUP BY xid) b
+               ON a.xid < b.xid AND a.began < b.ended AND b.began < a.ended",
+        )
+        .await;
+    let transactions = db.count("SELECT count(DISTINCT xid) FROM writes").await;
+    assert!(transactions >= 3, "{transactions} write transactions");
+    assert_eq!(
+        overlapping, 0,
+        "write transactions of two rounds overlapped"
+    );
 }
 
 #[tokio::test]

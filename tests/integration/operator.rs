@@ -1409,3 +1409,70 @@ async fn fire_and_backfill_wait_for_a_held_row_at_most_the_lock_timeout() {
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
     assert_eq!(db.count("SELECT count(*) FROM schedule_audit").await, 0);
 }
+
+/// A project suspended under a held claim parks the row without moving its fence: the admission
+/// is a definition refusal (exit 6, the claim given back), not a lost fence (exit 3), from `claim
+/// admit` as from a replica.
+#[tokio::test]
+async fn a_project_suspended_under_a_held_claim_is_a_definition_refusal() {
+    let db = TestDb::new().await;
+    db.publish(&every_second()).await;
+    let held = json_of(&db, &["claim", "p/tick", "--hold", "--owner", "holder"], 0);
+    let token = held["fence"]["token"].as_str().expect("token").to_owned();
+    let version = held["fence"]["version"]
+        .as_i64()
+        .expect("version")
+        .to_string();
+    db.client()
+        .await
+        .batch_execute("UPDATE projects SET status = 'suspended'")
+        .await
+        .expect("suspend");
+    let refused = qlsched(
+        Some(&db),
+        &[
+            "claim",
+            "admit",
+            "p/tick",
+            "--token",
+            &token,
+            "--version",
+            &version,
+            "--yes",
+        ],
+        None,
+    );
+    assert_eq!(code(&refused), 6, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("the project is suspended"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+
+    // A replica's round, its claim taken before the suspension: refused, not a lost fence.
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE projects SET status = 'active';
+             UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000",
+        )
+        .await
+        .expect("active and due");
+    let store = db.store("test").await;
+    let rows = crate::util::claim(&store, "replica", 1, 60_000).await;
+    db.client()
+        .await
+        .batch_execute("UPDATE projects SET status = 'suspended'")
+        .await
+        .expect("suspend again");
+    let outcome = crate::util::admit(&store, &[crate::util::admission(&rows[0])])
+        .await
+        .expect("admit");
+    assert!(
+        matches!(&outcome[0], qlsched::store::AdmissionOutcome::DefinitionRefused { reason }
+            if reason.contains("suspended")),
+        "{outcome:?}"
+    );
+    crate::util::assert_invariants(&db).await;
+}

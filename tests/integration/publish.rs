@@ -198,3 +198,39 @@ async fn bad_manifests_exit_65_naming_the_path_and_write_nothing() {
         assert_eq!(fingerprint(&db).await, before, "{what}: nothing written");
     }
 }
+
+/// A grace shorter than the replicas' default lease (30 s) is published, with one warning on
+/// stderr naming the triggers: a lost replica's claims wait out the lease, longer than the grace.
+#[tokio::test]
+async fn publish_warns_of_a_grace_shorter_than_the_default_lease() {
+    let db = TestDb::new().await;
+    let short = manifest(json!([
+        { "id": "short", "task": "t", "cron": "* * * * *", "misfire_grace": "10s" },
+        { "id": "long", "task": "t", "cron": "* * * * *", "misfire_grace": "30s" },
+        { "id": "off", "task": "t", "cron": "* * * * *", "misfire_grace": "1s", "enabled": false }
+    ]));
+    let published = qlsched(
+        Some(&db),
+        &["publish", "-f", "-", "-o", "json"],
+        Some(&short.to_string()),
+    );
+    assert_eq!(code(&published), 0, "{}", stderr(&published));
+    let warning = stderr(&published);
+    assert!(
+        warning.contains("qlsched: warning: 1 trigger with a misfire grace shorter than the default lease (30s): p/short (10s)"),
+        "{warning}"
+    );
+    assert!(
+        !warning.contains("p/long") && !warning.contains("p/off"),
+        "{warning}"
+    );
+    serde_json::from_str::<serde_json::Value>(&stdout(&published)).expect("stdout stays JSON");
+    assert_eq!(db.count("SELECT count(*) FROM triggers").await, 3);
+    let quiet = manifest(json!([{ "id": "long", "task": "t", "cron": "* * * * *" }]));
+    let published = qlsched(Some(&db), &["publish", "-f", "-"], Some(&quiet.to_string()));
+    assert!(
+        !stderr(&published).contains("warning"),
+        "{}",
+        stderr(&published)
+    );
+}

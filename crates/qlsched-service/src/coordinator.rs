@@ -97,7 +97,7 @@ pub struct Coordinator {
     batch: Mutex<u16>,
     /// What a round that lost its connection left unsettled, for the next round to settle.
     owed: Mutex<Owed>,
-    /// When each refused trigger was last logged at ERROR ([`REFUSAL_LOG_INTERVAL`]).
+    /// When each trigger whose admission failed was last logged ([`REFUSAL_LOG_INTERVAL`]).
     refusals_said: Mutex<HashMap<(String, String), Instant>>,
 }
 
@@ -229,9 +229,9 @@ impl Coordinator {
             self.transition(index, ClaimEvent::Admission(outcome));
             let due_at = local(admission.decision.next_fire_at_ms());
             let say = match outcome {
-                AdmissionOutcome::Rejected { .. } | AdmissionOutcome::DefinitionRefused { .. } => {
-                    self.say_refusal(admission.row)
-                }
+                AdmissionOutcome::Rejected { .. }
+                | AdmissionOutcome::DefinitionRefused { .. }
+                | AdmissionOutcome::Unsettled { .. } => self.first_in_interval(admission.row),
                 _ => true,
             };
             report.account(admission, outcome.clone(), due_at, say);
@@ -501,12 +501,17 @@ impl Coordinator {
         Ok((0..admissions.len())
             .map(|i| match known.and_then(|outcomes| outcomes.get(i)) {
                 Some(outcome) if !open(i) => outcome.clone(),
-                _ => settled.next().map_or_else(
-                    || AdmissionOutcome::Unsettled {
-                        reason: "not settled".to_owned(),
+                earlier => match settled.next().map(|s| s.outcome) {
+                    // Not committed, as `admit` said: its reason (the server's error) is the
+                    // cause worth reporting, not the settlement's.
+                    Some(AdmissionOutcome::Unsettled { .. }) | None => match earlier {
+                        Some(unsettled @ AdmissionOutcome::Unsettled { .. }) => unsettled.clone(),
+                        _ => AdmissionOutcome::Unsettled {
+                            reason: "not committed; the claim is given back".to_owned(),
+                        },
                     },
-                    |s| s.outcome,
-                ),
+                    Some(outcome) => outcome,
+                },
             })
             .collect())
     }
@@ -667,10 +672,10 @@ impl Coordinator {
         }
     }
 
-    /// Whether to log a refusal of `row` at ERROR now: once a [`REFUSAL_LOG_INTERVAL`] per
-    /// trigger. The map forgets triggers not refused for an interval, so it stays as small as the
+    /// Whether to log a failed admission of `row` (refused, or not settled) at its level now, not
+    /// at DEBUG: once a [`REFUSAL_LOG_INTERVAL`] per trigger, whichever the failure. The map forgets triggers not refused for an interval, so it stays as small as the
     /// set of triggers being refused.
-    fn say_refusal(&self, row: &ClaimedRow) -> bool {
+    fn first_in_interval(&self, row: &ClaimedRow) -> bool {
         let mut said = self.refusals_said.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         said.retain(|_, at| now.duration_since(*at) < REFUSAL_LOG_INTERVAL);
@@ -723,12 +728,13 @@ impl Coordinator {
         };
         let mut releases = owed.releases.clone();
         let (mut admitted, mut lost) = (0, 0);
-        let now = Instant::now();
+        // Their next occurrences are the claim's to report; these only never wake a round early.
+        let later = Instant::now() + self.config.cadence;
         for (admission, settlement) in admissions.iter().zip(settled) {
             match settlement.outcome {
                 outcome @ (AdmissionOutcome::Admitted(_) | AdmissionOutcome::Advanced) => {
                     admitted += 1;
-                    report.account(admission, outcome, now, true);
+                    report.account(admission, outcome, later, true);
                 }
                 AdmissionOutcome::FenceLost => lost += 1,
                 _ if settlement.claim_held => releases.push(ReleaseRequest::from(admission.row)),

@@ -106,8 +106,8 @@ pub enum AdmissionOutcome {
     DefinitionRefused { reason: String },
     /// The database refused this occurrence's writes with an error of its own, not of the server
     /// at large (a constraint, such as a run already holding its idempotency key; the admission's
-    /// own consistency check; a user trigger on `runs` that raises; a resource the transaction
-    /// ran out of): nothing was written. The claim is left to expire, which paces the next
+    /// own consistency check; a user trigger on `runs` that raises; anything but the server's own
+    /// state, which class 53, a resource run out, is, and is `Unsettled`): nothing was written. The claim is left to expire, which paces the next
     /// attempt to one a lease, and the row never blocks others. `sqlstate` is the server's code.
     Rejected { sqlstate: String, reason: String },
     /// Admitted on its own after its batch failed, and not settled: serialization failures
@@ -398,6 +398,7 @@ const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE"
 const PIN_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), \
     set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
 const COMMIT: &str = "COMMIT";
+const BEGIN_READ_ONLY: &str = "BEGIN READ ONLY";
 
 /// Admits every admission given; one outcome per admission, in order. Fence losses are outcomes,
 /// not errors. An error means nothing was committed: the database could not be asked, or, for a
@@ -417,7 +418,12 @@ pub async fn admit(
 ) -> Result<Vec<AdmissionOutcome>, StoreError> {
     match admissions {
         [] => return Ok(Vec::new()),
-        [single] => return Ok(vec![admit_one(client, sender, single, stats).await?]),
+        [single] => {
+            let outcome = admit_one(client, sender, single, stats).await?;
+            return Ok(vec![
+                out_of_resources(outcome).map_or_else(|o| o, |(o, _)| o),
+            ]);
+        }
         _ => {}
     }
     match admit_with_retries(client, sender, admissions, Lookup::Tid, stats).await {
@@ -454,7 +460,13 @@ pub async fn admit(
             continue;
         }
         outcomes.push(match admit_one(client, sender, admission, stats).await {
-            Ok(outcome) => outcome,
+            Ok(outcome) => match out_of_resources(outcome) {
+                Ok((unsettled, reason)) => {
+                    unreachable = Some(reason);
+                    unsettled
+                }
+                Err(outcome) => outcome,
+            },
             Err(error @ StoreError::RetriesExhausted { .. }) => AdmissionOutcome::Unsettled {
                 reason: error.to_string(),
             },
@@ -483,12 +495,41 @@ async fn admit_one(
     if matches!(verdict, Verdict::FenceLost) {
         verdict = admit_with_retries(client, sender, single, Lookup::Key, stats).await?;
     }
+    if matches!(verdict, Verdict::FenceLost)
+        && let Some(reason) = parked_under_claim(client, sender, admission, stats).await?
+    {
+        verdict = Verdict::DefinitionRefused(reason);
+    }
     Ok(match verdict {
         Verdict::Committed => committed_outcome(admission),
         Verdict::FenceLost => AdmissionOutcome::FenceLost,
         Verdict::DefinitionRefused(reason) => AdmissionOutcome::DefinitionRefused { reason },
         Verdict::Rejected { sqlstate, reason } => AdmissionOutcome::Rejected { sqlstate, reason },
     })
+}
+
+/// A refusal that says the server ran out of a resource (SQLSTATE class 53: shared memory for
+/// predicate locks, disk, memory), not that the row is poisoned: `Ok` with the row given back
+/// (`Unsettled`, to be tried again after the round's back-off rather than a lease later) and the
+/// reason the rows after it are not tried this round; `Err` with any other outcome, unchanged.
+fn out_of_resources(
+    outcome: AdmissionOutcome,
+) -> Result<(AdmissionOutcome, String), AdmissionOutcome> {
+    match outcome {
+        AdmissionOutcome::Rejected { sqlstate, reason } if sqlstate.starts_with("53") => {
+            let reason = format!(
+                "the server ran out of a resource (SQLSTATE {sqlstate}); the claim is given \
+                 back and tried again after the round's back-off: {reason}"
+            );
+            Ok((
+                AdmissionOutcome::Unsettled {
+                    reason: reason.clone(),
+                },
+                reason,
+            ))
+        }
+        other => Err(other),
+    }
 }
 
 /// A row's own refusal, with the server's SQLSTATE.
@@ -499,6 +540,68 @@ fn rejected(error: tokio_postgres::Error) -> Verdict {
             .map_or_else(|| "XX000".to_owned(), |code| code.code().to_owned()),
         reason: StoreError::from_db(error).to_string(),
     }
+}
+
+// Whether a claim whose admission found no claimable row under it is intact all the same: the
+// fence as the claim left it, unexpired, on a row its definition parks. A project suspended under
+// a held claim does that: it parks the row (the `claimable` flag, migration 0007) without moving
+// the fence, and the admission's check of claimability under its lock then drops the row as it
+// drops a lost fence. That is a definition refusal, not a lost race.
+const PARKED_UNDER_CLAIM: &str = "SELECT p.status
+    FROM trigger_schedules s JOIN projects p ON p.project_id = s.project_id
+    WHERE s.project_id = $1 AND s.trigger_id = $2 AND NOT s.claimable
+      AND s.claim_owner = $3 AND s.claim_token = $4 AND s.claim_version = $5
+      AND s.state_version = $6 AND s.claim_expires_at_ms > now_ms()";
+
+/// The definition refusal behind a fence loss whose claim is intact on a parked row
+/// ([`PARKED_UNDER_CLAIM`]), if that is what it is. Read in a transaction of its own, after the
+/// admission's rolled back.
+async fn parked_under_claim(
+    client: &ClientWrapper,
+    sender: &Sender,
+    admission: &Admission<'_>,
+    stats: &mut AdmitStats,
+) -> Result<Option<String>, StoreError> {
+    let row = admission.row;
+    let settings = sender
+        .ready(client, TRANSACTION_SETTINGS, &mut stats.round_trips)
+        .await?;
+    let statement = sender
+        .ready(client, PARKED_UNDER_CLAIM, &mut stats.round_trips)
+        .await?;
+    stats.round_trips += 1;
+    let (begun, set, rows, committed) = futures_util::future::join4(
+        client.batch_execute(BEGIN_READ_ONLY),
+        sender.settings(client, &settings),
+        statement.query(
+            client,
+            &[
+                &row.project_id,
+                &row.trigger_id,
+                &row.fence.owner,
+                &row.fence.token,
+                &row.fence.version,
+                &row.state_version,
+            ],
+        ),
+        client.batch_execute(COMMIT),
+    )
+    .await;
+    begun?;
+    set?;
+    let rows = rows?;
+    committed?;
+    let Some(found) = rows.first() else {
+        return Ok(None);
+    };
+    let status: String = found.col("status")?;
+    Ok(Some(if status == "active" {
+        "the row is parked by its definition (the trigger disabled or changed) under a claim that \
+         still holds"
+            .to_owned()
+    } else {
+        format!("the project is {status} (parked under a claim that still holds)")
+    }))
 }
 
 fn committed_outcome(admission: &Admission<'_>) -> AdmissionOutcome {
@@ -823,6 +926,8 @@ super::statements::statements! {
     ADMIT_BY_KEY: Runtime | Admin,
     COMMIT: Runtime | Admin,
     SETTLE: Runtime,
+    PARKED_UNDER_CLAIM: Runtime | Admin,
+    BEGIN_READ_ONLY: Runtime | Admin,
 }
 
 #[cfg(test)]

@@ -195,19 +195,20 @@ async fn one_poisoned_trigger_never_holds_back_the_others() {
     assert_invariants(&db).await;
 }
 
-/// A server of the drill's own with `max_pred_locks_per_transaction` at its minimum (10) and 16
-/// connections, the smallest predicate-lock table it can have, with a serializable reader left
-/// open for 3 s: every occurrence is still admitted within its grace. Measured: no admission ran
-/// out (0 errors 53200, 0 failed rounds), since an admission holds almost no predicate lock
-/// (`store::admit`); should one run out, its batch falls back to one row at a time and the round
-/// counts as failed, which `admission::a_batch_the_server_has_no_room_for_is_admitted_row_by_row_and_halves`
-/// drives with the same SQLSTATE. The figures printed say whether it happened here.
+/// A server of the drill's own with `max_pred_locks_per_transaction` at its minimum (10), 16
+/// connections (the smallest predicate-lock table it can have), no promotion of tuple locks to
+/// page or relation locks, and a serializable reader left open for 3 s: batches run out of
+/// predicate-lock memory (53200) and fall back to one row at a time; a row that runs out too is
+/// given back (the server's state, not the row's) and the rest of the round is not tried; the
+/// round fails and backs off, its batch halves. Every occurrence is still admitted within its
+/// grace. (With promotion at its defaults no admission ran out at all: an admission holds almost
+/// no predicate lock, `store::admit`.)
 /// How long the predicate-lock drill's serializable reader stays open.
 const HELD_OPEN: u64 = 3;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn predicate_lock_memory_at_its_minimum_costs_batches_not_occurrences() {
-    let healthy = usize::try_from(size("QLSCHED_PREDLOCK_TRIGGERS", 600)).unwrap_or(600);
+    let healthy = usize::try_from(size("QLSCHED_PREDLOCK_TRIGGERS", 300)).unwrap_or(300);
     let seconds = size("QLSCHED_PREDLOCK_SECONDS", 15);
     let server = OwnServer::primary("predlocks");
     let admin = server.client("postgres").await;
@@ -216,6 +217,10 @@ async fn predicate_lock_memory_at_its_minimum_costs_batches_not_occurrences() {
     for statement in [
         "ALTER SYSTEM SET max_pred_locks_per_transaction = 10",
         "ALTER SYSTEM SET max_connections = 16",
+        // No promotion of tuple locks to page or relation locks: every lock a batch takes is one
+        // entry of the small table.
+        "ALTER SYSTEM SET max_pred_locks_per_relation = 1000000",
+        "ALTER SYSTEM SET max_pred_locks_per_page = 1000000",
         "CREATE DATABASE drill",
     ] {
         admin.batch_execute(statement).await.expect(statement);
@@ -284,6 +289,10 @@ async fn predicate_lock_memory_at_its_minimum_costs_batches_not_occurrences() {
          replicas, {took:.0} s: {admitted} of {expected} occurrences admitted, {misfires} misfire \
          records, lag average {lag_average} ms, max {lag_max} ms; registry {after:?}; {refused} \
          triggers with a recorded 53200; {lines} log lines, {out_of_memory} naming 53200"
+    );
+    assert!(
+        out_of_memory > 0 && after.iter().any(|r| r.2 > 0),
+        "the fault landed: admissions ran out of predicate-lock memory:\n{logs:?}"
     );
     assert_eq!(admitted, expected, "every occurrence admitted:\n{logs:?}");
     assert_eq!(misfires, 0, "none beyond its grace:\n{logs:?}");

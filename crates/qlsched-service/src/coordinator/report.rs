@@ -34,7 +34,7 @@ pub struct RoundReport {
     /// written, the claims left to expire.
     pub definition_refused: usize,
     /// Admissions the database refused with an error of the row's own (a constraint, a user
-    /// trigger raising, a resource run out): their claims are left to expire, which paces the next
+    /// trigger raising): their claims are left to expire, which paces the next
     /// attempt to one a lease, each is recorded for `inspect trigger`, and the other rows of the
     /// round are admitted regardless. The round counts as failed (back-off, a smaller batch).
     pub rejected: usize,
@@ -79,9 +79,9 @@ pub struct RoundReport {
 
 impl RoundReport {
     /// Counts one admission's outcome (and says what the log must), `due_at` being when its
-    /// next occurrence falls due on this replica's clock. `say` is false for a refusal already
-    /// logged for this trigger lately: it is then logged at DEBUG, so a trigger refused at every
-    /// attempt is one line an interval, not one a round.
+    /// next occurrence falls due on this replica's clock. `say` is false for a refusal or an
+    /// unsettled admission already logged for this trigger lately: it is then logged at DEBUG, so
+    /// a trigger failing at every attempt is one line an interval, not one a round.
     pub(crate) fn account(
         &mut self,
         admission: &Admission<'_>,
@@ -160,8 +160,18 @@ impl RoundReport {
             }
             AdmissionOutcome::Unsettled { reason } => {
                 self.unsettled += 1;
-                tracing::warn!(trigger = %admission.row.name(), %reason,
+                if self.failure.is_none() {
+                    self.failure = Some(format!(
+                        "the admission of {} was not settled: {reason}",
+                        admission.row.name()
+                    ));
+                }
+                if say {
+                    tracing::warn!(trigger = %admission.row.name(), %reason,
                         "admission not settled; the claim is given back for a later round");
+                } else {
+                    tracing::debug!(trigger = %admission.row.name(), %reason, "admission not settled again");
+                }
             }
         }
     }
