@@ -253,8 +253,8 @@ pub(crate) fn fill_from_libpq_environment(
 
 /// `text` with `:port` after each host, when it is a URL that names hosts and none with a port;
 /// `None` when it is not such a URL (a key=value string is left to the parser and
-/// [`fill_from_libpq_environment`]).
-pub(crate) fn url_with_port(text: &str, port: &str) -> Result<Option<String>, Error> {
+/// [`fill_from_libpq_environment`]). `from` names where the port came from, for a message.
+pub(crate) fn url_with_port(text: &str, port: &str, from: &str) -> Result<Option<String>, Error> {
     let Some(rest) = ["postgresql://", "postgres://"]
         .iter()
         .find_map(|scheme| text.strip_prefix(scheme))
@@ -274,7 +274,7 @@ pub(crate) fn url_with_port(text: &str, port: &str) -> Result<Option<String>, Er
     }
     let port = port
         .parse::<u16>()
-        .map_err(|_| Error::Config(format!("PGPORT={port:?} is not a port number")))?;
+        .map_err(|_| Error::Config(format!("{from}: port={port:?} is not a port number")))?;
     let with_ports = hosts
         .split(',')
         .map(|host| format!("{host}:{port}"))
