@@ -8,7 +8,6 @@ use std::time::Duration;
 use tokio_postgres::Config;
 
 use crate::Error;
-use crate::settings::OWN_KEYWORDS;
 
 /// libpq's `target_session_attrs`: what the session found on a host must be for the connection
 /// to stay there; otherwise the next host of the list is tried. `prefer-standby` goes through the
@@ -26,6 +25,19 @@ pub enum SessionAttrs {
     Standby,
     PreferStandby,
 }
+
+/// The libpq keywords read by this crate rather than by tokio-postgres: taken out of a string
+/// before the driver parses the rest ([`split_own_keywords`]), and kept from a service file.
+pub(crate) const OWN_KEYWORDS: [&str; 8] = [
+    "sslmode",
+    "target_session_attrs",
+    "sslrootcert",
+    "sslcert",
+    "sslkey",
+    "passfile",
+    "connect_timeout",
+    "service",
+];
 
 impl SessionAttrs {
     pub const ALL: [SessionAttrs; 6] = [

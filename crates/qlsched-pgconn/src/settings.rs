@@ -64,18 +64,6 @@ fn bound_the_socket(config: &mut Config) {
     }
 }
 
-/// The libpq keywords read here rather than by tokio-postgres.
-pub(crate) const OWN_KEYWORDS: [&str; 8] = [
-    "sslmode",
-    "target_session_attrs",
-    "sslrootcert",
-    "sslcert",
-    "sslkey",
-    "passfile",
-    "connect_timeout",
-    "service",
-];
-
 /// Where a program looks for a whole connection string before the `PG*` variables, and what it
 /// calls the one it is given directly: libpq itself has neither (psql takes its string as an
 /// argument), many programs have both (a `--database-url` flag, a `DATABASE_URL` variable).

@@ -593,3 +593,26 @@ fn pgoptions_gives_the_options_a_string_leaves_out() {
         Some("-c lock_timeout=1s".to_owned())
     );
 }
+
+/// The modules that read the settings form layers, so that each can be read (and changed) without
+/// the ones above it: `parse` uses none of its siblings, `service` only `parse`, and `settings`
+/// both; none imports a module that imports it back.
+#[test]
+fn the_settings_modules_import_no_circle() {
+    for (name, text, above) in [
+        (
+            "parse",
+            include_str!("parse.rs"),
+            &["crate::settings", "crate::service", "crate::open"][..],
+        ),
+        (
+            "service",
+            include_str!("service.rs"),
+            &["crate::settings", "crate::open"][..],
+        ),
+    ] {
+        for module in above {
+            assert!(!text.contains(module), "{name} uses {module}");
+        }
+    }
+}
