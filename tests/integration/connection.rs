@@ -792,3 +792,63 @@ async fn an_unknown_setting_in_the_startup_options_exits_78() {
         stderr(&output)
     );
 }
+
+/// Under `sslmode=prefer`, a TLS handshake that fails is followed by a connection without TLS,
+/// as libpq makes it, and qlsched says so at WARN (libpq says nothing), naming the setting that
+/// refuses it. The server here is the test server behind a proxy that accepts every TLS request
+/// and then breaks the handshake.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_without_tls_after_a_failed_handshake_is_warned_of() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let db = crate::util::TestDb::new().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let server = crate::util::server();
+    let upstream = format!(
+        "{}:{}",
+        "127.0.0.1",
+        server
+            .libpq()
+            .driver_config("t")
+            .get_ports()
+            .first()
+            .copied()
+            .unwrap_or(5432)
+    );
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                let mut first = [0u8; 8];
+                if client.read_exact(&mut first).await.is_err() {
+                    return;
+                }
+                // SSLRequest: length 8, code 80877103. Accepted, then the handshake broken.
+                if first == [0, 0, 0, 8, 4, 210, 22, 47] {
+                    let _ = client.write_all(b"Sgarbage, not a TLS server hello").await;
+                    return;
+                }
+                let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                if server.write_all(&first).await.is_ok() {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{port}/{}?sslmode=prefer",
+        db.name
+    );
+    let output = crate::util::qlsched_at(Some(&url), &[], &["inspect"], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("connected without TLS after the TLS handshake failed")
+            && stderr(&output).contains("sslmode=require"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -1,8 +1,9 @@
 //! Behind PgBouncer (the distribution's, at its default settings but for the pool mode and a pool
 //! of three server connections, so that clients share them): in session and in transaction mode,
 //! replicas admit while every operator command runs through the same pooler, an `inspect` never
-//! stops a replica, and the promises hold at the end (docs/OPERATIONS.md, "Behind a connection
-//! pooler").
+//! stops a replica, and the promises hold at the end; and in transaction mode with `--pooler`
+//! forgotten, every command and replica refuses (78) and `migrate` writes nothing outside its
+//! schema (docs/OPERATIONS.md, "Behind a connection pooler").
 
 use std::process::Output;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use qlsched::coordinator::Coordinator;
 use qlsched::core::CoordinatorConfig;
-use qlsched::store::recovery::recovery_report;
+use qlsched::store::recovery::{recovery_report, startup_recovery_report};
 
 use crate::util::{TestDb, manifest, sleep_ms};
 
@@ -181,4 +181,29 @@ async fn a_startup_statement_cut_by_the_logins_statement_timeout_exits_78_naming
             && message.contains("ALTER ROLE"),
         "{message}"
     );
+}
+
+/// A replica's start classifies only the newest runs (by the `runs_created` index, whatever the
+/// table holds): drift in older runs is left to `inspect recovery`, which classifies them all.
+#[tokio::test]
+async fn startup_recovery_classifies_only_the_newest_runs() {
+    let db = TestDb::new().await;
+    four_queued_runs(&db).await;
+    db.client()
+        .await
+        .batch_execute(
+            "UPDATE attempts SET worker_id = 'w-17' WHERE run_id = (SELECT run_id FROM runs WHERE trigger_id = 't0');
+             UPDATE runs SET status = 'cancelled' WHERE trigger_id = 't2';
+             UPDATE runs SET created_at_ms = created_at_ms - 86400000 WHERE trigger_id IN ('t0', 't1');",
+        )
+        .await
+        .expect("drift, t0 a day old");
+    let client = db.client().await;
+    let newest = startup_recovery_report(&client, 100, 2)
+        .await
+        .expect("the newest two");
+    assert_eq!((newest.pristine, newest.drifted), (1, 1), "{newest:?}");
+    assert_eq!(newest.candidates[0].trigger_id, "t2");
+    let all = recovery_report(&client, 100).await.expect("every run");
+    assert_eq!((all.pristine, all.drifted), (2, 2), "{all:?}");
 }

@@ -917,3 +917,33 @@ async fn a_sigstopped_replica_is_shown_stalled_within_two_cadences_and_its_faile
     stop_cleanly(hung);
     assert_invariants(&db).await;
 }
+
+/// A heartbeat that finds no registry row (taken away here by hand, as `expire --owner` or a
+/// prune of a replica taken for stopped would) is a failed heartbeat, logged at WARN, not one
+/// that passes for written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_heartbeat_that_updates_no_registry_row_is_logged_as_failed() {
+    let db = crate::util::TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a"])).await;
+    let replica = crate::util::spawn_run(&db.url(), &["--owner", "beating"]);
+    crate::util::eventually_count(
+        &db,
+        std::time::Duration::from_secs(20),
+        "SELECT count(*) FROM replicas WHERE owner = 'beating'",
+        1,
+    )
+    .await;
+    db.client()
+        .await
+        .batch_execute("DELETE FROM replicas WHERE owner = 'beating'")
+        .await
+        .expect("take the registry row away");
+    crate::util::sleep_ms(3_000).await;
+    let log = replica.stop();
+    assert!(
+        log.contains("the heartbeat updated 0 registry rows for owner beating")
+            && log.contains("WARN"),
+        "{log}"
+    );
+    crate::util::assert_invariants(&db).await;
+}

@@ -343,11 +343,19 @@ impl Settings {
         // hide that TLS was tried and why it failed.
         let refused_certificate = self.tls.certificate_failure(&error, &target.name());
         config.ssl_mode(second);
-        config.connect(tls).await.map_err(|error| Failed {
-            error,
+        let opened = config.connect(tls).await.map_err(|failed| Failed {
+            error: failed,
             passfile: from_file,
             refused_certificate,
-        })
+        })?;
+        // libpq goes on in plain text here without a word; a replica's every statement would
+        // then cross the network readable, so it is said once per connection.
+        if second == DriverSslMode::Disable {
+            tracing::warn!(host = %target.name(), %error,
+                "connected without TLS after the TLS handshake failed, as sslmode=prefer allows; \
+                 sslmode=require or verify-full refuses a connection without TLS");
+        }
+        Ok(opened)
     }
 
     /// A driver error while connecting to `target`, classified and described.

@@ -8,7 +8,6 @@ use std::time::Duration;
 use tokio_postgres::Config;
 
 use crate::Error;
-use crate::settings::OWN_KEYWORDS;
 
 /// libpq's `target_session_attrs`: what the session found on a host must be for the connection
 /// to stay there; otherwise the next host of the list is tried. `prefer-standby` goes through the
@@ -26,6 +25,19 @@ pub enum SessionAttrs {
     Standby,
     PreferStandby,
 }
+
+/// The libpq keywords read by this crate rather than by tokio-postgres: taken out of a string
+/// before the driver parses the rest ([`split_own_keywords`]), and kept from a service file.
+pub(crate) const OWN_KEYWORDS: [&str; 8] = [
+    "sslmode",
+    "target_session_attrs",
+    "sslrootcert",
+    "sslcert",
+    "sslkey",
+    "passfile",
+    "connect_timeout",
+    "service",
+];
 
 impl SessionAttrs {
     pub const ALL: [SessionAttrs; 6] = [
@@ -253,8 +265,8 @@ pub(crate) fn fill_from_libpq_environment(
 
 /// `text` with `:port` after each host, when it is a URL that names hosts and none with a port;
 /// `None` when it is not such a URL (a key=value string is left to the parser and
-/// [`fill_from_libpq_environment`]).
-pub(crate) fn url_with_port(text: &str, port: &str) -> Result<Option<String>, Error> {
+/// [`fill_from_libpq_environment`]). `from` names where the port came from, for a message.
+pub(crate) fn url_with_port(text: &str, port: &str, from: &str) -> Result<Option<String>, Error> {
     let Some(rest) = ["postgresql://", "postgres://"]
         .iter()
         .find_map(|scheme| text.strip_prefix(scheme))
@@ -274,7 +286,7 @@ pub(crate) fn url_with_port(text: &str, port: &str) -> Result<Option<String>, Er
     }
     let port = port
         .parse::<u16>()
-        .map_err(|_| Error::Config(format!("PGPORT={port:?} is not a port number")))?;
+        .map_err(|_| Error::Config(format!("{from}: port={port:?} is not a port number")))?;
     let with_ports = hosts
         .split(',')
         .map(|host| format!("{host}:{port}"))

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use tokio_postgres::Config;
 
 use crate::Error;
-use crate::settings::OWN_KEYWORDS;
+use crate::parse::OWN_KEYWORDS;
 
 /// Where the system's service file lies when `PGSYSCONFDIR` is not set (Debian's libpq).
 const DEFAULT_SYSCONFDIR: &str = "/etc/postgresql-common";

@@ -64,18 +64,6 @@ fn bound_the_socket(config: &mut Config) {
     }
 }
 
-/// The libpq keywords read here rather than by tokio-postgres.
-pub(crate) const OWN_KEYWORDS: [&str; 8] = [
-    "sslmode",
-    "target_session_attrs",
-    "sslrootcert",
-    "sslcert",
-    "sslkey",
-    "passfile",
-    "connect_timeout",
-    "service",
-];
-
 /// Where a program looks for a whole connection string before the `PG*` variables, and what it
 /// calls the one it is given directly: libpq itself has neither (psql takes its string as an
 /// argument), many programs have both (a `--database-url` flag, a `DATABASE_URL` variable).
@@ -206,9 +194,32 @@ impl Settings {
                 None => (None, Source::Defaults),
             },
         };
-        // tokio-postgres gives a URL host without a port 5432; libpq gives it PGPORT.
-        let text = match (text, env("PGPORT")) {
-            (Some(text), Some(port)) => Some(url_with_port(&text, &port)?.unwrap_or(text)),
+        // libpq's order: what the string says, then the service file, then the environment. The
+        // service is named by the string (`service=`) or PGSERVICE.
+        let service = match text
+            .as_deref()
+            .and_then(split_own_keywords)
+            .and_then(|(_, own)| own.get("service").cloned())
+            .or_else(|| env("PGSERVICE"))
+        {
+            Some(name) => Some(service::lookup(&name, &env)?),
+            None => None,
+        };
+        // tokio-postgres gives a URL host without a port 5432; libpq gives it the service file's
+        // port, else PGPORT.
+        let port = service
+            .as_ref()
+            .and_then(|(settings, file)| {
+                settings
+                    .iter()
+                    .find(|(key, _)| key == "port")
+                    .map(|(_, port)| (port.clone(), format!("service file {}", file.display())))
+            })
+            .or_else(|| env("PGPORT").map(|port| (port, "PGPORT".to_owned())));
+        let text = match (text, port) {
+            (Some(text), Some((port, from))) => {
+                Some(url_with_port(&text, &port, &from)?.unwrap_or(text))
+            }
             (text, _) => text,
         };
         let parse_error = |error: tokio_postgres::Error| {
@@ -229,10 +240,8 @@ impl Settings {
             },
             None => (Config::new(), BTreeMap::new()),
         };
-        // libpq's order: what the string says, then the service file, then the environment.
-        if let Some(service) = own.get("service").cloned().or_else(|| env("PGSERVICE")) {
-            let (settings, file) = service::lookup(&service, &env)?;
-            service::apply(&mut config, &mut own, &settings, &file)?;
+        if let Some((settings, file)) = &service {
+            service::apply(&mut config, &mut own, settings, file)?;
         }
         fill_from_libpq_environment(&mut config, &env)?;
         for (keyword, variable) in [

@@ -465,6 +465,74 @@ fn a_service_fills_what_the_string_leaves_out_before_the_environment() {
     assert_eq!(settings.source(), Source::LibpqEnvironment);
 }
 
+/// A URL that names a host but no port, with a service (`service=` in the URL, or PGSERVICE),
+/// takes the service file's port before PGPORT, as libpq does (the string, then the service, then
+/// the environment): psql goes where the service says, and so does qlsched, never past a pooler
+/// the service names to the server behind it. A port in the URL still wins over both.
+#[test]
+fn a_url_host_takes_the_service_files_port_before_pgport() {
+    let scratch = Scratch::new();
+    let file = scratch.file(
+        "services.conf",
+        "[pooled]
+port=6432
+",
+    );
+    let env = |service_in_env: bool| {
+        let mut pairs = vec![
+            ("PGSERVICEFILE", file.clone()),
+            ("PGPORT", "5999".to_owned()),
+            ("PGSYSCONFDIR", scratch.0.display().to_string()),
+        ];
+        if service_in_env {
+            pairs.push(("PGSERVICE", "pooled".to_owned()));
+        }
+        env_owned(pairs)
+    };
+    for (url, service_in_env, expected) in [
+        (
+            "postgres://ops@db.example/db?service=pooled",
+            false,
+            "ops@db.example:6432/db",
+        ),
+        (
+            "postgres://ops@db.example/db",
+            true,
+            "ops@db.example:6432/db",
+        ),
+        (
+            "postgres://ops@db.example:7000/db",
+            true,
+            "ops@db.example:7000/db",
+        ),
+        (
+            "postgres://ops@db.example/db",
+            false,
+            "ops@db.example:5999/db",
+        ),
+    ] {
+        let settings = resolve_with(Some(url), env(service_in_env)).expect(url);
+        assert_eq!(
+            settings.describe(),
+            expected,
+            "{url}, PGSERVICE: {service_in_env}"
+        );
+    }
+    let bad = scratch.file("bad.conf", "[pooled]\nport=sixty\n");
+    let error = resolve_with(
+        Some("postgres://ops@db.example/db"),
+        env_owned(vec![
+            ("PGSERVICEFILE", bad),
+            ("PGSERVICE", "pooled".to_owned()),
+        ]),
+    )
+    .expect_err("a bad port in the service file");
+    assert!(
+        matches!(&error, Error::Config(message) if message.contains("service file")),
+        "{error:?}"
+    );
+}
+
 /// The user's file is the whole answer when it has the service; the system's
 /// (`PGSYSCONFDIR/pg_service.conf`) is read when it does not; a service in neither is a
 /// configuration error, as is a keyword not read from a service file.
@@ -524,4 +592,27 @@ fn pgoptions_gives_the_options_a_string_leaves_out() {
         options("host=db user=u dbname=d options='-c lock_timeout=1s'"),
         Some("-c lock_timeout=1s".to_owned())
     );
+}
+
+/// The modules that read the settings form layers, so that each can be read (and changed) without
+/// the ones above it: `parse` uses none of its siblings, `service` only `parse`, and `settings`
+/// both; none imports a module that imports it back.
+#[test]
+fn the_settings_modules_import_no_circle() {
+    for (name, text, above) in [
+        (
+            "parse",
+            include_str!("parse.rs"),
+            &["crate::settings", "crate::service", "crate::open"][..],
+        ),
+        (
+            "service",
+            include_str!("service.rs"),
+            &["crate::settings", "crate::open"][..],
+        ),
+    ] {
+        for module in above {
+            assert!(!text.contains(module), "{name} uses {module}");
+        }
+    }
 }

@@ -304,14 +304,14 @@ impl Coordinator {
                 }
                 Ok(None) => {}
                 Err(error) => {
-                    tracing::debug!(%error, "could not read the schema's newer migrations");
+                    tracing::warn!(%error, "could not read the schema's newer migrations");
                 }
             }
         }
         let claim = match claimed {
             Ok(trip) => {
                 if let (Some(unsent), Err(error)) = (heartbeat, &trip.heartbeat) {
-                    tracing::debug!(%error, "the registry's heartbeat failed; the next one carries its counts");
+                    tracing::warn!(%error, "the registry's heartbeat failed; the next one carries its counts");
                     self.heartbeat_not_sent(unsent);
                 }
                 trip.claim?

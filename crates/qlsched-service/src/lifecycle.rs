@@ -14,9 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT, RoundReport, duration_ms};
 use qlsched_core::{CoordinatorConfig, CoreError};
-use qlsched_store::{
-    Begin, ConnectionSettings, SchemaName, Store, StoreError, replicas, run_in_transaction,
-};
+use qlsched_store::{ConnectionSettings, SchemaName, Store, StoreError, replicas};
 
 /// What the lifecycle tells an observer (the demo, `top`, the bench, tests) after each round.
 /// One a round, so the size of a finished round's report beside a failed one's text costs
@@ -444,49 +442,48 @@ async fn fates_of(
     if held.is_empty() {
         // Nothing read back, but a claim may have been in flight: its rows carry this owner's
         // name until their lease ends or another replica takes them.
-        let owner = &coordinator.config().owner;
+        let owner = coordinator.config().owner.clone();
         let store = coordinator.store();
-        let read = async {
-            let client = store.client().await?;
-            run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
-                Box::pin(qlsched_store::replicas::claimed_rows(client, owner))
+        // A read that runs out of time closes its connection (`Store::read_within`): handed back
+        // to the pool mid-transaction, it would carry a read-only transaction into a round.
+        let read = store
+            .read_within(lease, "the claims in flight", |client| {
+                Box::pin(async move { qlsched_store::replicas::claimed_rows(client, &owner).await })
             })
-            .await
-        };
-        return match tokio::time::timeout(lease, read).await {
-            Ok(Ok((0, 0))) => "it held no claim".to_owned(),
-            Ok(Ok((valid, expired))) => format!(
+            .await;
+        return match read {
+            Ok((0, 0)) => "it held no claim".to_owned(),
+            Ok((valid, expired)) => format!(
                 "it held no claim it had read back, but {} row{} still carry a claim in its name \
                  from a claim in flight ({valid} valid, {expired} expired: other replicas take \
                  them once expired)",
                 valid + expired,
                 if valid + expired == 1 { "" } else { "s" }
             ),
-            Ok(Err(error)) => format!("whether a claim was in flight is unknown: {error}"),
-            Err(_) => {
+            Err(StoreError::TimedOut(_)) => {
                 "whether a claim was in flight is unknown: the server did not answer".to_owned()
             }
+            Err(error) => format!("whether a claim was in flight is unknown: {error}"),
         };
     }
     let store = coordinator.store();
-    let read = async {
-        let client = store.client().await?;
-        run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
-            Box::pin(qlsched_store::claim::claim_fates(client, held))
+    let asked = held.to_vec();
+    let read = store
+        .read_within(lease, "the fates of its claims", |client| {
+            Box::pin(async move { qlsched_store::claim::claim_fates(client, &asked).await })
         })
-        .await
-    };
-    let fates = match tokio::time::timeout(lease, read).await {
-        Ok(Ok(fates)) => fates,
-        Ok(Err(error)) => {
+        .await;
+    let fates = match read {
+        Ok(fates) => fates,
+        Err(StoreError::TimedOut(_)) => {
             return format!(
-                "what became of its {} claims is unknown: {error}",
+                "what became of its {} claims is unknown: the server did not answer",
                 held.len()
             );
         }
-        Err(_) => {
+        Err(error) => {
             return format!(
-                "what became of its {} claims is unknown: the server did not answer",
+                "what became of its {} claims is unknown: {error}",
                 held.len()
             );
         }

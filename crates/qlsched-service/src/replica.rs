@@ -21,7 +21,7 @@ use crate::stop::StopToken;
 use qlsched_core::duration::format_duration;
 use qlsched_core::{CoordinatorConfig, TriggerName};
 use qlsched_store::migrate::{RUNTIME_ROLE, check_capability, check_not_behind, check_ready};
-use qlsched_store::recovery::recovery_report;
+use qlsched_store::recovery::{STARTUP_RECOVERY_RUNS, startup_recovery_report};
 use qlsched_store::retention::{RetentionBatch, RunRetention, delete_finished_runs};
 use qlsched_store::{
     Begin, ConnectionSettings, SchemaName, Store, StoreError, replicas, run_in_transaction,
@@ -507,20 +507,24 @@ async fn log_recovery(
     schema: &SchemaName,
 ) -> Result<(), StoreError> {
     let recovery = run_in_transaction(client, schema, Begin::ReadOnly, |client| {
-        Box::pin(recovery_report(client, 20))
+        Box::pin(startup_recovery_report(client, 20, STARTUP_RECOVERY_RUNS))
     })
     .await?;
     if recovery.drifted == 0 {
         tracing::info!(
             pristine = recovery.pristine,
-            "startup recovery: every queued run is pristine"
+            newest_runs = STARTUP_RECOVERY_RUNS,
+            "startup recovery: every queued run among the newest is pristine \
+             (`qlsched inspect recovery` looks at every run)"
         );
         return Ok(());
     }
     tracing::warn!(
         pristine = recovery.pristine,
         drifted = recovery.drifted,
-        "startup recovery found drifted runs; they are not re-admitted (see `qlsched inspect recovery`)"
+        newest_runs = STARTUP_RECOVERY_RUNS,
+        "startup recovery found drifted runs among the newest; they are not re-admitted (see \
+         `qlsched inspect recovery`, which looks at every run)"
     );
     for candidate in &recovery.candidates {
         tracing::warn!(run = %candidate.run_id, trigger = %TriggerName::new(&candidate.project_id, &candidate.trigger_id),

@@ -380,8 +380,15 @@ pub async fn claim_for_round(
                     ],
                 )
                 .await
-                .map(|_| ())
-                .map_err(StoreError::from),
+                .map_err(StoreError::from)
+                .and_then(|written| match written {
+                    1 => Ok(()),
+                    // The registry row is gone (`expire --owner`, a prune of a replica taken
+                    // for stopped): the beat reached no one, and must not pass for one that did.
+                    _ => Err(StoreError::NotFound(format!(
+                        "the heartbeat updated {written} registry rows for owner {owner}, not 1"
+                    ))),
+                }),
             None => Ok(()),
         }
     };
@@ -403,7 +410,7 @@ pub async fn claim_for_round(
     // the settings' own results are not needed: had either failed, so would what follows them.
     let latest = latest_version();
     let after = async {
-        let ((_, _, clock), (newer, beat, _)) = futures_util::future::join(
+        let ((_, _, clock), (newer, beat, committed)) = futures_util::future::join(
             futures_util::future::join3(
                 client.batch_execute(BEGIN),
                 sender.settings(client, &settings),
@@ -421,7 +428,8 @@ pub async fn claim_for_round(
             newer
                 .map_err(StoreError::from)
                 .and_then(|rows| first_blocking(&rows)),
-            beat,
+            // A heartbeat whose transaction did not commit was not written.
+            beat.and(committed.map_err(StoreError::from)),
         )
     };
     // One round trip: the requests leave in order on the one connection (join polls in order).
@@ -444,7 +452,7 @@ pub async fn claim_for_round(
             let (now_ms, next_due_ms) = match clock {
                 Ok(clock) => clock,
                 Err(error) => {
-                    tracing::debug!(%error, "the next-due read after a claim failed; sleeping one cadence");
+                    tracing::warn!(%error, "the next-due read after a claim failed; sleeping one cadence");
                     (0, None)
                 }
             };

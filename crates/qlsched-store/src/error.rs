@@ -158,7 +158,12 @@ impl StoreError {
             StoreError::Conflict(describe_db(&error))
         } else if code.code() == DEFINITION_REFUSED_SQLSTATE {
             StoreError::DefinitionRefused(describe_db(&error))
-        } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+        } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION
+            // A standby's answer to a BEGIN that asks for READ WRITE, as every read-write BEGIN
+            // of qlsched's does (0A000 rather than 25006).
+            || (*code == SqlState::FEATURE_NOT_SUPPORTED
+                && raw.starts_with("cannot set transaction read-write mode during recovery"))
+        {
             // A standby (or a session made read-only) refuses every write: the writer needs the
             // primary, which another host or a promotion may provide, so it is "unavailable".
             StoreError::Unavailable(format!(

@@ -293,7 +293,9 @@ pub struct MigrateReport {
 }
 
 // Which server process runs this transaction, and the schema its unqualified names resolve to.
-const IN_SCHEMA: &str = "SELECT pg_backend_pid() AS server_process,
+// (The process as `connect::SERVER_PROCESS` gives it.)
+const IN_SCHEMA: &str = "SELECT
+    pg_backend_pid() || '@' || extract(epoch FROM pg_postmaster_start_time()) AS server_process,
     current_schema()::text AS current_schema";
 
 // Which of the group roles $1 exist on the server.
@@ -448,7 +450,7 @@ pub async fn migrate_up(
     let home = crate::connect::server_process(client).await?;
     // The ledger (created before the first migration, so that migration 0002 can grant on it),
     // and what is known before any migration.
-    let transaction = begin(client, schema, home).await?;
+    let transaction = begin(client, schema, &home).await?;
     transaction.batch_execute(CREATE_LEDGER).await?;
     transaction.batch_execute(ADD_LEDGER_FLAG).await?;
     let (versions, flags): (Vec<i64>, Vec<bool>) = MIGRATIONS
@@ -472,7 +474,7 @@ pub async fn migrate_up(
         .iter()
         .filter(|m| !ledger.contains_key(&m.version))
     {
-        if let Some(status) = apply_with_retries(client, schema, home, migration).await? {
+        if let Some(status) = apply_with_retries(client, schema, &home, migration).await? {
             applied.push(status);
         }
     }
@@ -504,7 +506,7 @@ pub async fn migrate_up(
 async fn begin<'c>(
     client: &'c mut Client,
     schema: &SchemaName,
-    home: i32,
+    home: &str,
 ) -> Result<tokio_postgres::Transaction<'c>, StoreError> {
     let transaction = client
         .build_transaction()
@@ -537,7 +539,7 @@ async fn begin<'c>(
         ))
         .await?;
     let session = transaction.query_one(IN_SCHEMA, &[]).await?;
-    let process: i32 = session.col("server_process")?;
+    let process: String = session.col("server_process")?;
     if process != home {
         return Err(StoreError::Config(
             crate::connect::transaction_pooler_found(&format!(
@@ -561,7 +563,7 @@ async fn begin<'c>(
 async fn apply_with_retries(
     client: &mut Client,
     schema: &SchemaName,
-    home: i32,
+    home: &str,
     migration: &Migration,
 ) -> Result<Option<MigrationStatus>, StoreError> {
     let mut attempt = 1;
@@ -594,7 +596,7 @@ async fn apply_with_retries(
 async fn apply(
     client: &mut Client,
     schema: &SchemaName,
-    home: i32,
+    home: &str,
     migration: &Migration,
 ) -> Result<Result<Option<MigrationStatus>, String>, StoreError> {
     let transaction = begin(client, schema, home).await?;

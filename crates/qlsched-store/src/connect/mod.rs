@@ -353,8 +353,11 @@ impl ConnectionSettings {
     }
 }
 
-// This session's server process: the same on every statement of a session of its own.
-const SERVER_PROCESS: &str = "SELECT pg_backend_pid()";
+// This session's server process, as `pid@start` (the server's start time, in seconds since 1970,
+// tells apart two servers' processes of one number, as a second session of several hosts may
+// reach another): the same on every statement of a session of its own.
+pub(crate) const SERVER_PROCESS: &str =
+    "SELECT pg_backend_pid() || '@' || extract(epoch FROM pg_postmaster_start_time())";
 
 /// How many times [`ConnectionSettings::connect`] looks for a shared session. Behind a
 /// transaction pooler each look finds it unless, in the instant between `client`'s statement and
@@ -365,15 +368,14 @@ const SHARING_PROBES: usize = 8;
 
 /// [`SERVER_PROCESS`] on `client`, as a simple query: the one statement that runs before
 /// qlsched knows whether a named prepared statement would survive to its execution.
-pub(crate) async fn server_process(client: &Client) -> Result<i32, StoreError> {
+pub(crate) async fn server_process(client: &Client) -> Result<String, StoreError> {
     let answer = client.simple_query(SERVER_PROCESS).await?;
     answer
         .iter()
         .find_map(|message| match message {
-            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0),
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
             _ => None,
         })
-        .and_then(|pid| pid.parse().ok())
         .ok_or_else(|| StoreError::Unavailable("the server gave no process id".to_owned()))
 }
 

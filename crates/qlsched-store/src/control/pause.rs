@@ -3,6 +3,8 @@
 //! decided before it fails its fence; a resume records what passed meanwhile as one misfire record
 //! and moves the cursor to the first occurrence at or after it. Both are audited.
 
+use std::collections::HashMap;
+
 use deadpool_postgres::ClientWrapper;
 use serde::Serialize;
 use tokio_postgres::Row;
@@ -101,8 +103,20 @@ const PAUSE: &str = "WITH target AS (
 SELECT project_id, trigger_id, paused_at_ms, claim_owner FROM paused
 ORDER BY project_id, trigger_id";
 
-// Lock the paused rows of project $1 (trigger $2, or all) with what a resume computes from:
-// the revision, the cursor, the pattern and the policy; and the database's now, the resume's time.
+// The paused rows of project $1 (trigger $2, or all) with what a resume computes from: the
+// revision, the cursor, the pattern and the policy; and the database's now, the resume's time.
+// READ_PAUSED reads them for the cron steps to be computed before any row is locked;
+// LOCK_PAUSED locks them, to write what was computed where nothing it depends on moved: the same
+// statement with its lock (a test holds them equal).
+const READ_PAUSED: &str =
+    "SELECT s.project_id, s.trigger_id, s.trigger_revision, s.next_fire_at_ms,
+        s.paused_at_ms, s.paused_by, s.pause_reason, t.cron_expr, t.time_zone, t.misfire_policy,
+        now_ms() AS now_ms
+    FROM trigger_schedules s
+    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+    WHERE s.project_id = $1 AND ($2::text IS NULL OR s.trigger_id = $2)
+      AND s.paused_at_ms IS NOT NULL
+    ORDER BY s.project_id, s.trigger_id";
 const LOCK_PAUSED: &str =
     "SELECT s.project_id, s.trigger_id, s.trigger_revision, s.next_fire_at_ms,
         s.paused_at_ms, s.paused_by, s.pause_reason, t.cron_expr, t.time_zone, t.misfire_policy,
@@ -241,12 +255,21 @@ pub async fn resume(
             .await?;
         let done = async {
             let total = require_rows(client, project_id, trigger_id).await?;
+            // The cron steps (up to `MAX_COUNTED_MISFIRES` a row) computed before any row is
+            // locked, so that a project of many long-paused triggers does not hold them all, and
+            // every admission waiting on one, while they are counted.
+            let computed: HashMap<StepInputs, Steps> = client
+                .query(READ_PAUSED, &[&project_id, &trigger_id])
+                .await?
+                .iter()
+                .filter_map(|row| Some((step_inputs(row).ok()?, resume_steps(row).ok()?)))
+                .collect();
             let rows = client
                 .query(LOCK_PAUSED, &[&project_id, &trigger_id])
                 .await?;
             let changed = rows
                 .iter()
-                .map(resumed_row)
+                .map(|row| resumed_row(row, &computed))
                 .collect::<Result<Vec<_>, _>>()?;
             write_resumes(client, &rows, &changed, actor).await?;
             Ok(PauseReport::of(total, changed))
@@ -257,9 +280,64 @@ pub async fn resume(
     .await
 }
 
-/// What resuming one locked row does, computed here (the cron is evaluated in Rust): its next
-/// cursor and the occurrences its pause passed over.
-fn resumed_row(row: &Row) -> Result<PauseChange, StoreError> {
+/// What a resume's cron steps depend on besides the time: the row's name, revision, cursor and
+/// pause, and its trigger's pattern and zone.
+type StepInputs = (
+    String,
+    String,
+    i64,
+    Option<i64>,
+    Option<i64>,
+    String,
+    String,
+);
+
+/// A resumed row's next cursor and the occurrences its pause passed over.
+type Steps = (Option<i64>, Option<PassedOver>);
+
+fn step_inputs(row: &Row) -> Result<StepInputs, StoreError> {
+    Ok((
+        row.col("project_id")?,
+        row.col("trigger_id")?,
+        row.col("trigger_revision")?,
+        row.col("next_fire_at_ms")?,
+        row.col("paused_at_ms")?,
+        row.col("cron_expr")?,
+        row.col("time_zone")?,
+    ))
+}
+
+/// What resuming one locked row does: the steps computed before the lock when nothing they
+/// depend on moved since and the time has not reached the next cursor they found (so that the
+/// same next cursor and the same passed-over span follow from the locked row's now), else
+/// computed again here, under the lock.
+fn resumed_row(
+    row: &Row,
+    computed: &HashMap<StepInputs, Steps>,
+) -> Result<PauseChange, StoreError> {
+    let name = TriggerName::new(
+        row.col::<String>("project_id")?,
+        row.col::<String>("trigger_id")?,
+    );
+    let now_ms: i64 = row.col("now_ms")?;
+    let (next, passed) = match computed.get(&step_inputs(row)?) {
+        Some(steps) if steps.0.is_none_or(|next| next >= now_ms) => *steps,
+        _ => resume_steps(row)?,
+    };
+    Ok(PauseChange {
+        project_id: name.project_id,
+        trigger_id: name.trigger_id,
+        paused_at_ms: row.col("paused_at_ms")?,
+        paused_by: row.col("paused_by")?,
+        reason: row.col("pause_reason")?,
+        voided_claim_of: None,
+        next_fire_at_ms: Some(next),
+        passed_over: Some(passed),
+    })
+}
+
+/// The cron steps of resuming `row` at its `now_ms` (the cron is evaluated in Rust).
+fn resume_steps(row: &Row) -> Result<Steps, StoreError> {
     let name = TriggerName::new(
         row.col::<String>("project_id")?,
         row.col::<String>("trigger_id")?,
@@ -275,7 +353,7 @@ fn resumed_row(row: &Row) -> Result<PauseChange, StoreError> {
     })?;
     let evaluate =
         |error: qlsched_core::CoreError| StoreError::BadInput(format!("{name}: {error}"));
-    let (next, passed) = match cursor {
+    Ok(match cursor {
         None => (None, None),
         Some(cursor) if cursor >= now_ms => (Some(cursor), None),
         Some(cursor) => {
@@ -300,16 +378,6 @@ fn resumed_row(row: &Row) -> Result<PauseChange, StoreError> {
             };
             (Some(next), passed)
         }
-    };
-    Ok(PauseChange {
-        project_id: name.project_id,
-        trigger_id: name.trigger_id,
-        paused_at_ms: row.col("paused_at_ms")?,
-        paused_by: row.col("paused_by")?,
-        reason: row.col("pause_reason")?,
-        voided_claim_of: None,
-        next_fire_at_ms: Some(next),
-        passed_over: Some(passed),
     })
 }
 
@@ -383,7 +451,20 @@ async fn write_resumes(
 super::super::statements::statements! {
     COUNT_ROWS: Admin,
     PAUSE: Admin,
+    READ_PAUSED: Admin,
     LOCK_PAUSED: Admin,
     RESUME: Admin,
     BEGIN: Admin,
+}
+
+#[cfg(test)]
+mod tests {
+    /// The rows a resume's steps are computed from are the rows it locks, read the same way.
+    #[test]
+    fn the_resumes_lock_reads_what_its_computation_read() {
+        assert_eq!(
+            super::LOCK_PAUSED,
+            format!("{}\n    FOR UPDATE OF s", super::READ_PAUSED)
+        );
+    }
 }
