@@ -477,7 +477,10 @@ async fn inspect_invariants_stops_at_the_horizon() {
         .execute("UPDATE runs SET status = 'succeeded'", &[])
         .await
         .expect("finish");
-    retention_batch(&db, "r1", 60_000).await.expect("lease");
+    let deleted = retention_batch(&db, "r1", 60_000)
+        .await
+        .expect("lease")
+        .runs;
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
     let horizon = db.count("SELECT horizon_ms FROM run_retention").await;
 
@@ -501,5 +504,12 @@ async fn inspect_invariants_stops_at_the_horizon() {
 
     let summary = json_of(&qlsched(Some(&db), &["inspect", "-o", "json"], None));
     assert_eq!(summary["retention"]["horizon_ms"], horizon, "{summary}");
-    assert_eq!(summary["retention"]["deleted_runs"], 6);
+    assert_eq!(summary["retention"]["deleted_runs"], deleted);
+    assert_eq!(summary["retention"]["leader"], "r1");
+    let text = stdout(&qlsched(Some(&db), &["inspect"], None));
+    assert!(
+        text.contains(&format!("(retention horizon); {deleted} deleted in all"))
+            && text.contains("history: "),
+        "{text}"
+    );
 }
