@@ -513,3 +513,46 @@ async fn inspect_invariants_stops_at_the_horizon() {
         "{text}"
     );
 }
+
+/// The retention flags are checked before anything connects: a bad flag is a usage error (2)
+/// naming the flag, a bad variable a configuration error (78) naming the variable; `off` and a
+/// duration are taken.
+#[test]
+fn a_bad_retention_is_refused_before_anything_connects() {
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        std::process::Command::new(crate::util::bin())
+            .args(["-D", "postgres://nobody@127.0.0.1:1/none", "run"])
+            .args(args)
+            .envs(env.iter().copied())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run qlsched")
+    };
+    let flag = run(&["--retain-succeeded", "5x"], &[]);
+    assert_eq!(code(&flag), 2, "{}", stderr(&flag));
+    assert!(
+        stderr(&flag).contains("--retain-succeeded"),
+        "{}",
+        stderr(&flag)
+    );
+    let interval = run(&["--retention-interval", "0s"], &[]);
+    assert_eq!(code(&interval), 2, "{}", stderr(&interval));
+    assert!(
+        stderr(&interval).contains("1s..=1h"),
+        "{}",
+        stderr(&interval)
+    );
+    let variable = run(&[], &[("QLSCHED_RETAIN_FAILED", "a week")]);
+    assert_eq!(code(&variable), 78, "{}", stderr(&variable));
+    assert!(
+        stderr(&variable).contains("QLSCHED_RETAIN_FAILED"),
+        "{}",
+        stderr(&variable)
+    );
+    // Valid retention, so the run goes on to connect, and fails there (69), not on the flags.
+    let valid = run(
+        &["--retain-succeeded", "off", "--retain-failed", "30d"],
+        &[("QLSCHED_RETAIN_CANCELLED", "1h")],
+    );
+    assert_eq!(code(&valid), 69, "{}", stderr(&valid));
+}
