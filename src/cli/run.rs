@@ -42,7 +42,7 @@ pub struct RunArgs {
     pub forget_stale_after: Duration,
 }
 
-/// How long finished runs are kept (docs/OPERATIONS.md, "Retention"): one replica at a time
+/// How long finished runs are kept (docs/OPERATIONS.md, "Retention of runs"): one replica at a time
 /// deletes them with their attempts and events past this, and the replica that does applies its
 /// own settings, so give every replica the same.
 #[derive(Debug, Clone, Args)]

@@ -392,9 +392,10 @@ async fn a_row_the_database_refuses_never_blocks_the_others() {
             "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000;
              INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
                                execution_revision_id, idempotency_key, status, scheduled_for_ms,
-                               created_at_ms, queued_at_ms)
+                               created_at_ms, queued_at_ms, finished_at_ms)
              SELECT gen_random_uuid(), 'p', 'x', 1, 't', 1, k.execution_revision_id,
-                    'ql3:cron:v1:p/a:1:' || ((now_ms() / 1000) * 1000 + i * 1000), 'succeeded', 0, 0, 0
+                    'ql3:cron:v1:p/a:1:' || ((now_ms() / 1000) * 1000 + i * 1000), 'succeeded', 0, 0, 0,
+                    0
              FROM tasks k, generate_series(-2, 60) AS i;",
         )
         .await

@@ -477,7 +477,10 @@ async fn inspect_invariants_stops_at_the_horizon() {
         .execute("UPDATE runs SET status = 'succeeded'", &[])
         .await
         .expect("finish");
-    retention_batch(&db, "r1", 60_000).await.expect("lease");
+    let deleted = retention_batch(&db, "r1", 60_000)
+        .await
+        .expect("lease")
+        .runs;
     assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
     let horizon = db.count("SELECT horizon_ms FROM run_retention").await;
 
@@ -501,5 +504,118 @@ async fn inspect_invariants_stops_at_the_horizon() {
 
     let summary = json_of(&qlsched(Some(&db), &["inspect", "-o", "json"], None));
     assert_eq!(summary["retention"]["horizon_ms"], horizon, "{summary}");
-    assert_eq!(summary["retention"]["deleted_runs"], 6);
+    assert_eq!(summary["retention"]["deleted_runs"], deleted);
+    assert_eq!(summary["retention"]["leader"], "r1");
+    let text = stdout(&qlsched(Some(&db), &["inspect"], None));
+    assert!(
+        text.contains(&format!("(retention horizon); {deleted} deleted in all"))
+            && text.contains("history: "),
+        "{text}"
+    );
+}
+
+/// The retention flags are checked before anything connects: a bad flag is a usage error (2)
+/// naming the flag, a bad variable a configuration error (78) naming the variable; `off` and a
+/// duration are taken.
+#[test]
+fn a_bad_retention_is_refused_before_anything_connects() {
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        std::process::Command::new(crate::util::bin())
+            .args(["-D", "postgres://nobody@127.0.0.1:1/none", "run"])
+            .args(args)
+            .envs(env.iter().copied())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run qlsched")
+    };
+    let flag = run(&["--retain-succeeded", "5x"], &[]);
+    assert_eq!(code(&flag), 2, "{}", stderr(&flag));
+    assert!(
+        stderr(&flag).contains("--retain-succeeded"),
+        "{}",
+        stderr(&flag)
+    );
+    let interval = run(&["--retention-interval", "0s"], &[]);
+    assert_eq!(code(&interval), 2, "{}", stderr(&interval));
+    assert!(
+        stderr(&interval).contains("1s..=1h"),
+        "{}",
+        stderr(&interval)
+    );
+    let variable = run(&[], &[("QLSCHED_RETAIN_FAILED", "a week")]);
+    assert_eq!(code(&variable), 78, "{}", stderr(&variable));
+    assert!(
+        stderr(&variable).contains("QLSCHED_RETAIN_FAILED"),
+        "{}",
+        stderr(&variable)
+    );
+    // Valid retention, so the run goes on to connect, and fails there (69), not on the flags.
+    let valid = run(
+        &["--retain-succeeded", "off", "--retain-failed", "30d"],
+        &[("QLSCHED_RETAIN_CANCELLED", "1h")],
+    );
+    assert_eq!(code(&valid), 69, "{}", stderr(&valid));
+}
+
+/// Retention's batch finds its runs by the `runs_finished` index, per status, whatever the
+/// parameters (the generic plan a replica's prepared statement gets), and deletes each run, its
+/// attempts and events by key, never by a pass over a table: 60,000 runs, most of them finished.
+#[tokio::test]
+async fn a_retention_batch_walks_the_finished_runs_index() {
+    let db = TestDb::new().await;
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id,
+                               task_revision, execution_revision_id, idempotency_key, status,
+                               scheduled_for_ms, created_at_ms, queued_at_ms, finished_at_ms)
+             SELECT gen_random_uuid(), 'p', 't' || (g % 300), 1, 't', 1, gen_random_uuid(),
+                    'k' || g, CASE WHEN g % 10 = 0 THEN 'queued' WHEN g % 7 = 0 THEN 'failed'
+                                   ELSE 'succeeded' END,
+                    g * 3, g * 3, g * 3, CASE WHEN g % 10 = 0 THEN NULL ELSE g * 3 + 1000 END
+             FROM generate_series(1, 60000) g;
+             INSERT INTO attempts (attempt_id, run_id, attempt_no, executor, state, created_at_ms)
+             SELECT gen_random_uuid(), run_id, 1, 'remote_worker', 'claimed', 0 FROM runs;
+             INSERT INTO run_events (run_id, seq, type, at_ms)
+             SELECT run_id, s, 'run.created', 0 FROM runs, generate_series(1, 2) s;
+             ANALYZE runs, attempts, run_events;",
+        )
+        .await
+        .expect("history");
+    let statement = qlsched::store::statements::all()
+        .into_iter()
+        .find(|s| s.name == "DELETE_FINISHED")
+        .expect("retention's statement");
+    client
+        .batch_execute(&format!(
+            "SET plan_cache_mode = force_generic_plan;
+             PREPARE batch(int8, int8, int8, int8) AS {}",
+            statement.text
+        ))
+        .await
+        .expect("prepare");
+    let plan: Vec<String> = client
+        .query(
+            "EXPLAIN EXECUTE batch(86400000, 604800000, 86400000, 1000)",
+            &[],
+        )
+        .await
+        .expect("explain")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let text = plan.join("\n");
+    for table in ["runs", "attempts", "run_events"] {
+        assert!(
+            !text.contains(&format!("Seq Scan on {table}")),
+            "a pass over {table}:\n{text}"
+        );
+    }
+    assert_eq!(
+        plan.iter()
+            .filter(|line| line.contains("Index Scan using runs_finished on runs"))
+            .count(),
+        3,
+        "one walk per status:\n{text}"
+    );
 }

@@ -56,8 +56,8 @@ pub struct Retention {
 }
 
 impl Retention {
-    /// Succeeded and cancelled runs a day, failed ones a week, a pass a minute (docs/OPERATIONS.md
-    /// "Retention" has the reasons).
+    /// Succeeded and cancelled runs a day, failed ones a week, a pass a minute (docs/OPERATIONS.md,
+    /// "Retention of runs", has the reasons).
     pub const DEFAULT: Retention = Retention {
         runs: RunRetention {
             succeeded_ms: Some(24 * 3_600_000),

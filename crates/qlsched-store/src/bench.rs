@@ -453,7 +453,8 @@ const PARK_SUSPENDED: &str = "WITH p AS (
 
 // Runs $3+1..=$3+$4 of a history of $5 runs of project $1, oldest first, one every 10 ms up to
 // $2 (database time), each with its one attempt and its run.created and run.queued events, in
-// the shapes the admission writes them: the runs spread round-robin over the project's
+// the shapes the admission writes them (and finished a second after, as a dispatcher leaves
+// them): the runs spread round-robin over the project's
 // claimable triggers (the ones the bench admits, so that their new runs land in the middle of
 // the per-trigger index ranges, as in a database that has been firing them), the idempotency
 // key in the admission's format, the run id led by the shard of a claim owner ("history") and
@@ -482,12 +483,12 @@ const HISTORY: &str = "WITH t AS MATERIALIZED (
     ), r AS (
         INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id,
                           task_revision, execution_revision_id, idempotency_key, status,
-                          scheduled_for_ms, created_at_ms, queued_at_ms, origin)
+                          scheduled_for_ms, created_at_ms, queued_at_ms, origin, finished_at_ms)
         SELECT run_id, $1, trigger_id, trigger_revision, task_id, task_revision,
                execution_revision_id,
                'ql3:cron:v1:' || $1 || '/' || trigger_id || ':' || trigger_revision || ':'
                    || scheduled_ms,
-               'succeeded', scheduled_ms, ms, ms, 'cron'
+               'succeeded', scheduled_ms, ms, ms, 'cron', ms + 1000
         FROM h ORDER BY g
         RETURNING 1
     ), a AS (

@@ -64,27 +64,30 @@ const TAKE_LEASE: &str = "UPDATE run_retention
 
 // One batch: the oldest finished runs of each status that finished more than its retention
 // ($1 succeeded, $2 failed, $3 cancelled; null keeps the status) ago, at most $4 of each, by the
-// `runs_finished` index; their events and attempts, then the runs, in one statement (the foreign
-// keys are checked at its end, when the children are gone). A manual run's key is retired, so
-// that its request id is not admitted again. Returns the counts and the latest occurrence gone.
+// `runs_finished` index; their events and attempts, then the runs, each looked up by key (`=
+// ANY` of the batch's ids: an index probe per run, never a join the planner could make a pass
+// over the table), in one statement (the foreign keys are checked at its end, when the children
+// are gone). A manual run's key is retired, so that its request id is not admitted again.
+// Returns the counts and the latest occurrence gone.
 const DELETE_FINISHED: &str = "WITH doomed AS MATERIALIZED (
-    (SELECT run_id FROM runs WHERE status = 'succeeded' AND finished_at_ms IS NOT NULL
-        AND finished_at_ms < now_ms() - $1::int8 ORDER BY finished_at_ms LIMIT $4)
-    UNION ALL
-    (SELECT run_id FROM runs WHERE status = 'failed' AND finished_at_ms IS NOT NULL
-        AND finished_at_ms < now_ms() - $2::int8 ORDER BY finished_at_ms LIMIT $4)
-    UNION ALL
-    (SELECT run_id FROM runs WHERE status = 'cancelled' AND finished_at_ms IS NOT NULL
-        AND finished_at_ms < now_ms() - $3::int8 ORDER BY finished_at_ms LIMIT $4)
+    SELECT coalesce(array_agg(run_id), '{}') AS ids FROM (
+        (SELECT run_id FROM runs WHERE status = 'succeeded' AND finished_at_ms IS NOT NULL
+            AND finished_at_ms < now_ms() - $1::int8 ORDER BY finished_at_ms LIMIT $4)
+        UNION ALL
+        (SELECT run_id FROM runs WHERE status = 'failed' AND finished_at_ms IS NOT NULL
+            AND finished_at_ms < now_ms() - $2::int8 ORDER BY finished_at_ms LIMIT $4)
+        UNION ALL
+        (SELECT run_id FROM runs WHERE status = 'cancelled' AND finished_at_ms IS NOT NULL
+            AND finished_at_ms < now_ms() - $3::int8 ORDER BY finished_at_ms LIMIT $4)) d
 ), gone_events AS (
-    DELETE FROM run_events e USING doomed d WHERE e.run_id = d.run_id RETURNING 1
+    DELETE FROM run_events WHERE run_id = ANY ((SELECT ids FROM doomed)::uuid[]) RETURNING 1
 ), gone_attempts AS (
-    DELETE FROM attempts a USING doomed d WHERE a.run_id = d.run_id RETURNING 1
+    DELETE FROM attempts WHERE run_id = ANY ((SELECT ids FROM doomed)::uuid[]) RETURNING 1
 ), gone_runs AS (
-    DELETE FROM runs r USING doomed d
-    WHERE r.run_id = d.run_id AND r.status IN ('succeeded', 'failed', 'cancelled')
-    RETURNING r.run_id, r.project_id, r.trigger_id, r.idempotency_key, r.scheduled_for_ms,
-              r.origin
+    DELETE FROM runs
+    WHERE run_id = ANY ((SELECT ids FROM doomed)::uuid[])
+      AND status IN ('succeeded', 'failed', 'cancelled')
+    RETURNING run_id, project_id, trigger_id, idempotency_key, scheduled_for_ms, origin
 ), retired AS (
     INSERT INTO retired_manual_runs
         (idempotency_key, run_id, project_id, trigger_id, scheduled_for_ms, retired_at_ms)

@@ -565,6 +565,41 @@ mod tests {
         }
     }
 
+    fn finished(trigger: &str, at: i64, lag_ms: i64) -> FinishedRun {
+        FinishedRun {
+            trigger_id: trigger.to_owned(),
+            scheduled_for_ms: at,
+            lag_ms,
+        }
+    }
+
+    /// The dispatcher's lags grouped as `lag_by_occurrence` groups the runs: per occurrence in
+    /// the window, then all of them; a second run of one occurrence is counted as repeated.
+    #[test]
+    fn the_dispatchers_lags_are_grouped_per_occurrence_in_the_window() {
+        let runs: Vec<FinishedRun> = (1..=100)
+            .map(|n| finished(&format!("t{n}"), 1_000, n))
+            .chain([finished("t1", 2_000, 7), finished("t1", 5_000, 9)])
+            .collect();
+        let lags = lags_of(&runs, 1_000, 3_000);
+        assert_eq!(lags.len(), 3, "two occurrences and the overall row");
+        assert_eq!(
+            (
+                lags[0].runs,
+                lags[0].lag_p50_ms,
+                lags[0].lag_p99_ms,
+                lags[0].lag_max_ms
+            ),
+            (100, 50, 99, 100)
+        );
+        assert_eq!((lags[1].scheduled_for_ms, lags[1].runs), (2_000, 1));
+        assert_eq!((lags[2].scheduled_for_ms, lags[2].runs), (3_000, 101));
+        assert_eq!(repeated(&runs), 0);
+        let twice = [finished("t1", 1_000, 5), finished("t1", 1_000, 6)];
+        assert_eq!(repeated(&twice), 1);
+        assert!(lags_of(&[], 0, 1).is_empty());
+    }
+
     #[test]
     fn a_lag_that_holds_has_no_slope_and_one_that_grows_shows_it() {
         let flat: Vec<_> = (0..10).map(|m| lag(m, 12_000)).collect();
