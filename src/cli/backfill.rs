@@ -133,9 +133,6 @@ async fn dry_run_notes(
     trigger: &TriggerName,
     occurrences: &[i64],
 ) -> Result<DryRunNotes, CliError> {
-    let client = store.client().await?;
-    let first_scheduler_start_ms = read::first_scheduler_start(&**client).await?;
-    let records = misfires::list(&**client, Some(trigger), None, 1_000).await?;
     let shown: Vec<i64> = if occurrences.len() <= LISTED {
         occurrences.to_vec()
     } else {
@@ -144,7 +141,22 @@ async fn dry_run_notes(
         shown.extend_from_slice(&occurrences[occurrences.len() - half..]);
         shown
     };
-    let admitted = read::admitted_among(&**client, trigger, &shown).await?;
+    // One read-only transaction of its own, as every read of qlsched: behind a transaction-mode
+    // pooler a statement on a bare session may land on a server connection without the schema.
+    let (first_scheduler_start_ms, records, admitted) = {
+        let (shown, trigger) = (shown.clone(), trigger.clone());
+        store
+            .read(|client| {
+                Box::pin(async move {
+                    Ok((
+                        read::first_scheduler_start(client).await?,
+                        misfires::list(client, Some(&trigger), None, 1_000).await?,
+                        read::admitted_among(client, &trigger, &shown).await?,
+                    ))
+                })
+            })
+            .await?
+    };
     let record_of = |at: i64| {
         records
             .iter()

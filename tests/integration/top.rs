@@ -682,10 +682,11 @@ async fn an_hour_of_history(db: &TestDb) {
         .execute(
             "INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id,
                                task_revision, execution_revision_id, idempotency_key, status,
-                               scheduled_for_ms, created_at_ms, queued_at_ms, origin)
+                               scheduled_for_ms, created_at_ms, queued_at_ms, origin,
+                               finished_at_ms)
              SELECT gen_random_uuid(), g.project_id, g.trigger_id, g.revision, k.task_id,
                     k.revision, k.execution_revision_id, 'history:' || i, 'succeeded',
-                    n.ms - CASE WHEN i > 1200 THEN 30 ELSE 2500 END, n.ms, n.ms, 'cron'
+                    n.ms - CASE WHEN i > 1200 THEN 30 ELSE 2500 END, n.ms, n.ms, 'cron', n.ms
              FROM generate_series(1, 3600) i
              CROSS JOIN LATERAL (SELECT now_ms() - i * 1000 AS ms) n
              JOIN triggers g ON g.project_id = 'p' AND g.trigger_id = 'tick'

@@ -109,6 +109,12 @@ pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
         "not prepared: DDL naming the schema, which no parameter can",
     ),
     (
+        "qlsched_store::migrate",
+        "SET LOCAL search_path",
+        "not prepared: settings of a migration's transaction naming the schema, which no \
+         parameter can",
+    ),
+    (
         "qlsched_store::scratch",
         "CREATE DATABASE",
         "not prepared: DDL naming a database, which no parameter can",
