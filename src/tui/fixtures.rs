@@ -335,6 +335,7 @@ pub fn busy() -> App {
         outage: OutageFacts {
             live_replicas: 4,
             registered_replicas: 4,
+            ever_ran: true,
             due_rows: 4,
             overdue_beyond_grace: 0,
             oldest_due_ms: Some(350),
@@ -489,6 +490,7 @@ pub fn outage() -> App {
         snapshot.outage = OutageFacts {
             live_replicas: 0,
             registered_replicas: 6,
+            ever_ran: true,
             due_rows: 16,
             overdue_beyond_grace: 2,
             oldest_due_ms: Some(47_000),
