@@ -78,7 +78,7 @@ fn replica(owner: &str, liveness: Liveness, state: &str, heartbeat_ago_ms: i64) 
         host: "node-1".to_owned(),
         pid: 4242,
         version: "0.1.0".to_owned(),
-        schema_version: Some(14),
+        schema_version: Some(crate::store::migrate::latest_version()),
         liveness,
         state: state.to_owned(),
         started_at_ms: NOW - 3_600_000,
