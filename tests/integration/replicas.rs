@@ -639,7 +639,7 @@ async fn a_dead_replica_leaves_the_registry_at_its_bound_and_expire_owner_forget
             .await,
         0
     );
-    // A live replica keeps its row: its heartbeat would not bring one back.
+    // A live replica keeps its row: its next heartbeat would only register it again, counters lost.
     let output = crate::util::qlsched(Some(&db), &["expire", "--owner", "alive", "--yes"], None);
     assert_eq!(
         crate::util::code(&output),

@@ -457,8 +457,8 @@ async fn expire_locked(
 
 // The registry row of owner $1, unless $2 (only expired claims: the replica may be alive) or the
 // replica is live (a heartbeat within two cadences, at least a second: `replicas::LIST`'s rule).
-// A live replica's heartbeat only updates its row, so a row deleted under it would leave a
-// working replica out of the registry until it restarts.
+// A live replica's next heartbeat would find a row deleted under it gone and register it again,
+// its counters from zero: deleting it would only lose them.
 const FORGET_OWNER: &str = "DELETE FROM replicas
     WHERE owner = $1 AND NOT $2
       AND (state = 'stopped' OR heartbeat_at_ms < now_ms() - greatest(2 * cadence_ms, 1000))";
