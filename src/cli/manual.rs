@@ -289,7 +289,7 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "inspect replicas",
-        "inspect replicas lists stale replicas first, then stalled, live and stopped ones; stopped replicas are forgotten a day after they stopped, any replica a week after its last heartbeat.",
+        "inspect replicas lists stale replicas first, then stalled, live and stopped ones; stopped replicas are forgotten a day after they stopped, any other replica after its --forget-stale-after since its last heartbeat (15 minutes by default; a week for rows of releases before 0.2.0).",
     ),
     (
         "inspect schedules",
@@ -341,7 +341,7 @@ The manifest: {\"projects\": [{\"id\", \"status\": \"active\"|\"suspended\", \"t
     ),
     (
         "expire",
-        "The versions are as they are after the expiry. With --owner, an owner that holds nothing to expire gives an empty list and owner_seen true (exit 0) when it was seen before (a claim it holds that is not expired yet, the replica registry, an audit row's fence or a misfire record names it; the registry remembers a replica a week after its last heartbeat); an owner never seen is exit 4, a likely typo. A named row without a claim exits 5.",
+        "The versions are as they are after the expiry. With --owner, an owner that holds nothing to expire gives an empty list and owner_seen true (exit 0) when it was seen before (a claim it holds that is not expired yet, the replica registry, an audit row's fence or a misfire record names it; the registry forgets a replica after its --forget-stale-after since its last heartbeat, 15 minutes by default; a week for rows of releases before 0.2.0); an owner never seen is exit 4, a likely typo. A named row without a claim exits 5.",
     ),
     (
         "bench",

@@ -193,6 +193,7 @@ pub fn main() -> ExitCode {
     }
     if let (Command::Run(args), Some(("run", run))) = (&mut cli.command, matches.subcommand()) {
         args.replica.owner_from_env = from_env(run, "owner");
+        args.forget_stale_after_from_env = from_env(run, "forget_stale_after");
         args.retention.from_env = run::RetentionArgs::FLAGS
             .iter()
             .map(|(id, _)| *id)

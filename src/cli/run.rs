@@ -37,9 +37,46 @@ pub struct RunArgs {
     /// showing it, and the replicas' housekeeping deletes its row. Recorded with this replica's
     /// registration, so its own bound applies when it dies (1m..=7d, more than --lease plus
     /// --cadence).
-    #[arg(long, env = "QLSCHED_FORGET_STALE_AFTER", default_value = "15m",
-          value_parser = duration_arg, allow_hyphen_values = true)]
-    pub forget_stale_after: Duration,
+    #[arg(
+        long,
+        env = "QLSCHED_FORGET_STALE_AFTER",
+        default_value = "15m",
+        allow_hyphen_values = true
+    )]
+    pub forget_stale_after: String,
+
+    /// Whether `forget_stale_after` came from `QLSCHED_FORGET_STALE_AFTER` (set after parsing): a
+    /// bad one is then a configuration error (78), not a usage error.
+    #[arg(skip)]
+    pub forget_stale_after_from_env: bool,
+}
+
+impl RunArgs {
+    /// The validated `--forget-stale-after` against the replica's lease and cadence: a bad flag
+    /// is a usage error (2), a bad variable a configuration error (78), each named.
+    pub fn forget_stale_after(
+        &self,
+        coordinator: &CoordinatorConfig,
+    ) -> Result<Duration, CliError> {
+        let refuse = |error: String| {
+            if self.forget_stale_after_from_env {
+                let error = error
+                    .strip_prefix("--forget-stale-after ")
+                    .unwrap_or(&error)
+                    .to_owned();
+                CliError::Config(format!(
+                    "QLSCHED_FORGET_STALE_AFTER (from the environment): {error}"
+                ))
+            } else if error.starts_with("--forget-stale-after") {
+                CliError::Usage(error)
+            } else {
+                CliError::Usage(format!("--forget-stale-after {error}"))
+            }
+        };
+        let forget = duration_arg(&self.forget_stale_after).map_err(refuse)?;
+        crate::core::check_forget_stale_after(forget, coordinator).map_err(refuse)?;
+        Ok(forget)
+    }
 }
 
 /// How long finished runs are kept (docs/OPERATIONS.md, "Retention of runs"): one replica at a time
@@ -218,8 +255,7 @@ pub fn default_owner() -> String {
 
 pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
     let coordinator = args.replica.config()?;
-    crate::core::check_forget_stale_after(args.forget_stale_after, &coordinator)
-        .map_err(CliError::Usage)?;
+    let forget_stale_after = args.forget_stale_after(&coordinator)?;
     let config = ReplicaConfig {
         coordinator,
         retention: args.retention.retention()?,
@@ -227,7 +263,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         schema: global.connection.schema.clone(),
         metrics_addr: args.metrics_addr,
         exit_if_unmigrated: args.exit_if_unmigrated,
-        forget_stale_after: args.forget_stale_after,
+        forget_stale_after,
     };
     // Caught from here on: a SIGTERM while the replica connects or runs its recovery report ends
     // the start cleanly (nothing is claimed before the lifecycle starts) instead of killing the

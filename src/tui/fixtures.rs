@@ -78,7 +78,7 @@ fn replica(owner: &str, liveness: Liveness, state: &str, heartbeat_ago_ms: i64) 
         host: "node-1".to_owned(),
         pid: 4242,
         version: "0.1.0".to_owned(),
-        schema_version: Some(14),
+        schema_version: Some(crate::store::migrate::latest_version()),
         liveness,
         state: state.to_owned(),
         started_at_ms: NOW - 3_600_000,
@@ -335,6 +335,7 @@ pub fn busy() -> App {
         outage: OutageFacts {
             live_replicas: 4,
             registered_replicas: 4,
+            ever_ran: true,
             due_rows: 4,
             overdue_beyond_grace: 0,
             oldest_due_ms: Some(350),
@@ -489,6 +490,7 @@ pub fn outage() -> App {
         snapshot.outage = OutageFacts {
             live_replicas: 0,
             registered_replicas: 6,
+            ever_ran: true,
             due_rows: 16,
             overdue_beyond_grace: 2,
             oldest_due_ms: Some(47_000),

@@ -74,6 +74,49 @@ fn run_checks_its_configuration_before_opening_any_connection() {
     assert_eq!(code(&output), 2, "an unparsable duration is a usage error");
 }
 
+/// `--forget-stale-after` out of range (or unparsable) is a usage error (2) from the command
+/// line and a configuration error (78) naming `QLSCHED_FORGET_STALE_AFTER` from the environment,
+/// both before any connection; a valid variable lets the run go on to connect (and fail there).
+#[test]
+fn a_bad_forget_stale_after_from_the_environment_is_a_configuration_error() {
+    let unreachable = "postgres://nobody@127.0.0.1:1/none";
+    let run = |args: &[&str], value: Option<&str>| {
+        let mut command = std::process::Command::new(crate::util::bin());
+        command
+            .args(["-D", unreachable, "run"])
+            .args(args)
+            .env_remove("QLSCHED_FORGET_STALE_AFTER")
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null());
+        if let Some(value) = value {
+            command.env("QLSCHED_FORGET_STALE_AFTER", value);
+        }
+        command.output().expect("run qlsched")
+    };
+    for value in ["10s", "8d", "a week"] {
+        let output = run(&[], Some(value));
+        assert_eq!(code(&output), 78, "{value}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("QLSCHED_FORGET_STALE_AFTER (from the environment)"),
+            "{value}: {}",
+            stderr(&output)
+        );
+    }
+    for value in ["10s", "soon"] {
+        let output = run(&["--forget-stale-after", value], None);
+        assert_eq!(code(&output), 2, "{value}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("--forget-stale-after"),
+            "{value}: {}",
+            stderr(&output)
+        );
+    }
+    let output = run(&["--forget-stale-after", "1h"], Some("10s"));
+    assert_eq!(code(&output), 69, "the flag wins: {}", stderr(&output));
+    let output = run(&[], Some("1h"));
+    assert_eq!(code(&output), 69, "{}", stderr(&output));
+}
+
 #[test]
 fn an_unreachable_database_is_exit_69_and_the_password_is_never_printed() {
     let output = qlsched(

@@ -639,7 +639,7 @@ async fn a_dead_replica_leaves_the_registry_at_its_bound_and_expire_owner_forget
             .await,
         0
     );
-    // A live replica keeps its row: its heartbeat would not bring one back.
+    // A live replica keeps its row: its next heartbeat would only register it again, counters lost.
     let output = crate::util::qlsched(Some(&db), &["expire", "--owner", "alive", "--yes"], None);
     assert_eq!(
         crate::util::code(&output),
@@ -918,14 +918,18 @@ async fn a_sigstopped_replica_is_shown_stalled_within_two_cadences_and_its_faile
     assert_invariants(&db).await;
 }
 
-/// A heartbeat that finds no registry row (taken away here by hand, as `expire --owner` or a
-/// prune of a replica taken for stopped would) is a failed heartbeat, logged at WARN, not one
-/// that passes for written.
+/// A heartbeat that finds no registry row (taken away here by hand, as `expire --owner` or the
+/// registry's forgetting after a long stall would) is a failed heartbeat, logged at WARN, not one
+/// that passes for written; and the replica, still admitting, registers again within a couple of
+/// cadences, with its own --forget-stale-after.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_heartbeat_that_updates_no_registry_row_is_logged_as_failed() {
     let db = crate::util::TestDb::new().await;
     db.publish(&crate::util::every_second(&["a"])).await;
-    let replica = crate::util::spawn_run(&db.url(), &["--owner", "beating"]);
+    let replica = crate::util::spawn_run(
+        &db.url(),
+        &["--owner", "beating", "--forget-stale-after", "20m"],
+    );
     crate::util::eventually_count(
         &db,
         std::time::Duration::from_secs(20),
@@ -938,12 +942,30 @@ async fn a_heartbeat_that_updates_no_registry_row_is_logged_as_failed() {
         .batch_execute("DELETE FROM replicas WHERE owner = 'beating'")
         .await
         .expect("take the registry row away");
-    crate::util::sleep_ms(3_000).await;
+    // The default cadence is a second: back within a couple of them (and some slack).
+    crate::util::eventually_count(
+        &db,
+        std::time::Duration::from_secs(5),
+        "SELECT count(*) FROM replicas
+         WHERE owner = 'beating' AND state = 'running' AND forget_after_ms = 1200000",
+        1,
+    )
+    .await;
     let log = replica.stop();
     assert!(
         log.contains("the heartbeat updated 0 registry rows for owner beating")
             && log.contains("WARN"),
         "{log}"
+    );
+    assert!(log.contains("registered again"), "{log}");
+    // The readiness check's write-through finds no row to write for an owner the registry does
+    // not hold: not ready, rather than a COMMIT that wrote nothing and so waited for no one.
+    let touched = qlsched::store::observe::write_through_commit(&db.client().await, "beating-gone")
+        .await
+        .expect_err("no registry row to write through");
+    assert!(
+        touched.to_string().contains("registry row is gone"),
+        "{touched}"
     );
     crate::util::assert_invariants(&db).await;
 }

@@ -590,8 +590,8 @@ async fn misfire_counts_follow_the_revision_and_the_retention_and_manual_claiman
 }
 
 /// The outage facts `top`'s banner decides from, read from a real database: rows waiting with no
-/// replica ever started, then with the only replica stale, then a live replica with a row past
-/// its grace, then one past no grace but waiting longer than the minute with nothing admitted.
+/// replica ever started, then with the only replica stale, then forgotten by the registry, then
+/// deleted from it, then a live replica with a row past its grace, then one past no grace but waiting longer than the minute with nothing admitted.
 #[tokio::test]
 async fn the_outage_banner_names_each_outage_from_the_database() {
     use qlsched::core::outage::OutageKind;
@@ -631,22 +631,43 @@ async fn the_outage_banner_names_each_outage_from_the_database() {
     register(&client, &registration("dead-replica"))
         .await
         .expect("register");
-    client
-        .execute(
-            "UPDATE replicas SET heartbeat_at_ms = now_ms() - 3600000 WHERE owner = 'dead-replica'",
-            &[],
-        )
-        .await
-        .expect("age a heartbeat");
+    let age = |ms: i64| {
+        let client = &client;
+        async move {
+            client
+                .execute(
+                    "UPDATE replicas SET heartbeat_at_ms = now_ms() - $1
+                     WHERE owner = 'dead-replica'",
+                    &[&ms],
+                )
+                .await
+                .expect("age a heartbeat");
+        }
+    };
+    // Stale (no heartbeat for ten minutes) but still remembered by the registry.
+    age(600_000).await;
     let dead = outage()
         .await
         .expect("an outage with the only replica stale");
     assert_eq!(dead.kind, OutageKind::NoLiveReplica);
     assert_eq!(dead.next_command, "qlsched inspect replicas");
+    assert!(dead.cause.contains("stopped, stalled or stale"), "{dead:?}");
 
-    register(&client, &registration("live-replica"))
+    // An hour without a heartbeat: past its --forget-stale-after, the registry forgot it, but a
+    // replica did run here, which the banner must still say.
+    age(3_600_000).await;
+    let forgotten = outage()
         .await
-        .expect("register");
+        .expect("an outage with the only replica forgotten");
+    assert_eq!(forgotten.kind, OutageKind::NoLiveReplica);
+    assert_eq!(forgotten.next_command, "qlsched inspect replicas");
+    assert!(!forgotten.cause.contains("never"), "{forgotten:?}");
+    assert!(forgotten.cause.contains("forgot"), "{forgotten:?}");
+
+    // Its row deleted too, a cursor a replica initialized still says one ran.
+    qlsched::store::replicas::forget(&client)
+        .await
+        .expect("forget");
     client
         .execute(
             "UPDATE trigger_schedules
@@ -657,6 +678,13 @@ async fn the_outage_banner_names_each_outage_from_the_database() {
         )
         .await
         .expect("a cursor two minutes late");
+    let deleted = outage().await.expect("an outage with the registry empty");
+    assert_eq!(deleted.kind, OutageKind::NoLiveReplica);
+    assert_eq!(deleted.next_command, "qlsched inspect replicas");
+
+    register(&client, &registration("live-replica"))
+        .await
+        .expect("register");
     let late = outage().await.expect("a row past its 60 s grace");
     assert_eq!(late.kind, OutageKind::OverdueBeyondGrace);
     assert!(late.headline.contains("late by 2m"), "{late:?}");

@@ -68,7 +68,8 @@ pub struct ClaimFacts {
     pub remaining_ms: i64,
     pub expired: bool,
     /// The owner as the replica registry sees it at this instant; `None` when it is not
-    /// registered (an operator's `qlsched claim`, or a replica forgotten after a week).
+    /// registered (an operator's `qlsched claim`, or a replica forgotten after its
+    /// `--forget-stale-after`: 15 minutes by default; a week for rows of releases before 0.2.0).
     pub owner_liveness: Option<Liveness>,
 }
 

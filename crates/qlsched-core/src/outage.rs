@@ -33,9 +33,14 @@ pub const COUNT_CAP: i64 = 1_000;
 pub struct OutageFacts {
     /// Replicas whose heartbeat is live (neither stalled, stale nor stopped).
     pub live_replicas: i64,
-    /// Replicas in the registry in any state: none means no replica ever ran here (or the registry
-    /// forgot them, a week after their last heartbeat).
+    /// Replicas the registry remembers, in any state. A replica that went stale leaves it after
+    /// its `--forget-stale-after` (15 minutes by default; a week for rows of releases before
+    /// 0.2.0), so none does not mean none ever ran: [`Self::ever_ran`] says that.
     pub registered_replicas: i64,
+    /// Whether a replica ever ran against this database, from facts that outlive the registry's
+    /// forgetting: a registry row still stored (even one forgotten, not yet deleted), or a
+    /// schedule row whose cursor a replica initialized.
+    pub ever_ran: bool,
     /// Claimable rows whose next occurrence is due now (claimed or not), or whose cursor no
     /// replica has initialized yet (it waits for one as much).
     pub due_rows: i64,
@@ -74,10 +79,19 @@ pub fn classify(facts: &OutageFacts) -> Option<Outage> {
         .map(|ms| format!(", the oldest late by {}", span(ms)))
         .unwrap_or_default();
     if facts.live_replicas <= 0 && facts.due_rows > 0 {
-        let (cause, next_command) = if facts.registered_replicas <= 0 {
+        let (cause, next_command) = if facts.registered_replicas <= 0 && !facts.ever_ran {
             (
-                "no replica has ever run against this database (or none for a week)".to_owned(),
+                "no replica has ever run against this database (or none within its \
+                 --forget-stale-after)"
+                    .to_owned(),
                 "qlsched run".to_owned(),
+            )
+        } else if facts.registered_replicas <= 0 {
+            (
+                "every replica that ran here stopped or went stale, and the registry forgot it \
+                 after its --forget-stale-after: nothing admits the due rows"
+                    .to_owned(),
+                "qlsched inspect replicas".to_owned(),
             )
         } else {
             (
@@ -154,6 +168,7 @@ mod tests {
         OutageFacts {
             live_replicas: 3,
             registered_replicas: 3,
+            ever_ran: true,
             due_rows: 2,
             overdue_beyond_grace: 0,
             oldest_due_ms: Some(400),
@@ -192,6 +207,7 @@ mod tests {
         let facts = OutageFacts {
             live_replicas: 0,
             registered_replicas: 0,
+            ever_ran: false,
             due_rows: 1,
             oldest_due_ms: Some(2_000),
             admissions_last_minute: 0,
@@ -202,6 +218,24 @@ mod tests {
         assert!(outage.headline.contains("1 row due"));
         assert!(outage.cause.contains("no replica has ever run"));
         assert_eq!(outage.next_command, "qlsched run");
+    }
+
+    #[test]
+    fn a_fleet_the_registry_forgot_is_not_one_that_never_ran() {
+        let facts = OutageFacts {
+            live_replicas: 0,
+            registered_replicas: 0,
+            ever_ran: true,
+            due_rows: 5,
+            oldest_due_ms: Some(3_600_000),
+            admissions_last_minute: 0,
+            ..keeping_up()
+        };
+        let outage = classify(&facts).expect("an outage");
+        assert_eq!(outage.kind, OutageKind::NoLiveReplica);
+        assert!(!outage.cause.contains("never"), "{outage:?}");
+        assert!(outage.cause.contains("forgot"), "{outage:?}");
+        assert_eq!(outage.next_command, "qlsched inspect replicas");
     }
 
     #[test]

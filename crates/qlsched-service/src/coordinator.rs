@@ -11,6 +11,7 @@ pub use identity::{decide_claimed, duration_ms, run_identity};
 pub use report::{AdmittedRun, PassedOver, RoundReport};
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -90,6 +91,12 @@ pub struct Coordinator {
     /// What the next registry heartbeat adds, and when the last one was sent: at most one a
     /// cadence, carried in the claim's round trip.
     heartbeat: Mutex<(Option<Instant>, Heartbeat)>,
+    /// How long after its last heartbeat the registry forgets this replica, when the replica
+    /// registers itself ([`Coordinator::registered`]): a heartbeat that finds its registry row
+    /// gone then registers it again.
+    forget_after: Option<Duration>,
+    /// A heartbeat updated no registry row: the row is to be written again after the round.
+    registry_row_lost: AtomicBool,
     /// When the last round started, on this replica's clock: what `/healthz` reads.
     last_started: Mutex<Option<Instant>>,
     /// The batch the next round claims with: the pinned one, or where the adaptive rule
@@ -111,11 +118,45 @@ impl Coordinator {
             schedules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(None),
             heartbeat: Mutex::new((None, Heartbeat::default())),
+            forget_after: None,
+            registry_row_lost: AtomicBool::new(false),
             last_started: Mutex::new(None),
             batch: Mutex::new(config.batch.initial()),
             owed: Mutex::new(Owed::default()),
             refusals_said: Mutex::new(HashMap::new()),
             config,
+        }
+    }
+
+    /// A replica that keeps itself in the registry: registered (by
+    /// [`crate::lifecycle::register`]) with `forget_after`, and registered again with it when a
+    /// heartbeat finds its row gone (forgotten after a long stall, `expire --owner`), so that a
+    /// replica that still admits never goes missing from the registry.
+    pub fn registered(mut self, forget_after: Duration) -> Self {
+        self.forget_after = Some(forget_after);
+        self
+    }
+
+    /// Writes the registry row again when the last heartbeat found it gone, outside the round
+    /// (on a connection of its own, within the registry's bound); a registration that fails is
+    /// tried again after the next round. Nothing for a coordinator not [`Self::registered`].
+    pub async fn register_again_if_lost(&self) {
+        let Some(forget_after) = self.forget_after else {
+            return;
+        };
+        if !self.registry_row_lost.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        match crate::lifecycle::register(&self.store, &self.config, forget_after).await {
+            Ok(()) => tracing::warn!(
+                owner = %self.config.owner,
+                "the replica's registry row was gone (forgotten or expired by an operator); \
+                 registered again"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "could not register the replica again; trying after the next round");
+                self.registry_row_lost.store(true, Ordering::Release);
+            }
         }
     }
 
@@ -312,6 +353,10 @@ impl Coordinator {
             Ok(trip) => {
                 if let (Some(unsent), Err(error)) = (heartbeat, &trip.heartbeat) {
                     tracing::warn!(%error, "the registry's heartbeat failed; the next one carries its counts");
+                    if matches!(error, StoreError::NotFound(_)) {
+                        // No row to beat: the timer registers the replica again after the round.
+                        self.registry_row_lost.store(true, Ordering::Release);
+                    }
                     self.heartbeat_not_sent(unsent);
                 }
                 trip.claim?

@@ -186,7 +186,9 @@ impl InProcessReplicas {
                 tracing::warn!(%error, owner = %config.owner, "could not register the replica");
             }
             lifecycles.push(Lifecycle::start(
-                Arc::new(Coordinator::new(store, config)),
+                Arc::new(
+                    Coordinator::new(store, config).registered(qlsched_core::FORGET_STALE_AFTER),
+                ),
                 events.cloned(),
             ));
         }
@@ -300,6 +302,7 @@ async fn run_rounds(
             }
         };
         let finished = Instant::now();
+        coordinator.register_again_if_lost().await;
         let (full_budget, next_due_at) = match outcome {
             Ok(Ok(report)) => {
                 // A round whose rows the server refused finished, its other rows admitted, and

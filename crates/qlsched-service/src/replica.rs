@@ -183,7 +183,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
     );
 
     let owner = config.owner.clone();
-    let coordinator = Arc::new(Coordinator::new(store, config));
+    let coordinator = Arc::new(Coordinator::new(store, config).registered(forget_stale_after));
     let (events, mut received) = mpsc::unbounded_channel();
     let store = coordinator.store().clone();
     if let (Some(observer), Some(probes)) = (&observer, probes) {

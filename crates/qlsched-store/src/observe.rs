@@ -28,13 +28,21 @@ pub async fn check_writable(client: &impl GenericClient) -> Result<(), StoreErro
 /// transaction's COMMIT writes and waits as an admission's does (`synchronous_commit`, a
 /// synchronous standby that does not answer): a readiness check whose commit does not complete
 /// within its bound finds the server cannot take admissions, where a transaction that wrote
-/// nothing (or only took a transaction id) commits at once, waiting for no standby.
+/// nothing (or only took a transaction id) commits at once, waiting for no standby. A registry
+/// row that is gone (forgotten after a long stall, `expire --owner`) is no such write: the check
+/// fails ([`StoreError::NotFound`]) until the replica's next heartbeat registers it again.
 pub async fn write_through_commit(
     client: &impl GenericClient,
     owner: &str,
 ) -> Result<(), StoreError> {
-    client.execute(TOUCH_REGISTRY_ROW, &[&owner]).await?;
-    Ok(())
+    match client.execute(TOUCH_REGISTRY_ROW, &[&owner]).await? {
+        1 => Ok(()),
+        written => Err(StoreError::NotFound(format!(
+            "the readiness write updated {written} registry rows for owner {owner}, not 1: the \
+             replica's registry row is gone, and it is not ready until its next heartbeat \
+             registers it again"
+        ))),
+    }
 }
 
 // The registry row of $1 written as it is: WAL for the COMMIT to wait on, no change to read.

@@ -457,8 +457,8 @@ async fn expire_locked(
 
 // The registry row of owner $1, unless $2 (only expired claims: the replica may be alive) or the
 // replica is live (a heartbeat within two cadences, at least a second: `replicas::LIST`'s rule).
-// A live replica's heartbeat only updates its row, so a row deleted under it would leave a
-// working replica out of the registry until it restarts.
+// A live replica's next heartbeat would find a row deleted under it gone and register it again,
+// its counters from zero: deleting it would only lose them.
 const FORGET_OWNER: &str = "DELETE FROM replicas
     WHERE owner = $1 AND NOT $2
       AND (state = 'stopped' OR heartbeat_at_ms < now_ms() - greatest(2 * cadence_ms, 1000))";
@@ -551,8 +551,9 @@ where
 }
 
 // Whether any record names $1 as a claim owner: a claim held now (the claim-owner index), the
-// replica registry (its key: a replica is remembered a week after its last heartbeat, a day after
-// it stopped), an audited fence (a manual claim, an expiry, a pause: the audit's owner indexes)
+// replica registry (its key: a replica is remembered after its last heartbeat for its
+// --forget-stale-after, 15 minutes by default and a week for rows of releases before 0.2.0, and a
+// day after it stopped), an audited fence (a manual claim, an expiry, a pause: the audit's owner indexes)
 // or a misfire record (its owner index). Asked only when `expire --owner` found nothing to expire,
 // to tell a typo from an owner with nothing left; each part is an index probe, so an unknown
 // owner costs no pass over the history, whatever its size. Runs and their events are not asked:

@@ -1,6 +1,7 @@
 //! How long the scheduler keeps history (docs/DESIGN.md §3.3): misfire records
 //! (`store::misfires`, a week), the replica registry (`store::replicas`, a day after a replica
-//! stopped, a week after its last heartbeat), the audit of operator actions (here, 90 days), and
+//! stopped, any other after its `--forget-stale-after` since its last heartbeat: 15 minutes by
+//! default; a week for rows of releases before 0.2.0), the audit of operator actions (here, 90 days), and
 //! finished runs with their attempts and events (here, a retention per status the operator sets).
 //!
 //! Runs are deleted by one replica at a time: the holder of the lease in `run_retention`, taken

@@ -300,7 +300,10 @@ pub async fn trends(client: &impl GenericClient, window_ms: i64) -> Result<Trend
 // many rows are waiting; how long the oldest cursor has waited; how many are later than their
 // trigger's misfire grace plus $2 (each trigger probed by its key); and the runs created in the
 // last minute (runs_created, newest first), counted up to $1 (the outage asks only whether there
-// were any). `now_ms()` is written in each condition rather than read once from a CTE: the
+// were any); and whether a replica ever ran here, from facts the registry's forgetting (after a
+// replica's --forget-stale-after) does not erase: any registry row still stored, forgotten or
+// not, or a claimable row whose cursor a replica initialized (the head of the non-NULL range of
+// the claimable-order index). `now_ms()` is written in each condition rather than read once from a CTE: the
 // planner then sees an index condition it can bound (with the clock in a CTE it took a
 // sequential scan of 100,000 schedule rows and of the runs). One statement's now_ms() is one
 // value. The order is the index's, NULLS FIRST included, or the planner sorts instead.
@@ -325,7 +328,10 @@ const OUTAGE_FACTS: &str = "WITH due AS MATERIALIZED (
             AS overdue_beyond_grace,
         (SELECT count(*) FROM (SELECT 1 FROM runs WHERE created_at_ms > now_ms() - 60000
                                ORDER BY created_at_ms DESC LIMIT $1) r)
-            AS admissions_last_minute";
+            AS admissions_last_minute,
+        EXISTS (SELECT 1 FROM replicas)
+            OR EXISTS (SELECT 1 FROM trigger_schedules s
+                       WHERE s.claimable AND s.next_fire_at_ms IS NOT NULL) AS ever_ran";
 
 /// The facts `core::outage::classify` decides from, with the replicas counted from `replicas`
 /// (the registry as [`top_summary`] read it). The due count and the admissions of the last minute
@@ -345,6 +351,7 @@ async fn outage_counts(client: &impl GenericClient) -> Result<OutageFacts, Store
     Ok(OutageFacts {
         live_replicas: 0,
         registered_replicas: 0,
+        ever_ran: row.col("ever_ran")?,
         due_rows: row.col("due_rows")?,
         overdue_beyond_grace: row.col("overdue_beyond_grace")?,
         oldest_due_ms: row.col("oldest_due_ms")?,

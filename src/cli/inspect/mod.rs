@@ -625,7 +625,9 @@ pub struct CheckReport {
     pub outage: Option<Outage>,
     /// Replicas whose heartbeat is live.
     pub live_replicas: i64,
-    /// Replicas in the registry in any state (none: no replica ran here, or none for a week).
+    /// Replicas the registry remembers, in any state (none: no replica ran here, or none within
+    /// its --forget-stale-after, 15 minutes by default; a week for rows of releases before
+    /// 0.2.0).
     pub registered_replicas: i64,
     /// Claimable rows due now, claimed or not (counted up to 1000).
     pub due_rows: i64,

@@ -242,8 +242,9 @@ pub async fn admitted_among(
 }
 
 // When a replica first ran here, as far as the database remembers: the earliest start in the
-// replica registry (it forgets a replica a week after its last heartbeat) or the earliest run
-// (the creation-time index), whichever is earlier; null when neither tells.
+// replica registry (it forgets a replica after its --forget-stale-after since its last heartbeat:
+// 15 minutes by default; a week for rows of releases before 0.2.0) or the earliest run (the
+// creation-time index), whichever is earlier; null when neither tells.
 const FIRST_SCHEDULER_START: &str = "SELECT least(
         (SELECT min(started_at_ms) FROM replicas),
         (SELECT min(created_at_ms) FROM runs)) AS at_ms";
