@@ -11,6 +11,7 @@ pub use identity::{decide_claimed, duration_ms, run_identity};
 pub use report::{AdmittedRun, PassedOver, RoundReport};
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -97,6 +98,9 @@ pub struct Coordinator {
     batch: Mutex<u16>,
     /// What a round that lost its connection left unsettled, for the next round to settle.
     owed: Mutex<Owed>,
+    /// Set when a statement of the round may still be running on its connection (a settlement
+    /// past its bound): the connection is then closed rather than pooled.
+    connection_busy: AtomicBool,
     /// When each trigger whose admission failed was last logged ([`REFUSAL_LOG_INTERVAL`]).
     refusals_said: Mutex<HashMap<(String, String), Instant>>,
 }
@@ -114,6 +118,7 @@ impl Coordinator {
             last_started: Mutex::new(None),
             batch: Mutex::new(config.batch.initial()),
             owed: Mutex::new(Owed::default()),
+            connection_busy: AtomicBool::new(false),
             refusals_said: Mutex::new(HashMap::new()),
             config,
         }
@@ -174,7 +179,7 @@ impl Coordinator {
             .take();
         // Finished: the connection goes back to the pool, unless a statement of the round may
         // still be running on it (a settlement past its bound): then it is closed.
-        if !matches!(result, Err(StoreError::TimedOut(_))) {
+        if !self.connection_busy.swap(false, Ordering::Relaxed) {
             drop(connection.0.take());
         }
         result
@@ -734,10 +739,13 @@ impl Coordinator {
         }
         match tokio::time::timeout(GIVE_BACK_TIMEOUT, &mut settling).await {
             Ok(()) => Ok(()),
-            Err(_) => Err(StoreError::TimedOut(format!(
-                "settling the claims of a round that lost its connection took longer than \
-                 {GIVE_BACK_TIMEOUT:?}; the next round tries again"
-            ))),
+            Err(_) => {
+                self.connection_busy.store(true, Ordering::Relaxed);
+                Err(StoreError::TimedOut(format!(
+                    "settling the claims of a round that lost its connection did not end within \
+                     {GIVE_BACK_TIMEOUT:?}, nor once cancelled; the next round tries again"
+                )))
+            }
         }
     }
 
