@@ -69,6 +69,16 @@ CREATE TRIGGER attempts_identity_kept
     FOR EACH ROW EXECUTE FUNCTION attempt_identity_kept();
 REVOKE ALL ON FUNCTION attempt_identity_kept() FROM PUBLIC;
 
+-- The triggers fire in the dispatcher's session, under its search_path, not ours: each function
+-- resolves `now_ms()` and every name through this schema whatever the caller's path is.
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION run_status_contract() SET search_path = %I, pg_catalog',
+                   current_schema());
+    EXECUTE format('ALTER FUNCTION attempt_identity_kept() SET search_path = %I, pg_catalog',
+                   current_schema());
+END $$;
+
 -- One row: the retention horizon, and the lease of the replica that deletes. `horizon_ms` is
 -- one past the latest occurrence whose run retention deleted (null: none yet): from it on every
 -- occurrence's history is whole; before it a run may be gone, so a backfill there is refused.

@@ -23,6 +23,13 @@ CREATE FUNCTION replica_forgotten(text, bigint, bigint) RETURNS boolean
     SELECT CASE WHEN $1 = 'stopped' THEN $2 < now_ms() - 86400000
                 ELSE $2 < now_ms() - coalesce($3, 604800000) END
 $$;
+-- Called, qualified, from sessions whose search_path may not name this schema: `now_ms()`
+-- resolves through this schema whatever the caller's path is.
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION replica_forgotten(text, bigint, bigint) '
+                   'SET search_path = %I, pg_catalog', current_schema());
+END $$;
 
 -- `expire --owner` forgets the replica whose claims it expires (a replica known to be dead).
 GRANT DELETE ON replicas TO qlsched_admin;

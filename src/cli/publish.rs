@@ -8,7 +8,7 @@ use clap::Args;
 use super::args::Access;
 use super::output::{emit, opt, table};
 use super::{CliError, Global};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -128,39 +128,70 @@ async fn load_warnings(
         .filter(|item| item.kind == "trigger" && item.change != Change::Unchanged)
         .map(|item| item.name.as_str())
         .collect();
-    let mut added: Vec<AddedGroup> = Vec::new();
+    // The dry run rolled back: the database still has the triggers as they were, and counts
+    // them in `current`. A changed trigger adds occurrences only when its expression or zone
+    // changed (or it was not claimable before); then its old group loses it.
+    let mut candidates = Vec::new();
     for project in manifest
         .projects
         .iter()
         .filter(|p| p.status == ProjectStatus::Active)
     {
         for trigger in project.triggers.iter().filter(|t| t.enabled) {
-            if !changed.contains(format!("{}/{}", project.id, trigger.id).as_str()) {
-                continue;
-            }
-            match added.iter_mut().find(|a| {
-                a.group.cron_expr == trigger.cron_expr && a.group.time_zone == trigger.time_zone
-            }) {
-                Some(a) => {
-                    a.group.triggers += 1;
-                    a.misfire_grace_ms = a.misfire_grace_ms.min(trigger.misfire_grace_ms);
-                }
-                None => added.push(AddedGroup {
-                    group: TriggerGroup {
-                        cron_expr: trigger.cron_expr.clone(),
-                        time_zone: trigger.time_zone.clone(),
-                        triggers: 1,
-                    },
-                    misfire_grace_ms: trigger.misfire_grace_ms,
-                }),
+            if changed.contains(format!("{}/{}", project.id, trigger.id).as_str()) {
+                candidates.push((project, trigger));
             }
         }
     }
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: Vec<(String, String)> = candidates
+        .iter()
+        .map(|(project, trigger)| (project.id.clone(), trigger.id.clone()))
+        .collect();
+    let before: HashMap<(String, String), read::load::ClaimableTrigger> =
+        read::load::claimable_triggers(client, &names)
+            .await?
+            .into_iter()
+            .map(|t| ((t.project_id.clone(), t.trigger_id.clone()), t))
+            .collect();
+    let mut current = read::load::trigger_groups(client).await?;
+    let mut added: Vec<AddedGroup> = Vec::new();
+    for (project, trigger) in candidates {
+        if let Some(old) = before.get(&(project.id.clone(), trigger.id.clone())) {
+            if old.cron_expr == trigger.cron_expr && old.time_zone == trigger.time_zone {
+                continue;
+            }
+            if let Some(group) = current
+                .iter_mut()
+                .find(|g| g.cron_expr == old.cron_expr && g.time_zone == old.time_zone)
+            {
+                group.triggers = group.triggers.saturating_sub(1);
+            }
+        }
+        match added.iter_mut().find(|a| {
+            a.group.cron_expr == trigger.cron_expr && a.group.time_zone == trigger.time_zone
+        }) {
+            Some(a) => {
+                a.group.triggers += 1;
+                a.misfire_grace_ms = a.misfire_grace_ms.min(trigger.misfire_grace_ms);
+            }
+            None => added.push(AddedGroup {
+                group: TriggerGroup {
+                    cron_expr: trigger.cron_expr.clone(),
+                    time_zone: trigger.time_zone.clone(),
+                    triggers: 1,
+                },
+                misfire_grace_ms: trigger.misfire_grace_ms,
+            }),
+        }
+    }
+    current.retain(|g| g.triggers > 0);
     if added.is_empty() {
         return Ok(Vec::new());
     }
     let (now_ms, busiest) = read::load::busiest_minute(client).await?;
-    let current = read::load::trigger_groups(client).await?;
     Ok(added_boundaries_beyond_grace(
         &current,
         &added,

@@ -338,7 +338,7 @@ async fn inspect_load_lists_the_busiest_boundary_and_a_dst_change_and_publish_wa
     assert_eq!(change["at_ms"], 1_806_195_600_000_i64, "{change_day}");
     assert_eq!(change["triggers"], 1, "{change_day}");
 
-    let mut more = triggers;
+    let mut more = triggers.clone();
     more.extend((0..5_000).map(|i| {
         json!({ "id": format!("n{i}"), "task": "t", "cron": "0 0 * * *", "misfire_grace": "1s" })
     }));
@@ -364,4 +364,55 @@ async fn inspect_load_lists_the_busiest_boundary_and_a_dst_change_and_publish_wa
         json!([]),
         "nothing added, nothing warned"
     );
+
+    // A change of grace only adds no occurrence: the 40,000 of midnight, now with 1 s, are
+    // there already and warned of by nobody.
+    let dry_run_of = |triggers: &[Value]| {
+        let output = qlsched(
+            Some(&db),
+            &["publish", "-f", "-", "--dry-run", "-o", "json"],
+            Some(&manifest(json!(triggers)).to_string()),
+        );
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        serde_json::from_str::<Value>(&stdout(&output)).expect("json")
+    };
+    let graced: Vec<Value> = triggers
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            if t["cron"] == "0 0 * * *" {
+                t["misfire_grace"] = json!("1s");
+            }
+            t
+        })
+        .collect();
+    let grace_only = dry_run_of(&graced);
+    assert_eq!(
+        grace_only["load_warnings"],
+        json!([]),
+        "a grace changed adds nothing: {}",
+        grace_only["load_warnings"]
+    );
+
+    // 5,000 of midnight's moved to 00:30: added there (beside the 167 hourly and the
+    // every-second five), and gone from midnight, which is warned of by nobody.
+    let moved: Vec<Value> = triggers
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            let id = t["id"].as_str().unwrap_or_default();
+            let number = id.strip_prefix('m').and_then(|n| n.parse::<u32>().ok());
+            if number.is_some_and(|n| n < 5_000) {
+                t["cron"] = json!("30 0 * * *");
+                t["misfire_grace"] = json!("1s");
+            }
+            t
+        })
+        .collect();
+    let moved = dry_run_of(&moved);
+    let warnings = moved["load_warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0]["at_ms"], midnight + 1_800_000, "{warnings:?}");
+    assert_eq!(warnings[0]["added"], 5_000, "{warnings:?}");
+    assert_eq!(warnings[0]["occurrences"], 5_000 + 167 + 5, "{warnings:?}");
 }

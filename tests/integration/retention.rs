@@ -619,3 +619,54 @@ async fn a_retention_batch_walks_the_finished_runs_index() {
         "one walk per status:\n{text}"
     );
 }
+
+/// The contract's triggers and the registry's rule resolve their names through the schema, not
+/// through the caller's search_path: a dispatcher whose session path does not name the schema
+/// finishes a run through its qualified name (the finish time is still the database's), updates
+/// an attempt, and reads the registry's rule.
+#[tokio::test]
+async fn a_dispatcher_on_its_own_search_path_finishes_runs() {
+    let db = TestDb::new().await;
+    admitted_runs(&db, &["a", "b"], 2).await;
+    let dispatcher = LoginRole::create(&db, "qlsched_dispatcher").await;
+    let client = dispatcher.connect(&db).await;
+    client
+        .batch_execute("SET search_path = public")
+        .await
+        .expect("search_path");
+    let schema = crate::util::schema().quoted();
+    let run = run_ids(&db, "status = 'queued'").await[0];
+    for status in ["dispatching", "succeeded"] {
+        client
+            .execute(
+                &format!("UPDATE {schema}.runs SET status = $2 WHERE run_id = $1"),
+                &[&run, &status],
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{status}: {e}"));
+    }
+    assert_eq!(
+        db.count(&format!(
+            "SELECT count(*) FROM runs WHERE run_id = '{run}' AND finished_at_ms IS NOT NULL"
+        ))
+        .await,
+        1
+    );
+    let attempts = client
+        .execute(
+            &format!("UPDATE {schema}.attempts SET state = 'succeeded' WHERE run_id = $1"),
+            &[&run],
+        )
+        .await
+        .expect("attempt");
+    assert!(attempts >= 1, "{attempts}");
+    let forgotten: bool = client
+        .query_one(
+            &format!("SELECT {schema}.replica_forgotten('running', 0, NULL)"),
+            &[],
+        )
+        .await
+        .expect("replica_forgotten")
+        .get(0);
+    assert!(forgotten);
+}

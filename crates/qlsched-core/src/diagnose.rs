@@ -410,8 +410,9 @@ impl Diagnosis {
                 since_ms,
                 failures,
             } => format!(
-                "the database refuses its admission (SQLSTATE {sqlstate}) since {}, {failures}                  attempt{}, last by {owner}: {message}",
-                utc(*since_ms),
+                "the database refuses its admission (SQLSTATE {sqlstate}) since {}, {failures} \
+                 attempt{}, last by {owner}: {message}",
+                at(*since_ms),
                 if *failures == 1 { "" } else { "s" }
             ),
             Diagnosis::ClaimHeld {
@@ -577,6 +578,26 @@ mod tests {
             diagnosis.reason().contains("SQLSTATE P0001"),
             "{}",
             diagnosis.reason()
+        );
+        assert!(
+            diagnosis
+                .reason()
+                .contains(", 3 attempts, last by r1: poisoned"),
+            "{}",
+            diagnosis.reason()
+        );
+        for reason in [
+            diagnosis.reason(),
+            diagnosis.reason_in(Some("Europe/Berlin")),
+        ] {
+            assert!(!reason.contains("  "), "{reason}");
+        }
+        assert!(
+            diagnosis
+                .reason_in(Some("Europe/Berlin"))
+                .contains("1970-01-01T00:00:00.000Z (1970-01-01 01:00:00 CET)"),
+            "{}",
+            diagnosis.reason_in(Some("Europe/Berlin"))
         );
         let paused = TriggerFacts {
             enabled: false,

@@ -68,7 +68,7 @@ struct PendingAdmission {
 /// connection (docs/RELIABILITY.md, "A connection lost mid-round"): a run that exists by its
 /// identity was admitted, any other claim still held is released at once, fenced, instead of
 /// waiting out its lease.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Owed {
     admissions: Vec<PendingAdmission>,
     releases: Vec<ReleaseRequest>,
@@ -104,6 +104,9 @@ pub struct Coordinator {
     batch: Mutex<u16>,
     /// What a round that lost its connection left unsettled, for the next round to settle.
     owed: Mutex<Owed>,
+    /// Set when a statement of the round may still be running on its connection (a settlement
+    /// past its bound): the connection is then closed rather than pooled.
+    connection_busy: AtomicBool,
     /// When each trigger whose admission failed was last logged ([`REFUSAL_LOG_INTERVAL`]).
     refusals_said: Mutex<HashMap<(String, String), Instant>>,
 }
@@ -123,6 +126,7 @@ impl Coordinator {
             last_started: Mutex::new(None),
             batch: Mutex::new(config.batch.initial()),
             owed: Mutex::new(Owed::default()),
+            connection_busy: AtomicBool::new(false),
             refusals_said: Mutex::new(HashMap::new()),
             config,
         }
@@ -213,8 +217,11 @@ impl Coordinator {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        // Finished: the connection goes back to the pool.
-        drop(connection.0.take());
+        // Finished: the connection goes back to the pool, unless a statement of the round may
+        // still be running on it (a settlement past its bound): then it is closed.
+        if !self.connection_busy.swap(false, Ordering::Relaxed) {
+            drop(connection.0.take());
+        }
         result
     }
 
@@ -224,7 +231,7 @@ impl Coordinator {
             batch: self.batch(),
             ..RoundReport::default()
         };
-        self.settle_owed(client, &mut report).await;
+        self.settle_owed(client, &mut report).await?;
         let started = Instant::now();
         let claim = self.claim(client, &mut report).await?;
         report.claim_time = started.elapsed();
@@ -741,11 +748,54 @@ impl Coordinator {
     /// admission it was, and every claim of them still held is released at once, fenced, so
     /// that a connection lost mid-round costs its rows a reconnect, not a lease. Left owed (for the
     /// next round) when this connection cannot tell either.
-    async fn settle_owed(&self, client: &Object, report: &mut RoundReport) {
-        let owed = std::mem::take(&mut *self.lock_owed());
+    ///
+    /// Bounded by [`GIVE_BACK_TIMEOUT`]: the old connection's backend may still hold the rows'
+    /// locks (until the server notices it is gone), and waiting for them would hold the round
+    /// until its lease cancels it. Past the bound the statement is cancelled and what is owed
+    /// stays owed; an error means the connection may still be busy with it, and the round fails.
+    async fn settle_owed(
+        &self,
+        client: &Object,
+        report: &mut RoundReport,
+    ) -> Result<(), StoreError> {
+        // What is owed stays in the book until settled: a round dropped while settling (its
+        // lease ran out) leaves it for the next one.
+        let owed = self.lock_owed().clone();
         if owed.admissions.is_empty() && owed.releases.is_empty() {
-            return;
+            return Ok(());
         }
+        let settling = self.settle_and_release(client, &owed, report);
+        tokio::pin!(settling);
+        if tokio::time::timeout(GIVE_BACK_TIMEOUT, &mut settling)
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        // Still waiting, most likely for a lock the lost connection's backend holds: cancelled,
+        // the statement fails at once and the connection is free for the round.
+        match tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.cancel(&client.cancel_token()))
+            .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "could not cancel the settlement in flight"),
+            Err(_) => tracing::warn!("could not cancel the settlement in flight: no answer"),
+        }
+        match tokio::time::timeout(GIVE_BACK_TIMEOUT, &mut settling).await {
+            Ok(()) => Ok(()),
+            Err(_) => {
+                self.connection_busy.store(true, Ordering::Relaxed);
+                Err(StoreError::TimedOut(format!(
+                    "settling the claims of a round that lost its connection did not end within \
+                     {GIVE_BACK_TIMEOUT:?}, nor once cancelled; the next round tries again"
+                )))
+            }
+        }
+    }
+
+    /// [`Self::settle_owed`]'s work, unbounded: removes from the book what it settled, and no
+    /// more.
+    async fn settle_and_release(&self, client: &Object, owed: &Owed, report: &mut RoundReport) {
         let admissions: Vec<Admission<'_>> = owed
             .admissions
             .iter()
@@ -767,11 +817,18 @@ impl Coordinator {
             Ok(settled) => settled,
             Err(error) => {
                 tracing::warn!(%error, "could not settle the claims of a round that lost its connection; the next round tries again");
-                *self.lock_owed() = owed;
                 return;
             }
         };
-        let mut releases = owed.releases.clone();
+        // Settled: counted below, so out of the book (only a round adds to it, after this, at
+        // its end).
+        let mut releases = {
+            let mut book = self.lock_owed();
+            let settled = owed.admissions.len().min(book.admissions.len());
+            book.admissions.drain(..settled);
+            let owed_releases = owed.releases.len().min(book.releases.len());
+            book.releases.drain(..owed_releases).collect::<Vec<_>>()
+        };
         let (mut admitted, mut lost) = (0, 0);
         // Their next occurrences are the claim's to report; these only never wake a round early.
         let later = Instant::now() + self.config.cadence;
@@ -786,6 +843,11 @@ impl Coordinator {
                 _ => {}
             }
         }
+        // Owed again until given back: if this is cut short (bounded, or the round dropped), the
+        // next round gives them back.
+        self.lock_owed()
+            .releases
+            .splice(0..0, releases.iter().cloned());
         let released = give_back(
             client,
             self.store.sender(),
@@ -795,6 +857,10 @@ impl Coordinator {
         .await;
         match released {
             Ok(released) => {
+                let mut book = self.lock_owed();
+                let given = releases.len().min(book.releases.len());
+                book.releases.drain(..given);
+                drop(book);
                 report.released += released.len();
                 tracing::warn!(
                     committed = admitted,
@@ -805,7 +871,6 @@ impl Coordinator {
             }
             Err(error) => {
                 tracing::warn!(%error, "could not give back the claims of a round that lost its connection; the next round tries again");
-                self.lock_owed().releases.extend(releases);
             }
         }
     }

@@ -336,3 +336,90 @@ async fn claims_of_a_round_cut_off_mid_admission_are_settled_on_reconnecting() {
     assert_eq!(misfires, 0, "{log}");
     assert_invariants(&db).await;
 }
+
+/// As above, but the cut connection's backend still holds the round's rows (the server keeps a
+/// lost client's locks until it notices it is gone; here a session of the drill holds them):
+/// settling on reconnecting is bounded, so the replica's rounds go on meanwhile (its heartbeat,
+/// carried by the claim, moves), and what it owes stays owed until the lock goes; then the
+/// claims are released at once, not at the end of their 30 s lease.
+#[tokio::test(flavor = "multi_thread")]
+async fn settling_a_cut_round_does_not_wait_on_rows_still_locked() {
+    let db = TestDb::new().await;
+    let triggers: Vec<_> = (0..10)
+        .map(|i| {
+            serde_json::json!({ "id": format!("t{i:02}"), "task": "t", "cron": "* * * * * *",
+                                "misfire_grace": "10s" })
+        })
+        .collect();
+    db.publish(&crate::util::manifest(serde_json::json!(triggers)))
+        .await;
+    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
+    let client = db.client().await;
+    let start_ms = now_ms(&client).await;
+    let cut = replica(&through(&proxy, &db), "cut", "30s");
+    eventually(Duration::from_secs(20), "every trigger fires", || async {
+        triggers_fired_since(&client, start_ms).await >= 10
+    })
+    .await;
+    proxy.cut_off_at_next_admission();
+    eventually(Duration::from_secs(10), "a cut at an admission", || async {
+        proxy.refusing()
+    })
+    .await;
+    let held = claims_of(&client, "cut").await;
+    assert!(!held.is_empty(), "the cut round held claims");
+    let mut locker = db.client().await;
+    let lock = locker.transaction().await.expect("begin");
+    lock.execute(
+        "SELECT 1 FROM trigger_schedules WHERE claim_owner = 'cut' FOR UPDATE",
+        &[],
+    )
+    .await
+    .expect("lock the cut round's rows");
+    proxy.accept_connections();
+    let accepted_ms = now_ms(&client).await;
+    let heartbeat = || async {
+        client
+            .query_one(
+                "SELECT heartbeat_at_ms FROM replicas WHERE owner = 'cut'",
+                &[],
+            )
+            .await
+            .map(|row| row.get::<_, i64>(0))
+            .unwrap_or(0)
+    };
+    // Two bounds of 2 s (the wait, then the cancel's) and then some: rounds go on.
+    eventually(
+        Duration::from_secs(15),
+        "a round beats after a settlement blocked by a lock",
+        || async { heartbeat().await > accepted_ms + 6_000 },
+    )
+    .await;
+    assert!(
+        !claims_of(&client, "cut").await.is_empty(),
+        "nothing was released while its rows were locked"
+    );
+    lock.commit().await.expect("unlock");
+    let unlocked = Instant::now();
+    eventually(
+        Duration::from_secs(10),
+        "the cut round's claims released",
+        || async {
+            let now = claims_of(&client, "cut").await;
+            held.iter().filter(|claim| now.contains(claim)).count() == 0
+        },
+    )
+    .await;
+    let after_unlock = unlocked.elapsed();
+    let log = cut.stop();
+    eprintln!("drill: claims released {after_unlock:?} after the rows were unlocked");
+    assert!(
+        after_unlock <= Duration::from_secs(5),
+        "released {after_unlock:?} after the unlock:\n{log}"
+    );
+    assert!(
+        log.contains("settled on reconnecting"),
+        "settled by the replica, not by the lease:\n{log}"
+    );
+    assert_invariants(&db).await;
+}

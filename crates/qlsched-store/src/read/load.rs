@@ -32,6 +32,46 @@ pub async fn trigger_groups(client: &impl GenericClient) -> Result<Vec<TriggerGr
         .collect()
 }
 
+// The claimable triggers among those named (by project and trigger, pairwise), with the
+// expression and zone they are grouped by in TRIGGER_GROUPS.
+const CLAIMABLE_TRIGGERS: &str = "SELECT t.project_id, t.trigger_id, t.cron_expr, t.time_zone
+    FROM trigger_schedules s
+    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
+    WHERE s.claimable
+      AND (t.project_id, t.trigger_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))";
+
+/// A claimable trigger as [`trigger_groups`] counts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimableTrigger {
+    pub project_id: String,
+    pub trigger_id: String,
+    pub cron_expr: String,
+    pub time_zone: String,
+}
+
+/// Of the triggers named by `(project, trigger)`, those [`trigger_groups`] counts, with their
+/// expression and zone.
+pub async fn claimable_triggers(
+    client: &impl GenericClient,
+    names: &[(String, String)],
+) -> Result<Vec<ClaimableTrigger>, StoreError> {
+    let (projects, triggers): (Vec<&str>, Vec<&str>) =
+        names.iter().map(|(p, t)| (p.as_str(), t.as_str())).unzip();
+    client
+        .query(CLAIMABLE_TRIGGERS, &[&projects, &triggers])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(ClaimableTrigger {
+                project_id: row.col("project_id")?,
+                trigger_id: row.col("trigger_id")?,
+                cron_expr: row.col("cron_expr")?,
+                time_zone: row.col("time_zone")?,
+            })
+        })
+        .collect()
+}
+
 /// How far back the busiest minute is looked for.
 pub const RATE_WINDOW_MS: i64 = 3_600_000;
 
@@ -52,5 +92,6 @@ pub async fn busiest_minute(client: &impl GenericClient) -> Result<(i64, Option<
 
 crate::statements::statements! {
     TRIGGER_GROUPS: Observer,
+    CLAIMABLE_TRIGGERS: Observer,
     BUSIEST_MINUTE: Observer,
 }
