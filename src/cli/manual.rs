@@ -255,7 +255,7 @@ Run what was missed after all:
         }
         "bench" => {
             "\
-The issue-5 figure: 10,000 due triggers, 4 replicas, as JSON:
+The headline figure of the performance notes: 10,000 due triggers, 4 replicas, as JSON:
   qlsched -D postgres://postgres@127.0.0.1/postgres bench --triggers 10000 --replicas 4 -o json
 
 Claim cost at a million schedule rows, 1 % of them due:
