@@ -797,6 +797,13 @@ async fn an_unknown_setting_in_the_startup_options_exits_78() {
 /// as libpq makes it, and qlsched says so at WARN (libpq says nothing), naming the setting that
 /// refuses it. The server here is the test server behind a proxy that accepts every TLS request
 /// and then breaks the handshake.
+/// Where the TLS-breaking proxy below forwards a plain connection.
+#[derive(Clone)]
+enum Upstream {
+    Tcp(String),
+    Unix(std::path::PathBuf),
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_connection_without_tls_after_a_failed_handshake_is_warned_of() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -805,18 +812,19 @@ async fn a_connection_without_tls_after_a_failed_handshake_is_warned_of() {
         .await
         .expect("bind");
     let port = listener.local_addr().expect("address").port();
-    let server = crate::util::server();
-    let upstream = format!(
-        "{}:{}",
-        "127.0.0.1",
-        server
-            .libpq()
-            .driver_config("t")
-            .get_ports()
-            .first()
-            .copied()
-            .unwrap_or(5432)
-    );
+    // The test server as the tests reach it: over TCP, or over the unix socket of the run's
+    // throw-away server when nothing answers at the default.
+    let config = crate::util::server().libpq().driver_config("t");
+    let server_port = config.get_ports().first().copied().unwrap_or(5432);
+    let upstream = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Unix(dir)) => {
+            Upstream::Unix(dir.join(format!(".s.PGSQL.{server_port}")))
+        }
+        Some(tokio_postgres::config::Host::Tcp(host)) => {
+            Upstream::Tcp(format!("{host}:{server_port}"))
+        }
+        None => Upstream::Tcp(format!("127.0.0.1:{server_port}")),
+    };
     tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
             let upstream = upstream.clone();
@@ -830,11 +838,21 @@ async fn a_connection_without_tls_after_a_failed_handshake_is_warned_of() {
                     let _ = client.write_all(b"Sgarbage, not a TLS server hello").await;
                     return;
                 }
-                let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await else {
-                    return;
-                };
-                if server.write_all(&first).await.is_ok() {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                match &upstream {
+                    Upstream::Tcp(address) => {
+                        if let Ok(mut server) = tokio::net::TcpStream::connect(address).await
+                            && server.write_all(&first).await.is_ok()
+                        {
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                        }
+                    }
+                    Upstream::Unix(path) => {
+                        if let Ok(mut server) = tokio::net::UnixStream::connect(path).await
+                            && server.write_all(&first).await.is_ok()
+                        {
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                        }
+                    }
                 }
             });
         }
