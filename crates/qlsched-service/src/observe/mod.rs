@@ -651,17 +651,7 @@ mod tests {
             true,
             Some(&LivenessCounts::default()),
             Some(16),
-            Some(&RetentionState {
-                history: ["attempts", "run_events", "runs"]
-                    .iter()
-                    .map(|table| qlsched_store::retention::HistoryTable {
-                        table: (*table).to_owned(),
-                        rows_estimate: 0,
-                        bytes: 0,
-                    })
-                    .collect(),
-                ..RetentionState::default()
-            }),
+            Some(&every_history_table()),
         );
         let text: String = text
             .lines()
@@ -684,6 +674,22 @@ mod tests {
         assert_eq!(exposition::escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 
+    /// A retention state naming each history table, so that every `qlsched_history_*` series is
+    /// rendered.
+    fn every_history_table() -> RetentionState {
+        RetentionState {
+            history: ["attempts", "run_events", "runs"]
+                .iter()
+                .map(|table| qlsched_store::retention::HistoryTable {
+                    table: (*table).to_owned(),
+                    rows_estimate: 0,
+                    bytes: 0,
+                })
+                .collect(),
+            ..RetentionState::default()
+        }
+    }
+
     /// A scrape with every metric present.
     fn everything() -> String {
         render(
@@ -693,17 +699,7 @@ mod tests {
             true,
             Some(&LivenessCounts::default()),
             Some(16),
-            Some(&RetentionState {
-                history: ["attempts", "run_events", "runs"]
-                    .iter()
-                    .map(|table| qlsched_store::retention::HistoryTable {
-                        table: (*table).to_owned(),
-                        rows_estimate: 0,
-                        bytes: 0,
-                    })
-                    .collect(),
-                ..RetentionState::default()
-            }),
+            Some(&every_history_table()),
         )
     }
 
