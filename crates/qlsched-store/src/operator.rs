@@ -80,49 +80,20 @@ const LOCK_CLAIM: &str = "SELECT claim_owner, claim_token, claim_version, claim_
     FROM trigger_schedules WHERE project_id = $1 AND trigger_id = $2
     FOR UPDATE";
 
-// Expire the claim of one row, whose fence ($5, $6) the caller read under LOCK_CLAIM.
-// `expired` clears the claims of the `target` rows (locked by it) whose fence is unchanged, moves
-// both versions on so that the old holder's admission fails its fence (docs/DESIGN.md §4.7),
-// and `audited` audits each, in one statement. `$3` is the actor, `$4` the reason. EXPIRE_OWNER
-// does the same after its own `target`; `tests` checks the two agree.
-const EXPIRE_ONE: &str = "WITH target AS (
-        SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
-        FROM trigger_schedules
-        WHERE project_id = $1 AND trigger_id = $2 AND claim_token = $5 AND claim_version = $6
-        FOR UPDATE
-    ), expired AS (
-        UPDATE trigger_schedules s
-        SET claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
-            claim_version = s.claim_version + 1, state_version = s.state_version + 1,
-            updated_at_ms = now_ms()
-        FROM target t
-        WHERE s.project_id = t.project_id AND s.trigger_id = t.trigger_id
-          AND s.claim_token = t.claim_token AND s.claim_version = t.claim_version
-        RETURNING t.project_id, t.trigger_id, t.claim_owner, t.claim_token,
-                  t.claim_version AS version_before, t.claim_expires_at_ms,
-                  s.claim_version, s.state_version
-    ), audited AS (
-        INSERT INTO schedule_audit
-            (project_id, trigger_id, action, actor, reason, at_ms, fence_before, fence_after)
-        SELECT project_id, trigger_id, 'expire', $3, $4, now_ms(),
-               jsonb_build_object('owner', claim_owner, 'token', claim_token,
-                                  'version', version_before, 'expires_at_ms', claim_expires_at_ms),
-               jsonb_build_object('owner', NULL, 'token', NULL, 'version', claim_version,
-                                  'expires_at_ms', NULL)
-        FROM expired
-        RETURNING 1
-    )
-    SELECT project_id, trigger_id, claim_owner, claim_token, version_before,
-           claim_expires_at_ms, claim_version, state_version
-    FROM expired ORDER BY project_id, trigger_id";
-
-// Expire every claim of owner $1 (only the expired ones when $2), in one statement: a replica
-// known to be dead gives up all its rows at once, or none. The expiry and its audit as in
-// EXPIRE_ONE.
-const EXPIRE_OWNER: &str = "WITH target AS (
+// Expire the claims of owner $1 (only those past their lease when $2), or, with $5 given, the
+// claim of row ($5, $6) alone, whose fence ($1, $7, $8) the caller read under LOCK_CLAIM: in one
+// statement, so that a dead replica gives up all its rows at once, or none. `expired` clears the
+// claims of the `target` rows (locked by it, in key order) whose fence is unchanged, moves both
+// versions on so that the old holder's admission fails its fence (docs/DESIGN.md §4.7), and
+// `audited` audits each. `$3` is the actor, `$4` the reason. The owner's index finds the rows
+// either way.
+const EXPIRE: &str = "WITH target AS (
         SELECT project_id, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms
         FROM trigger_schedules
         WHERE claim_owner = $1 AND (NOT $2 OR claim_expires_at_ms <= now_ms())
+          AND ($5::text IS NULL
+               OR (project_id = $5 AND trigger_id = $6
+                   AND claim_token = $7 AND claim_version = $8))
         ORDER BY project_id, trigger_id
         FOR UPDATE
     ), expired AS (
@@ -441,12 +412,14 @@ async fn expire_locked(
     }
     let rows = client
         .query(
-            EXPIRE_ONE,
+            EXPIRE,
             &[
-                &trigger.project_id,
-                &trigger.trigger_id,
+                &held.owner,
+                &false,
                 &actor.name,
                 &actor.reason,
+                &Some(&trigger.project_id),
+                &trigger.trigger_id,
                 &held.token,
                 &held.version,
             ],
@@ -507,8 +480,17 @@ pub async fn expire_and_forget_owner(
         |client| async move {
             let expired = client
                 .query(
-                    EXPIRE_OWNER,
-                    &[&owner, &expired_only, &actor.name, &actor.reason],
+                    EXPIRE,
+                    &[
+                        &owner,
+                        &expired_only,
+                        &actor.name,
+                        &actor.reason,
+                        &None::<&str>,
+                        &None::<&str>,
+                        &None::<Uuid>,
+                        &None::<i64>,
+                    ],
                 )
                 .await
                 .map_err(StoreError::from)
@@ -734,8 +716,7 @@ super::statements::statements! {
     ROLLBACK: Admin,
     INSERT_AUDIT: Admin,
     LOCK_CLAIM: Admin,
-    EXPIRE_ONE: Admin,
-    EXPIRE_OWNER: Admin,
+    EXPIRE: Admin,
     FORGET_OWNER: Admin,
     OWNER_SEEN: Admin,
 }
@@ -743,18 +724,6 @@ super::statements::statements! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claim::tests::squeezed;
-
-    /// Both expiries clear and audit their targets with the same text, from `, expired AS (` on.
-    #[test]
-    fn both_expiries_expire_and_audit_alike() {
-        let expiry = |statement: &str| {
-            let statement = squeezed(statement);
-            let at = statement.find(", expired AS (").expect("an expired CTE");
-            statement[at..].to_owned()
-        };
-        assert_eq!(expiry(EXPIRE_ONE), expiry(EXPIRE_OWNER));
-    }
 
     #[test]
     fn an_operators_transaction_is_bounded_by_the_documented_timeouts() {
