@@ -77,77 +77,89 @@ pub(crate) struct Report {
     report: PauseReport,
 }
 
-async fn confirmed(confirm: &ConfirmArgs, question: &str) -> Result<(), CliError> {
-    if !confirm.yes && !confirm.dry_run && interactive() && ask(question).await? != "y" {
-        return Err(CliError::Usage("not confirmed; nothing changed".into()));
-    }
-    Ok(())
-}
-
 pub async fn pause(args: PauseArgs, global: &Global) -> Result<(), CliError> {
-    args.confirm.require_confirmable("pausing")?;
-    let store = super::fire::open(
-        global,
-        "qlsched pause",
-        // A dry run locks the rows and writes before rolling back: it needs the primary.
-        Access::Write,
-    )
-    .await?;
-    let client = store.client().await?;
-    confirmed(
+    let reason = args.reason.as_deref();
+    act(
+        Action::Pause { reason },
+        &args.target,
         &args.confirm,
-        &format!(
-            "pause {}? a claim in flight is voided [y/N]",
-            args.target.describe()
-        ),
+        global,
     )
-    .await?;
-    let report = control::pause(
-        &client,
-        store.schema(),
-        args.target.key(),
-        &operator_name(),
-        args.reason.as_deref(),
-        args.confirm.dry_run,
-    )
-    .await?;
-    let report = Report {
-        dry_run: args.confirm.dry_run,
-        action: "pause",
-        report,
-    };
-    emit(global.format, &report, render)
+    .await
 }
 
 pub async fn resume(args: ResumeArgs, global: &Global) -> Result<(), CliError> {
-    args.confirm.require_confirmable("resuming")?;
+    act(Action::Resume, &args.target, &args.confirm, global).await
+}
+
+/// What a command does to its target rows.
+#[derive(Clone, Copy)]
+enum Action<'a> {
+    Pause { reason: Option<&'a str> },
+    Resume,
+}
+
+impl Action<'_> {
+    fn name(self) -> &'static str {
+        match self {
+            Action::Pause { .. } => "pause",
+            Action::Resume => "resume",
+        }
+    }
+
+    /// The action as the refusal without `--yes` names it.
+    fn doing(self) -> &'static str {
+        match self {
+            Action::Pause { .. } => "pausing",
+            Action::Resume => "resuming",
+        }
+    }
+
+    /// What the question asked on a terminal before anything changes.
+    fn consequence(self) -> &'static str {
+        match self {
+            Action::Pause { .. } => "a claim in flight is voided",
+            Action::Resume => "occurrences passed while paused are recorded, not run",
+        }
+    }
+}
+
+/// Pause or resume: confirmed on a terminal, done in one bounded transaction
+/// (`store::control`), reported.
+async fn act(
+    action: Action<'_>,
+    target: &Target,
+    confirm: &ConfirmArgs,
+    global: &Global,
+) -> Result<(), CliError> {
+    let name = action.name();
+    confirm.require_confirmable(action.doing())?;
     let store = super::fire::open(
         global,
-        "qlsched resume",
+        &format!("qlsched {name}"),
         // A dry run locks the rows and writes before rolling back: it needs the primary.
         Access::Write,
     )
     .await?;
     let client = store.client().await?;
-    confirmed(
-        &args.confirm,
-        &format!(
-            "resume {}? occurrences passed while paused are recorded, not run [y/N]",
-            args.target.describe()
-        ),
-    )
-    .await?;
-    let report = control::resume(
-        &client,
-        store.schema(),
-        args.target.key(),
-        &operator_name(),
-        args.confirm.dry_run,
-    )
-    .await?;
+    let question = format!(
+        "{name} {}? {} [y/N]",
+        target.describe(),
+        action.consequence()
+    );
+    if !confirm.yes && !confirm.dry_run && interactive() && ask(&question).await? != "y" {
+        return Err(CliError::Usage("not confirmed; nothing changed".into()));
+    }
+    let (schema, key, actor) = (store.schema(), target.key(), operator_name());
+    let report = match action {
+        Action::Pause { reason } => {
+            control::pause(&client, schema, key, &actor, reason, confirm.dry_run).await?
+        }
+        Action::Resume => control::resume(&client, schema, key, &actor, confirm.dry_run).await?,
+    };
     let report = Report {
-        dry_run: args.confirm.dry_run,
-        action: "resume",
+        dry_run: confirm.dry_run,
+        action: name,
         report,
     };
     emit(global.format, &report, render)
