@@ -78,6 +78,38 @@ pub enum Error {
     Database(#[source] tokio_postgres::Error),
 }
 
+/// What a server error means for the connection it came on, by its SQLSTATE alone: the one
+/// classification of refusals that both opening a connection and using one share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The login or a privilege refused (42501, 28000, 28P01): retrying never helps.
+    Permission,
+    /// The server not there or not taking connections now (class 08, a shutdown, a database
+    /// that does not exist (yet), no connection slot left): another try or host may help.
+    Unavailable,
+}
+
+/// The [`Refusal`] `code` is, if it is one.
+pub fn refusal(code: &tokio_postgres::error::SqlState) -> Option<Refusal> {
+    use tokio_postgres::error::SqlState;
+    if *code == SqlState::INSUFFICIENT_PRIVILEGE
+        || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+        || *code == SqlState::INVALID_PASSWORD
+    {
+        Some(Refusal::Permission)
+    } else if code.code().starts_with("08")
+        || *code == SqlState::ADMIN_SHUTDOWN
+        || *code == SqlState::CRASH_SHUTDOWN
+        || *code == SqlState::CANNOT_CONNECT_NOW
+        || *code == SqlState::INVALID_CATALOG_NAME
+        || *code == SqlState::TOO_MANY_CONNECTIONS
+    {
+        Some(Refusal::Unavailable)
+    } else {
+        None
+    }
+}
+
 /// The server's message with its SQLSTATE, detail and hint (the driver's own `Display` says only
 /// "db error"), else the driver's message with its causes.
 pub fn describe(error: &tokio_postgres::Error) -> String {

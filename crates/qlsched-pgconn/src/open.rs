@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_postgres::config::{Host, LoadBalanceHosts, SslMode as DriverSslMode};
-use tokio_postgres::error::SqlState;
 use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{Client, Config, SimpleQueryMessage, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -17,7 +16,7 @@ use crate::parse::{SessionAttrs, default_socket_dir};
 use crate::passfile;
 use crate::settings::Settings;
 use crate::tls::SslMode;
-use crate::{Error, describe, error_chain};
+use crate::{Error, Refusal, describe, error_chain, refusal};
 
 /// A connection as the driver returns it: every connection opened here has this type, TLS or
 /// not, so that pools and single connections share one connector.
@@ -419,28 +418,16 @@ fn classify(error: tokio_postgres::Error) -> Error {
     let Some(db) = error.as_db_error() else {
         return Error::Unavailable(vec![error_chain(&error)]);
     };
-    let code = db.code();
     // A pooler's refusal of a startup parameter (PgBouncer, SQLSTATE 08P01) is in the
     // connection-failure class, and yet no retry or other host fixes it, the settings do: left
     // to the caller, who knows what its settings send.
     if db.message().starts_with("unsupported startup parameter: ") {
         return Error::Database(error);
     }
-    if *code == SqlState::INSUFFICIENT_PRIVILEGE
-        || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
-        || *code == SqlState::INVALID_PASSWORD
-    {
-        Error::PermissionDenied(describe(&error))
-    } else if code.code().starts_with("08")
-        || *code == SqlState::ADMIN_SHUTDOWN
-        || *code == SqlState::CRASH_SHUTDOWN
-        || *code == SqlState::CANNOT_CONNECT_NOW
-        || *code == SqlState::INVALID_CATALOG_NAME
-        || *code == SqlState::TOO_MANY_CONNECTIONS
-    {
-        Error::Unavailable(vec![describe(&error)])
-    } else {
-        Error::Database(error)
+    match refusal(db.code()) {
+        Some(Refusal::Permission) => Error::PermissionDenied(describe(&error)),
+        Some(Refusal::Unavailable) => Error::Unavailable(vec![describe(&error)]),
+        None => Error::Database(error),
     }
 }
 

@@ -4,6 +4,7 @@
 //! PostgreSQL reports what went wrong as a SQLSTATE; [`StoreError::from_db`] is the one place
 //! that reads it, so every caller sees the same classification.
 
+use qlsched_pgconn::Refusal;
 use tokio_postgres::error::SqlState;
 
 /// SQLSTATE raised by the admission statement when a claim fence no longer holds.
@@ -133,10 +134,8 @@ impl StoreError {
                 "a prepared statement was lost between transactions: {message}"
             )));
         }
-        if *code == SqlState::INSUFFICIENT_PRIVILEGE
-            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
-            || *code == SqlState::INVALID_PASSWORD
-        {
+        let refusal = qlsched_pgconn::refusal(code);
+        if refusal == Some(Refusal::Permission) {
             // A login without USAGE on the schema sees none of its tables: name that privilege.
             if raw.starts_with("permission denied for schema") {
                 return StoreError::PermissionDenied(format!(
@@ -169,13 +168,7 @@ impl StoreError {
             StoreError::Unavailable(format!(
                 "server is read-only (a standby?): {message}; writes need the primary"
             ))
-        } else if code.code().starts_with("08")
-            || *code == SqlState::ADMIN_SHUTDOWN
-            || *code == SqlState::CRASH_SHUTDOWN
-            || *code == SqlState::CANNOT_CONNECT_NOW
-            || *code == SqlState::INVALID_CATALOG_NAME
-            || *code == SqlState::TOO_MANY_CONNECTIONS
-        {
+        } else if refusal == Some(Refusal::Unavailable) {
             StoreError::Unavailable(message)
         } else {
             StoreError::Database(error)
