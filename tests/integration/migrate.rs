@@ -707,7 +707,8 @@ async fn migrate_status_says_what_is_pending_and_which_replicas_would_stop() {
         .expect("the last migration's row");
     assert_eq!(row["state"], "pending", "{row}");
     assert_eq!(
-        row["previous_release_may_run"], last.previous_release_may_run,
+        row["previous_release_may_run"],
+        last.previous_release_may_run(),
         "{row}"
     );
     assert_eq!(row["replicas_to_stop"], serde_json::json!([]), "{row}");
