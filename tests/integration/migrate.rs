@@ -712,8 +712,10 @@ async fn migrate_status_says_what_is_pending_and_which_replicas_would_stop() {
         "{row}"
     );
     assert_eq!(row["replicas_to_stop"], serde_json::json!([]), "{row}");
+    assert_eq!(row["upgrade_floor"], last.upgrade_floor, "{row}");
     for row in &rows {
         assert!(row["previous_release_may_run"].is_boolean(), "{row}");
+        assert!(row["upgrade_floor"].is_i64(), "{row}");
     }
     let table = stdout(&qlsched(Some(&db), &["migrate", "status"], None));
     assert!(
@@ -807,4 +809,41 @@ async fn migrate_runs_as_the_schema_owner_and_names_the_right_an_admin_login_lac
         ),
         "an admin login on a migrated database",
     );
+}
+
+/// A ledger recorded before floors existed (as 0.2.0's `migrate` leaves it: no `upgrade_floor`
+/// column, 0014 not applied) gets the column from this build's `migrate`, each row's floor and flag
+/// as this build declares them, and 0014 recorded with its own; `migrate verify` finds nothing.
+#[tokio::test]
+async fn migrate_gives_a_ledger_from_before_floors_each_migrations_floor() {
+    let db = TestDb::new().await;
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "DELETE FROM schema_migrations WHERE version = 14;
+             ALTER TABLE schema_migrations DROP COLUMN upgrade_floor;
+             UPDATE schema_migrations SET previous_release_may_run = NULL WHERE version = 7;",
+        )
+        .await
+        .expect("a ledger as 0.2.0 left it");
+    let output = qlsched(Some(&db), &["migrate"], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let recorded: Vec<(i64, bool, i64)> = client
+        .query(
+            "SELECT version, previous_release_may_run, upgrade_floor FROM schema_migrations
+             ORDER BY version",
+            &[],
+        )
+        .await
+        .expect("the ledger")
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    let declared: Vec<(i64, bool, i64)> = MIGRATIONS
+        .iter()
+        .map(|m| (m.version, m.previous_release_may_run(), m.upgrade_floor))
+        .collect();
+    assert_eq!(recorded, declared);
+    let output = qlsched(Some(&db), &["migrate", "verify"], None);
+    assert_eq!(code(&output), 0, "{}", stdout(&output));
 }
