@@ -847,3 +847,95 @@ async fn migrate_gives_a_ledger_from_before_floors_each_migrations_floor() {
     let output = qlsched(Some(&db), &["migrate", "verify"], None);
     assert_eq!(code(&output), 0, "{}", stdout(&output));
 }
+
+/// A migration marked to run outside a transaction builds its index with `CREATE INDEX
+/// CONCURRENTLY` on a table replicas write to: an invalid index of the same name, left by an
+/// attempt that failed, is dropped and built again (where `IF NOT EXISTS` alone would keep it);
+/// a statement that waits past the lock timeout behind a session holding the table is tried
+/// again, and the migration recorded once it ran; applied again, it finds itself in the ledger.
+#[tokio::test]
+async fn a_migration_outside_a_transaction_rebuilds_an_invalid_index_and_retries_a_lock_wait() {
+    use qlsched::store::migrate::{Migration, apply_one};
+    let db = TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a", "b"])).await;
+    let client = db.client().await;
+    let index_valid = || async {
+        client
+            .query_opt(
+                "SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i
+                 JOIN pg_class c ON c.oid = i.indexrelid
+                 WHERE c.relname = 'trigger_schedules_throw_away'",
+                &[],
+            )
+            .await
+            .expect("the index")
+            .map(|row| (row.get::<_, bool>(0), row.get::<_, String>(1)))
+    };
+    // A concurrent build that failed (two rows, one unique key) leaves its index invalid.
+    let failed = client
+        .batch_execute(
+            "CREATE UNIQUE INDEX CONCURRENTLY trigger_schedules_throw_away
+             ON trigger_schedules ((true))",
+        )
+        .await;
+    assert!(failed.is_err(), "the failed build");
+    let (valid, _) = index_valid().await.expect("an index left behind");
+    assert!(!valid, "the failed build left its index invalid");
+    let migration = Migration {
+        version: 9001,
+        name: "throw_away_index",
+        sql: "-- no-transaction\n\
+              CREATE INDEX CONCURRENTLY IF NOT EXISTS trigger_schedules_throw_away\n\
+              ON trigger_schedules (updated_at_ms);\n",
+        upgrade_floor: 9000,
+    };
+    // A session holds a lock the build waits for, longer than one lock timeout (5 s).
+    let holder = db.client().await;
+    holder
+        .batch_execute("BEGIN; LOCK TABLE trigger_schedules IN SHARE UPDATE EXCLUSIVE MODE")
+        .await
+        .expect("hold the table");
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+        holder.batch_execute("COMMIT").await.expect("let go");
+    });
+    let mut runner = db.client().await;
+    let settings =
+        "SELECT current_setting('search_path') || ' ' || current_setting('lock_timeout')";
+    let before: String = runner.query_one(settings, &[]).await.expect("show").get(0);
+    let started = std::time::Instant::now();
+    let applied = apply_one(&mut runner, &schema(), &migration)
+        .await
+        .expect("applied after a retry");
+    release.await.expect("the holder");
+    // Had the build waited for the holder, it would have ended at 6 s; it gave up at 5 s (its
+    // lock timeout), paused 2 s and built the index on its second attempt.
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(7),
+        "the first attempt waited out its lock timeout and a second ran: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(applied.map(|status| status.version), Some(9001));
+    let (valid, definition) = index_valid().await.expect("the index");
+    assert!(valid, "{definition}");
+    assert!(
+        definition.contains("(updated_at_ms)"),
+        "rebuilt: {definition}"
+    );
+    assert_eq!(
+        db.count(
+            "SELECT count(*) FROM schema_migrations WHERE version = 9001 AND upgrade_floor = 9000"
+        )
+        .await,
+        1
+    );
+    // The session's settings are as they were.
+    let after: String = runner.query_one(settings, &[]).await.expect("show").get(0);
+    assert_eq!(after, before);
+    assert!(
+        apply_one(&mut runner, &schema(), &migration)
+            .await
+            .expect("applied again")
+            .is_none()
+    );
+}

@@ -32,6 +32,16 @@ pub struct Migration {
     pub upgrade_floor: i64,
 }
 
+/// The first line that marks a migration to be run outside a transaction, as sqlx marks one: a
+/// migration that builds an index with `CREATE INDEX CONCURRENTLY` on a table replicas write to
+/// (which cannot run inside a transaction block), so that no replica's write waits for the build.
+/// The runner runs its statements one by one in `migrate`'s session, under the migrators' lock
+/// held for the session, with the schema as `search_path` and the same lock timeout and retries,
+/// drops an invalid index a failed attempt left before it tries again, and records the ledger
+/// row once every statement ran ([`apply_outside_a_transaction`]). Its statements must each be
+/// safe to run again (`IF NOT EXISTS`): an attempt that failed half-way is run again whole.
+pub const OUTSIDE_A_TRANSACTION: &str = "-- no-transaction";
+
 /// The latest migration of the builds that gate on the ledger's `previous_release_may_run` flag
 /// alone (0.2.0, the first release that checked, and the builds before it): they stop at the
 /// first newer migration whose flag is false. The flag `migrate` records for them says whether a
@@ -54,6 +64,71 @@ impl Migration {
 
     pub fn checksum(&self) -> String {
         sha256_hex(self.sql.as_bytes())
+    }
+
+    /// Whether the migration runs outside a transaction ([`OUTSIDE_A_TRANSACTION`], its first
+    /// line), as `CREATE INDEX CONCURRENTLY` must.
+    pub fn outside_a_transaction(&self) -> bool {
+        self.sql.starts_with(OUTSIDE_A_TRANSACTION)
+    }
+
+    /// The statements of a migration run outside a transaction, one by one: the text split after
+    /// each `;` that ends a line, comments and blank pieces left out. Such a migration holds
+    /// plain statements only (no `$$` body, which could hold a `;` at a line's end): refused
+    /// otherwise, naming the file, before anything runs.
+    fn statements(&self) -> Result<Vec<String>, StoreError> {
+        if self.sql.contains("$$") {
+            return Err(StoreError::SchemaNotReady(format!(
+                "migration {} runs outside a transaction and holds a $$ body: such a migration \
+                 holds plain statements only (docs/DESIGN.md §3.1, the migration runner)",
+                self.file_name()
+            )));
+        }
+        let mut statements = Vec::new();
+        let mut current = String::new();
+        for line in self.sql.lines() {
+            let code = line.trim();
+            if code.is_empty() || code.starts_with("--") {
+                continue;
+            }
+            current.push_str(line);
+            current.push('\n');
+            if code.ends_with(';') {
+                statements.push(std::mem::take(&mut current));
+            }
+        }
+        if !current.trim().is_empty() {
+            statements.push(current);
+        }
+        Ok(statements)
+    }
+
+    /// The indexes a migration run outside a transaction builds, by the name after each
+    /// `CREATE [UNIQUE] INDEX CONCURRENTLY [IF NOT EXISTS]`: those an attempt that failed may have
+    /// left invalid.
+    fn concurrent_indexes(&self) -> Vec<String> {
+        let words: Vec<String> = self
+            .sql
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("--"))
+            .flat_map(str::split_whitespace)
+            .map(str::to_ascii_lowercase)
+            .collect();
+        let mut names = Vec::new();
+        for (at, word) in words.iter().enumerate() {
+            if word != "concurrently" || at == 0 || words[at - 1] != "index" {
+                continue;
+            }
+            let mut rest = words[at + 1..].iter();
+            let name = match rest.next().map(String::as_str) {
+                Some("if") => rest.nth(2),
+                other => other.map(|_| &words[at + 1]),
+            };
+            if let Some(name) = name.filter(|name| *name != "on") {
+                names.push(name.trim_matches('"').to_owned());
+            }
+        }
+        names
     }
 
     pub fn file_name(&self) -> String {
@@ -624,7 +699,12 @@ async fn apply_with_retries(
 ) -> Result<Option<MigrationStatus>, StoreError> {
     let mut attempt = 1;
     loop {
-        match apply(client, schema, home, migration).await? {
+        let applied = if migration.outside_a_transaction() {
+            apply_outside_a_transaction(client, schema, home, migration).await?
+        } else {
+            apply(client, schema, home, migration).await?
+        };
+        match applied {
             Ok(status) => return Ok(status),
             Err(waited) if attempt < MIGRATION_ATTEMPTS => {
                 tracing::warn!(migration = %migration.file_name(), attempt, %waited,
@@ -679,6 +759,139 @@ async fn apply(
         });
     }
     let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let status = record(&transaction, migration, execution_ms).await?;
+    transaction.commit().await?;
+    Ok(Ok(Some(status)))
+}
+
+// The migrators' lock of LOCK, held by `migrate`'s session across the statements of a migration
+// run outside a transaction, and let go after them. The transaction-level LOCK that `begin`
+// takes in the same session is granted at once: advisory locks are re-entrant in one session.
+const SESSION_LOCK: &str = "SELECT pg_advisory_lock(hashtext($1), hashtext($2))";
+const SESSION_UNLOCK: &str = "SELECT pg_advisory_unlock(hashtext($1), hashtext($2))";
+
+// The session's search_path, lock timeout and JIT setting, to be put back after a migration run
+// outside a transaction; and the statement that sets them, for the session ($1, $2, $3).
+const SESSION_SETTINGS: &str = "SELECT current_setting('search_path') AS search_path,
+        current_setting('lock_timeout') AS lock_timeout, current_setting('jit') AS jit";
+const SET_SESSION_SETTINGS: &str = "SELECT set_config('search_path', $1, false),
+        set_config('lock_timeout', $2, false), set_config('jit', $3, false)";
+
+// The indexes of schema $1 named in $2 that a failed `CREATE INDEX CONCURRENTLY` left invalid,
+// with the statement that drops each (concurrently, its names quoted by the server).
+const INVALID_INDEXES: &str = "SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I.%I', n.nspname,
+        c.relname) AS drop_statement
+    FROM pg_index i
+    JOIN pg_class c ON c.oid = i.indexrelid
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = $1 AND c.relname = ANY($2) AND NOT i.indisvalid
+    ORDER BY c.relname";
+
+/// A migration marked [`OUTSIDE_A_TRANSACTION`], applied as [`apply`] applies one (the same
+/// answers: `None` when another migrator applied it first, `Err` with the server's message when a
+/// statement ran out of [`MIGRATION_LOCK_TIMEOUT`]), its statements run one by one in the
+/// session: under the migrators' lock held for the session, after the checks of [`begin`], with
+/// the schema as `search_path` and the lock timeout set for the session and reset after, every
+/// invalid index it builds (left by an attempt that failed) dropped first; then its ledger row
+/// recorded in a transaction of [`begin`]'s. A statement that failed leaves what the statements
+/// before it did: each must be safe to run again.
+async fn apply_outside_a_transaction(
+    client: &mut Client,
+    schema: &SchemaName,
+    home: &str,
+    migration: &Migration,
+) -> Result<Result<Option<MigrationStatus>, String>, StoreError> {
+    let statements = migration.statements()?;
+    let before = client.query_one(SESSION_SETTINGS, &[]).await?;
+    let before: [String; 3] = [
+        before.col("search_path")?,
+        before.col("lock_timeout")?,
+        before.col("jit")?,
+    ];
+    client
+        .execute(SESSION_LOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
+        .await?;
+    let applied = run_outside_a_transaction(client, schema, home, migration, &statements).await;
+    // Whatever happened, nothing of the migration's outlives it in the session.
+    let restored = client
+        .query_one(SET_SESSION_SETTINGS, &[&before[0], &before[1], &before[2]])
+        .await;
+    let unlocked = client
+        .execute(SESSION_UNLOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
+        .await;
+    let applied = applied?;
+    restored?;
+    unlocked?;
+    Ok(applied)
+}
+
+async fn run_outside_a_transaction(
+    client: &mut Client,
+    schema: &SchemaName,
+    home: &str,
+    migration: &Migration,
+    statements: &[String],
+) -> Result<Result<Option<MigrationStatus>, String>, StoreError> {
+    let transaction = begin(client, schema, home).await?;
+    let applied = read_ledger(&transaction)
+        .await?
+        .contains_key(&migration.version);
+    transaction.commit().await?;
+    if applied {
+        return Ok(Ok(None));
+    }
+    client
+        .query_one(
+            SET_SESSION_SETTINGS,
+            &[&schema.quoted(), &MIGRATION_LOCK_TIMEOUT, &"off"],
+        )
+        .await?;
+    let started = Instant::now();
+    let invalid: Vec<String> = client
+        .query(
+            INVALID_INDEXES,
+            &[&schema.as_str(), &migration.concurrent_indexes()],
+        )
+        .await?
+        .iter()
+        .map(|row| row.col("drop_statement"))
+        .collect::<Result<_, _>>()?;
+    for statement in invalid.iter().chain(statements) {
+        if let Err(error) = client.batch_execute(statement).await {
+            if error.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+                return Ok(Err(super::error::describe_server_error(&error)));
+            }
+            return Err(match StoreError::from_db(error) {
+                StoreError::Database(db) => StoreError::SchemaNotReady(format!(
+                    "migration {} failed: {}",
+                    migration.file_name(),
+                    super::error::describe_server_error(&db)
+                )),
+                other => other,
+            });
+        }
+    }
+    let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let transaction = begin(client, schema, home).await?;
+    if read_ledger(&transaction)
+        .await?
+        .contains_key(&migration.version)
+    {
+        transaction.commit().await?;
+        return Ok(Ok(None));
+    }
+    let status = record(&transaction, migration, execution_ms).await?;
+    transaction.commit().await?;
+    Ok(Ok(Some(status)))
+}
+
+/// Records `migration` in the ledger, inside the transaction that applied it (or, for one run
+/// outside a transaction, the one after its statements), and says so as `migrate` reports it.
+async fn record(
+    transaction: &tokio_postgres::Transaction<'_>,
+    migration: &Migration,
+    execution_ms: i64,
+) -> Result<MigrationStatus, StoreError> {
     let applied_at_ms: i64 = transaction
         .query_one(
             RECORD_MIGRATION,
@@ -693,8 +906,7 @@ async fn apply(
         )
         .await?
         .get(0);
-    transaction.commit().await?;
-    Ok(Ok(Some(MigrationStatus {
+    Ok(MigrationStatus {
         version: migration.version,
         name: migration.name.to_owned(),
         state: "applied",
@@ -704,7 +916,20 @@ async fn apply(
         previous_release_may_run: Some(migration.previous_release_may_run()),
         upgrade_floor: Some(migration.upgrade_floor),
         replicas_to_stop: Vec::new(),
-    })))
+    })
+}
+
+/// Applies one migration as `migrate` applies each pending one (in a transaction of its own, or
+/// outside one when marked so), with the same lock timeout and retries: for the tests of the
+/// runner, with a migration of their own. `None` when it was applied already.
+#[doc(hidden)]
+pub async fn apply_one(
+    client: &mut Client,
+    schema: &SchemaName,
+    migration: &Migration,
+) -> Result<Option<MigrationStatus>, StoreError> {
+    let home = crate::connect::server_process(client).await?;
+    apply_with_retries(client, schema, &home, migration).await
 }
 
 #[derive(Debug, Clone)]
@@ -1224,6 +1449,11 @@ super::statements::statements! {
     LIVE_ROLES: Owner | Observer,
     EXISTING_ROLES: Owner,
     IN_SCHEMA: Owner,
+    SESSION_LOCK: Owner,
+    SESSION_UNLOCK: Owner,
+    SESSION_SETTINGS: Owner,
+    SET_SESSION_SETTINGS: Owner,
+    INVALID_INDEXES: Owner,
 }
 
 #[cfg(test)]
@@ -1425,6 +1655,40 @@ mod tests {
             .map(|r| r.owner)
             .collect();
         assert_eq!(owners, ["older", "unsaid", "built-for-it"]);
+    }
+
+    /// A migration run outside a transaction is split into its statements at each `;` that ends
+    /// a line, its comments left out, and names the indexes it builds concurrently; one with a
+    /// `$$` body is refused.
+    #[test]
+    fn a_migration_outside_a_transaction_splits_into_its_statements_and_names_its_indexes() {
+        let migration = Migration {
+            version: 99,
+            name: "concurrent",
+            sql: "-- no-transaction\n-- Why: an index for a read.\n\
+                  CREATE INDEX CONCURRENTLY IF NOT EXISTS runs_by_time\n    ON runs (created_at_ms);\n\n\
+                  CREATE UNIQUE INDEX CONCURRENTLY \"runs_key\" ON runs (run_id);\n\
+                  CREATE INDEX CONCURRENTLY ON runs (status);\n",
+            upgrade_floor: 98,
+        };
+        assert!(migration.outside_a_transaction());
+        assert_eq!(
+            migration.statements().expect("plain statements"),
+            [
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS runs_by_time\n    ON runs (created_at_ms);\n",
+                "CREATE UNIQUE INDEX CONCURRENTLY \"runs_key\" ON runs (run_id);\n",
+                "CREATE INDEX CONCURRENTLY ON runs (status);\n",
+            ]
+        );
+        assert_eq!(migration.concurrent_indexes(), ["runs_by_time", "runs_key"]);
+        let with_body = Migration {
+            sql: "-- no-transaction\nDO $$ BEGIN PERFORM 1; END $$;\n",
+            ..migration
+        };
+        assert!(matches!(
+            with_body.statements(),
+            Err(StoreError::SchemaNotReady(message)) if message.contains("0099_concurrent.sql")
+        ));
     }
 
     #[test]
