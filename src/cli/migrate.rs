@@ -140,6 +140,7 @@ fn render_status(rows: &[MigrationStatus]) -> String {
             "checksum",
             "applied at",
             "previous release may run",
+            "oldest build beside it",
         ],
         rows.iter().map(|m| {
             vec![
@@ -149,6 +150,8 @@ fn render_status(rows: &[MigrationStatus]) -> String {
                 m.checksum.get(..12).unwrap_or_default().to_owned(),
                 opt(m.applied_at_ms.map(utc)),
                 yes_no(m.previous_release_may_run).to_owned(),
+                m.upgrade_floor
+                    .map_or_else(|| "-".to_owned(), |floor| format!("schema {floor}")),
             ]
         }),
     );

@@ -661,15 +661,35 @@ async fn the_adaptive_batch_grows_with_a_backlog_and_shrinks_when_it_is_gone() {
     assert_invariants(&db).await;
 }
 
-/// A running replica checks, beside each round's claim, the migrations applied after its own
-/// build's latest: one that says replicas of the previous release may keep running is served
-/// beside; one that does not (or does not say) stops its admissions, its claims given back,
-/// until it is gone (here: deleted; in an upgrade: the replica replaced).
+/// Two migrations applied after this build's latest (`L`), as a newer release's `migrate` records
+/// them: `L+1` lets a build of schema `L` run beside it, `L+2` lets the build just before it
+/// (`L+1`) run, so each single step says "the previous build may run". `floor` is `L+2`'s floor.
+async fn two_newer_migrations(client: &tokio_postgres::Client, floor: i64) -> (i64, i64) {
+    let latest = qlsched::store::migrate::latest_version();
+    client
+        .execute(
+            "INSERT INTO schema_migrations (version, name, checksum, applied_at_ms, execution_ms,
+                                            previous_release_may_run, upgrade_floor)
+             VALUES ($1::int8, 'expand', repeat('a', 64), 0, 0, true, $1::int8 - 1),
+                    ($1::int8 + 1, 'contract', repeat('b', 64), 0, 0, true, $2::int8)",
+            &[&(latest + 1), &floor],
+        )
+        .await
+        .expect("two newer migrations");
+    (latest, latest + 2)
+}
+
+/// The upgrade gate is a floor, not a step: a replica of a build two migrations behind the
+/// ledger admits beside them while their floors are at or below its build (a build at the floor
+/// keeps admitting), and stops admitting, its claims given back, saying why in its log and in the
+/// registry (`inspect replicas`' last error), as soon as the later one's floor rises above its
+/// build, though each migration lets the build just before it run; it admits again when the
+/// floor is lowered back (in an upgrade: the replica replaced).
 #[tokio::test(flavor = "multi_thread")]
-async fn a_replica_stops_admitting_beside_a_newer_migration_it_may_not_run_beside() {
+async fn a_replica_two_migrations_behind_stops_admitting_where_a_floor_rises_above_its_build() {
     let db = crate::util::TestDb::new().await;
     db.publish(&crate::util::every_second(&["a", "b"])).await;
-    let replica = crate::util::spawn_run(&db.url(), &["--owner", "old", "--cadence", "100ms"]);
+    let replica = crate::util::spawn_run(&db.url(), &["--owner", "behind", "--cadence", "100ms"]);
     let client = db.client().await;
     let runs = || async {
         client
@@ -682,58 +702,205 @@ async fn a_replica_stops_admitting_beside_a_newer_migration_it_may_not_run_besid
         runs().await > 0
     })
     .await;
+    // Both floors at this build: it runs beside them.
+    let (latest, contract) = two_newer_migrations(&client, 0).await;
     client
-        .batch_execute(
-            "INSERT INTO schema_migrations (version, name, checksum, applied_at_ms, execution_ms,
-                                            previous_release_may_run)
-             VALUES (99, 'from_the_future', repeat('a', 64), 0, 0, true)",
+        .execute(
+            "UPDATE schema_migrations SET upgrade_floor = $1 WHERE version = $2",
+            &[&latest, &contract],
         )
         .await
-        .expect("a newer migration the replica may run beside");
+        .expect("a floor at this build");
     let before = runs().await;
     crate::util::eventually(Duration::from_secs(10), "admissions go on", || async {
         runs().await > before + 2
     })
     .await;
+    // The contract step's floor is the build that carries the expansion: above this one.
     client
-        .batch_execute(
-            "UPDATE schema_migrations SET previous_release_may_run = false WHERE version = 99",
+        .execute(
+            "UPDATE schema_migrations SET upgrade_floor = $1::int8 WHERE version = $1::int8 + 1",
+            &[&(latest + 1)],
         )
         .await
-        .expect("one it may not");
+        .expect("the floor raised");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let stopped_at = runs().await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         runs().await,
         stopped_at,
-        "admitted beside a migration it may not run beside"
+        "admitted beside a migration whose floor is above its build"
     );
     let held: i64 = client
         .query_one(
-            "SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'old'",
+            "SELECT count(*) FROM trigger_schedules WHERE claim_owner = 'behind'",
             &[],
         )
         .await
         .expect("claims")
         .get(0);
     assert_eq!(held, 0, "its claims are given back");
+    let why = format!(
+        "migration {contract} (contract) was applied, and this build may not run beside it: its \
+         upgrade floor is schema {}, this build is of schema {latest}",
+        latest + 1
+    );
+    crate::util::eventually(Duration::from_secs(10), "the registry says why", || async {
+        client
+            .query_one(
+                "SELECT coalesce(last_error, '') FROM replicas WHERE owner = 'behind'",
+                &[],
+            )
+            .await
+            .is_ok_and(|row| row.get::<_, String>(0).contains(&why))
+    })
+    .await;
     client
-        .batch_execute("DELETE FROM schema_migrations WHERE version = 99")
+        .execute(
+            "UPDATE schema_migrations SET upgrade_floor = $1 WHERE version = $2",
+            &[&latest, &contract],
+        )
         .await
-        .expect("gone");
+        .expect("the floor lowered");
     crate::util::eventually(Duration::from_secs(15), "admissions again", || async {
         runs().await > stopped_at
     })
     .await;
     let log = replica.stop();
-    assert!(
-        log.contains(
-            "migration 99 (from_the_future) was applied, and this build may not run beside it"
-        ),
-        "{log}"
-    );
+    assert!(log.contains(&why), "{log}");
+    client
+        .batch_execute("DELETE FROM schema_migrations WHERE name IN ('expand', 'contract')")
+        .await
+        .expect("the newer migrations gone");
     crate::util::assert_invariants(&db).await;
+}
+
+/// The gate is in the claim statement itself: with due rows and a migration whose floor is above
+/// this build in the ledger, the replica's claim and the manual claim take nothing, the dry run
+/// shows nothing, and the `claim` command exits 78 naming the migration; with the floor at this
+/// build, the same claim takes the rows.
+#[tokio::test]
+async fn a_claim_by_a_build_below_the_floor_claims_nothing() {
+    let db = TestDb::new().await;
+    every_second(&db, 3).await;
+    let client = db.client().await;
+    client
+        .batch_execute("UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 1000")
+        .await
+        .expect("all due");
+    let (latest, contract) = two_newer_migrations(&client, 0).await;
+    let floor = |floor: i64| {
+        let client = &client;
+        async move {
+            client
+                .execute(
+                    "UPDATE schema_migrations SET upgrade_floor = $1 WHERE version = $2",
+                    &[&floor, &contract],
+                )
+                .await
+                .expect("set the floor");
+        }
+    };
+    floor(latest + 1).await;
+    let claim = |owner: &'static str| {
+        let client = &client;
+        async move {
+            client.batch_execute("BEGIN").await.expect("begin");
+            let rows = qlsched::store::claim::claim_due(client, owner, 16, 30_000)
+                .await
+                .expect("the claim runs");
+            let would = qlsched::store::claim::would_claim(client, None, owner, 30_000)
+                .await
+                .expect("the dry run runs");
+            client.batch_execute("COMMIT").await.expect("commit");
+            (rows.len(), would.is_some())
+        }
+    };
+    assert_eq!(
+        claim("below").await,
+        (0, false),
+        "nothing claimed below the floor"
+    );
+    let output = crate::util::qlsched(Some(&db), &["claim", "--owner", "by-hand", "--yes"], None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(78), "{stderr}");
+    assert!(
+        stderr.contains(&format!("migration {contract} (contract)"))
+            && stderr.contains(&format!("builds before schema {}", latest + 1)),
+        "{stderr}"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_owner IS NOT NULL")
+            .await,
+        0
+    );
+    floor(latest).await;
+    assert_eq!(
+        claim("at-floor").await,
+        (3, false),
+        "all three due rows claimed at the floor"
+    );
+}
+
+/// A failed read of the gate fails the claim, it does not let the round admit: with SELECT on
+/// the ledger revoked from the runtime role, a replica's round (its login a member of that role
+/// only) fails naming the ledger, claims nothing and admits nothing; granted again, it admits.
+#[tokio::test]
+async fn a_failed_read_of_the_gate_fails_the_claim_and_admits_nothing() {
+    let db = TestDb::new().await;
+    every_second(&db, 3).await;
+    let login = crate::util::LoginRole::create(&db, "qlsched_runtime").await;
+    let settings = qlsched::store::ConnectionSettings::resolve(Some(&login.url(&db)))
+        .expect("the runtime login's URL");
+    let store = qlsched::store::Store::open_replica(&settings, &crate::util::schema(), "gate", 2)
+        .await
+        .expect("a replica's pool as the runtime login");
+    let coordinator = Coordinator::new(store, config("runtime-login", 100, 1_000));
+    let client = db.client().await;
+    let due = || async {
+        client
+            .batch_execute(
+                "UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000",
+            )
+            .await
+            .expect("all due");
+    };
+    // Initialized, then due.
+    coordinator.run_round().await.expect("a first round");
+    due().await;
+    client
+        .batch_execute("REVOKE SELECT ON schema_migrations FROM qlsched_runtime")
+        .await
+        .expect("revoke");
+    let runs = db.count("SELECT count(*) FROM runs").await;
+    let error = coordinator
+        .run_round()
+        .await
+        .expect_err("a round that cannot read the gate fails");
+    client
+        .batch_execute("GRANT SELECT ON schema_migrations TO qlsched_runtime")
+        .await
+        .expect("grant again");
+    assert!(
+        error.to_string().contains("schema_migrations"),
+        "the round says it could not read the ledger: {error}"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM runs").await,
+        runs,
+        "nothing admitted"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_owner IS NOT NULL")
+            .await,
+        0,
+        "nothing claimed"
+    );
+    let report = coordinator.run_round().await.expect("the gate read again");
+    assert_eq!(report.claimed, 3, "{report:?}");
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, runs + 3);
+    assert_invariants(&db).await;
 }
 
 /// The replica as a library service, run in-process as `qlsched run` runs it: it starts, admits,

@@ -707,12 +707,15 @@ async fn migrate_status_says_what_is_pending_and_which_replicas_would_stop() {
         .expect("the last migration's row");
     assert_eq!(row["state"], "pending", "{row}");
     assert_eq!(
-        row["previous_release_may_run"], last.previous_release_may_run,
+        row["previous_release_may_run"],
+        last.previous_release_may_run(),
         "{row}"
     );
     assert_eq!(row["replicas_to_stop"], serde_json::json!([]), "{row}");
+    assert_eq!(row["upgrade_floor"], last.upgrade_floor, "{row}");
     for row in &rows {
         assert!(row["previous_release_may_run"].is_boolean(), "{row}");
+        assert!(row["upgrade_floor"].is_i64(), "{row}");
     }
     let table = stdout(&qlsched(Some(&db), &["migrate", "status"], None));
     assert!(
@@ -805,5 +808,134 @@ async fn migrate_runs_as_the_schema_owner_and_names_the_right_an_admin_login_lac
             admin.name, owner.name
         ),
         "an admin login on a migrated database",
+    );
+}
+
+/// A ledger recorded before floors existed (as 0.2.0's `migrate` leaves it: no `upgrade_floor`
+/// column, 0014 not applied) gets the column from this build's `migrate`, each row's floor and flag
+/// as this build declares them, and 0014 recorded with its own; `migrate verify` finds nothing.
+#[tokio::test]
+async fn migrate_gives_a_ledger_from_before_floors_each_migrations_floor() {
+    let db = TestDb::new().await;
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "DELETE FROM schema_migrations WHERE version = 14;
+             ALTER TABLE schema_migrations DROP COLUMN upgrade_floor;
+             UPDATE schema_migrations SET previous_release_may_run = NULL WHERE version = 7;",
+        )
+        .await
+        .expect("a ledger as 0.2.0 left it");
+    let output = qlsched(Some(&db), &["migrate"], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let recorded: Vec<(i64, bool, i64)> = client
+        .query(
+            "SELECT version, previous_release_may_run, upgrade_floor FROM schema_migrations
+             ORDER BY version",
+            &[],
+        )
+        .await
+        .expect("the ledger")
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    let declared: Vec<(i64, bool, i64)> = MIGRATIONS
+        .iter()
+        .map(|m| (m.version, m.previous_release_may_run(), m.upgrade_floor))
+        .collect();
+    assert_eq!(recorded, declared);
+    let output = qlsched(Some(&db), &["migrate", "verify"], None);
+    assert_eq!(code(&output), 0, "{}", stdout(&output));
+}
+
+/// A migration marked to run outside a transaction builds its index with `CREATE INDEX
+/// CONCURRENTLY` on a table replicas write to: an invalid index of the same name, left by an
+/// attempt that failed, is dropped and built again (where `IF NOT EXISTS` alone would keep it);
+/// a statement that waits past the lock timeout behind a session holding the table is tried
+/// again, and the migration recorded once it ran; applied again, it finds itself in the ledger.
+#[tokio::test]
+async fn a_migration_outside_a_transaction_rebuilds_an_invalid_index_and_retries_a_lock_wait() {
+    use qlsched::store::migrate::{Migration, apply_one};
+    let db = TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a", "b"])).await;
+    let client = db.client().await;
+    let index_valid = || async {
+        client
+            .query_opt(
+                "SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i
+                 JOIN pg_class c ON c.oid = i.indexrelid
+                 WHERE c.relname = 'trigger_schedules_throw_away'",
+                &[],
+            )
+            .await
+            .expect("the index")
+            .map(|row| (row.get::<_, bool>(0), row.get::<_, String>(1)))
+    };
+    // A concurrent build that failed (two rows, one unique key) leaves its index invalid.
+    let failed = client
+        .batch_execute(
+            "CREATE UNIQUE INDEX CONCURRENTLY trigger_schedules_throw_away
+             ON trigger_schedules ((true))",
+        )
+        .await;
+    assert!(failed.is_err(), "the failed build");
+    let (valid, _) = index_valid().await.expect("an index left behind");
+    assert!(!valid, "the failed build left its index invalid");
+    let migration = Migration {
+        version: 9001,
+        name: "throw_away_index",
+        sql: "-- no-transaction\n\
+              CREATE INDEX CONCURRENTLY IF NOT EXISTS trigger_schedules_throw_away\n\
+              ON trigger_schedules (updated_at_ms);\n",
+        upgrade_floor: 9000,
+    };
+    // A session holds a lock the build waits for, longer than one lock timeout (5 s).
+    let holder = db.client().await;
+    holder
+        .batch_execute("BEGIN; LOCK TABLE trigger_schedules IN SHARE UPDATE EXCLUSIVE MODE")
+        .await
+        .expect("hold the table");
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+        holder.batch_execute("COMMIT").await.expect("let go");
+    });
+    let mut runner = db.client().await;
+    let settings =
+        "SELECT current_setting('search_path') || ' ' || current_setting('lock_timeout')";
+    let before: String = runner.query_one(settings, &[]).await.expect("show").get(0);
+    let started = std::time::Instant::now();
+    let applied = apply_one(&mut runner, &schema(), &migration)
+        .await
+        .expect("applied after a retry");
+    release.await.expect("the holder");
+    // Had the build waited for the holder, it would have ended at 6 s; it gave up at 5 s (its
+    // lock timeout), paused 2 s and built the index on its second attempt.
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(7),
+        "the first attempt waited out its lock timeout and a second ran: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(applied.map(|status| status.version), Some(9001));
+    let (valid, definition) = index_valid().await.expect("the index");
+    assert!(valid, "{definition}");
+    assert!(
+        definition.contains("(updated_at_ms)"),
+        "rebuilt: {definition}"
+    );
+    assert_eq!(
+        db.count(
+            "SELECT count(*) FROM schema_migrations WHERE version = 9001 AND upgrade_floor = 9000"
+        )
+        .await,
+        1
+    );
+    // The session's settings are as they were.
+    let after: String = runner.query_one(settings, &[]).await.expect("show").get(0);
+    assert_eq!(after, before);
+    assert!(
+        apply_one(&mut runner, &schema(), &migration)
+            .await
+            .expect("applied again")
+            .is_none()
     );
 }

@@ -266,12 +266,13 @@ async fn probes_answer_json_and_readyz_names_a_schema_that_is_not_ready() {
     assert_eq!(status, 404, "{body}");
 
     // A schema this binary does not know (as after a newer binary migrated it, with a migration
-    // the previous release may not run beside): not ready, and the reason says why; the rounds
+    // whose upgrade floor is above this build): not ready, and the reason says why; the rounds
     // go on (admitting nothing), so the replica stays alive.
     db.client()
         .await
         .batch_execute(
-            "UPDATE schema_migrations SET version = 9999, previous_release_may_run = false
+            "UPDATE schema_migrations
+             SET version = 9999, previous_release_may_run = false, upgrade_floor = 9999
              WHERE version = (SELECT max(version) FROM schema_migrations)",
         )
         .await
@@ -283,7 +284,7 @@ async fn probes_answer_json_and_readyz_names_a_schema_that_is_not_ready() {
         not_ready["reason"]
             .as_str()
             .unwrap_or_default()
-            .contains("unknown to this binary"),
+            .contains("unknown to this binary, and builds before schema 9999 may not run"),
         "{not_ready}"
     );
     let (_, metrics) = get(&addr, "/metrics").await.expect("scrape");

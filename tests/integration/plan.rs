@@ -41,6 +41,31 @@ fn assert_index_walk(plan: &[String], context: &str) {
         !plan.iter().any(|line| line.contains("Sort Key")),
         "{context}: rows are sorted instead of read in claim order:\n{text}"
     );
+    assert_gate_probed_once(plan, context);
+}
+
+/// The upgrade gate the claim carries: one probe of the ledger's primary key, in the one CTE
+/// computed once per statement, and each scan that chooses rows behind a one-time filter on it
+/// (checked once, before the scan reads or locks a row), never a filter evaluated row by row.
+fn assert_gate_probed_once(plan: &[String], context: &str) {
+    let text = plan.join("\n");
+    let count = |fragment: &str| plan.iter().filter(|line| line.contains(fragment)).count();
+    assert_eq!(
+        count("on schema_migrations"),
+        1,
+        "{context}: the ledger is read more than once, or not at all:\n{text}"
+    );
+    assert!(
+        plan.iter().any(|line| line.contains("Index")
+            && line.contains("using schema_migrations_pkey on schema_migrations")),
+        "{context}: the gate is not an index probe of the ledger's key:\n{text}"
+    );
+    assert_eq!(count("CTE gate"), 1, "{context}:\n{text}");
+    assert_eq!(
+        count("One-Time Filter"),
+        2,
+        "{context}: each of the two scans is to stop on the gate before it reads:\n{text}"
+    );
 }
 
 /// Custom plans for a small and the largest budget, then the generic plan, on `client`'s session.

@@ -310,16 +310,17 @@ impl Coordinator {
         Ok(report)
     }
 
-    /// The round's claim, with the heartbeat it carries; a claim that finds a migration this
-    /// build may not run beside gives back what it took and fails the round.
+    /// The round's claim, with the heartbeat it carries. The claim statement carries the upgrade
+    /// gate: a build that a migration's floor holds out claims nothing, and a failed read of the
+    /// ledger fails the claim. The same trip says which migration closes the gate: then the round
+    /// fails saying so (not ready, in the registry's last error), after giving back what a claim
+    /// that ran just before the migration committed took.
     async fn claim(
         &self,
         client: &Object,
         report: &mut RoundReport,
     ) -> Result<RoundClaim, StoreError> {
         let heartbeat = self.due_heartbeat();
-        // In the claim's round trip: whether a migration this build may not run beside has been
-        // applied since it started (a rolling upgrade's new release migrated).
         let claimed = claim_for_round(
             client,
             self.store.sender(),
@@ -331,8 +332,8 @@ impl Coordinator {
         )
         .await;
         if let Ok(trip) = &claimed {
-            match &trip.newer {
-                Ok(Some(newer)) => {
+            match &trip.gate {
+                Ok(Some(closed_by)) => {
                     // Admit nothing, and give back what the claim took.
                     if let Ok(claim) = &trip.claim {
                         let taken: Vec<ReleaseRequest> =
@@ -345,14 +346,14 @@ impl Coordinator {
                         }
                     }
                     return Err(StoreError::SchemaNotReady(format!(
-                        "migration {} ({}) was applied, and this build may not run beside it: \
-                         admitting nothing (upgrade this replica to the release that applied it)",
-                        newer.version, newer.name
+                        "{closed_by}: admitting nothing (upgrade this replica to a release that \
+                         carries it)"
                     )));
                 }
                 Ok(None) => {}
+                // The claim read the gate itself: only the reason is missing.
                 Err(error) => {
-                    tracing::warn!(%error, "could not read the schema's newer migrations");
+                    tracing::warn!(%error, "could not read which migration, if any, closes the upgrade gate");
                 }
             }
         }

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::error::stored;
-use super::migrate::{NEWER_MIGRATIONS, NewerMigration, first_blocking, latest_version};
+use super::migrate::{GATE_CLOSED_BY, GateClosedBy, latest_version};
 use super::replicas::{HEARTBEAT, Heartbeat};
 use super::row::Named;
 use super::sender::{Sender, TRANSACTION_SETTINGS};
@@ -119,14 +119,30 @@ impl ClaimedRow {
 // CLAIM_ONE and WOULD_CLAIM carry the same predicate, NEXT_DUE its stored fact, the admission
 // (`store::admit`) its definition evaluated now; `tests` fails when a copy differs.
 //
+// The upgrade gate (docs/OPERATIONS.md, "Upgrading"), the `gate` CTE: open unless a migration
+// applied after $4, this build's latest migration, has an upgrade floor above $4 (a NULL floor
+// reads as the version itself); then each scan's one-time filter stops it before it reads or locks
+// a row, and the claim claims nothing. In the statement, so that no claim writes before the gate
+// is read (a migration committed before the claim's snapshot is seen by it), and a failed read of
+// the ledger fails the claim instead of letting the round admit. One probe of the ledger's
+// primary key (`schema_migrations_pkey`, the versions after $4, none for a build that is
+// current), evaluated once per statement: the CTE, referenced by both scans, is computed once.
+// CLAIM_ONE and WOULD_CLAIM carry the same CTE and filter, with their own parameter; `tests`
+// fails when a copy differs.
+//
 // The UPDATE writes a fresh claim (owner $1, lease $3 ms) on every row of the `chosen` CTE and
 // returns it with its definitions: a new random token, the claim version and the state version
 // moved on, expiry and acquired time from database time. CLAIM_ONE writes its claim the same way;
 // the RETURNING list, in `ClaimedRow::from_row`'s names, is every claim statement's.
-const CLAIM_DUE: &str = r#"WITH uninitialized AS (
+const CLAIM_DUE: &str = r#"WITH gate AS (
+        SELECT NOT EXISTS (
+            SELECT 1 FROM schema_migrations m
+            WHERE m.version > $4 AND coalesce(m.upgrade_floor, m.version) > $4
+        ) AS open
+    ), uninitialized AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        WHERE s.next_fire_at_ms IS NULL
+        WHERE (SELECT open FROM gate) AND s.next_fire_at_ms IS NULL
           AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
           AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
@@ -135,7 +151,7 @@ const CLAIM_DUE: &str = r#"WITH uninitialized AS (
     ), overdue AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        WHERE s.next_fire_at_ms <= now_ms()
+        WHERE (SELECT open FROM gate) AND s.next_fire_at_ms <= now_ms()
           AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
           AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
@@ -164,13 +180,19 @@ const CLAIM_DUE: &str = r#"WITH uninitialized AS (
         t.content_digest AS trigger_digest, k.revision AS task_revision,
         k.content_digest AS task_digest, k.execution_revision_id"#;
 
-// Claim one named row for owner $3 with a lease of $4 ms, if it is due and eligible; SKIP LOCKED so
-// an operator is told at once (nothing claimed) that a replica holds the row locked, instead of
-// waiting behind it. Eligibility, the claim's write and its RETURNING list as in CLAIM_DUE.
-const CLAIM_ONE: &str = r#"WITH chosen AS (
+// Claim one named row for owner $3 with a lease of $4 ms, if it is due and eligible and the
+// upgrade gate is open for a build whose latest migration is $5; SKIP LOCKED so an operator is
+// told at once (nothing claimed) that a replica holds the row locked, instead of waiting behind
+// it. The gate, eligibility, the claim's write and its RETURNING list as in CLAIM_DUE.
+const CLAIM_ONE: &str = r#"WITH gate AS (
+        SELECT NOT EXISTS (
+            SELECT 1 FROM schema_migrations m
+            WHERE m.version > $5 AND coalesce(m.upgrade_floor, m.version) > $5
+        ) AS open
+    ), chosen AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        WHERE s.project_id = $1 AND s.trigger_id = $2
+        WHERE (SELECT open FROM gate) AND s.project_id = $1 AND s.trigger_id = $2
           AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms())
           AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
           AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
@@ -225,11 +247,17 @@ const RELEASE: &str = "UPDATE trigger_schedules s
 // due and eligible (eligibility as in CLAIM_DUE), else the first due, eligible row in claim order.
 // Its columns are those a claim by owner $3 with a lease of $4 ms would return (CLAIM_DUE's
 // RETURNING list), computed without writing the row: what `--dry-run` shows (the token is one the
-// claim would not reuse).
-const WOULD_CLAIM: &str = r#"WITH chosen AS (
+// claim would not reuse). Nothing when the upgrade gate is closed for a build whose latest
+// migration is $5 (as in CLAIM_DUE): the claim would take nothing either.
+const WOULD_CLAIM: &str = r#"WITH gate AS (
+        SELECT NOT EXISTS (
+            SELECT 1 FROM schema_migrations m
+            WHERE m.version > $5 AND coalesce(m.upgrade_floor, m.version) > $5
+        ) AS open
+    ), chosen AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        WHERE ($1::text IS NULL OR (s.project_id = $1 AND s.trigger_id = $2))
+        WHERE (SELECT open FROM gate) AND ($1::text IS NULL OR (s.project_id = $1 AND s.trigger_id = $2))
           AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms())
           AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
           AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
@@ -261,7 +289,16 @@ pub async fn would_claim(
         .map(|name| (&name.project_id, &name.trigger_id))
         .unzip();
     let rows = client
-        .query(WOULD_CLAIM, &[&project_id, &trigger_id, &owner, &lease_ms])
+        .query(
+            WOULD_CLAIM,
+            &[
+                &project_id,
+                &trigger_id,
+                &owner,
+                &lease_ms,
+                &latest_version(),
+            ],
+        )
         .await?;
     rows.first().map(ClaimedRow::from_row).transpose()
 }
@@ -303,7 +340,7 @@ pub async fn claim_due(
 ) -> Result<Vec<ClaimedRow>, StoreError> {
     client.query_one(PIN_CLAIM_PLAN, &[]).await?;
     let rows = client
-        .query(CLAIM_DUE, &[&owner, &budget, &lease_ms])
+        .query(CLAIM_DUE, &[&owner, &budget, &lease_ms, &latest_version()])
         .await?;
     rows.iter().map(ClaimedRow::from_row).collect()
 }
@@ -336,9 +373,11 @@ pub struct RoundClaim {
 pub struct ClaimTrip {
     pub claim: Result<RoundClaim, StoreError>,
     pub heartbeat: Result<(), StoreError>,
-    /// A migration applied since this build's latest that this build may not run beside
-    /// ([`blocking_newer_migration`]), read in the same trip.
-    pub newer: Result<Option<NewerMigration>, StoreError>,
+    /// The migration applied after this build's latest whose upgrade floor holds this build
+    /// out, read after the claim in the same trip ([`GATE_CLOSED_BY`]): why a claim by a gated
+    /// build took nothing (its statement carries the gate itself), or that a migration committed
+    /// between the claim and this read, and the rows claimed just before it are to be given back.
+    pub gate: Result<Option<GateClosedBy>, StoreError>,
 }
 
 /// A replica's claim, in a transaction of its own that pins the claim's plan
@@ -360,7 +399,7 @@ pub async fn claim_for_round(
     let pin = sender.ready(client, PIN_CLAIM_PLAN, round_trips).await?;
     let claim = sender.ready(client, CLAIM_DUE, round_trips).await?;
     let next_due = sender.ready(client, NEXT_DUE, round_trips).await?;
-    let newer = sender.ready(client, NEWER_MIGRATIONS, round_trips).await?;
+    let gate = sender.ready(client, GATE_CLOSED_BY, round_trips).await?;
     let beat = sender.ready(client, HEARTBEAT, round_trips).await?;
     *round_trips += 1;
     let beat = async {
@@ -392,6 +431,7 @@ pub async fn claim_for_round(
             None => Ok(()),
         }
     };
+    let latest = latest_version();
     // The claim's transaction: BEGIN, the schema's settings, the pin, the claim, COMMIT. A failed
     // claim leaves the transaction aborted and its COMMIT rolls it back.
     let claimed = async {
@@ -399,25 +439,25 @@ pub async fn claim_for_round(
             client.batch_execute(BEGIN),
             sender.settings(client, &settings),
             pin.query_one(client, &[]),
-            claim.query(client, &[&owner, &budget, &lease_ms]),
+            claim.query(client, &[&owner, &budget, &lease_ms, &latest]),
         )
         .await;
         (begun.and(set).and(pinned.map(|_| ())), rows)
     };
-    // After it, in a transaction of their own: the next-due read, whether a newer migration
-    // forbids this build, and the heartbeat. A failed heartbeat leaves the reads' answers as they
-    // came; a failed read fails the heartbeat too, which is sent again next round. The BEGIN's and
-    // the settings' own results are not needed: had either failed, so would what follows them.
-    let latest = latest_version();
+    // After it, in a transaction of their own: the next-due read, which migration closes the
+    // gate for this build if one does, and the heartbeat. A failed heartbeat leaves the reads'
+    // answers as they came; a failed read fails the heartbeat too, which is sent again next round.
+    // The BEGIN's and the settings' own results are not needed: had either failed, so would what
+    // follows them.
     let after = async {
-        let ((_, _, clock), (newer, beat, committed)) = futures_util::future::join(
+        let ((_, _, clock), (gate, beat, committed)) = futures_util::future::join(
             futures_util::future::join3(
                 client.batch_execute(BEGIN),
                 sender.settings(client, &settings),
                 next_due.query_one(client, &[]),
             ),
             futures_util::future::join3(
-                newer.query(client, &[&latest]),
+                gate.query(client, &[&latest]),
                 beat,
                 client.batch_execute(COMMIT),
             ),
@@ -425,16 +465,15 @@ pub async fn claim_for_round(
         .await;
         (
             clock,
-            newer
-                .map_err(StoreError::from)
-                .and_then(|rows| first_blocking(&rows)),
+            gate.map_err(StoreError::from)
+                .and_then(|rows| GateClosedBy::read(&rows)),
             // A heartbeat whose transaction did not commit was not written.
             beat.and(committed.map_err(StoreError::from)),
         )
     };
     // One round trip: the requests leave in order on the one connection (join polls in order).
     // The claim commits at once, as docs/DESIGN.md §4.3 requires.
-    let ((opened, rows), committed, (clock, newer, heartbeat)) =
+    let ((opened, rows), committed, (clock, gate, heartbeat)) =
         futures_util::future::join3(claimed, client.batch_execute(COMMIT), after).await;
     let received = std::time::Instant::now();
     let claim = opened
@@ -466,7 +505,7 @@ pub async fn claim_for_round(
     Ok(ClaimTrip {
         claim,
         heartbeat,
-        newer,
+        gate,
     })
 }
 
@@ -480,7 +519,10 @@ pub async fn explain_claim_due(
 ) -> Result<Vec<String>, StoreError> {
     let statement = format!("EXPLAIN {CLAIM_DUE}");
     let rows = client
-        .query(statement.as_str(), &[&"explain", &budget, &1_000i64])
+        .query(
+            statement.as_str(),
+            &[&"explain", &budget, &1_000i64, &latest_version()],
+        )
         .await?;
     Ok(rows.iter().map(|row| row.get(0)).collect())
 }
@@ -504,7 +546,10 @@ pub async fn claim_one(
         trigger_id,
     } = trigger;
     let rows = client
-        .query(CLAIM_ONE, &[project_id, trigger_id, &owner, &lease_ms])
+        .query(
+            CLAIM_ONE,
+            &[project_id, trigger_id, &owner, &lease_ms, &latest_version()],
+        )
         .await?;
     rows.first().map(ClaimedRow::from_row).transpose()
 }
@@ -808,6 +853,44 @@ pub(crate) mod tests {
                 occurrences(statement, CLAIMABLE_NOW),
                 occurrences(statement, &eligible),
                 "{statement}"
+            );
+        }
+    }
+
+    /// The upgrade gate as every claim statement carries it, with the parameter naming this
+    /// build's latest migration: one CTE that probes the ledger once, and each scan's filter.
+    fn gate(parameter: &str) -> String {
+        format!(
+            "WITH gate AS ( SELECT NOT EXISTS ( SELECT 1 FROM schema_migrations m \
+             WHERE m.version > {parameter} \
+             AND coalesce(m.upgrade_floor, m.version) > {parameter} ) AS open ), "
+        )
+    }
+
+    /// Every claim statement, the dry run's included, opens with the same gate and filters each
+    /// of its scans on it: a claim by a build the gate holds out takes nothing.
+    #[test]
+    fn the_claim_statements_share_one_gate() {
+        const FILTER: &str = "WHERE (SELECT open FROM gate) AND ";
+        for (statement, parameter, scans) in [
+            (CLAIM_DUE, "$4", 2),
+            (CLAIM_ONE, "$5", 1),
+            (WOULD_CLAIM, "$5", 1),
+        ] {
+            assert!(
+                squeezed(statement).starts_with(&gate(parameter)),
+                "{statement}"
+            );
+            assert_eq!(
+                occurrences(statement, "schema_migrations"),
+                1,
+                "{statement}"
+            );
+            assert_eq!(occurrences(statement, FILTER), scans, "{statement}");
+            assert_eq!(
+                occurrences(statement, "FROM trigger_schedules s WHERE"),
+                scans,
+                "every scan that chooses rows is filtered: {statement}"
             );
         }
     }

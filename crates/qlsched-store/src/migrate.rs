@@ -22,15 +22,113 @@ pub struct Migration {
     pub version: i64,
     pub name: &'static str,
     pub sql: &'static str,
-    /// Whether replicas of the release before it may keep running beside it, admitting, once it
-    /// is applied (the mixed window of a rolling upgrade). Recorded in the ledger when applied,
-    /// so that a replica of an older build, which does not know the migration, can read it.
-    pub previous_release_may_run: bool,
+    /// The upgrade floor: the oldest build, named by its latest migration version, whose replicas
+    /// may keep running beside this migration, admitting, once it is applied (the mixed window of
+    /// a rolling upgrade). Its own version when only builds that carry it may; lower when older
+    /// builds may, down to the oldest build its author vouches for. Recorded in the ledger when
+    /// applied, so that a replica of an older build, which does not know the migration, can read
+    /// it: such a replica admits only while every migration applied after its own latest has a
+    /// floor at or below that latest (the gate in every claim statement, `claim::CLAIM_DUE`).
+    pub upgrade_floor: i64,
 }
 
+/// The first line that marks a migration to be run outside a transaction, as sqlx marks one: a
+/// migration that builds an index with `CREATE INDEX CONCURRENTLY` on a table replicas write to
+/// (which cannot run inside a transaction block), so that no replica's write waits for the build.
+/// The runner runs its statements one by one in `migrate`'s session, under the migrators' lock
+/// held for the session, with the schema as `search_path` and the same lock timeout and retries,
+/// drops an invalid index a failed attempt left before it tries again, and records the ledger
+/// row once every statement ran ([`apply_outside_a_transaction`]). Its statements must each be
+/// safe to run again (`IF NOT EXISTS`): an attempt that failed half-way is run again whole.
+pub const OUTSIDE_A_TRANSACTION: &str = "-- no-transaction";
+
+/// The latest migration of the builds that gate on the ledger's `previous_release_may_run` flag
+/// alone (0.2.0, the first release that checked, and the builds before it): they stop at the
+/// first newer migration whose flag is false. The flag `migrate` records for them says whether a
+/// build of this schema may run beside the migration ([`Migration::previous_release_may_run`]).
+pub const LAST_SCHEMA_GATED_BY_FLAG: i64 = 13;
+
 impl Migration {
+    /// The flag recorded beside the floor for the builds of [`LAST_SCHEMA_GATED_BY_FLAG`] and
+    /// before, which read nothing else: for the migrations up to it, whether the build just
+    /// before each may run beside it, as they were declared; for later ones, whether a build of
+    /// that schema (0.2.0) may, so that it stops where the floor says it must.
+    pub const fn previous_release_may_run(&self) -> bool {
+        let newest_reader = if self.version - 1 < LAST_SCHEMA_GATED_BY_FLAG {
+            self.version - 1
+        } else {
+            LAST_SCHEMA_GATED_BY_FLAG
+        };
+        self.upgrade_floor <= newest_reader
+    }
+
     pub fn checksum(&self) -> String {
         sha256_hex(self.sql.as_bytes())
+    }
+
+    /// Whether the migration runs outside a transaction ([`OUTSIDE_A_TRANSACTION`], its first
+    /// line), as `CREATE INDEX CONCURRENTLY` must.
+    pub fn outside_a_transaction(&self) -> bool {
+        self.sql.starts_with(OUTSIDE_A_TRANSACTION)
+    }
+
+    /// The statements of a migration run outside a transaction, one by one: the text split after
+    /// each `;` that ends a line, comments and blank pieces left out. Such a migration holds
+    /// plain statements only (no `$$` body, which could hold a `;` at a line's end): refused
+    /// otherwise, naming the file, before anything runs.
+    fn statements(&self) -> Result<Vec<String>, StoreError> {
+        if self.sql.contains("$$") {
+            return Err(StoreError::SchemaNotReady(format!(
+                "migration {} runs outside a transaction and holds a $$ body: such a migration \
+                 holds plain statements only (docs/DESIGN.md §3.1, the migration runner)",
+                self.file_name()
+            )));
+        }
+        let mut statements = Vec::new();
+        let mut current = String::new();
+        for line in self.sql.lines() {
+            let code = line.trim();
+            if code.is_empty() || code.starts_with("--") {
+                continue;
+            }
+            current.push_str(line);
+            current.push('\n');
+            if code.ends_with(';') {
+                statements.push(std::mem::take(&mut current));
+            }
+        }
+        if !current.trim().is_empty() {
+            statements.push(current);
+        }
+        Ok(statements)
+    }
+
+    /// The indexes a migration run outside a transaction builds, by the name after each
+    /// `CREATE [UNIQUE] INDEX CONCURRENTLY [IF NOT EXISTS]`: those an attempt that failed may have
+    /// left invalid.
+    fn concurrent_indexes(&self) -> Vec<String> {
+        let words: Vec<String> = self
+            .sql
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("--"))
+            .flat_map(str::split_whitespace)
+            .map(str::to_ascii_lowercase)
+            .collect();
+        let mut names = Vec::new();
+        for (at, word) in words.iter().enumerate() {
+            if word != "concurrently" || at == 0 || words[at - 1] != "index" {
+                continue;
+            }
+            let mut rest = words[at + 1..].iter();
+            let name = match rest.next().map(String::as_str) {
+                Some("if") => rest.nth(2),
+                other => other.map(|_| &words[at + 1]),
+            };
+            if let Some(name) = name.filter(|name| *name != "on") {
+                names.push(name.trim_matches('"').to_owned());
+            }
+        }
+        names
     }
 
     pub fn file_name(&self) -> String {
@@ -40,72 +138,76 @@ impl Migration {
 
 /// Every migration this binary carries, in order. A test checks this list against the files in
 /// `migrations/`, so a file cannot be added without being embedded.
+///
+/// The floors of 0001 to 0013 restate the flags they were declared with before floors existed:
+/// a "no" is the migration's own version, a "yes" the latest migration of the release before it
+/// (0.1's schema 6 for 0.2.0's 0007 to 0013; the build just before it for 0003 and 0006).
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "schedule_admission",
         sql: include_str!("../../../migrations/0001_schedule_admission.sql"),
-        previous_release_may_run: false,
+        upgrade_floor: 1,
     },
     Migration {
         version: 2,
         name: "roles_and_grants",
         sql: include_str!("../../../migrations/0002_roles_and_grants.sql"),
-        previous_release_may_run: false,
+        upgrade_floor: 2,
     },
     Migration {
         version: 3,
         name: "operator_read_models",
         sql: include_str!("../../../migrations/0003_operator_read_models.sql"),
-        previous_release_may_run: true,
+        upgrade_floor: 2,
     },
     Migration {
         version: 4,
         name: "occurrence_accounting",
         sql: include_str!("../../../migrations/0004_occurrence_accounting.sql"),
-        previous_release_may_run: false,
+        upgrade_floor: 4,
     },
     Migration {
         version: 5,
         name: "operator_control",
         sql: include_str!("../../../migrations/0005_operator_control.sql"),
-        previous_release_may_run: false,
+        upgrade_floor: 5,
     },
     Migration {
         version: 6,
         name: "replica_registry",
         sql: include_str!("../../../migrations/0006_replica_registry.sql"),
-        previous_release_may_run: true,
+        upgrade_floor: 5,
     },
     Migration {
         version: 7,
         name: "claimable_rows",
         sql: include_str!("../../../migrations/0007_claimable_rows.sql"),
-        previous_release_may_run: true,
+        upgrade_floor: 6,
     },
     Migration {
         version: 8,
         name: "definition_refusal",
         sql: include_str!("../../../migrations/0008_definition_refusal.sql"),
-        previous_release_may_run: true,
+        upgrade_floor: 6,
     },
     Migration {
         version: 9,
         name: "claim_churn",
         sql: include_str!("../../../migrations/0009_claim_churn.sql"),
-        previous_release_may_run: true,
+        upgrade_floor: 6,
     },
     Migration {
         version: 10,
         name: "parked_counts",
         sql: include_str!("../../../migrations/0010_parked_counts.sql"),
-        previous_release_may_run: true,
+        upgrade_floor: 6,
     },
     Migration {
         version: 11,
         name: "admission_errors",
         sql: include_str!("../../../migrations/0011_admission_errors.sql"),
-        previous_release_may_run: true,
+        upgrade_floor: 6,
     },
     Migration {
         version: 12,
@@ -113,13 +215,21 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/0012_run_retention.sql"),
         // Adds a nullable column, a trigger on updates (a replica never updates a run), two
         // tables and grants: the previous release's admissions are untouched.
-        previous_release_may_run: true,
+        upgrade_floor: 6,
     },
     Migration {
         version: 13,
         name: "replica_release",
         sql: include_str!("../../../migrations/0013_replica_release.sql"),
-        previous_release_may_run: true,
+        upgrade_floor: 6,
+    },
+    Migration {
+        version: 14,
+        name: "upgrade_floor",
+        sql: include_str!("../../../migrations/0014_upgrade_floor.sql"),
+        // A column, its comment and a check on the ledger: 0.2.0's replicas read the ledger
+        // through to_jsonb and never write it, so they run on beside it.
+        upgrade_floor: 13,
     },
 ];
 
@@ -263,9 +373,13 @@ pub struct MigrationStatus {
     /// is applied (the operator's guide, "Upgrading"): this binary's answer, or for an unknown
     /// migration the ledger's (null when it does not say).
     pub previous_release_may_run: Option<bool>,
-    /// For a pending migration that the previous release may not run beside: the running
-    /// replicas (registered, not stopped, not stale) built for an earlier schema, or of a release
-    /// that does not say which, that would have to stop for it. Empty otherwise.
+    /// The oldest build, named by its latest migration version, whose replicas may keep running
+    /// beside this migration once it is applied (the operator's guide, "Upgrading"): this
+    /// binary's answer, or for an unknown migration the ledger's (null when it does not say).
+    pub upgrade_floor: Option<i64>,
+    /// For a pending migration: the running replicas (registered, not stopped, not stale) built
+    /// for a schema below its floor, or of a release that does not say which when its floor is
+    /// above 0.1's schema, that would have to stop for it. Empty otherwise.
     pub replicas_to_stop: Vec<RunningReplica>,
 }
 
@@ -405,36 +519,48 @@ const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
 )";
 
 // Whether replicas of the previous release may run beside each migration
-// (`Migration::previous_release_may_run`), in the ledger, where an older build that does not know
-// a migration can read it. Added to ledgers made before it; NULL for rows recorded before, which
-// `migrate` fills in from what this build knows.
+// (`Migration::previous_release_may_run`), and the oldest build that may (its upgrade floor), in
+// the ledger, where an older build that does not know a migration can read them. Added to ledgers
+// made before them; NULL for rows recorded before, which `migrate` fills in from what this build
+// knows. The flag is still written for the builds that read nothing else (0.2.0).
 const ADD_LEDGER_FLAG: &str =
     "ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS previous_release_may_run boolean";
 const FILL_LEDGER_FLAG: &str = "UPDATE schema_migrations m SET previous_release_may_run = x.may_run
     FROM unnest($1::int8[], $2::bool[]) AS x(version, may_run)
     WHERE m.version = x.version AND m.previous_release_may_run IS NULL";
+const ADD_LEDGER_FLOOR: &str =
+    "ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS upgrade_floor bigint";
+const FILL_LEDGER_FLOOR: &str = "UPDATE schema_migrations m SET upgrade_floor = x.floor
+    FROM unnest($1::int8[], $2::int8[]) AS x(version, floor)
+    WHERE m.version = x.version AND m.upgrade_floor IS NULL";
 
 // Is the ledger there at all? (A missing one means "never migrated", not an error.)
 const LEDGER_EXISTS: &str =
     "SELECT to_regclass(format('%I.schema_migrations', $1::text)) IS NOT NULL";
 
 // The applied migrations, in order.
-// The flag read through to_jsonb, so that a ledger `migrate` has not yet given the column reads
-// as NULL rather than failing.
+// The flag and the floor read through to_jsonb, so that a ledger `migrate` has not yet given the
+// columns reads as NULL rather than failing.
 const READ_LEDGER: &str = "SELECT version, name, checksum, applied_at_ms, execution_ms,
-        (to_jsonb(m) ->> 'previous_release_may_run')::boolean AS previous_release_may_run
+        (to_jsonb(m) ->> 'previous_release_may_run')::boolean AS previous_release_may_run,
+        (to_jsonb(m) ->> 'upgrade_floor')::bigint AS upgrade_floor
     FROM schema_migrations m ORDER BY version";
 
-// The migrations applied after $1 (this build's latest), with whether this build may run beside
-// them: what a replica reads beside each round's claim. An index probe, no row when none.
-pub(crate) const NEWER_MIGRATIONS: &str = "SELECT version, name,
-        (to_jsonb(m) ->> 'previous_release_may_run')::boolean AS previous_release_may_run
-    FROM schema_migrations m WHERE version > $1 ORDER BY version";
+// The migration applied after $1 (this build's latest) that holds this build out, if any: the
+// one with the highest floor above $1 (a NULL floor reads as the version itself), the earliest
+// of those. The claim statements carry the gate itself (`claim::CLAIM_DUE`); this read only says
+// why a round claimed nothing, beside the claim. An index probe, no row when none.
+pub(crate) const GATE_CLOSED_BY: &str = "SELECT version, name,
+        coalesce(upgrade_floor, version) AS upgrade_floor
+    FROM schema_migrations m
+    WHERE version > $1 AND coalesce(upgrade_floor, version) > $1
+    ORDER BY coalesce(upgrade_floor, version) DESC, version LIMIT 1";
 
 // Record one applied migration, inside the transaction that applied it.
 const RECORD_MIGRATION: &str = "INSERT INTO schema_migrations
-    (version, name, checksum, applied_at_ms, execution_ms, previous_release_may_run)
-    VALUES ($1, $2, $3, now_ms(), $4, $5)
+    (version, name, checksum, applied_at_ms, execution_ms, previous_release_may_run,
+     upgrade_floor)
+    VALUES ($1, $2, $3, now_ms(), $4, $5, $6)
     RETURNING applied_at_ms";
 
 /// Applies every pending migration, each in a transaction of its own that takes the migrators'
@@ -453,12 +579,17 @@ pub async fn migrate_up(
     let transaction = begin(client, schema, &home).await?;
     transaction.batch_execute(CREATE_LEDGER).await?;
     transaction.batch_execute(ADD_LEDGER_FLAG).await?;
+    transaction.batch_execute(ADD_LEDGER_FLOOR).await?;
     let (versions, flags): (Vec<i64>, Vec<bool>) = MIGRATIONS
         .iter()
-        .map(|m| (m.version, m.previous_release_may_run))
+        .map(|m| (m.version, m.previous_release_may_run()))
         .unzip();
     transaction
         .execute(FILL_LEDGER_FLAG, &[&versions, &flags])
+        .await?;
+    let floors: Vec<i64> = MIGRATIONS.iter().map(|m| m.upgrade_floor).collect();
+    transaction
+        .execute(FILL_LEDGER_FLOOR, &[&versions, &floors])
         .await?;
     let roles: Vec<String> = ROLES.iter().map(|r| (*r).to_owned()).collect();
     let roles_before: Vec<String> = transaction
@@ -568,7 +699,12 @@ async fn apply_with_retries(
 ) -> Result<Option<MigrationStatus>, StoreError> {
     let mut attempt = 1;
     loop {
-        match apply(client, schema, home, migration).await? {
+        let applied = if migration.outside_a_transaction() {
+            apply_outside_a_transaction(client, schema, home, migration).await?
+        } else {
+            apply(client, schema, home, migration).await?
+        };
+        match applied {
             Ok(status) => return Ok(status),
             Err(waited) if attempt < MIGRATION_ATTEMPTS => {
                 tracing::warn!(migration = %migration.file_name(), attempt, %waited,
@@ -623,6 +759,139 @@ async fn apply(
         });
     }
     let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let status = record(&transaction, migration, execution_ms).await?;
+    transaction.commit().await?;
+    Ok(Ok(Some(status)))
+}
+
+// The migrators' lock of LOCK, held by `migrate`'s session across the statements of a migration
+// run outside a transaction, and let go after them. The transaction-level LOCK that `begin`
+// takes in the same session is granted at once: advisory locks are re-entrant in one session.
+const SESSION_LOCK: &str = "SELECT pg_advisory_lock(hashtext($1), hashtext($2))";
+const SESSION_UNLOCK: &str = "SELECT pg_advisory_unlock(hashtext($1), hashtext($2))";
+
+// The session's search_path, lock timeout and JIT setting, to be put back after a migration run
+// outside a transaction; and the statement that sets them, for the session ($1, $2, $3).
+const SESSION_SETTINGS: &str = "SELECT current_setting('search_path') AS search_path,
+        current_setting('lock_timeout') AS lock_timeout, current_setting('jit') AS jit";
+const SET_SESSION_SETTINGS: &str = "SELECT set_config('search_path', $1, false),
+        set_config('lock_timeout', $2, false), set_config('jit', $3, false)";
+
+// The indexes of schema $1 named in $2 that a failed `CREATE INDEX CONCURRENTLY` left invalid,
+// with the statement that drops each (concurrently, its names quoted by the server).
+const INVALID_INDEXES: &str = "SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I.%I', n.nspname,
+        c.relname) AS drop_statement
+    FROM pg_index i
+    JOIN pg_class c ON c.oid = i.indexrelid
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = $1 AND c.relname = ANY($2) AND NOT i.indisvalid
+    ORDER BY c.relname";
+
+/// A migration marked [`OUTSIDE_A_TRANSACTION`], applied as [`apply`] applies one (the same
+/// answers: `None` when another migrator applied it first, `Err` with the server's message when a
+/// statement ran out of [`MIGRATION_LOCK_TIMEOUT`]), its statements run one by one in the
+/// session: under the migrators' lock held for the session, after the checks of [`begin`], with
+/// the schema as `search_path` and the lock timeout set for the session and reset after, every
+/// invalid index it builds (left by an attempt that failed) dropped first; then its ledger row
+/// recorded in a transaction of [`begin`]'s. A statement that failed leaves what the statements
+/// before it did: each must be safe to run again.
+async fn apply_outside_a_transaction(
+    client: &mut Client,
+    schema: &SchemaName,
+    home: &str,
+    migration: &Migration,
+) -> Result<Result<Option<MigrationStatus>, String>, StoreError> {
+    let statements = migration.statements()?;
+    let before = client.query_one(SESSION_SETTINGS, &[]).await?;
+    let before: [String; 3] = [
+        before.col("search_path")?,
+        before.col("lock_timeout")?,
+        before.col("jit")?,
+    ];
+    client
+        .execute(SESSION_LOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
+        .await?;
+    let applied = run_outside_a_transaction(client, schema, home, migration, &statements).await;
+    // Whatever happened, nothing of the migration's outlives it in the session.
+    let restored = client
+        .query_one(SET_SESSION_SETTINGS, &[&before[0], &before[1], &before[2]])
+        .await;
+    let unlocked = client
+        .execute(SESSION_UNLOCK, &[&LOCK_NAMESPACE, &schema.as_str()])
+        .await;
+    let applied = applied?;
+    restored?;
+    unlocked?;
+    Ok(applied)
+}
+
+async fn run_outside_a_transaction(
+    client: &mut Client,
+    schema: &SchemaName,
+    home: &str,
+    migration: &Migration,
+    statements: &[String],
+) -> Result<Result<Option<MigrationStatus>, String>, StoreError> {
+    let transaction = begin(client, schema, home).await?;
+    let applied = read_ledger(&transaction)
+        .await?
+        .contains_key(&migration.version);
+    transaction.commit().await?;
+    if applied {
+        return Ok(Ok(None));
+    }
+    client
+        .query_one(
+            SET_SESSION_SETTINGS,
+            &[&schema.quoted(), &MIGRATION_LOCK_TIMEOUT, &"off"],
+        )
+        .await?;
+    let started = Instant::now();
+    let invalid: Vec<String> = client
+        .query(
+            INVALID_INDEXES,
+            &[&schema.as_str(), &migration.concurrent_indexes()],
+        )
+        .await?
+        .iter()
+        .map(|row| row.col("drop_statement"))
+        .collect::<Result<_, _>>()?;
+    for statement in invalid.iter().chain(statements) {
+        if let Err(error) = client.batch_execute(statement).await {
+            if error.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+                return Ok(Err(super::error::describe_server_error(&error)));
+            }
+            return Err(match StoreError::from_db(error) {
+                StoreError::Database(db) => StoreError::SchemaNotReady(format!(
+                    "migration {} failed: {}",
+                    migration.file_name(),
+                    super::error::describe_server_error(&db)
+                )),
+                other => other,
+            });
+        }
+    }
+    let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let transaction = begin(client, schema, home).await?;
+    if read_ledger(&transaction)
+        .await?
+        .contains_key(&migration.version)
+    {
+        transaction.commit().await?;
+        return Ok(Ok(None));
+    }
+    let status = record(&transaction, migration, execution_ms).await?;
+    transaction.commit().await?;
+    Ok(Ok(Some(status)))
+}
+
+/// Records `migration` in the ledger, inside the transaction that applied it (or, for one run
+/// outside a transaction, the one after its statements), and says so as `migrate` reports it.
+async fn record(
+    transaction: &tokio_postgres::Transaction<'_>,
+    migration: &Migration,
+    execution_ms: i64,
+) -> Result<MigrationStatus, StoreError> {
     let applied_at_ms: i64 = transaction
         .query_one(
             RECORD_MIGRATION,
@@ -631,22 +900,36 @@ async fn apply(
                 &migration.name,
                 &migration.checksum(),
                 &execution_ms,
-                &migration.previous_release_may_run,
+                &migration.previous_release_may_run(),
+                &migration.upgrade_floor,
             ],
         )
         .await?
         .get(0);
-    transaction.commit().await?;
-    Ok(Ok(Some(MigrationStatus {
+    Ok(MigrationStatus {
         version: migration.version,
         name: migration.name.to_owned(),
         state: "applied",
         checksum: migration.checksum(),
         applied_at_ms: Some(applied_at_ms),
         execution_ms: Some(execution_ms),
-        previous_release_may_run: Some(migration.previous_release_may_run),
+        previous_release_may_run: Some(migration.previous_release_may_run()),
+        upgrade_floor: Some(migration.upgrade_floor),
         replicas_to_stop: Vec::new(),
-    })))
+    })
+}
+
+/// Applies one migration as `migrate` applies each pending one (in a transaction of its own, or
+/// outside one when marked so), with the same lock timeout and retries: for the tests of the
+/// runner, with a migration of their own. `None` when it was applied already.
+#[doc(hidden)]
+pub async fn apply_one(
+    client: &mut Client,
+    schema: &SchemaName,
+    migration: &Migration,
+) -> Result<Option<MigrationStatus>, StoreError> {
+    let home = crate::connect::server_process(client).await?;
+    apply_with_retries(client, schema, &home, migration).await
 }
 
 #[derive(Debug, Clone)]
@@ -657,6 +940,9 @@ struct LedgerRow {
     execution_ms: i64,
     /// As recorded by the build that applied it; `None` before the ledger had the column.
     previous_release_may_run: Option<bool>,
+    /// As recorded by the build that applied it, or filled by a later `migrate`; `None` before
+    /// the ledger had the column.
+    upgrade_floor: Option<i64>,
 }
 
 async fn read_ledger(
@@ -673,6 +959,7 @@ async fn read_ledger(
                     applied_at_ms: row.col("applied_at_ms")?,
                     execution_ms: row.col("execution_ms")?,
                     previous_release_may_run: row.col("previous_release_may_run")?,
+                    upgrade_floor: row.col("upgrade_floor")?,
                 },
             ))
         })
@@ -693,12 +980,15 @@ fn divergence(ledger: &BTreeMap<i64, LedgerRow>) -> Vec<String> {
     let mut problems = Vec::new();
     for (version, row) in ledger {
         match MIGRATIONS.iter().find(|m| m.version == *version) {
-            // A newer release's migration that says this one may keep running beside it.
-            None if row.previous_release_may_run == Some(true) => {}
+            // A newer release's migration whose floor lets this build keep running beside it.
+            None if row
+                .upgrade_floor
+                .is_some_and(|floor| floor <= latest_version()) => {}
             None => problems.push(format!(
-                "migration {version} ({}) is applied but unknown to this binary (schema ahead: \
-                 upgrade qlsched)",
-                row.name
+                "migration {version} ({}) is applied but unknown to this binary, and {} (schema \
+                 ahead: upgrade qlsched)",
+                row.name,
+                floor_says(*version, row.upgrade_floor)
             )),
             Some(migration) if migration.checksum() != row.checksum => problems.push(format!(
                 "migration {} was applied with checksum {} but this binary carries {} (the file \
@@ -713,29 +1003,65 @@ fn divergence(ledger: &BTreeMap<i64, LedgerRow>) -> Vec<String> {
     problems
 }
 
-/// A migration applied after this build's latest that this build may not run beside: what a
-/// replica checks each round, and stops admitting on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewerMigration {
-    pub version: i64,
-    pub name: String,
+/// What a floor says of the builds before it, as the messages put it.
+fn floor_says(version: i64, floor: Option<i64>) -> String {
+    match floor {
+        Some(floor) => format!(
+            "builds before schema {floor} may not run beside it (this one is of schema {})",
+            latest_version()
+        ),
+        None => format!(
+            "it records no upgrade floor: only builds of schema {version} or later may run beside it"
+        ),
+    }
 }
 
-/// The first migration of `rows` ([`NEWER_MIGRATIONS`]' answer: those applied after this build's
-/// latest) that does not let this build run beside it (its flag false, or not recorded), if any:
-/// a replica reads them in its claim's round trip ([`super::claim::claim_for_round`]).
-pub(crate) fn first_blocking(
-    rows: &[tokio_postgres::Row],
-) -> Result<Option<NewerMigration>, StoreError> {
-    for row in rows {
-        if row.col::<Option<bool>>("previous_release_may_run")? != Some(true) {
-            return Ok(Some(NewerMigration {
-                version: row.col("version")?,
-                name: row.col("name")?,
-            }));
-        }
+/// The migration applied after this build's latest that holds it out (the highest floor above
+/// this build's latest): what the claim statements' gate finds, as [`GATE_CLOSED_BY`] reads it to
+/// say why a round admits nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateClosedBy {
+    pub version: i64,
+    pub name: String,
+    /// The oldest build that may run beside it, by its latest migration.
+    pub upgrade_floor: i64,
+}
+
+impl GateClosedBy {
+    /// [`GATE_CLOSED_BY`]'s answer: its one row, if any.
+    pub(crate) fn read(rows: &[tokio_postgres::Row]) -> Result<Option<Self>, StoreError> {
+        rows.first()
+            .map(|row| {
+                Ok(GateClosedBy {
+                    version: row.col("version")?,
+                    name: row.col("name")?,
+                    upgrade_floor: row.col("upgrade_floor")?,
+                })
+            })
+            .transpose()
     }
-    Ok(None)
+}
+
+/// The migration that closes the upgrade gate for this build, if one does ([`GATE_CLOSED_BY`]).
+pub async fn gate_closed_by(
+    client: &impl tokio_postgres::GenericClient,
+) -> Result<Option<GateClosedBy>, StoreError> {
+    let rows = client.query(GATE_CLOSED_BY, &[&latest_version()]).await?;
+    GateClosedBy::read(&rows)
+}
+
+impl std::fmt::Display for GateClosedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "migration {} ({}) was applied, and this build may not run beside it: its upgrade \
+             floor is schema {}, this build is of schema {}",
+            self.version,
+            self.name,
+            self.upgrade_floor,
+            latest_version()
+        )
+    }
 }
 
 // Is the replica registry there (migration 0006)? Asked before RUNNING_REPLICAS, which a schema
@@ -777,19 +1103,20 @@ async fn running_replicas(
         .collect()
 }
 
-/// The replicas of `running` that `migration` would stop, were it applied: none when the
-/// previous release may run beside it; else those built for a schema before it, and those of a
-/// release that does not say (the releases before 0.2.0, which do not even check: their operator
-/// stops them by hand).
+/// The latest schema a replica that does not say which schema it was built for can be of: such
+/// a replica is of a release before 0.2.0, and 0.1's schema is 6.
+const UNNAMED_SCHEMA_AT_MOST: i64 = 6;
+
+/// The replicas of `running` that `migration` would stop, were it applied: those built for a
+/// schema below its floor, and those of a release that does not say (the releases before 0.2.0,
+/// which do not even check: their operator stops them by hand) when its floor is above the
+/// schema they can be of.
 fn to_stop(migration: &Migration, running: &[RunningReplica]) -> Vec<RunningReplica> {
-    if migration.previous_release_may_run {
-        return Vec::new();
-    }
     running
         .iter()
-        .filter(|r| {
-            r.schema_version
-                .is_none_or(|built| built < migration.version)
+        .filter(|r| match r.schema_version {
+            Some(built) => built < migration.upgrade_floor,
+            None => migration.upgrade_floor > UNNAMED_SCHEMA_AT_MOST,
         })
         .cloned()
         .collect()
@@ -826,7 +1153,8 @@ pub async fn status(
                 checksum: m.checksum(),
                 applied_at_ms: row.map(|r| r.applied_at_ms),
                 execution_ms: row.map(|r| r.execution_ms),
-                previous_release_may_run: Some(m.previous_release_may_run),
+                previous_release_may_run: Some(m.previous_release_may_run()),
+                upgrade_floor: Some(m.upgrade_floor),
                 replicas_to_stop: match row {
                     None => to_stop(m, &running),
                     Some(_) => Vec::new(),
@@ -846,6 +1174,7 @@ pub async fn status(
             applied_at_ms: Some(row.applied_at_ms),
             execution_ms: Some(row.execution_ms),
             previous_release_may_run: row.previous_release_may_run,
+            upgrade_floor: row.upgrade_floor,
             replicas_to_stop: Vec::new(),
         });
     }
@@ -1105,7 +1434,9 @@ super::statements::statements! {
     CREATE_LEDGER: Owner,
     ADD_LEDGER_FLAG: Owner,
     FILL_LEDGER_FLAG: Owner,
-    NEWER_MIGRATIONS: Runtime | Observer,
+    GATE_CLOSED_BY: Runtime | Admin | Observer,
+    ADD_LEDGER_FLOOR: Owner,
+    FILL_LEDGER_FLOOR: Owner,
     LEDGER_EXISTS: Owner | Admin | Runtime | Observer,
     READ_LEDGER: Owner | Admin | Runtime | Observer,
     RECORD_MIGRATION: Owner,
@@ -1118,6 +1449,11 @@ super::statements::statements! {
     LIVE_ROLES: Owner | Observer,
     EXISTING_ROLES: Owner,
     IN_SCHEMA: Owner,
+    SESSION_LOCK: Owner,
+    SESSION_UNLOCK: Owner,
+    SESSION_SETTINGS: Owner,
+    SET_SESSION_SETTINGS: Owner,
+    INVALID_INDEXES: Owner,
 }
 
 #[cfg(test)]
@@ -1125,9 +1461,10 @@ mod tests {
     use super::*;
 
     /// docs/OPERATIONS.md's "Upgrading" table gives each migration's answer to "may replicas of
-    /// the previous release keep running beside it", and it is the one `migrate` records.
+    /// the previous release keep running beside it" and its upgrade floor, the ones `migrate`
+    /// records.
     #[test]
-    fn the_upgrading_table_states_each_migrations_flag() {
+    fn the_upgrading_table_states_each_migrations_flag_and_floor() {
         let operations = include_str!("../../../docs/OPERATIONS.md");
         for migration in MIGRATIONS {
             let name = migration.file_name();
@@ -1136,22 +1473,61 @@ mod tests {
                 .lines()
                 .find(|line| line.starts_with(&format!("| `{stem}` |")))
                 .unwrap_or_else(|| panic!("docs/OPERATIONS.md has no Upgrading row for {stem}"));
-            let answer = if migration.previous_release_may_run {
-                "| yes |"
-            } else {
-                "| no |"
-            };
-            assert!(row.contains(answer), "{stem}: {row}");
+            let answer = format!(
+                "| `{stem}` | {} | {} |",
+                if migration.previous_release_may_run() {
+                    "yes"
+                } else {
+                    "no"
+                },
+                migration.upgrade_floor
+            );
+            assert!(row.starts_with(&answer), "{stem}: {row}, not {answer}");
         }
     }
 
-    /// CHANGELOG.md lists every migration once, under the release that brings it, with the flag
-    /// `migrate` records for it; each release's "Beside the previous release" is yes exactly
-    /// when all of its migrations say yes; the newest release is this build's version.
+    /// A floor names a build at or before the migration: above it, it would stop the builds that
+    /// carry it. The flag recorded for 0.2.0 says exactly whether a build of its schema may run.
     #[test]
-    fn the_changelog_lists_each_migration_with_its_flag_under_one_release() {
-        /// A release's version, its migrations with their flags, and its "Beside" line.
-        type Release = (String, Vec<(String, bool)>, Option<bool>);
+    fn each_floor_is_at_most_its_migration_and_the_flag_follows_it() {
+        for migration in MIGRATIONS {
+            assert!(
+                (1..=migration.version).contains(&migration.upgrade_floor),
+                "{}: floor {}",
+                migration.file_name(),
+                migration.upgrade_floor
+            );
+            if migration.version > LAST_SCHEMA_GATED_BY_FLAG {
+                assert_eq!(
+                    migration.previous_release_may_run(),
+                    migration.upgrade_floor <= LAST_SCHEMA_GATED_BY_FLAG,
+                    "{}",
+                    migration.file_name()
+                );
+            }
+        }
+        let floor = |version, upgrade_floor| Migration {
+            version,
+            name: "example",
+            sql: "",
+            upgrade_floor,
+        };
+        // A later migration that raises the floor past 0.2.0's schema stops 0.2.0 by its flag,
+        // though the build just before it may run beside it.
+        assert!(!floor(16, 14).previous_release_may_run());
+        assert!(floor(16, 13).previous_release_may_run());
+        assert!(floor(8, 7).previous_release_may_run());
+        assert!(!floor(8, 8).previous_release_may_run());
+    }
+
+    /// CHANGELOG.md lists every migration once, under the release that brings it, with the flag
+    /// and the floor `migrate` records for it; each release's "Beside the previous release" is
+    /// yes exactly when all of its migrations say yes; the newest release is this build's
+    /// version, below an "Unreleased" section when there is one (what the next release brings).
+    #[test]
+    fn the_changelog_lists_each_migration_with_its_flag_and_floor_under_one_release() {
+        /// A release's version, its migrations with their flags and floors, and its "Beside" line.
+        type Release = (String, Vec<(String, bool, i64)>, Option<bool>);
         let changelog = include_str!("../../../CHANGELOG.md");
         let mut releases: Vec<Release> = Vec::new();
         for line in changelog.lines() {
@@ -1161,12 +1537,17 @@ mod tests {
             } else if let Some((_, rows, beside)) = releases.last_mut() {
                 if let Some(rest) = line.strip_prefix("| `") {
                     let (stem, rest) = rest.split_once("` |").expect("a migration row");
-                    let flag = match rest.split('|').next().map(str::trim) {
-                        Some("yes") => true,
-                        Some("no") => false,
+                    let cells: Vec<&str> = rest.split('|').map(str::trim).collect();
+                    let flag = match cells.first() {
+                        Some(&"yes") => true,
+                        Some(&"no") => false,
                         other => panic!("CHANGELOG.md: {stem} says {other:?}, not yes or no"),
                     };
-                    rows.push((stem.to_owned(), flag));
+                    let floor = cells
+                        .get(1)
+                        .and_then(|cell| cell.parse().ok())
+                        .unwrap_or_else(|| panic!("CHANGELOG.md: {stem} gives no floor: {line}"));
+                    rows.push((stem.to_owned(), flag, floor));
                 } else if line.contains("Beside the previous release: yes") {
                     *beside = Some(true);
                 } else if line.contains("Beside the previous release: no") {
@@ -1174,21 +1555,31 @@ mod tests {
                 }
             }
         }
+        let newest = releases
+            .iter()
+            .map(|(version, _, _)| version.as_str())
+            .find(|version| *version != "Unreleased");
         assert_eq!(
-            releases.first().map(|(version, _, _)| version.as_str()),
+            newest,
             Some(env!("CARGO_PKG_VERSION")),
             "CHANGELOG.md's newest release is this build's version"
         );
-        let listed: Vec<&(String, bool)> = releases.iter().flat_map(|(_, rows, _)| rows).collect();
+        let listed: Vec<&(String, bool, i64)> =
+            releases.iter().flat_map(|(_, rows, _)| rows).collect();
         for migration in MIGRATIONS {
             let name = migration.file_name();
             let stem = name.trim_end_matches(".sql");
-            let rows: Vec<&&(String, bool)> = listed.iter().filter(|(s, _)| s == stem).collect();
-            let expected = if migration.previous_release_may_run {
-                "yes"
-            } else {
-                "no"
-            };
+            let rows: Vec<&&(String, bool, i64)> =
+                listed.iter().filter(|(s, _, _)| s == stem).collect();
+            let expected = format!(
+                "{} | {}",
+                if migration.previous_release_may_run() {
+                    "yes"
+                } else {
+                    "no"
+                },
+                migration.upgrade_floor
+            );
             assert_eq!(
                 rows.len(),
                 1,
@@ -1197,7 +1588,11 @@ mod tests {
                 rows.len()
             );
             assert_eq!(
-                rows[0].1, migration.previous_release_may_run,
+                (rows[0].1, rows[0].2),
+                (
+                    migration.previous_release_may_run(),
+                    migration.upgrade_floor
+                ),
                 "CHANGELOG.md: {stem} must say {expected}, as MIGRATIONS does"
             );
         }
@@ -1207,7 +1602,7 @@ mod tests {
             "CHANGELOG.md lists a migration this build does not carry"
         );
         for (version, rows, beside) in &releases {
-            let all = rows.iter().all(|(_, flag)| *flag);
+            let all = rows.iter().all(|(_, flag, _)| *flag);
             assert_eq!(
                 *beside,
                 Some(all),
@@ -1217,8 +1612,9 @@ mod tests {
         }
     }
 
-    /// A pending migration that forbids the previous release stops the running replicas built
-    /// for an earlier schema and those that do not say; one that allows it stops none.
+    /// A pending migration stops the running replicas built for a schema below its floor, and
+    /// those that do not say when its floor is above 0.1's schema; one whose floor is at or below
+    /// every running replica's schema stops none.
     #[test]
     fn a_pending_migration_names_the_running_replicas_it_would_stop() {
         let replica = |owner: &str, schema_version: Option<i64>| RunningReplica {
@@ -1236,7 +1632,7 @@ mod tests {
             version: 7,
             name: "forbidding",
             sql: "",
-            previous_release_may_run: false,
+            upgrade_floor: 7,
         };
         let owners: Vec<String> = to_stop(&forbidding, &running)
             .into_iter()
@@ -1244,10 +1640,55 @@ mod tests {
             .collect();
         assert_eq!(owners, ["older", "unsaid"]);
         let allowing = Migration {
-            previous_release_may_run: true,
+            upgrade_floor: 6,
             ..forbidding
         };
         assert!(to_stop(&allowing, &running).is_empty());
+        // A floor two migrations up stops a build one behind it too.
+        let raising = Migration {
+            version: 9,
+            upgrade_floor: 8,
+            ..forbidding
+        };
+        let owners: Vec<String> = to_stop(&raising, &running)
+            .into_iter()
+            .map(|r| r.owner)
+            .collect();
+        assert_eq!(owners, ["older", "unsaid", "built-for-it"]);
+    }
+
+    /// A migration run outside a transaction is split into its statements at each `;` that ends
+    /// a line, its comments left out, and names the indexes it builds concurrently; one with a
+    /// `$$` body is refused.
+    #[test]
+    fn a_migration_outside_a_transaction_splits_into_its_statements_and_names_its_indexes() {
+        let migration = Migration {
+            version: 99,
+            name: "concurrent",
+            sql: "-- no-transaction\n-- Why: an index for a read.\n\
+                  CREATE INDEX CONCURRENTLY IF NOT EXISTS runs_by_time\n    ON runs (created_at_ms);\n\n\
+                  CREATE UNIQUE INDEX CONCURRENTLY \"runs_key\" ON runs (run_id);\n\
+                  CREATE INDEX CONCURRENTLY ON runs (status);\n",
+            upgrade_floor: 98,
+        };
+        assert!(migration.outside_a_transaction());
+        assert_eq!(
+            migration.statements().expect("plain statements"),
+            [
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS runs_by_time\n    ON runs (created_at_ms);\n",
+                "CREATE UNIQUE INDEX CONCURRENTLY \"runs_key\" ON runs (run_id);\n",
+                "CREATE INDEX CONCURRENTLY ON runs (status);\n",
+            ]
+        );
+        assert_eq!(migration.concurrent_indexes(), ["runs_by_time", "runs_key"]);
+        let with_body = Migration {
+            sql: "-- no-transaction\nDO $$ BEGIN PERFORM 1; END $$;\n",
+            ..migration
+        };
+        assert!(matches!(
+            with_body.statements(),
+            Err(StoreError::SchemaNotReady(message)) if message.contains("0099_concurrent.sql")
+        ));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::admit::admit;
 use super::claim::{claim_due, claim_one, claimed_by_fence, release, would_claim};
+use super::migrate::gate_closed_by;
 use super::read::trigger_detail;
 use super::retry::{OPERATOR, retry_conflicts};
 use super::row::Named;
@@ -153,6 +154,11 @@ pub async fn claim(
     );
     match claimed.await? {
         Some(row) => Ok(row),
+        // The claim carries the upgrade gate: when it is closed for this build, that is why
+        // nothing was claimed (a migration applied since the readiness check before it).
+        None if let Some(closed_by) = gate_closed_by(&**client).await? => Err(
+            StoreError::SchemaNotReady(format!("{closed_by}: nothing claimed")),
+        ),
         None => Err(match target {
             None => StoreError::NothingEligible(
                 "no schedule row is due and unclaimed (see `qlsched inspect schedules`)".into(),

@@ -201,14 +201,14 @@ impl Drop for TestDb {
     }
 }
 
-/// The migrated template, named after the migrations' checksums and flags (which the ledger
+/// The migrated template, named after the migrations' checksums and floors (which the ledger
 /// records) so a changed migration gets a new one. Built once per server under an advisory lock (tests run in many processes); templates
 /// of other migrations are dropped a day after they were made. It stays between runs as a cache.
 async fn ensure_template() -> String {
     let digest: String = qlsched::core::manifest::sha256_hex(
         MIGRATIONS
             .iter()
-            .map(|m| format!("{}:{}", m.checksum(), m.previous_release_may_run))
+            .map(|m| format!("{}:{}", m.checksum(), m.upgrade_floor))
             .collect::<Vec<_>>()
             .join(",")
             .as_bytes(),
