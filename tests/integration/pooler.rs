@@ -3,7 +3,9 @@
 //! replicas admit while every operator command runs through the same pooler, an `inspect` never
 //! stops a replica, and the promises hold at the end; and in transaction mode with `--pooler`
 //! forgotten, every command and replica refuses (78) and `migrate` writes nothing outside its
-//! schema (docs/OPERATIONS.md, "Behind a connection pooler").
+//! schema; in session mode with a pool of one server connection, the look for a transaction
+//! pooler waits no longer than `connect_timeout` and the command goes on (docs/OPERATIONS.md,
+//! "Behind a connection pooler").
 
 use std::process::Output;
 use std::time::{Duration, Instant};
