@@ -17,7 +17,7 @@ use crate::store::control::{self, PauseReport};
 use crate::store::operator::{self, Actor, Expired};
 use crate::store::read;
 use crate::store::top::{self, SnapshotLimits};
-use crate::store::{Begin, Store, StoreError, run_in_transaction};
+use crate::store::{Store, StoreError};
 
 /// Schedule rows a snapshot carries from the head of the claim order (plus up to as many held
 /// claims): more than any terminal shows, few enough to stay cheap.
@@ -70,22 +70,43 @@ pub async fn read_snapshot_over(
     detail: Option<&TriggerName>,
     request: &LoadRequest,
 ) -> Result<Snapshot, StoreError> {
+    read_snapshot_within(store, detail, request, REFRESH_TIMEOUT).await
+}
+
+/// As [`read_snapshot_over`], the whole read within `limit`. A read cut by it closes its
+/// connection rather than hand it back to the pool mid-transaction (the store's bounded reads,
+/// [`Store::snapshot_within`], [`Store::read_within`]): the next refresh, or an expiry or a
+/// pause sent meanwhile, gets a connection outside any transaction.
+pub async fn read_snapshot_within(
+    store: &Store,
+    detail: Option<&TriggerName>,
+    request: &LoadRequest,
+    limit: Duration,
+) -> Result<Snapshot, StoreError> {
     let started = Instant::now();
-    let mut client = store.client().await?;
-    let schema = store.schema();
-    let rows = top::snapshot(
-        &mut client,
-        schema,
-        limits(request.trend_window_ms, request.view),
-    )
-    .await?;
+    let limits = limits(request.trend_window_ms, request.view);
+    let rows = store
+        .snapshot_within(limit, "the dashboard's snapshot", |client| {
+            Box::pin(top::snapshot(client, limits))
+        })
+        .await?;
     let detail = match detail {
-        Some(key) => Some(
-            run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
-                Box::pin(read::trigger_detail(client, schema, key))
-            })
-            .await?,
-        ),
+        Some(key) => {
+            let (schema, key) = (store.schema().clone(), key.clone());
+            Some(
+                store
+                    .read_within(
+                        limit.saturating_sub(started.elapsed()),
+                        "the trigger's detail",
+                        move |client| {
+                            Box::pin(
+                                async move { read::trigger_detail(client, &schema, &key).await },
+                            )
+                        },
+                    )
+                    .await?,
+            )
+        }
         None => None,
     };
     Ok(Snapshot {
@@ -116,21 +137,15 @@ pub fn spawn(
         loop {
             let request = requests.borrow_and_update().clone();
             if !request.paused {
-                let event = match tokio::time::timeout(
-                    REFRESH_TIMEOUT,
-                    read_snapshot_over(&store, request.detail.as_ref(), &request),
-                )
-                .await
-                {
-                    Ok(Ok(snapshot)) => LoadEvent::Snapshot(Box::new(snapshot)),
-                    Ok(Err(error)) => {
-                        LoadEvent::Failed(crate::core::text::clean_message(&error.to_string()))
-                    }
-                    Err(_) => LoadEvent::Failed(format!(
-                        "a refresh took longer than {} s",
-                        REFRESH_TIMEOUT.as_secs()
-                    )),
-                };
+                let event =
+                    match read_snapshot_over(&store, request.detail.as_ref(), &request).await {
+                        Ok(snapshot) => LoadEvent::Snapshot(Box::new(snapshot)),
+                        // A refresh past its bound says so by name: "the dashboard's snapshot: no
+                        // answer within 10s".
+                        Err(error) => {
+                            LoadEvent::Failed(crate::core::text::clean_message(&error.to_string()))
+                        }
+                    };
                 if events.send(event).await.is_err() {
                     return;
                 }

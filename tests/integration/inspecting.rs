@@ -416,3 +416,83 @@ async fn inspect_load_lists_the_busiest_boundary_and_a_dst_change_and_publish_wa
     assert_eq!(warnings[0]["added"], 5_000, "{warnings:?}");
     assert_eq!(warnings[0]["occurrences"], 5_000 + 167 + 5, "{warnings:?}");
 }
+
+/// A view whose stdout blocks (a pager, `| sleep`, a pipe nobody reads) holds no transaction
+/// open while it waits: it read everything and committed before writing a byte, so its session
+/// is idle, not idle in transaction, and an ACCESS EXCLUSIVE request queued behind it (a
+/// migration, VACUUM FULL) would not queue the replicas' claims behind it.
+#[tokio::test]
+async fn a_view_whose_stdout_blocks_holds_no_transaction_open() {
+    let db = TestDb::new().await;
+    let triggers: Vec<Value> = (0..1_500)
+        .map(|i| json!({ "id": format!("row-{i:04}"), "task": "t", "cron": "0 0 1 1 *" }))
+        .collect();
+    db.publish(&manifest(Value::Array(triggers))).await;
+    // Every row claimed by one owner, so that `inspect claims` has as much to write.
+    db.client()
+        .await
+        .execute(
+            "UPDATE trigger_schedules
+             SET claim_owner = 'holder', claim_token = gen_random_uuid(),
+                 claim_version = claim_version + 1, claim_expires_at_ms = now_ms() + 600000,
+                 state_version = state_version + 1",
+            &[],
+        )
+        .await
+        .expect("hold claims");
+    for view in [&["inspect", "schedules"][..], &["inspect", "claims"][..]] {
+        let mut args = view.to_vec();
+        args.extend(["--limit", "5000"]);
+        let mut child = std::process::Command::new(crate::util::bin())
+            .arg("-D")
+            .arg(db.url())
+            .args(&args)
+            .env_remove("QLSCHED_DATABASE_URL")
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            // A pipe nobody reads: the view's 1,500 rows fill it and the write blocks.
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn inspect");
+        let sessions = format!(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = '{}' AND application_name = 'qlsched inspect' AND state = 'idle'",
+            db.name
+        );
+        // The read is over once the session is idle; the process is still there a second
+        // later: its write to stdout blocked (the fault landed).
+        eventually(Duration::from_secs(30), &sessions, || async {
+            db.count(&sessions).await == 1
+        })
+        .await;
+        crate::util::sleep_ms(1_000).await;
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "{args:?}: the view wrote everything: its stdout never blocked"
+        );
+        let states = db
+            .client()
+            .await
+            .query(
+                "SELECT state, xact_start IS NOT NULL FROM pg_stat_activity
+                 WHERE datname = $1 AND application_name = 'qlsched inspect'",
+                &[&db.name],
+            )
+            .await
+            .expect("pg_stat_activity");
+        let states: Vec<(String, bool)> = states.iter().map(|r| (r.get(0), r.get(1))).collect();
+        assert_eq!(
+            states,
+            vec![("idle".to_owned(), false)],
+            "{args:?}: blocked on stdout, the session holds no transaction"
+        );
+        // Reading stdout now lets the view finish, whole.
+        let output = child.wait_with_output().expect("wait for inspect");
+        assert_eq!(code(&output), 0, "{args:?}");
+        assert!(
+            stdout(&output).contains("row-1499"),
+            "{args:?}: every row shown after the commit"
+        );
+    }
+}

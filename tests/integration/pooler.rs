@@ -3,7 +3,9 @@
 //! replicas admit while every operator command runs through the same pooler, an `inspect` never
 //! stops a replica, and the promises hold at the end; and in transaction mode with `--pooler`
 //! forgotten, every command and replica refuses (78) and `migrate` writes nothing outside its
-//! schema (docs/OPERATIONS.md, "Behind a connection pooler").
+//! schema; in session mode with a pool of one server connection, the look for a transaction
+//! pooler waits no longer than `connect_timeout` and the command goes on (docs/OPERATIONS.md,
+//! "Behind a connection pooler").
 
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -317,4 +319,60 @@ async fn through_pgbouncer_in_transaction_mode_a_forgotten_setting_is_refused_an
         .await;
     direct.stop();
     assert_invariants(&db).await;
+}
+
+/// Behind PgBouncer in session mode with a pool of one server connection, at its default
+/// `query_wait_timeout` (120 s), `--pooler` not given: the first session of a command takes the
+/// one server connection, and the second session of the look for a transaction pooler waits for
+/// another that never comes. The look waits `connect_timeout` (2 s here) and no longer, says at
+/// WARN that it could not tell, and the command goes on and answers. The fault landed: the look
+/// waited its whole bound, which the same command told `--pooler session` (no look) does not.
+#[tokio::test]
+async fn through_a_full_session_pooler_the_look_for_a_transaction_pooler_waits_connect_timeout() {
+    let db = TestDb::new().await;
+    let bouncer = PgBouncer::start_with_pool(&db, "session", 1);
+    let url = format!("{}?connect_timeout=2", bouncer.url(&db));
+
+    let started = Instant::now();
+    let looked = forgetting(&url, &["inspect", "replicas", "-o", "json"]);
+    let took = started.elapsed();
+    assert_eq!(
+        code(&looked),
+        0,
+        "{}\npgbouncer: {}",
+        stderr(&looked),
+        bouncer.log()
+    );
+    assert_eq!(stdout(&looked).trim(), "[]", "the view answered");
+    let warned = stderr(&looked);
+    assert!(
+        warned.contains("could not tell whether a connection pooler in transaction mode")
+            && warned.contains("a second session got no answer within 2s (connect_timeout)")
+            && warned.contains("WARN"),
+        "{warned}"
+    );
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(20),
+        "the look waited {took:?}: its bound is 2 s, PgBouncer's own 120 s"
+    );
+
+    // Told the pooler's mode, the command makes no look: it neither waits nor warns.
+    let started = Instant::now();
+    let told = through(
+        &url,
+        "session",
+        &["inspect", "replicas", "-o", "json"],
+        None,
+    );
+    let took_told = started.elapsed();
+    ok(&told, "inspect replicas with --pooler session", &bouncer);
+    assert!(
+        !stderr(&told).contains("could not tell"),
+        "{}",
+        stderr(&told)
+    );
+    assert!(
+        took_told < Duration::from_secs(2),
+        "without the look it took {took_told:?}"
+    );
 }

@@ -836,3 +836,114 @@ async fn top_in_a_real_terminal_shows_the_outage_banner_when_every_replica_dies(
     tmux.send(&["q"]);
     tmux.wait_for("top to exit", |s| s.contains("top exited 0"));
 }
+
+/// Holds `table` in ACCESS EXCLUSIVE mode on a session of its own until the value is dropped
+/// (or `release` rolls it back): what a migration or a VACUUM FULL does to `top`'s reads.
+struct TableLock(tokio_postgres::Client);
+
+impl TableLock {
+    async fn take(db: &TestDb, table: &str) -> TableLock {
+        let client = db.client().await;
+        client
+            .batch_execute(&format!(
+                "BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"
+            ))
+            .await
+            .expect("lock");
+        TableLock(client)
+    }
+
+    async fn release(self) {
+        self.0.batch_execute("ROLLBACK").await.expect("unlock");
+    }
+}
+
+/// `top`'s sessions waiting on a lock now.
+async fn top_waiting_on_a_lock(db: &TestDb) -> i64 {
+    db.count(&format!(
+        "SELECT count(*) FROM pg_stat_activity
+         WHERE datname = '{}' AND application_name = 'qlsched top test'
+           AND wait_event_type = 'Lock'",
+        db.name
+    ))
+    .await
+}
+
+/// A refresh cut by its bound closes its connection instead of handing it back to the pool
+/// mid-transaction: on a pool of one connection, the pause sent next is not refused as if on a
+/// standby (a READ ONLY transaction left open) nor as an aborted transaction, the statement cut
+/// is cancelled (no session of `top` left waiting on the lock), and the next refresh reads. Both
+/// reads of a refresh are cut in turn: the snapshot (a lock on the schedule rows) and the
+/// trigger's detail (a lock on a table only the detail reads).
+#[tokio::test]
+async fn a_refresh_cut_by_its_bound_leaves_the_pool_outside_any_transaction() {
+    use qlsched::store::read::ScheduleState;
+    use qlsched::tui::load::read_snapshot_within;
+    use qlsched::tui::state::{LoadRequest, PauseRequest};
+    use std::time::Duration;
+
+    let db = TestDb::new().await;
+    db.publish(&manifest(serde_json::json!([
+        { "id": "watched", "task": "t", "cron": "0 0 1 1 *" }
+    ])))
+    .await;
+    let store = qlsched::store::Store::open(&db.settings, &schema(), "qlsched top test", 1)
+        .await
+        .expect("a pool of one connection");
+    let key = TriggerName::new("p", "watched");
+    let request = LoadRequest {
+        detail: Some(key.clone()),
+        ..LoadRequest::default()
+    };
+    let mut resume = false;
+    for (table, cut) in [
+        ("trigger_schedules", "the dashboard's snapshot"),
+        ("execution_revisions", "the trigger's detail"),
+    ] {
+        let lock = TableLock::take(&db, table).await;
+        let started = std::time::Instant::now();
+        let read =
+            read_snapshot_within(&store, Some(&key), &request, Duration::from_millis(1_500)).await;
+        // The fault landed: the read waited on the lock until its bound, and it was the read
+        // named that was cut.
+        match &read {
+            Err(StoreError::TimedOut(message)) => {
+                assert!(message.starts_with(cut), "{table}: {message}")
+            }
+            other => panic!("{table}: the refresh was not cut by its bound: {other:?}"),
+        }
+        assert!(
+            started.elapsed() >= Duration::from_millis(1_500)
+                && started.elapsed() < Duration::from_secs(5),
+            "{table}: cut at {:?}",
+            started.elapsed()
+        );
+        eventually(
+            Duration::from_secs(10),
+            "the cut statement cancelled",
+            || async { top_waiting_on_a_lock(&db).await == 0 },
+        )
+        .await;
+        lock.release().await;
+
+        // The next write and the next read on the pool's one connection: outside any
+        // transaction.
+        let pause = PauseRequest {
+            key: key.clone(),
+            resume,
+            paused: None,
+            claim_owner: None,
+            state: ScheduleState::Uninitialized,
+        };
+        let report = pause_or_resume(&store, &pause, "tester@top")
+            .await
+            .unwrap_or_else(|error| panic!("{table}: the write after the cut: {error}"));
+        assert_eq!(report.changed.len(), 1, "{table}");
+        let snapshot = read_snapshot_within(&store, Some(&key), &request, Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|error| panic!("{table}: the read after the cut: {error}"));
+        assert!(snapshot.detail.is_some(), "{table}");
+        resume = !resume;
+    }
+    assert_invariants(&db).await;
+}

@@ -544,13 +544,17 @@ impl Coordinator {
             .filter(|(i, _)| open(*i))
             .map(|(_, a)| a.clone())
             .collect();
-        let client = tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.client())
+        // Lent, not pooled: a round cut off by its lease mid-settlement drops this read, and its
+        // connection, inside a READ ONLY transaction, must not be handed to the next round.
+        let client = tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.lend())
             .await
             .map_err(|_| StoreError::TimedOut("no fresh connection to settle on".into()))??;
         let settled = run_in_transaction(&client, self.store.schema(), Begin::ReadOnly, |c| {
             Box::pin(qlsched_store::admit::settle(c, &unknown))
-        });
-        let mut settled = settled.await?.into_iter();
+        })
+        .await;
+        client.finished();
+        let mut settled = settled?.into_iter();
         Ok((0..admissions.len())
             .map(|i| match known.and_then(|outcomes| outcomes.get(i)) {
                 Some(outcome) if !open(i) => outcome.clone(),
@@ -576,9 +580,13 @@ impl Coordinator {
         &self,
         requests: &[ReleaseRequest],
     ) -> Result<Vec<(String, String)>, StoreError> {
+        // Lent, not pooled: cut off by the bound mid-transaction, the connection is closed
+        // rather than handed to the next round inside this give-back's transaction.
         tokio::time::timeout(GIVE_BACK_TIMEOUT, async {
-            let client = self.store.client().await?;
-            give_back(&client, self.store.sender(), requests, &mut 0).await
+            let client = self.store.lend().await?;
+            let released = give_back(&client, self.store.sender(), requests, &mut 0).await;
+            client.finished();
+            released
         })
         .await
         .map_err(|_| StoreError::TimedOut("giving claims back".into()))?

@@ -49,6 +49,9 @@ pub type Work<'c, T> = BoxFuture<'c, Result<T, StoreError>>;
 pub enum Begin {
     ReadOnly,
     ReadWrite,
+    /// A read whose statements all see one instant (REPEATABLE READ READ ONLY): what `top`'s
+    /// snapshot reads, its statements pipelined.
+    Snapshot,
 }
 
 impl Begin {
@@ -56,6 +59,7 @@ impl Begin {
         match self {
             Begin::ReadOnly => "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY",
             Begin::ReadWrite => "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE",
+            Begin::Snapshot => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
         }
     }
 }
@@ -234,8 +238,21 @@ impl Store {
         self.bounded(limit, what, Begin::ReadOnly, work).await
     }
 
-    /// [`Store::within`] and [`Store::read_within`]: the one place a timed-out transaction's
-    /// connection is discarded rather than handed back to the pool mid-transaction.
+    /// [`Store::read_within`] in one REPEATABLE READ READ ONLY transaction: reads pipelined on
+    /// it describe one instant (what `top`'s snapshot reads), its connection closed, not pooled,
+    /// when `limit` runs out.
+    pub async fn snapshot_within<T>(
+        &self,
+        limit: std::time::Duration,
+        what: &str,
+        work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
+    ) -> Result<T, StoreError> {
+        self.bounded(limit, what, Begin::Snapshot, work).await
+    }
+
+    /// [`Store::within`], [`Store::read_within`] and [`Store::snapshot_within`]: a transaction on
+    /// a [`Lent`] connection, so that one cut by `limit` (or by a caller that stopped waiting) is
+    /// closed and cancelled rather than handed back to the pool mid-transaction.
     async fn bounded<T>(
         &self,
         limit: std::time::Duration,
@@ -250,28 +267,83 @@ impl Store {
                 qlsched_core::format_duration(limit)
             ))
         };
-        let client = tokio::time::timeout_at(deadline, self.client())
+        let client = tokio::time::timeout_at(deadline, self.lend())
             .await
             .map_err(|_| timed_out())??;
-        let token = client.cancel_token();
         let transaction = run_in_transaction(&client, &self.schema, begin, work);
         match tokio::time::timeout_at(deadline, transaction).await {
-            Ok(result) => result,
-            Err(_) => {
-                drop(Object::take(client));
-                let store = self.clone();
-                tokio::spawn(async move {
-                    if let Err(error) = store.cancel(&token).await {
-                        tracing::debug!(%error, "could not cancel a statement that timed out");
-                    }
-                });
-                Err(timed_out())
+            Ok(result) => {
+                client.finished();
+                result
             }
+            // Dropped unfinished: closed, and its statement cancelled.
+            Err(_) => Err(timed_out()),
         }
+    }
+
+    /// A pooled connection for one piece of work, handed back to the pool only by
+    /// [`Lent::finished`].
+    pub async fn lend(&self) -> Result<Lent, StoreError> {
+        Ok(Lent {
+            client: Some(self.client().await?),
+            store: self.clone(),
+        })
     }
 
     /// Connections the pool holds now, idle or lent out.
     pub fn connections(&self) -> usize {
         self.pool.status().size
+    }
+}
+
+/// A pooled connection lent for one piece of work: it goes back to the pool only through
+/// [`Lent::finished`], once that work ended. Dropped before (its bound ran out, or whoever
+/// awaited it stopped waiting), it may be inside a transaction, or running a statement stuck
+/// on a lock: handed back, the next borrower would run in that transaction (a READ ONLY one
+/// refuses its writes as if on a standby; an aborted one refuses everything) or behind that
+/// statement. So it is taken out of the pool and closed, and the statement it may be running
+/// is cancelled in the background (a backend waiting on a lock does not notice its client
+/// left, and would keep its place in the lock's queue). The one place a connection cut off
+/// mid-work is discarded.
+pub struct Lent {
+    client: Option<Object>,
+    store: Store,
+}
+
+impl Lent {
+    /// The work ended (its transaction committed or rolled back): back to the pool.
+    pub fn finished(mut self) {
+        drop(self.client.take());
+    }
+}
+
+impl std::ops::Deref for Lent {
+    type Target = Object;
+
+    fn deref(&self) -> &Object {
+        match &self.client {
+            Some(client) => client,
+            // Only `finished` and `drop` take the connection, and both consume the value.
+            None => unreachable!("a lent connection is used after it was handed back"),
+        }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        let Some(client) = self.client.take() else {
+            return;
+        };
+        let token = client.cancel_token();
+        drop(Object::take(client));
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = self.store.clone();
+        runtime.spawn(async move {
+            if let Err(error) = store.cancel(&token).await {
+                tracing::debug!(%error, "could not cancel the statement of a connection cut off");
+            }
+        });
     }
 }

@@ -94,6 +94,11 @@ pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
         "not prepared: sent with the schema's transaction settings as one simple query",
     ),
     (
+        "qlsched_store",
+        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        "not prepared: sent with the schema's transaction settings as one simple query",
+    ),
+    (
         "qlsched_store::connect",
         "SET LOCAL search_path TO {}",
         "not prepared: SET naming the schema, which no parameter can; sent with its BEGIN",

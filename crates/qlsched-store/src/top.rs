@@ -38,16 +38,15 @@
 //! REPEATABLE READ READ ONLY transaction, so that they describe the same instant. The screen
 //! (`tui::load`) only says how many rows of each it wants.
 
-use deadpool_postgres::ClientWrapper;
 use serde::Serialize;
-use tokio_postgres::{GenericClient, IsolationLevel};
+use tokio_postgres::GenericClient;
 
+use super::StoreError;
 use super::misfires;
 use super::observe::{ServerRole, server_role};
 use super::read::{self, ClaimView, OwnerClaims, RunView, ScheduleRow, StateCounts};
 use super::replicas::{self, ReplicaView};
 use super::row::Named;
-use super::{SchemaName, StoreError};
 use qlsched_core::outage::{GRACE_SLACK_MS, OutageFacts};
 use qlsched_core::{MISFIRE_RETENTION_MS, TriggerName};
 
@@ -410,24 +409,14 @@ pub struct TopRows {
     pub runs: Vec<read::RunRow>,
 }
 
-/// Reads the dashboard's rows. The list statements run pipelined in one REPEATABLE READ READ
-/// ONLY transaction, so counts, owners, claims, schedules and admissions describe the same
-/// instant; the misfire counts follow in the same transaction, for the schedule rows read.
+/// Reads the dashboard's rows, inside a REPEATABLE READ READ ONLY transaction the caller opened
+/// ([`crate::Store::snapshot_within`]). The list statements run pipelined in it, so counts,
+/// owners, claims, schedules and admissions describe the same instant; the misfire counts follow
+/// in the same transaction, for the schedule rows read.
 pub async fn snapshot(
-    client: &mut ClientWrapper,
-    schema: &SchemaName,
+    reads: &tokio_postgres::Client,
     limits: SnapshotLimits,
 ) -> Result<TopRows, StoreError> {
-    let transaction = client
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await?;
-    transaction
-        .batch_execute(&schema.transaction_settings())
-        .await?;
-    let reads: &tokio_postgres::Transaction = &transaction;
     let (summary, schedules, claims, recent, trends, outage) = tokio::join!(
         top_summary(reads),
         read::urgent_schedules(reads, limits.schedules),
@@ -473,7 +462,6 @@ pub async fn snapshot(
         })
         .collect();
     let misfires = misfires::counts(reads, &keys, MISFIRE_RETENTION_MS).await?;
-    transaction.commit().await?;
     Ok(TopRows {
         summary,
         schedules,

@@ -200,23 +200,40 @@ pub async fn run(args: InspectArgs, global: &Global) -> Result<(), CliError> {
     };
     // Every view reads in one READ ONLY transaction, with the schema's settings: an inspecting
     // session cannot write, even through a superuser login, and sets nothing on its session that
-    // a transaction-mode pooler would hand on to another client. It ends once the view is shown
-    // (a pooler closes a server connection whose client left inside a transaction); what the
-    // view itself failed on is its answer, so the transaction's end carries only its own error.
-    run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+    // a transaction-mode pooler would hand on to another client. The view is shown only once the
+    // transaction has ended: stdout may block (a pager, a pipe nobody reads), and a transaction
+    // held open meanwhile would hold its snapshot and its locks, so that an ACCESS EXCLUSIVE
+    // request (a migration, VACUUM FULL) queued behind it queues every replica's claims behind
+    // it too. What the view itself failed on is its answer, so the transaction's end carries
+    // only its own error.
+    let shown = run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
         Box::pin(async move { Ok(view(client, schema, what, run_id, format).await) })
     })
-    .await?
+    .await??;
+    shown()
 }
 
-/// One view of `inspect`, read and shown inside the transaction [`run`] opened.
+/// A view read and not yet shown: it writes to stdout once the transaction that read it ended.
+type Shown = Box<dyn FnOnce() -> Result<(), CliError> + Send>;
+
+/// Defers `emit`: the view's rows, shown as JSON or as the table `render` makes of them.
+fn shown<T: Serialize + Send + 'static>(
+    format: OutputFormat,
+    value: T,
+    render: impl FnOnce(&T) -> String + Send + 'static,
+) -> Shown {
+    Box::new(move || emit(format, &value, render))
+}
+
+/// One view of `inspect`, read inside the transaction [`run`] opened and returned to be shown
+/// after it.
 async fn view(
     client: &Client,
     schema: &SchemaName,
     what: InspectWhat,
     run_id: Option<Uuid>,
     format: OutputFormat,
-) -> Result<(), CliError> {
+) -> Result<Shown, CliError> {
     // `inspect trigger` reports an unready schema as part of its answer. Every other view reads
     // what is there (a schema a newer release migrated too) but needs the tables and columns this
     // binary knows: a schema behind it exits 78 saying so, before any query could fail on a
@@ -224,7 +241,7 @@ async fn view(
     if !matches!(what, InspectWhat::Trigger { .. }) {
         check_not_behind(client, schema).await?;
     }
-    match what {
+    Ok(match what {
         InspectWhat::Schedules {
             project,
             state,
@@ -241,64 +258,63 @@ async fn view(
                 owner,
                 limit,
             };
-            schedules(client, &filter, format).await
+            schedules(client, &filter, format).await?
         }
         InspectWhat::Claims {
             owner,
             expired,
             limit,
-        } => emit(
+        } => shown(
             format,
-            &claims(client, owner.as_deref(), expired, limit).await?,
+            claims(client, owner.as_deref(), expired, limit).await?,
             |rows| render_claims(rows),
         ),
         InspectWhat::Runs {
             trigger,
             since,
             limit,
-        } => emit(
+        } => shown(
             format,
-            &read::runs_with_origin(client, trigger.as_ref(), since.map(duration_ms), limit)
-                .await?,
+            read::runs_with_origin(client, trigger.as_ref(), since.map(duration_ms), limit).await?,
             |rows| render_run_rows(rows),
         ),
         InspectWhat::Run { .. } => match run_id {
-            Some(run_id) => emit(format, &read::run_detail(client, run_id).await?, render_run),
-            None => Ok(()),
+            Some(run_id) => shown(format, read::run_detail(client, run_id).await?, render_run),
+            None => Box::new(|| Ok(())),
         },
-        InspectWhat::Trigger { trigger } => trigger_view(client, schema, &trigger, format).await,
-        InspectWhat::Recovery { limit } => emit(
+        InspectWhat::Trigger { trigger } => trigger_view(client, schema, &trigger, format).await?,
+        InspectWhat::Recovery { limit } => shown(
             format,
-            &recovery_report(client, limit).await?,
+            recovery_report(client, limit).await?,
             render_recovery,
         ),
-        InspectWhat::Audit { trigger, limit } => emit(
+        InspectWhat::Audit { trigger, limit } => shown(
             format,
-            &read::audit(client, trigger.as_ref(), limit).await?,
+            read::audit(client, trigger.as_ref(), limit).await?,
             |rows| render_audit(rows),
         ),
-        InspectWhat::Replicas => emit(format, &replicas::list(client).await?, |rows| {
+        InspectWhat::Replicas => shown(format, replicas::list(client).await?, |rows| {
             render_replicas(rows)
         }),
         InspectWhat::Misfires {
             trigger,
             since,
             limit,
-        } => emit(
+        } => shown(
             format,
-            &misfires::list(client, trigger.as_ref(), since.map(duration_ms), limit).await?,
+            misfires::list(client, trigger.as_ref(), since.map(duration_ms), limit).await?,
             |rows| render_misfires(rows),
         ),
-        InspectWhat::Invariants { since } => invariants(client, schema, since, format).await,
+        InspectWhat::Invariants { since } => invariants(client, schema, since, format).await?,
         InspectWhat::Load {
             horizon,
             from,
             limit,
         } => {
             let report = load(client, from, duration_ms(horizon), limit).await?;
-            emit(format, &report, render_load)
+            shown(format, report, render_load)
         }
-    }
+    })
 }
 
 /// A run id as typed; a malformed one is bad input (exit 65).
@@ -440,9 +456,9 @@ async fn schedules(
     client: &Client,
     filter: &ScheduleFilter,
     format: OutputFormat,
-) -> Result<(), CliError> {
+) -> Result<Shown, CliError> {
     let rows = read::schedules_with_pause(client, filter).await?;
-    emit(format, &rows, |rows| {
+    Ok(shown(format, rows, |rows| {
         let views: Vec<ScheduleView> = rows.iter().map(|r| r.schedule.clone()).collect();
         let mut out = render_schedules(&views);
         for (r, p) in rows.iter().filter_map(|r| Some((r, r.paused.as_ref()?))) {
@@ -455,7 +471,7 @@ async fn schedules(
             ));
         }
         out
-    })
+    }))
 }
 
 /// `--horizon`: a duration up to a week.
@@ -526,29 +542,31 @@ async fn trigger_view(
     schema: &SchemaName,
     trigger: &TriggerName,
     format: OutputFormat,
-) -> Result<(), CliError> {
+) -> Result<Shown, CliError> {
     let detail = read::trigger_detail(client, schema, trigger).await?;
     let occurrences = detail.state.as_ref().and_then(|state| {
         let d = &state.definition;
         super::cron::trigger_occurrences(&d.cron_expr, &d.time_zone, state.now_ms)
     });
-    let shown = TriggerShown {
-        detail: &detail,
-        occurrences,
-    };
-    emit(format, &shown, |shown| {
-        let mut out = render_trigger(shown.detail);
-        if let Some(o) = &shown.occurrences {
-            out = format!("{out}\n{}", super::cron::render_trigger_occurrences(o));
+    Ok(Box::new(move || {
+        let shown = TriggerShown {
+            detail: &detail,
+            occurrences,
+        };
+        emit(format, &shown, |shown| {
+            let mut out = render_trigger(shown.detail);
+            if let Some(o) = &shown.occurrences {
+                out = format!("{out}\n{}", super::cron::render_trigger_occurrences(o));
+            }
+            out
+        })?;
+        match &detail.why_not_firing {
+            Diagnosis::SchemaNotReady { detail } => {
+                Err(StoreError::SchemaNotReady(detail.clone()).into())
+            }
+            _ => Ok(()),
         }
-        out
-    })?;
-    match &detail.why_not_firing {
-        Diagnosis::SchemaNotReady { detail } => {
-            Err(StoreError::SchemaNotReady(detail.clone()).into())
-        }
-        _ => Ok(()),
-    }
+    }))
 }
 
 /// `inspect invariants`: exits 1 listing every failure.
@@ -557,21 +575,23 @@ async fn invariants(
     schema: &SchemaName,
     since: Duration,
     format: OutputFormat,
-) -> Result<(), CliError> {
+) -> Result<Shown, CliError> {
     let report = InvariantReport::new(
         invariant_counts(client, duration_ms(since)).await?,
         occurrence_accounting(client, duration_ms(since)).await?,
         verify(client, schema).await?,
     );
-    emit(format, &report, render_invariants)?;
-    if report.ok {
-        Ok(())
-    } else {
-        Err(CliError::Findings {
-            message: format!("{} invariant(s) failed", report.failures.len()),
-            status: ExitStatus::Unexpected,
-        })
-    }
+    Ok(Box::new(move || {
+        emit(format, &report, render_invariants)?;
+        if report.ok {
+            Ok(())
+        } else {
+            Err(CliError::Findings {
+                message: format!("{} invariant(s) failed", report.failures.len()),
+                status: ExitStatus::Unexpected,
+            })
+        }
+    }))
 }
 
 /// `inspect invariants`: the counts, and every failure (violated promise or grant difference).

@@ -423,3 +423,111 @@ async fn settling_a_cut_round_does_not_wait_on_rows_still_locked() {
     );
     assert_invariants(&db).await;
 }
+
+/// The whole server hangs for a replica (the proxy between them stops relaying anything, either
+/// way, and answers no new connection), not only its commits: every second, `/metrics`,
+/// `/readyz` and `/healthz`, asked at once, each answer within the 2 s the docs promise for
+/// the database's part (2.5 s with the HTTP round trip); `/readyz` turns 503 naming the database
+/// that does not answer and `qlsched_ready` 0; `/healthz` stays 200 (docs/DECISIONS.md: liveness
+/// is the timer, and restarting would not help). After the heal it is ready again and nothing
+/// ran twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_hangs_whole_leaves_the_probes_answering_within_their_bound() {
+    use crate::observe::{free_addr, get, sample, wait_for};
+
+    let db = TestDb::new().await;
+    db.publish(&every_second_triggers(5)).await;
+    let client = db.client().await;
+    let proxy = WireProxy::start(Upstream::of(&crate::util::server()), 0).await;
+    let url = through(&proxy, &db);
+    let addr = free_addr();
+    let hung = crate::util::spawn_run(
+        &url,
+        &[
+            "--owner",
+            "hung",
+            "--lease",
+            "3s",
+            "--cadence",
+            "250ms",
+            "--drain-timeout",
+            "3s",
+            "--metrics-addr",
+            &addr,
+        ],
+    );
+    wait_for(&addr, "/readyz", 200).await;
+    let start_ms = now_ms(&client).await;
+    eventually(
+        Duration::from_secs(20),
+        "the proxied replica admits",
+        || async { runs_by(&client, "hung", start_ms).await > 0 },
+    )
+    .await;
+
+    proxy.partition_now();
+    let hung_at = Instant::now();
+    // The fault landed: a session through the proxy gets no answer at all.
+    let session = tokio::time::timeout(
+        Duration::from_secs(2),
+        tokio_postgres::connect(&url, tokio_postgres::NoTls),
+    )
+    .await;
+    assert!(session.is_err(), "a session through the proxy was answered");
+
+    let bound = Duration::from_millis(2_500);
+    let timed = |path: &'static str| {
+        let addr = addr.clone();
+        async move {
+            let asked = Instant::now();
+            let answer = get(&addr, path).await.expect(path);
+            (answer, asked.elapsed())
+        }
+    };
+    let (mut slowest, mut not_ready) = (Duration::ZERO, 0);
+    while hung_at.elapsed() < Duration::from_secs(12) {
+        let (metrics, ready, health) =
+            tokio::join!(timed("/metrics"), timed("/readyz"), timed("/healthz"));
+        for (path, took) in [
+            ("/metrics", metrics.1),
+            ("/readyz", ready.1),
+            ("/healthz", health.1),
+        ] {
+            assert!(took < bound, "{path} took {took:?} while the server hangs");
+            slowest = slowest.max(took);
+        }
+        assert_eq!(metrics.0.0, 200, "/metrics: {}", metrics.0.1);
+        assert_eq!(health.0.0, 200, "/healthz: {}", health.0.1);
+        // Past the second the readiness is cached for, every answer is not-ready.
+        if hung_at.elapsed() > Duration::from_secs(3) {
+            assert_eq!(ready.0.0, 503, "/readyz: {}", ready.0.1);
+            assert!(
+                ready.0.1.contains("the database did not answer"),
+                "/readyz: {}",
+                ready.0.1
+            );
+            assert_eq!(sample(&metrics.0.1, "qlsched_ready"), 0.0);
+            assert_eq!(sample(&metrics.0.1, "qlsched_healthy"), 1.0);
+            not_ready += 1;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert!(not_ready >= 3, "{not_ready} probes past the cache");
+    eprintln!(
+        "drill: the whole server hung for 12 s: the slowest of /metrics, /readyz and /healthz \
+         asked together answered in {slowest:?}"
+    );
+
+    proxy.heal();
+    wait_for(&addr, "/readyz", 200).await;
+    let healed_ms = now_ms(&client).await;
+    eventually(
+        Duration::from_secs(20),
+        "the replica admits again",
+        || async { runs_by(&client, "hung", healed_ms).await > 0 },
+    )
+    .await;
+    let log = hung.stop();
+    let counts = assert_invariants(&db).await;
+    assert_eq!(counts.claims_held, 0, "{log}");
+}

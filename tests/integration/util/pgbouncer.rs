@@ -23,6 +23,11 @@ impl PgBouncer {
     /// A PgBouncer in `pool_mode` (`session` or `transaction`) for `db` alone, ready for clients.
     /// A machine without PgBouncer fails the test: `.ci/run` installs it.
     pub fn start(db: &TestDb, pool_mode: &str) -> PgBouncer {
+        Self::start_with_pool(db, pool_mode, 3)
+    }
+
+    /// [`PgBouncer::start`] with `pool_size` server connections (`default_pool_size`).
+    pub fn start_with_pool(db: &TestDb, pool_mode: &str, pool_size: u32) -> PgBouncer {
         assert!(
             std::path::Path::new(PGBOUNCER).exists(),
             "{PGBOUNCER} is missing: install the distribution's pgbouncer package (.ci/run does)"
@@ -44,7 +49,7 @@ impl PgBouncer {
             &format!(
                 "[databases]\n{name} = {target}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\n\
                  listen_port = {port}\nunix_socket_dir =\nauth_type = any\n\
-                 pool_mode = {pool_mode}\ndefault_pool_size = 3\nmax_client_conn = 200\n\
+                 pool_mode = {pool_mode}\ndefault_pool_size = {pool_size}\nmax_client_conn = 200\n\
                  logfile = {log}\npidfile = {pid}\n",
                 name = db.name,
                 log = dir.join("pgbouncer.log").display(),

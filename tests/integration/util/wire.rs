@@ -173,6 +173,12 @@ impl WireProxy {
         self.faults.blackhole_armed.store(true, Ordering::SeqCst);
     }
 
+    /// Partitions now, whatever is on the wire: nothing is relayed either way, and new
+    /// connections get no answer, until [`Self::heal`]: to the client, the whole server hangs.
+    pub fn partition_now(&self) {
+        self.partition.send_replace(true);
+    }
+
     /// Whether a partition is in force.
     pub fn partitioned(&self) -> bool {
         *self.partition.borrow()

@@ -187,12 +187,9 @@ pub enum Readiness {
     NotReady(String),
 }
 
-/// Cached reads of the database, each taken at most once per period.
-#[derive(Debug, Default)]
-struct Cached {
-    database: Option<(Instant, Result<DatabaseReads, String>)>,
-    readiness: Option<(Instant, Readiness)>,
-}
+/// A read of the database taken at most once per period: when, and what it said. Each has a lock
+/// of its own, so that a probe of `/readyz` never waits for a scrape's gauges.
+type Cached<T> = tokio::sync::Mutex<Option<(Instant, T)>>;
 
 /// What a scrape reads from the database besides readiness.
 #[derive(Debug, Clone)]
@@ -225,7 +222,8 @@ struct Inner {
     /// its own (one connection) for `/readyz` and the gauges, so that a scrape never waits for,
     /// nor delays, a round.
     running: Mutex<Option<Running>>,
-    cached: tokio::sync::Mutex<Cached>,
+    readiness: Cached<Readiness>,
+    database: Cached<Result<DatabaseReads, String>>,
 }
 
 impl Observer {
@@ -237,7 +235,8 @@ impl Observer {
                 cadence,
                 counts: Mutex::new(Counts::default()),
                 running: Mutex::new(None),
-                cached: tokio::sync::Mutex::new(Cached::default()),
+                readiness: Cached::default(),
+                database: Cached::default(),
             }),
         }
     }
@@ -302,21 +301,33 @@ impl Observer {
     /// [`Self::readiness`] within `limit`: the check's transaction writes the registry row as it
     /// is, so that its COMMIT waits as an admission's would (a synchronous standby that does not answer,
     /// `synchronous_commit = remote_apply` with none); a check that does not end within `limit`
-    /// is not-ready, and its connection is closed, not pooled mid-transaction.
+    /// is not-ready, and its connection is closed, not pooled mid-transaction. The wait for a
+    /// check already in flight (another probe's, a scrape's) counts in `limit`.
     async fn readiness_within(&self, limit: Duration) -> Readiness {
         let Some(store) = self.store() else {
             return Readiness::NotReady("starting: the replica has not started its rounds".into());
         };
-        let mut cached = self.inner.cached.lock().await;
-        if let Some((at, readiness)) = &cached.readiness
+        let deadline = tokio::time::Instant::now() + limit;
+        let no_answer = || {
+            Readiness::NotReady(format!(
+                "the database did not answer, or a commit did not complete, within {}",
+                qlsched_core::format_duration(limit)
+            ))
+        };
+        let Ok(mut cached) = tokio::time::timeout_at(deadline, self.inner.readiness.lock()).await
+        else {
+            return no_answer();
+        };
+        if let Some((at, readiness)) = &*cached
             && at.elapsed() < Duration::from_secs(1)
         {
             return readiness.clone();
         }
         let schema = store.schema().clone();
         let owner = self.inner.owner.clone();
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let check = store
-            .within(limit, "the readiness check", |client| {
+            .within(left, "the readiness check", |client| {
                 Box::pin(async move {
                     check_ready(client, &schema).await?;
                     check_capability(client, &schema, RUNTIME_ROLE).await?;
@@ -327,30 +338,33 @@ impl Observer {
             .await;
         let readiness = match check {
             Ok(()) => Readiness::Ready,
-            Err(StoreError::TimedOut(_)) => Readiness::NotReady(format!(
-                "the database did not answer, or a commit did not complete, within {}",
-                qlsched_core::format_duration(limit)
-            )),
+            Err(StoreError::TimedOut(_)) => no_answer(),
             Err(error) => Readiness::NotReady(error.to_string()),
         };
-        cached.readiness = Some((Instant::now(), readiness.clone()));
+        *cached = Some((Instant::now(), readiness.clone()));
         readiness
     }
 
     /// The database gauges and the registry's replicas by liveness, read together on one
     /// connection at most once per cadence (at least a second apart). The replicas are every
-    /// live replica's to show, since a hung one cannot say so itself.
+    /// live replica's to show, since a hung one cannot say so itself. Within `limit`, the wait
+    /// for a read already in flight (another scrape's) included.
     async fn database_reads(&self, limit: Duration) -> Result<DatabaseReads, String> {
         let Some(store) = self.store() else {
             return Err("starting".to_owned());
         };
-        let mut cached = self.inner.cached.lock().await;
+        let deadline = tokio::time::Instant::now() + limit;
+        let Ok(mut cached) = tokio::time::timeout_at(deadline, self.inner.database.lock()).await
+        else {
+            return Err("the database did not answer in time".to_owned());
+        };
         let period = self.inner.cadence.max(Duration::from_secs(1));
-        if let Some((at, reads)) = &cached.database
+        if let Some((at, reads)) = &*cached
             && at.elapsed() < period
         {
             return reads.clone();
         }
+        let limit = deadline.saturating_duration_since(tokio::time::Instant::now());
         let owner = &self.inner.owner;
         let owner = owner.clone();
         let read = store
@@ -369,7 +383,7 @@ impl Observer {
             Err(StoreError::TimedOut(_)) => Err("the database did not answer in time".to_owned()),
             Err(error) => Err(error.to_string()),
         };
-        cached.database = Some((Instant::now(), result.clone()));
+        *cached = Some((Instant::now(), result.clone()));
         result
     }
 

@@ -326,12 +326,42 @@ impl ConnectionSettings {
             return Ok(());
         }
         let first = server_process(client).await?;
-        let other = self.settings.connect(application_name, "").await?;
+        // The second session waits on nothing of qlsched's but its answers: through a pooler in
+        // session mode whose pool is full, its first statement (or the session check of its
+        // login) would wait for a server connection as long as the pooler lets it (PgBouncer's
+        // query_wait_timeout, 120 s by default). So its part of the looks, connecting
+        // included, is bounded by the connect timeout; one that runs out, or a second session
+        // refused where the first was let in, tells nothing either way: said at WARN, and the
+        // command goes on.
+        let limit = self.connect_timeout();
+        let deadline = limit.map(|limit| tokio::time::Instant::now() + limit);
+        let no_answer = || {
+            let within = limit.map_or_else(String::new, |limit| {
+                format!(
+                    " within {} (connect_timeout)",
+                    qlsched_core::format_duration(limit)
+                )
+            });
+            format!("a second session got no answer{within}")
+        };
+        let other = match by(deadline, self.settings.connect(application_name, "")).await {
+            Some(Ok(other)) => other,
+            Some(Err(error)) => {
+                inconclusive(&format!("a second session was not let in: {error}"));
+                return Ok(());
+            }
+            None => {
+                inconclusive(&no_answer());
+                return Ok(());
+            }
+        };
         let mut shared = false;
         for _ in 0..SHARING_PROBES {
-            shared = shared
-                || server_process(&other).await? == first
-                || server_process(client).await? != first;
+            let Some(process) = by(deadline, server_process(&other)).await else {
+                inconclusive(&no_answer());
+                return Ok(());
+            };
+            shared = shared || process? == first || server_process(client).await? != first;
         }
         drop(other);
         if shared {
@@ -351,6 +381,29 @@ impl ConnectionSettings {
     pub async fn answers(&self) -> Result<(), String> {
         self.settings.answers("qlsched probe").await
     }
+}
+
+/// `look`'s answer, or `None` when `deadline` came first.
+async fn by<T>(deadline: Option<tokio::time::Instant>, look: impl Future<Output = T>) -> Option<T> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, look).await.ok(),
+        None => Some(look.await),
+    }
+}
+
+/// The look for a transaction pooler found nothing either way, for the reason `why`. A pooler in
+/// session mode with its pool full keeps a second session waiting, or refuses it; one in
+/// transaction mode would have answered (the first session's server connection is free between
+/// its statements). So going on is the likely right guess, and the warning says what to set
+/// when it is not.
+fn inconclusive(why: &str) {
+    tracing::warn!(
+        "could not tell whether a connection pooler in transaction mode sits between qlsched and \
+         the server: {why} (a pooler in session mode with its pool full?); going on as if every \
+         session were its own. Behind a pooler in transaction mode, run with --pooler \
+         transaction (QLSCHED_POOLER=transaction); behind one in session mode, --pooler session \
+         skips this look"
+    );
 }
 
 // This session's server process, as `pid@start` (the server's start time, in seconds since 1970,
