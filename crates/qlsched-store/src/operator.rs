@@ -145,21 +145,27 @@ pub async fn claim(
             // A dry run reads what the claim would take, by SELECT alone (in a READ ONLY
             // transaction), so that it works for a login that may only read; it writes no claim and
             // no audit row.
-            if dry_run {
-                would_claim(&**client, target, owner, lease_ms).await
+            let row = if dry_run {
+                would_claim(&**client, target, owner, lease_ms).await?
             } else {
-                claim_and_audit(client, target, owner, lease_ms).await
+                claim_and_audit(client, target, owner, lease_ms).await?
+            };
+            // The claim carries the upgrade gate: when it is closed for this build, that is why
+            // nothing was claimed (a migration applied since the readiness check before it).
+            // Read in the same transaction: a bare statement would not be the transaction's,
+            // nor resolve names in the schema, behind a pooler in transaction mode.
+            match row {
+                Some(row) => Ok(Ok(row)),
+                None => Ok(Err(gate_closed_by(&**client).await?)),
             }
         },
     );
     match claimed.await? {
-        Some(row) => Ok(row),
-        // The claim carries the upgrade gate: when it is closed for this build, that is why
-        // nothing was claimed (a migration applied since the readiness check before it).
-        None if let Some(closed_by) = gate_closed_by(&**client).await? => Err(
-            StoreError::SchemaNotReady(format!("{closed_by}: nothing claimed")),
-        ),
-        None => Err(match target {
+        Ok(row) => Ok(row),
+        Err(Some(closed_by)) => Err(StoreError::SchemaNotReady(format!(
+            "{closed_by}: nothing claimed"
+        ))),
+        Err(None) => Err(match target {
             None => StoreError::NothingEligible(
                 "no schedule row is due and unclaimed (see `qlsched inspect schedules`)".into(),
             ),
