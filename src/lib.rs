@@ -15,11 +15,10 @@
 
 pub use qlsched_core as core;
 pub use qlsched_pgconn as pgconn;
-pub use qlsched_service::{
-    backfill, bench, coordinator, lifecycle, manual, observe, replica, stop,
-};
+pub use qlsched_bench as bench;
+pub use qlsched_embedded as embedded;
+pub use qlsched_service::{backfill, coordinator, lifecycle, manual, observe, replica, stop};
 pub use qlsched_store as store;
 
 pub mod cli;
-pub mod embedded;
 pub mod tui;

@@ -33,7 +33,7 @@ use crate::store::connect::SettingsSource;
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
-use crate::store::scratch::{Recreated, check_database_name, recreate_marked_database};
+use crate::bench::scratch::{Recreated, check_database_name, recreate_marked_database};
 use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
 /// The demo's database; recreated on every start.

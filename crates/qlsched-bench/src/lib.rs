@@ -13,20 +13,23 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
+use qlsched_service::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
 use qlsched_core::duration::format_duration;
 use qlsched_core::manifest::parse_manifest;
 use qlsched_core::{Batch, CoordinatorConfig, CoreError, CronSchedule, MAX_BATCH, ManifestError};
-use qlsched_store::bench::{
+use crate::sql::{
     create_batch_probe, create_commit_probe, database_now_ms, drop_batch_probe, drop_commit_probe,
     pad_schedule, place_cursors, probe_batches, probe_commits,
 };
 use qlsched_store::invariants::invariant_counts;
 use qlsched_store::migrate::migrate_up;
 use qlsched_store::publish::publish;
-use qlsched_store::scratch::{drop_database, recreate_database};
+use crate::scratch::{drop_database, recreate_database};
 use qlsched_store::{ConnectionSettings, SchemaName, StoreError};
 
+pub mod scratch;
+pub mod sql;
+pub mod statements;
 pub mod steady;
 
 /// The project every bench trigger belongs to.
@@ -86,7 +89,7 @@ impl LivedIn {
     ) -> Result<(), BenchError> {
         let history = i64::try_from(self.history)
             .map_err(|_| BenchError::Config(format!("--history {}", self.history)))?;
-        qlsched_store::bench::lived_in(
+        crate::sql::lived_in(
             admin,
             project_id,
             template,
