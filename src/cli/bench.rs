@@ -11,13 +11,13 @@ use super::error::ExitStatus;
 use super::output::{emit, table};
 use super::signals::Shutdown;
 use super::{CliError, Global};
+use crate::bench::scratch::drop_database;
+use crate::bench::sql::OccurrenceLag;
 use crate::bench::steady::{SteadyConfig, SteadyReport, run_steady};
 use crate::bench::{BenchConfig, BenchReport, run_bench};
 use crate::core::duration::format_duration;
 use crate::core::time::utc;
 use crate::core::{Batch, CoordinatorConfig};
-use crate::bench::sql::OccurrenceLag;
-use crate::bench::scratch::drop_database;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {

@@ -22,6 +22,7 @@ use super::args::{Access, duration_arg};
 use super::output::print;
 use super::signals::Shutdown;
 use super::{CliError, Global};
+use crate::bench::scratch::{Recreated, check_database_name, recreate_marked_database};
 use crate::coordinator::AdmittedRun;
 use crate::core::CoordinatorConfig;
 use crate::core::TriggerName;
@@ -33,7 +34,6 @@ use crate::store::connect::SettingsSource;
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
-use crate::bench::scratch::{Recreated, check_database_name, recreate_marked_database};
 use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
 /// The demo's database; recreated on every start.

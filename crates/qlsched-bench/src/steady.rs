@@ -19,20 +19,20 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::{BenchError, Ceiling, drop_unless_kept, measure_ceiling, ratio, start_replicas};
-use qlsched_service::lifecycle::stop_all;
-use qlsched_core::duration::format_duration;
-use qlsched_core::manifest::parse_manifest;
-use qlsched_core::{Batch, CoordinatorConfig, CronSchedule};
-use qlsched_store::accounting::occurrence_accounting;
+use crate::scratch::recreate_database;
 use crate::sql::{
     FinishedRun, HistorySample, OccurrenceLag, database_now_ms, finish_queued, history_size,
     lag_by_occurrence, misfire_records, still_due_at, uninitialized_rows,
 };
+use qlsched_core::duration::format_duration;
+use qlsched_core::manifest::parse_manifest;
+use qlsched_core::{Batch, CoordinatorConfig, CronSchedule};
+use qlsched_service::lifecycle::stop_all;
+use qlsched_store::accounting::occurrence_accounting;
 use qlsched_store::invariants::invariant_counts;
 use qlsched_store::migrate::migrate_up;
 use qlsched_store::publish::publish;
 use qlsched_store::retention::{RunRetention, retention_state};
-use crate::scratch::recreate_database;
 use qlsched_store::upkeep::{ScheduleUpkeep, schedule_upkeep};
 use qlsched_store::{ConnectionSettings, SchemaName, Store};
 
