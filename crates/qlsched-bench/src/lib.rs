@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use crate::replicas::{InProcessReplicas, stop_all};
 use crate::scratch::{drop_database, recreate_database};
 use crate::sql::{
     create_batch_probe, create_commit_probe, database_now_ms, drop_batch_probe, drop_commit_probe,
@@ -24,12 +25,13 @@ use crate::sql::{
 use qlsched_core::duration::format_duration;
 use qlsched_core::manifest::parse_manifest;
 use qlsched_core::{Batch, CoordinatorConfig, CoreError, CronSchedule, MAX_BATCH, ManifestError};
-use qlsched_service::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
+use qlsched_service::lifecycle::{Lifecycle, RoundEvent};
 use qlsched_store::invariants::invariant_counts;
 use qlsched_store::migrate::migrate_up;
 use qlsched_store::publish::publish;
 use qlsched_store::{ConnectionSettings, SchemaName, StoreError};
 
+pub mod replicas;
 pub mod scratch;
 pub mod sql;
 pub mod statements;

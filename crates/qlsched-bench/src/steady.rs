@@ -19,6 +19,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::{BenchError, Ceiling, drop_unless_kept, measure_ceiling, ratio, start_replicas};
+use crate::replicas::stop_all;
 use crate::scratch::recreate_database;
 use crate::sql::{
     FinishedRun, HistorySample, OccurrenceLag, database_now_ms, finish_queued, history_size,
@@ -27,7 +28,6 @@ use crate::sql::{
 use qlsched_core::duration::format_duration;
 use qlsched_core::manifest::parse_manifest;
 use qlsched_core::{Batch, CoordinatorConfig, CronSchedule};
-use qlsched_service::lifecycle::stop_all;
 use qlsched_store::accounting::occurrence_accounting;
 use qlsched_store::invariants::invariant_counts;
 use qlsched_store::migrate::migrate_up;
