@@ -8,18 +8,18 @@
 //! place SQL lives; the services (`qlsched-service`): [`coordinator`] runs one bounded round and
 //! [`lifecycle`] the timer around it, [`replica`] is a whole replica (startup, rounds, probes,
 //! housekeeping, stop), [`backfill`] and [`manual`] the operator's flows, each stopped through a
-//! [`stop::StopToken`], [`observe`] serves the metrics and [`bench`](mod@bench) measures the
-//! whole of it against the database's commit ceiling. This package holds the rest: [`cli`]
-//! translates between people and the layers below, [`tui`] is the dashboard, and [`embedded`] is
-//! the throw-away server of the demo and the tests, beside the store, not in it.
+//! [`stop::StopToken`], [`observe`] serves the metrics. Beside those product crates, which never
+//! depend on them: [`bench`](mod@bench) (`qlsched-bench`) measures the whole of it against the
+//! database's commit ceiling and holds the scratch databases, and [`embedded`]
+//! (`qlsched-embedded`) is the throw-away server of the demo and the tests. This package holds
+//! the rest: [`cli`] translates between people and the layers below, and [`tui`] is the dashboard.
 
+pub use qlsched_bench as bench;
 pub use qlsched_core as core;
+pub use qlsched_embedded as embedded;
 pub use qlsched_pgconn as pgconn;
-pub use qlsched_service::{
-    backfill, bench, coordinator, lifecycle, manual, observe, replica, stop,
-};
+pub use qlsched_service::{backfill, coordinator, lifecycle, manual, observe, replica, stop};
 pub use qlsched_store as store;
 
 pub mod cli;
-pub mod embedded;
 pub mod tui;

@@ -11,13 +11,13 @@ use super::error::ExitStatus;
 use super::output::{emit, table};
 use super::signals::Shutdown;
 use super::{CliError, Global};
+use crate::bench::scratch::drop_database;
+use crate::bench::sql::OccurrenceLag;
 use crate::bench::steady::{SteadyConfig, SteadyReport, run_steady};
 use crate::bench::{BenchConfig, BenchReport, run_bench};
 use crate::core::duration::format_duration;
 use crate::core::time::utc;
 use crate::core::{Batch, CoordinatorConfig};
-use crate::store::bench::OccurrenceLag;
-use crate::store::scratch::drop_database;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -478,7 +478,7 @@ fn render_steady(report: &SteadyReport) -> String {
 /// two samples.
 fn render_history(report: &SteadyReport) -> String {
     let first = report.history.first().map_or(0, |s| s.at_ms);
-    let mut previous: Option<&crate::store::bench::HistorySample> = None;
+    let mut previous: Option<&crate::bench::sql::HistorySample> = None;
     let rows = report.history.iter().map(|s| {
         let (deleted, wal) = previous.map_or((0, 0), |p| {
             (s.deleted_runs - p.deleted_runs, s.wal_bytes - p.wal_bytes)

@@ -22,18 +22,19 @@ use super::args::{Access, duration_arg};
 use super::output::print;
 use super::signals::Shutdown;
 use super::{CliError, Global};
+use crate::bench::replicas::{InProcessReplicas, stop_all};
+use crate::bench::scratch::{Recreated, check_database_name, recreate_marked_database};
 use crate::coordinator::AdmittedRun;
 use crate::core::CoordinatorConfig;
 use crate::core::TriggerName;
 use crate::core::manifest::parse_manifest;
 use crate::core::time::clock;
 use crate::embedded::{BIN_ENV, EmbeddedError, EmbeddedServer};
-use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
+use crate::lifecycle::{Lifecycle, RoundEvent};
 use crate::store::connect::SettingsSource;
 use crate::store::invariants::invariant_counts;
 use crate::store::migrate::migrate_up;
 use crate::store::publish::publish;
-use crate::store::scratch::{Recreated, check_database_name, recreate_marked_database};
 use crate::store::{ConnectionSettings, SchemaName, StoreError};
 
 /// The demo's database; recreated on every start.

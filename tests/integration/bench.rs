@@ -325,7 +325,7 @@ async fn a_lived_in_bench_writes_its_history_as_admissions_do() {
         .await
         .expect("the history");
     let counts: Vec<i64> = (0..6).map(|i| row.get(i)).collect();
-    qlsched::store::scratch::drop_database(&crate::util::server(), &database)
+    qlsched::bench::scratch::drop_database(&crate::util::server(), &database)
         .await
         .expect("drop the kept bench database");
     // 1,200 runs over the 40 triggers the bench admits (parked rows get none), keys as the

@@ -203,7 +203,7 @@ async fn the_demo_admits_runs_and_checks_them() {
     assert_eq!(code(&inspect), 0, "{hint}: {}", stderr(&inspect));
     // A database the demo made is the demo's to recreate.
     let again = demo(&server_url, &name, "1s");
-    qlsched::store::scratch::drop_database(&server(), &name)
+    qlsched::bench::scratch::drop_database(&server(), &name)
         .await
         .expect("drop the demo database");
     assert_eq!(code(&output), 0, "{}", stderr(&output));

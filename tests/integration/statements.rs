@@ -1,16 +1,36 @@
-//! Every SQL statement of `store` (`store::statements::all`) is prepared against a migrated
-//! database, and planned as each role that runs it, so that a renamed column or a missing grant
-//! fails here rather than in a replica. A line scan of `crates/qlsched-store/src` keeps the list
-//! whole: a SQL constant missing from it, a statement written in place that
-//! `store::statements::BUILT_IN_PLACE` does not account for, or one assembled by `concat!` fails
-//! the second test, named. Each statement is one literal, whole in the source, so a scan of lines
+//! Every SQL statement of `store` (`store::statements::all`) and of the bench crate
+//! (`bench::statements::all`, the benchmark's and the scratch databases' SQL, kept out of the
+//! product) is prepared against a migrated database, and planned as each role that runs it, so
+//! that a renamed column or a missing grant fails here rather than in a replica. A line scan of
+//! both crates' sources (`SQL_SOURCES`) keeps the lists whole: a SQL constant missing from them, a
+//! statement written in place that neither crate's `statements::BUILT_IN_PLACE` accounts for, or
+//! one assembled by `concat!` fails the second test, named. Each statement is one literal, whole in the source, so a scan of lines
 //! finds it: no tokenizer of Rust is needed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use qlsched::store::statements::{BUILT_IN_PLACE, Role, Statement, all};
+use qlsched::store::statements::{Role, Statement};
+
+/// Every statement listed: the store's, then the bench crate's.
+fn all() -> Vec<Statement> {
+    [
+        qlsched::store::statements::all(),
+        qlsched::bench::statements::all(),
+    ]
+    .concat()
+}
+
+/// Every statement written in place, with the module that builds it: the store's, then the
+/// bench crate's.
+fn built_in_place() -> Vec<(&'static str, &'static str, &'static str)> {
+    [
+        qlsched::store::statements::BUILT_IN_PLACE,
+        qlsched::bench::statements::BUILT_IN_PLACE,
+    ]
+    .concat()
+}
 
 use crate::util::TestDb;
 
@@ -101,7 +121,7 @@ async fn every_store_statement_prepares_and_plans_as_the_roles_that_run_it() {
             }
         }
     }
-    let not_prepared = BUILT_IN_PLACE
+    let not_prepared = built_in_place()
         .iter()
         .filter(|(_, _, why)| why.starts_with("not prepared"))
         .count();
@@ -130,8 +150,8 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
     let mut assembled = Vec::new();
     let mut positional = Vec::new();
     let mut constants = 0;
-    for file in rust_files(&root.join(STORE_SOURCES)) {
-        let module = module_of(&root, &file);
+    let built_in_place = built_in_place();
+    for (file, module) in sql_sources(&root) {
         let source = std::fs::read_to_string(&file).expect("read source");
         let production = source.split("\n#[cfg(test)]").next().unwrap_or("");
         let scan = scan(production);
@@ -150,7 +170,7 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
         assembled.extend(located(&scan.assembled));
         positional.extend(located(&scan.positional));
         for text in scan.inline {
-            match BUILT_IN_PLACE
+            match built_in_place
                 .iter()
                 .position(|(m, start, _)| *m == module && text.starts_with(start))
             {
@@ -161,7 +181,7 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
             }
         }
     }
-    let stale: Vec<_> = BUILT_IN_PLACE
+    let stale: Vec<_> = built_in_place
         .iter()
         .enumerate()
         .filter(|(index, _)| !used_exceptions.contains(index))
@@ -185,19 +205,20 @@ fn every_sql_constant_of_store_is_listed_and_nothing_is_built_unaccounted() {
     );
     assert!(
         unaccounted.is_empty(),
-        "statements written outside a constant, not in store::statements::BUILT_IN_PLACE \
+        "statements written outside a constant, not in the store's or the bench's statements::BUILT_IN_PLACE \
          (make them constants and list them): {}",
         unaccounted.join(", ")
     );
     assert!(
         stale.is_empty(),
-        "store::statements::BUILT_IN_PLACE names what the sources no longer build: {}",
+        "statements::BUILT_IN_PLACE names what the sources no longer build: {}",
         stale.join(", ")
     );
 }
 
-/// The layers above the store write no SQL of their own: the core, the services, the CLI and the
-/// dashboard reach the database only through the store's functions, so the statements listed and
+/// The layers above the store write no SQL of their own: the core, the services, the CLI, the
+/// dashboard and the embedded server reach the database only through the store's functions (or
+/// the bench crate's, for the benchmark and the scratch databases), so the statements listed and
 /// planned as their roles above are all the SQL qlsched sends (the connection crate's session
 /// checks aside: `SHOW transaction_read_only` and the like, which libpq sends too).
 #[test]
@@ -208,6 +229,7 @@ fn no_layer_above_the_store_writes_sql() {
     for dir in [
         "crates/qlsched-core/src",
         "crates/qlsched-service/src",
+        "crates/qlsched-embedded/src",
         "src",
     ] {
         for file in rust_files(&root.join(dir)) {
@@ -315,8 +337,7 @@ async fn every_column_the_store_reads_by_name_is_one_column_of_its_statements() 
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut reads = 0;
     let mut problems = Vec::new();
-    for file in rust_files(&root.join(STORE_SOURCES)) {
-        let module = module_of(&root, &file);
+    for (file, module) in sql_sources(&root) {
         let source = std::fs::read_to_string(&file).expect("read source");
         let production = source.split("\n#[cfg(test)]").next().unwrap_or("");
         let statements = columns.get(&module).map(Vec::as_slice).unwrap_or_default();
@@ -443,15 +464,32 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Where the store crate's sources are, from the root package.
-const STORE_SOURCES: &str = "crates/qlsched-store/src";
+/// The crates where SQL lives, each with its crate's name in `module_path!()`: the store, and the
+/// bench crate, whose statements the product never runs (docs/DESIGN.md §2).
+const SQL_SOURCES: &[(&str, &str)] = &[
+    ("crates/qlsched-store/src", "qlsched_store"),
+    ("crates/qlsched-bench/src", "qlsched_bench"),
+];
+
+/// Every source file of [`SQL_SOURCES`], with its module.
+fn sql_sources(root: &Path) -> Vec<(PathBuf, String)> {
+    SQL_SOURCES
+        .iter()
+        .flat_map(|(dir, krate)| {
+            rust_files(&root.join(dir)).into_iter().map(move |file| {
+                let module = module_of(&root.join(dir), krate, &file);
+                (file, module)
+            })
+        })
+        .collect()
+}
 
 /// `crates/qlsched-store/src/read/runs.rs` is `qlsched_store::read::runs`, as `module_path!()`
 /// says; a `mod.rs` is its folder's module, `lib.rs` the crate's.
-fn module_of(root: &Path, file: &Path) -> String {
+fn module_of(sources: &Path, krate: &str, file: &Path) -> String {
     let relative = file
-        .strip_prefix(root.join(STORE_SOURCES))
-        .expect("under the store's sources");
+        .strip_prefix(sources)
+        .expect("under the crate's sources");
     let mut parts: Vec<String> = relative
         .with_extension("")
         .iter()
@@ -460,7 +498,7 @@ fn module_of(root: &Path, file: &Path) -> String {
     if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
         parts.pop();
     }
-    parts.insert(0, "qlsched_store".to_owned());
+    parts.insert(0, krate.to_owned());
     parts.join("::")
 }
 

@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT, RoundReport, duration_ms};
-use qlsched_core::{CoordinatorConfig, CoreError};
-use qlsched_store::{ConnectionSettings, SchemaName, Store, StoreError, replicas};
+use qlsched_core::CoordinatorConfig;
+use qlsched_store::{Store, StoreError, replicas};
 
 /// What the lifecycle tells an observer (the demo, `top`, the bench, tests) after each round.
 /// One a round, so the size of a finished round's report beside a failed one's text costs
@@ -134,68 +134,6 @@ pub fn stop_bound(drain_timeout: Duration) -> Duration {
 /// round, one for a give-back or a settlement while the round's connection is lost.
 pub const REPLICA_POOL_SIZE: usize = 2;
 
-/// Replicas run inside this process (`demo`, `bench`): each a [`Lifecycle`] around a
-/// [`Coordinator`] with a pool of its own, exactly as `qlsched run` starts one. Opening the pools
-/// and starting the timers are two steps, so a caller can give up between them (the demo, on a
-/// signal while it prepares) with nothing to undo.
-pub struct InProcessReplicas {
-    stores: Vec<(String, Store)>,
-}
-
-impl InProcessReplicas {
-    /// Opens one pool per owner; its sessions are named `<application> <owner>`.
-    pub async fn open(
-        settings: &ConnectionSettings,
-        schema: &SchemaName,
-        application: &str,
-        owners: impl IntoIterator<Item = String>,
-    ) -> Result<Self, StoreError> {
-        let mut stores = Vec::new();
-        for owner in owners {
-            let name = format!("{application} {owner}");
-            let store = Store::open_replica(settings, schema, &name, REPLICA_POOL_SIZE).await?;
-            stores.push((owner, store));
-        }
-        Ok(InProcessReplicas { stores })
-    }
-
-    /// Registers every replica (docs/DESIGN.md §3, `replicas`) and starts its timer with
-    /// `template`'s configuration under its own owner; each reports its rounds to `events` when
-    /// given. Every configuration is checked first: on an error none is started. A registration
-    /// that fails is logged and the replica runs anyway: the registry is what people read, the
-    /// fence is what keeps the promises.
-    pub async fn start(
-        self,
-        template: &CoordinatorConfig,
-        events: Option<&mpsc::UnboundedSender<RoundEvent>>,
-    ) -> Result<Vec<Lifecycle>, CoreError> {
-        let configured = self
-            .stores
-            .into_iter()
-            .map(|(owner, store)| {
-                let config = CoordinatorConfig {
-                    owner,
-                    ..template.clone()
-                };
-                config.validate().map(|()| (config, store))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut lifecycles = Vec::with_capacity(configured.len());
-        for (config, store) in configured {
-            if let Err(error) = register(&store, &config, qlsched_core::FORGET_STALE_AFTER).await {
-                tracing::warn!(%error, owner = %config.owner, "could not register the replica");
-            }
-            lifecycles.push(Lifecycle::start(
-                Arc::new(
-                    Coordinator::new(store, config).registered(qlsched_core::FORGET_STALE_AFTER),
-                ),
-                events.cloned(),
-            ));
-        }
-        Ok(lifecycles)
-    }
-}
-
 /// How long a registry write (a registration, a mark) may take: a start or a stop never waits
 /// on it longer, and a failure is only logged by the callers that can go on without it.
 pub const REGISTRY_TIMEOUT: Duration = GIVE_BACK_TIMEOUT;
@@ -244,12 +182,6 @@ pub async fn mark(store: &Store, owner: &str, state: &str) {
     if let Err(error) = marked {
         tracing::warn!(%error, "could not update the replica registry");
     }
-}
-
-/// Stops every replica at once (each drains its round within its drain timeout) and marks it
-/// stopped in the registry.
-pub async fn stop_all(lifecycles: Vec<Lifecycle>) -> Vec<StopReport> {
-    futures_util::future::join_all(lifecycles.into_iter().map(Lifecycle::stop_registered)).await
 }
 
 async fn run_rounds(

@@ -6,7 +6,6 @@
 pub mod accounting;
 pub mod admission_errors;
 pub mod admit;
-pub mod bench;
 pub mod claim;
 pub mod connect;
 pub mod control;
@@ -23,7 +22,6 @@ pub mod replicas;
 pub mod retention;
 pub mod retry;
 pub mod row;
-pub mod scratch;
 pub mod sender;
 pub mod statements;
 pub mod top;

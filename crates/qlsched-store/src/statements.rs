@@ -119,21 +119,6 @@ pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
         "not prepared: settings of a migration's transaction naming the schema, which no \
          parameter can",
     ),
-    (
-        "qlsched_store::scratch",
-        "CREATE DATABASE",
-        "not prepared: DDL naming a database, which no parameter can",
-    ),
-    (
-        "qlsched_store::scratch",
-        "DROP DATABASE",
-        "not prepared: DDL naming a database, which no parameter can",
-    ),
-    (
-        "qlsched_store::scratch",
-        "COMMENT ON DATABASE",
-        "not prepared: DDL naming a database, which no parameter can",
-    ),
 ];
 
 /// Every statement of `store`, module by module. The migrations (`migrate::MIGRATIONS`) are not
@@ -146,7 +131,6 @@ pub fn all() -> Vec<Statement> {
         accounting::statements(),
         admission_errors::statements(),
         admit::statements(),
-        bench::statements(),
         claim::statements(),
         connect::statements(),
         control::statements(),
@@ -160,7 +144,6 @@ pub fn all() -> Vec<Statement> {
         recovery::statements(),
         replicas::statements(),
         retention::statements(),
-        scratch::statements(),
         sender::statements(),
         top::statements(),
         upkeep::statements(),

@@ -125,7 +125,7 @@ impl TestDb {
             COUNTER.fetch_add(1, Ordering::Relaxed),
             &uuid::Uuid::new_v4().simple().to_string()[..6]
         );
-        qlsched::store::scratch::recreate_database(&server(), &name, template)
+        qlsched::bench::scratch::recreate_database(&server(), &name, template)
             .await
             .unwrap_or_else(|e| {
                 panic!("cannot create test database {name} (is PostgreSQL running?): {e}")
@@ -191,7 +191,7 @@ impl Drop for TestDb {
                 .enable_all()
                 .build()
                 .map(|runtime| {
-                    runtime.block_on(qlsched::store::scratch::drop_database(&server(), &name))
+                    runtime.block_on(qlsched::bench::scratch::drop_database(&server(), &name))
                 })
         })
         .join();

@@ -1,5 +1,8 @@
 //! `qlsched bench`, the measurement behind docs/PERFORMANCE.md: how fast R replicas
 //! turn a burst of due occurrences into admitted runs, next to what the server can commit at all.
+//! A crate beside the product crates (docs/DESIGN.md §2), with its own SQL ([`sql`](mod@sql))
+//! and the scratch databases the bench, the demo and the tests work in ([`scratch`]): the store
+//! and the services do not depend on it, so the scheduler ships none of it.
 //!
 //! In a scratch database of its own: migrate; publish N triggers through the real publish path;
 //! place their cursors so that a fraction of them is due at one instant (the burst); optionally pad
@@ -13,20 +16,25 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
-use qlsched_core::duration::format_duration;
-use qlsched_core::manifest::parse_manifest;
-use qlsched_core::{Batch, CoordinatorConfig, CoreError, CronSchedule, MAX_BATCH, ManifestError};
-use qlsched_store::bench::{
+use crate::replicas::{InProcessReplicas, stop_all};
+use crate::scratch::{drop_database, recreate_database};
+use crate::sql::{
     create_batch_probe, create_commit_probe, database_now_ms, drop_batch_probe, drop_commit_probe,
     pad_schedule, place_cursors, probe_batches, probe_commits,
 };
+use qlsched_core::duration::format_duration;
+use qlsched_core::manifest::parse_manifest;
+use qlsched_core::{Batch, CoordinatorConfig, CoreError, CronSchedule, MAX_BATCH, ManifestError};
+use qlsched_service::lifecycle::{Lifecycle, RoundEvent};
 use qlsched_store::invariants::invariant_counts;
 use qlsched_store::migrate::migrate_up;
 use qlsched_store::publish::publish;
-use qlsched_store::scratch::{drop_database, recreate_database};
 use qlsched_store::{ConnectionSettings, SchemaName, StoreError};
 
+pub mod replicas;
+pub mod scratch;
+pub mod sql;
+pub mod statements;
 pub mod steady;
 
 /// The project every bench trigger belongs to.
@@ -86,14 +94,7 @@ impl LivedIn {
     ) -> Result<(), BenchError> {
         let history = i64::try_from(self.history)
             .map_err(|_| BenchError::Config(format!("--history {}", self.history)))?;
-        qlsched_store::bench::lived_in(
-            admin,
-            project_id,
-            template,
-            i64::from(self.parked),
-            history,
-        )
-        .await?;
+        crate::sql::lived_in(admin, project_id, template, i64::from(self.parked), history).await?;
         Ok(())
     }
 }

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::store::ConnectionSettings;
+use qlsched_store::ConnectionSettings;
 
 /// The oldest major version qlsched supports (the README's prerequisites).
 pub const MIN_MAJOR: u32 = 15;

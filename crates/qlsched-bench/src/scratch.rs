@@ -1,7 +1,7 @@
 //! Whole databases, for the demo, the benchmark and the tests: each works in a database of its
 //! own that it creates from scratch and drops afterwards.
 
-use super::{ConnectionSettings, SchemaName, StoreError};
+use qlsched_store::{ConnectionSettings, SchemaName, StoreError};
 
 /// A database name the scratch functions accept: the same plain identifiers as schema names, so
 /// it can be spliced into CREATE/DROP DATABASE (identifiers cannot be parameters).
@@ -104,6 +104,6 @@ pub async fn recreate_marked_database(
     Ok(Recreated::Done)
 }
 
-super::statements::statements! {
+crate::statements::statements! {
     DATABASE_COMMENT: Owner,
 }

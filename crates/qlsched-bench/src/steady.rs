@@ -19,20 +19,20 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::{BenchError, Ceiling, drop_unless_kept, measure_ceiling, ratio, start_replicas};
-use crate::lifecycle::stop_all;
+use crate::replicas::stop_all;
+use crate::scratch::recreate_database;
+use crate::sql::{
+    FinishedRun, HistorySample, OccurrenceLag, database_now_ms, finish_queued, history_size,
+    lag_by_occurrence, misfire_records, still_due_at, uninitialized_rows,
+};
 use qlsched_core::duration::format_duration;
 use qlsched_core::manifest::parse_manifest;
 use qlsched_core::{Batch, CoordinatorConfig, CronSchedule};
 use qlsched_store::accounting::occurrence_accounting;
-use qlsched_store::bench::{
-    FinishedRun, HistorySample, OccurrenceLag, database_now_ms, finish_queued, history_size,
-    lag_by_occurrence, misfire_records, still_due_at, uninitialized_rows,
-};
 use qlsched_store::invariants::invariant_counts;
 use qlsched_store::migrate::migrate_up;
 use qlsched_store::publish::publish;
 use qlsched_store::retention::{RunRetention, retention_state};
-use qlsched_store::scratch::recreate_database;
 use qlsched_store::upkeep::{ScheduleUpkeep, schedule_upkeep};
 use qlsched_store::{ConnectionSettings, SchemaName, Store};
 
@@ -59,7 +59,7 @@ pub struct SteadyConfig {
     pub database: String,
     pub keep: bool,
     /// Parked rows and history added before measuring.
-    pub lived_in: crate::bench::LivedIn,
+    pub lived_in: crate::LivedIn,
     /// Run a dispatcher beside the replicas that finishes every queued run each second, as a
     /// real one would (docs/DESIGN.md §3.4); the lags are then read as it finishes the runs.
     pub dispatch: bool,
@@ -374,7 +374,7 @@ const DISPATCH_EVERY: Duration = Duration::from_secs(1);
 const SAMPLE_EVERY_PASSES: u32 = 10;
 
 /// The bench's dispatcher, on a connection of its own: each second it finishes every queued run
-/// (`store::bench::finish_queued`), keeping each run's occurrence and lag, and every ten seconds
+/// (`sql::finish_queued`), keeping each run's occurrence and lag, and every ten seconds
 /// it samples the history's size.
 struct Dispatcher {
     stop: tokio::sync::oneshot::Sender<()>,
@@ -437,13 +437,13 @@ async fn start_retention(
     let owners: Vec<String> = (0..config.replicas)
         .map(|replica| format!("{}-{replica}", config.coordinator.owner))
         .collect();
-    let every = crate::replica::Retention::DEFAULT.every;
+    let every = qlsched_service::replica::Retention::DEFAULT.every;
     Ok(tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
             for owner in &owners {
-                crate::replica::retain_runs(store.clone(), owner.clone(), runs).await;
+                qlsched_service::replica::retain_runs(store.clone(), owner.clone(), runs).await;
             }
         }
     }))

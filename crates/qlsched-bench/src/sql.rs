@@ -6,8 +6,8 @@
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, GenericClient};
 
-use super::StoreError;
-use super::row::Named;
+use qlsched_store::StoreError;
+use qlsched_store::row::Named;
 
 // Database time, the only clock (docs/DESIGN.md §4.1): the burst occurrence is set relative to it.
 const NOW_MS: &str = "SELECT now_ms()";
@@ -611,7 +611,7 @@ pub async fn lived_in(
     Ok(())
 }
 
-super::statements::statements! {
+crate::statements::statements! {
     NOW_MS: Owner,
     PLACE_CURSORS: Owner,
     PAD_TRIGGERS: Owner,
