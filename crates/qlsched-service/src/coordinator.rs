@@ -109,6 +109,8 @@ pub struct Coordinator {
     connection_busy: AtomicBool,
     /// When each trigger whose admission failed was last logged ([`REFUSAL_LOG_INTERVAL`]).
     refusals_said: Mutex<HashMap<(String, String), Instant>>,
+    /// When the server's having no room for an admission was last logged at WARN.
+    shortage_said: Mutex<Option<Instant>>,
 }
 
 impl Coordinator {
@@ -128,6 +130,7 @@ impl Coordinator {
             owed: Mutex::new(Owed::default()),
             connection_busy: AtomicBool::new(false),
             refusals_said: Mutex::new(HashMap::new()),
+            shortage_said: Mutex::new(None),
             config,
         }
     }
@@ -177,7 +180,9 @@ impl Coordinator {
                 batch: report.batch,
                 claimed: report.claimed,
                 admit_time: report.admit_time,
-                failed: report.failure.is_some(),
+                // The server short of its own resources fails batches of any size alike: halving
+                // would only cost rounds once it has room again.
+                failed: report.failure.is_some() && report.short_of_resources == 0,
             },
             self.config.lease,
         );
@@ -436,6 +441,15 @@ impl Coordinator {
         report.batch_fallbacks = stats.batch_fallbacks;
         report.batch_error = stats.batch_error.take();
         report.round_trips += stats.round_trips;
+        report.short_of_resources = stats.short_of_resources;
+        report.resource_error = stats.resource_error.take();
+        if let Some(error) = &report.resource_error {
+            self.say_short_of_resources(
+                report.short_of_resources,
+                stats.resources_exhausted,
+                error,
+            );
+        }
         // A failed admission may have committed all the same (the connection died with the
         // COMMIT in flight, or its reply was lost), and a row left unsettled by the fall-back may
         // have too: what became of them is learnt on a fresh connection, never guessed, and the
@@ -737,6 +751,30 @@ impl Coordinator {
         }
         said.insert(key, now);
         true
+    }
+
+    /// Says that the server had no room for this round's admissions `times` times, at WARN once a
+    /// [`REFUSAL_LOG_INTERVAL`] and at DEBUG between: while a long transaction keeps the server's
+    /// predicate-lock table full, every round of every replica meets it.
+    fn say_short_of_resources(&self, times: u32, exhausted: bool, error: &str) {
+        let now = Instant::now();
+        let mut said = self.shortage_said.lock().unwrap_or_else(|p| p.into_inner());
+        let loud = said.is_none_or(|at| now.duration_since(at) >= REFUSAL_LOG_INTERVAL);
+        if loud {
+            *said = Some(now);
+        }
+        drop(said);
+        let outcome = if exhausted {
+            "the server still had no room after the pauses: admitted one row at a time, a row with \
+             no room given back"
+        } else {
+            "tried again with the same rows after a pause, and admitted"
+        };
+        if loud {
+            tracing::warn!(times, %error, "the server had no room for an admission: {outcome}");
+        } else {
+            tracing::debug!(times, %error, "the server had no room for an admission: {outcome}");
+        }
     }
 
     fn lock_owed(&self) -> std::sync::MutexGuard<'_, Owed> {

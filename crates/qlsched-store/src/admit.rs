@@ -54,7 +54,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use deadpool_postgres::ClientWrapper;
-use futures_util::future::join5;
+use futures_util::future::{join, join3};
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
@@ -63,9 +63,10 @@ use uuid::Uuid;
 use super::StoreError;
 use super::claim::ClaimedRow;
 use super::error::{
-    describe_server_error, is_definition_refused, is_fence_lost, is_retryable, is_server_wide,
+    describe_server_error, is_definition_refused, is_fence_lost, is_out_of_resources, is_retryable,
+    is_server_wide,
 };
-use super::retry::{ADMISSION, Exhausted, retry};
+use super::retry::{ADMISSION, Exhausted, RESOURCES, retry};
 use super::row::Named;
 use super::sender::{Sender, TRANSACTION_SETTINGS};
 use qlsched_core::Decision;
@@ -132,6 +133,17 @@ pub struct AdmitStats {
     /// failed, though the fall-back admitted its rows.
     #[serde(skip)]
     pub batch_error: Option<String>,
+    /// Transactions the server had no room for (SQLSTATE class 53, a shortage of its own, such
+    /// as its predicate-lock table full), each tried again with the same rows after a pause
+    /// ([`RESOURCES`]), and the server's last word on it.
+    #[serde(skip)]
+    pub short_of_resources: u32,
+    #[serde(skip)]
+    pub resource_error: Option<String>,
+    /// Whether the shortage outlasted [`RESOURCES`]' attempts: the batch then fell back to one
+    /// row at a time, or a row alone was given back.
+    #[serde(skip)]
+    pub resources_exhausted: bool,
 }
 
 // Re-lock every claimed row and check its whole fence and every definition its decision was
@@ -397,6 +409,16 @@ const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE"
 // Transaction-local: the COMMIT or rollback that follows resets them.
 const PIN_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), \
     set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
+// One SIREAD lock on each definition table as a whole, taken before the admission reads them
+// (module docs): a scan of the table, if a sample of none of its pages, is predicate-locked as the
+// whole relation in a SERIALIZABLE transaction, and the admission's reads of the same tables then
+// find that lock covering them and take none of their own. No SERIALIZABLE transaction writes
+// these tables (publish, pause and the other definition writers are READ COMMITTED), so the
+// coarser lock conflicts with nothing that the tuple locks did not.
+const LOCK_DEFINITIONS: &str = "SELECT (SELECT count(*) FROM projects TABLESAMPLE SYSTEM (0))
+    + (SELECT count(*) FROM triggers TABLESAMPLE SYSTEM (0))
+    + (SELECT count(*) FROM tasks TABLESAMPLE SYSTEM (0))
+    + (SELECT count(*) FROM execution_revisions TABLESAMPLE SYSTEM (0)) AS sampled";
 const COMMIT: &str = "COMMIT";
 const BEGIN_READ_ONLY: &str = "BEGIN READ ONLY";
 
@@ -516,7 +538,7 @@ fn out_of_resources(
     outcome: AdmissionOutcome,
 ) -> Result<(AdmissionOutcome, String), AdmissionOutcome> {
     match outcome {
-        AdmissionOutcome::Rejected { sqlstate, reason } if sqlstate.starts_with("53") => {
+        AdmissionOutcome::Rejected { sqlstate, reason } if is_out_of_resources(&sqlstate) => {
             let reason = format!(
                 "the server ran out of a resource (SQLSTATE {sqlstate}); the claim is given \
                  back and tried again after the round's back-off: {reason}"
@@ -618,7 +640,39 @@ enum Verdict {
     Rejected { sqlstate: String, reason: String },
 }
 
+/// Admits `admissions` in one transaction, tried again while contention aborts it
+/// ([`ADMISSION`]) and, for longer, while the server has no room for it ([`RESOURCES`]): a
+/// shortage of the server's shared resources is no verdict on the rows, and the same rows are
+/// likely to fit once the transaction that filled the server's table ends. Past those attempts a
+/// shortage is the verdict [`admit`] meets by admitting row by row, and a row alone gives back.
 async fn admit_with_retries(
+    client: &ClientWrapper,
+    sender: &Sender,
+    admissions: &[Admission<'_>],
+    lookup: Lookup,
+    stats: &mut AdmitStats,
+) -> Result<Verdict, StoreError> {
+    let mut short = 0;
+    loop {
+        match admit_contended(client, sender, admissions, lookup, stats).await? {
+            Verdict::Rejected { sqlstate, reason } if is_out_of_resources(&sqlstate) => {
+                short += 1;
+                stats.short_of_resources += 1;
+                stats.resource_error = Some(reason.clone());
+                if short >= RESOURCES.attempts {
+                    stats.resources_exhausted = true;
+                    return Ok(Verdict::Rejected { sqlstate, reason });
+                }
+                tokio::time::sleep(RESOURCES.pause(short)).await;
+            }
+            verdict => return Ok(verdict),
+        }
+    }
+}
+
+/// [`admit_with_retries`]' one pass: the transaction, tried again as [`ADMISSION`] says while
+/// contention aborts it.
+async fn admit_contended(
     client: &ClientWrapper,
     sender: &Sender,
     admissions: &[Admission<'_>],
@@ -640,8 +694,9 @@ async fn admit_with_retries(
             Err(error) if is_definition_refused(&error) => {
                 Ok(Verdict::DefinitionRefused(describe_server_error(&error)))
             }
-            // A constraint (class 23), the admission's own count check (QLF02), and every other
-            // error of this row's writes.
+            // A constraint (class 23), the admission's own count check (QLF02), the server out of
+            // a resource (class 53, which the caller tries again) and every other error of this
+            // row's writes.
             Err(error) if !is_retryable(&error) && !is_server_wide(&error) => Ok(rejected(error)),
             Err(error) => Err(error),
         }
@@ -671,10 +726,12 @@ pub async fn admit_in_transaction(
     admissions: &[Admission<'_>],
 ) -> Result<(), StoreError> {
     let columns = Columns::of(admissions);
-    transaction
-        .query_one(PIN_PLAN, &[])
-        .await
-        .map_err(StoreError::from_db)?;
+    for setup in [PIN_PLAN, LOCK_DEFINITIONS] {
+        transaction
+            .query_one(setup, &[])
+            .await
+            .map_err(StoreError::from_db)?;
+    }
     transaction
         .query_one(Lookup::Tid.statement(), &columns.params())
         .await
@@ -755,8 +812,8 @@ pub async fn settle(
         .collect()
 }
 
-/// One pipelined round trip: BEGIN, the schema's settings, the plan settings, the admission
-/// statement, COMMIT.
+/// One pipelined round trip: BEGIN, the schema's settings, the plan settings, the definitions'
+/// predicate locks, the admission statement, COMMIT.
 async fn admit_once(
     client: &ClientWrapper,
     sender: &Sender,
@@ -771,6 +828,7 @@ async fn admit_once(
         .ready(client, TRANSACTION_SETTINGS, round_trips)
         .await?;
     let pin = sender.ready(client, PIN_PLAN, round_trips).await?;
+    let lock = sender.ready(client, LOCK_DEFINITIONS, round_trips).await?;
     let admit = sender
         .ready(client, lookup.statement(), round_trips)
         .await?;
@@ -779,12 +837,17 @@ async fn admit_once(
     let columns = Columns::of(admissions);
     let params = columns.params();
     // join polls in order, so the requests leave in order on the one connection.
-    let (began, set, pinned, admitted, committed) = join5(
-        begin.execute(client, &[]),
-        sender.settings(client, &settings),
-        pin.query_one(client, &[]),
-        admit.query_one(client, &params),
-        commit.execute(client, &[]),
+    let ((began, set, pinned), (locked, admitted, committed)) = join(
+        join3(
+            begin.execute(client, &[]),
+            sender.settings(client, &settings),
+            pin.query_one(client, &[]),
+        ),
+        join3(
+            lock.query_one(client, &[]),
+            admit.query_one(client, &params),
+            commit.execute(client, &[]),
+        ),
     )
     .await;
     // The first error is the cause; after it the pipelined COMMIT found the transaction aborted
@@ -792,6 +855,7 @@ async fn admit_once(
     began?;
     set?;
     pinned?;
+    locked?;
     admitted?;
     committed?;
     Ok(())
@@ -922,6 +986,7 @@ fn decision_label(decision: &Decision) -> &'static str {
 super::statements::statements! {
     BEGIN_SERIALIZABLE: Runtime | Admin,
     PIN_PLAN: Runtime | Admin,
+    LOCK_DEFINITIONS: Runtime | Admin,
     ADMIT_BY_TID: Runtime | Admin,
     ADMIT_BY_KEY: Runtime | Admin,
     COMMIT: Runtime | Admin,
