@@ -3,17 +3,30 @@
 //! attempt, the `run.created` and `run.queued` events, and advances the schedule, clearing the
 //! claim (docs/DESIGN.md §4.5).
 //!
-//! One file of about 650 lines on purpose: the statement, its parameter list, the retries, the
+//! One file of about 1,000 lines on purpose: the statement, its parameter list, the retries, the
 //! one-by-one fall-back and the settlement of an unknown outcome are one protocol, and each part
 //! is only correct given the others.
 //!
 //! Shape, chosen for throughput without weakening any of that:
 //! - A claimed batch is admitted by one statement, each row's fence checked in it. A batch that
 //!   fails (a lost fence, a refused row, retries exhausted, or any server error that is not the
-//!   server's own state: a user trigger raising, predicate-lock memory run out) falls back to
-//!   admitting its rows one by one, so one stale or poisoned row never blocks the others and
-//!   every row gets its own verdict. Only an error that would fail every row alike (the
+//!   server's own state: a user trigger raising, a resource a smaller transaction fits in) falls
+//!   back to admitting its rows one by one, so one stale or poisoned row never blocks the others
+//!   and every row gets its own verdict. Only an error that would fail every row alike (the
 //!   connection gone, a read-only server: `error::is_server_wide`) ends the batch as an error.
+//!   The server short of a resource of its own (class 53: its predicate-lock table full, memory,
+//!   disk) is met first by the same rows again after pauses (`retry::RESOURCES`, about 1.5 s in
+//!   all): the shortage is the server's, and usually over once the transaction that caused it
+//!   ends; a row that still finds no room on its own is given back.
+//! - The server's predicate-lock table, which every SERIALIZABLE transaction shares and a long
+//!   one keeps full of the locks of every transaction that overlapped it, is spent by the batch,
+//!   not by the row: the transaction first samples each definition table it reads
+//!   (`LOCK_DEFINITIONS`), which PostgreSQL predicate-locks as the whole relation, so reading a
+//!   trigger, task, project or execution revision takes no lock of its own. Otherwise each
+//!   trigger read was one more entry: 16 for a batch of 16 wherever the server promotes no lock.
+//!   An admission holds 9 locks, whatever its batch: those 4, an index page of each definition
+//!   table's key and one of `runs_pkey`
+//!   (`an_admission_locks_each_definition_table_once_whatever_its_batch`).
 //! - BEGIN, the plan settings, the statement and COMMIT are pipelined: one round trip. The
 //!   statement ends in `admission_complete()`, which raises when a fence failed, so the
 //!   pipelined COMMIT finds an aborted transaction and rolls it back. Nothing of a failed
