@@ -21,7 +21,7 @@ use tokio_postgres::CancelToken;
 use qlsched_core::batch::{RoundLoad, next_batch};
 use qlsched_core::{CoordinatorConfig, CronSchedule, Decision};
 use qlsched_store::admission_errors::{self, Refusal};
-use qlsched_store::admit::admit;
+use qlsched_store::admit::{admit, lock_order};
 use qlsched_store::claim::{RoundClaim, claim_for_round, give_back};
 use qlsched_store::replicas::Heartbeat;
 use qlsched_store::{
@@ -414,11 +414,9 @@ impl Coordinator {
             }
         }
 
-        // Locked in primary-key order, as every writer of schedule rows locks them (publish, a
-        // pause, `expire --owner`): no two of them wait on each other in a cycle.
-        admitting.sort_by(|(_, a), (_, b)| {
-            (&a.row.project_id, &a.row.trigger_id).cmp(&(&b.row.project_id, &b.row.trigger_id))
-        });
+        // Locked in the order every writer of schedule rows locks them (publish, a pause,
+        // `expire --owner`): no two of them wait on each other in a cycle.
+        admitting.sort_by(|(_, a), (_, b)| lock_order(a.row, b.row));
         admitting.into_iter().unzip()
     }
 

@@ -102,6 +102,14 @@ pub struct RunIdentity {
     pub scheduled_for_ms: i64,
 }
 
+/// The order an admission locks its rows in, which a caller sorts its admissions by: primary-key
+/// order, the order every writer of schedule rows locks them in (publish, a pause or resume,
+/// `expire --owner`), so that no two of them wait on each other in a cycle. The admission
+/// statement locks rows in the order it is given them (a nested loop over its input).
+pub fn lock_order(a: &ClaimedRow, b: &ClaimedRow) -> std::cmp::Ordering {
+    (&a.project_id, &a.trigger_id).cmp(&(&b.project_id, &b.trigger_id))
+}
+
 /// The verdict on one admission.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
