@@ -905,7 +905,7 @@ async fn a_row_a_trigger_function_refuses_falls_back_and_is_named() {
 
 /// `n` every-second triggers `r00`, `r01`, ... all due, on a server whose statement trigger on
 /// `runs` answers 53200 (out of shared memory, as a full predicate-lock table does) to a statement
-/// of more than one run while `no_room(left)` says so, and a coordinator with the adaptive batch.
+/// whenever `no_room` holds (`inserted` is its runs), and a coordinator with the adaptive batch.
 async fn short_of_room(db: &TestDb, n: usize, no_room: &str) -> qlsched::coordinator::Coordinator {
     let ids: Vec<String> = (0..n).map(|n| format!("r{n:02}")).collect();
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
@@ -915,7 +915,7 @@ async fn short_of_room(db: &TestDb, n: usize, no_room: &str) -> qlsched::coordin
         .batch_execute(&format!(
             "CREATE FUNCTION no_room() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
-                 IF (SELECT count(*) FROM inserted) > 1 AND {no_room} THEN
+                 IF {no_room} THEN
                      RAISE EXCEPTION 'out of shared memory' USING ERRCODE = '53200',
                          HINT = 'You might need to increase max_pred_locks_per_transaction.';
                  END IF;
@@ -950,7 +950,12 @@ async fn a_batch_the_server_has_no_room_for_yet_is_tried_again_whole() {
         .batch_execute("CREATE SEQUENCE tries")
         .await
         .expect("a counter outside the transaction");
-    let coordinator = short_of_room(&db, 20, "nextval('tries') <= 2").await;
+    let coordinator = short_of_room(
+        &db,
+        20,
+        "(SELECT count(*) FROM inserted) > 1 AND nextval('tries') <= 2",
+    )
+    .await;
     let started = std::time::Instant::now();
     let round = coordinator.run_round().await.expect("the round finishes");
     let took = started.elapsed();
@@ -975,6 +980,43 @@ async fn a_batch_the_server_has_no_room_for_yet_is_tried_again_whole() {
     assert_invariants(&db).await;
 }
 
+/// A server with no room for any admission (53200 for every statement, as a predicate-lock
+/// table a long transaction keeps full answers): one budget of pauses for the round, the batch's
+/// tries and its fall-back together, so the first row alone finds it spent and is given back,
+/// and the rows after it are not tried. About 1.5 s, not one budget a row; every claim is given
+/// back for the next round, nothing is refused or recorded.
+#[tokio::test]
+async fn a_server_with_no_room_at_all_costs_a_round_one_budget_of_pauses() {
+    let db = TestDb::new().await;
+    let coordinator = short_of_room(&db, 20, "true").await;
+    let started = std::time::Instant::now();
+    let round = coordinator.run_round().await.expect("the round finishes");
+    let took = started.elapsed();
+    assert_eq!(
+        (round.claimed, round.fired, round.unsettled),
+        (16, 0, 16),
+        "{round:?}"
+    );
+    assert_eq!(
+        round.short_of_resources,
+        qlsched::store::retry::RESOURCES.attempts + 1,
+        "the batch's tries, then the first row's one: {round:?}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "one budget of pauses: {took:?}"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_owner IS NOT NULL")
+            .await,
+        0,
+        "every claim given back"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+    assert_eq!(db.count("SELECT count(*) FROM admission_errors").await, 0);
+    assert_invariants(&db).await;
+}
+
 /// A batch the server never has room for (53200 for any statement of more than one run, as a
 /// resource a large transaction outgrows where a small one fits): after the same batch was tried
 /// again as long as a shortage of the server's is, its rows are admitted one by one in the same
@@ -983,7 +1025,7 @@ async fn a_batch_the_server_has_no_room_for_yet_is_tried_again_whole() {
 #[tokio::test]
 async fn a_batch_the_server_has_no_room_for_is_admitted_row_by_row_in_the_end() {
     let db = TestDb::new().await;
-    let coordinator = short_of_room(&db, 20, "true").await;
+    let coordinator = short_of_room(&db, 20, "(SELECT count(*) FROM inserted) > 1").await;
     let first = coordinator.run_round().await.expect("the round finishes");
     assert_eq!(first.batch, 16);
     assert_eq!((first.claimed, first.fired), (16, 16), "{first:?}");

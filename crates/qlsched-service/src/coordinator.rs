@@ -282,6 +282,10 @@ impl Coordinator {
             self.transition(index, ClaimEvent::Admission(outcome));
             let due_at = local(admission.decision.next_fire_at_ms());
             let say = match outcome {
+                // The server had no room for any of them: one line said so for the round
+                // (`say_short_of_resources`), not one a row, which while a long transaction kept
+                // its table full wrote hundreds a round.
+                AdmissionOutcome::Unsettled { .. } if report.resources_exhausted => false,
                 AdmissionOutcome::Rejected { .. }
                 | AdmissionOutcome::DefinitionRefused { .. }
                 | AdmissionOutcome::Unsettled { .. } => self.first_in_interval(admission.row),
@@ -441,6 +445,7 @@ impl Coordinator {
         report.round_trips += stats.round_trips;
         report.short_of_resources = stats.short_of_resources;
         report.resource_error = stats.resource_error.take();
+        report.resources_exhausted = stats.resources_exhausted;
         if let Some(error) = &report.resource_error {
             self.say_short_of_resources(
                 report.short_of_resources,
@@ -763,8 +768,8 @@ impl Coordinator {
         }
         drop(said);
         let outcome = if exhausted {
-            "the server still had no room after the pauses: admitted one row at a time, a row with \
-             no room given back"
+            "the server still had no room after the pauses: its rows were tried one at a time, \
+             and those it had no room for given back for a later round"
         } else {
             "tried again with the same rows after a pause, and admitted"
         };

@@ -156,7 +156,7 @@ pub struct AdmitStats {
     pub batch_error: Option<String>,
     /// Transactions the server had no room for (SQLSTATE class 53, a shortage of its own, such
     /// as its predicate-lock table full), each tried again with the same rows after a pause
-    /// ([`RESOURCES`]), and the server's last word on it.
+    /// while they number fewer than [`RESOURCES`]' attempts, and the server's last word on it.
     #[serde(skip)]
     pub short_of_resources: u32,
     #[serde(skip)]
@@ -662,10 +662,11 @@ enum Verdict {
 }
 
 /// Admits `admissions` in one transaction, tried again while contention aborts it
-/// ([`ADMISSION`]) and, for longer, while the server has no room for it ([`RESOURCES`]): a
-/// shortage of the server's shared resources is no verdict on the rows, and the same rows are
-/// likely to fit once the transaction that filled the server's table ends. Past those attempts a
-/// shortage is the verdict [`admit`] meets by admitting row by row, and a row alone gives back.
+/// ([`ADMISSION`]) and, for longer, while the server has no room for it ([`RESOURCES`], counted
+/// in `stats` across one [`admit`]): a shortage of the server's shared resources is no verdict
+/// on the rows, and the same rows are likely to fit once the transaction that filled the
+/// server's table ends. Past those attempts a shortage is the verdict [`admit`] meets by
+/// admitting row by row, and a row alone gives back.
 async fn admit_with_retries(
     client: &ClientWrapper,
     sender: &Sender,
@@ -673,18 +674,18 @@ async fn admit_with_retries(
     lookup: Lookup,
     stats: &mut AdmitStats,
 ) -> Result<Verdict, StoreError> {
-    let mut short = 0;
     loop {
         match admit_contended(client, sender, admissions, lookup, stats).await? {
             Verdict::Rejected { sqlstate, reason } if is_out_of_resources(&sqlstate) => {
-                short += 1;
                 stats.short_of_resources += 1;
                 stats.resource_error = Some(reason.clone());
-                if short >= RESOURCES.attempts {
+                // One budget of attempts for the whole of [`admit`], the batch and its fall-back
+                // together: a shortage that comes and goes must not pause every row of a batch.
+                if stats.short_of_resources >= RESOURCES.attempts {
                     stats.resources_exhausted = true;
                     return Ok(Verdict::Rejected { sqlstate, reason });
                 }
-                tokio::time::sleep(RESOURCES.pause(short)).await;
+                tokio::time::sleep(RESOURCES.pause(stats.short_of_resources)).await;
             }
             verdict => return Ok(verdict),
         }

@@ -36,10 +36,10 @@ pub const ADMISSION: Policy = Policy {
 
 /// A replica's admission that the server had no room for (SQLSTATE class 53,
 /// [`super::error::is_out_of_resources`]): the same rows again after pauses of a tenth of a
-/// second and more, about 1.5 s in all, so that a predicate-lock table filled by a transaction
-/// beside the admission has time to drain, and no loop at full speed while it does not. Bounded
-/// well inside a lease: the round then falls back to one row at a time, and a row with no room
-/// either is given back.
+/// second and more, about 1.5 s in all for one round's admission, so that a predicate-lock table
+/// filled by a transaction beside the admission has time to drain, and no loop at full speed
+/// while it does not. Bounded well inside a lease: the round then falls back to one row at a
+/// time, and a row with no room either is given back.
 pub const RESOURCES: Policy = Policy {
     attempts: 6,
     step: Duration::from_millis(100),

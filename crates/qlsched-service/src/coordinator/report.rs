@@ -65,6 +65,9 @@ pub struct RoundReport {
     pub short_of_resources: u32,
     #[serde(skip)]
     pub resource_error: Option<String>,
+    /// Whether the shortage outlasted the pauses, so that rows were given back for it.
+    #[serde(skip)]
+    pub resources_exhausted: bool,
     pub transactions: u32,
     pub serialization_retries: u32,
     pub batch_fallbacks: u32,
