@@ -634,6 +634,66 @@ async fn an_admission_holds_no_predicate_lock_on_the_schedule_table() {
     }
 }
 
+/// What an admission costs the server's shared predicate-lock table, which every SERIALIZABLE
+/// transaction draws on and which a long one beside the admissions can fill: inside an admission
+/// of 1, 16 and 120 rows, one SIREAD lock on each definition table as a whole (none on their
+/// rows, so no entry a trigger), and as many locks in all, give or take the index pages the
+/// rows' keys span. Read row by row, as the admission did before it locked the tables whole, a
+/// batch took one lock a trigger: 120 rows filled a table sized for 10 locks a connection.
+#[tokio::test]
+async fn an_admission_locks_each_definition_table_once_whatever_its_batch() {
+    let db = TestDb::new().await;
+    let ids: Vec<String> = (0..137).map(|n| format!("d{n:03}")).collect();
+    let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    db.publish(&crate::util::every_second(&id_refs)).await;
+    db.client()
+        .await
+        .batch_execute("UPDATE trigger_schedules SET next_fire_at_ms = now_ms() - 1000")
+        .await
+        .expect("due");
+    let store = db.store("test").await;
+    let mut client = db.client().await;
+    let mut totals = Vec::new();
+    for batch in [1, 16, 120] {
+        let rows = claim(&store, "replica-a", batch, 60_000).await;
+        assert_eq!(rows.len(), usize::try_from(batch).unwrap_or(0));
+        let admissions: Vec<_> = rows.iter().map(admission).collect();
+        let transaction = serializable(&mut client).await;
+        qlsched::store::admit::admit_in_transaction(&transaction, &admissions)
+            .await
+            .expect("the admission statement");
+        let locks: Vec<(String, String, i64)> = transaction
+            .query(
+                "SELECT coalesce(l.relation::regclass::text, '-'), l.locktype, count(*)
+                 FROM pg_locks l
+                 WHERE l.mode = 'SIReadLock' AND l.pid = pg_backend_pid()
+                 GROUP BY 1, 2 ORDER BY 1, 2",
+                &[],
+            )
+            .await
+            .expect("pg_locks")
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect();
+        transaction.commit().await.expect("commit");
+        for table in ["execution_revisions", "projects", "tasks", "triggers"] {
+            let on_table: Vec<_> = locks.iter().filter(|l| l.0 == table).collect();
+            assert_eq!(
+                on_table,
+                [&(table.to_owned(), "relation".to_owned(), 1)],
+                "a batch of {batch}: {locks:?}"
+            );
+        }
+        let total: i64 = locks.iter().map(|l| l.2).sum();
+        eprintln!("a batch of {batch}: {total} SIREAD locks: {locks:?}");
+        totals.push(total);
+    }
+    assert!(
+        totals[2] <= totals[0] + 4,
+        "120 rows hold about the locks one row does: {totals:?}"
+    );
+}
+
 /// A SERIALIZABLE transaction on `client`, as an admission runs in.
 async fn serializable(client: &mut tokio_postgres::Client) -> tokio_postgres::Transaction<'_> {
     client
@@ -843,22 +903,19 @@ async fn a_row_a_trigger_function_refuses_falls_back_and_is_named() {
     assert_invariants(&db).await;
 }
 
-/// A batch the server has no room for (53200, as predicate-lock memory running out answers a
-/// large transaction where a small one fits; raised here by a statement trigger on `runs` for any
-/// statement of more than one run): the rows are admitted one by one in the same round, nothing is
-/// refused or recorded, and the round counts as failed so that its batch halves and it backs off.
-#[tokio::test]
-async fn a_batch_the_server_has_no_room_for_is_admitted_row_by_row_and_halves() {
-    let db = TestDb::new().await;
-    let ids: Vec<String> = (0..20).map(|n| format!("r{n:02}")).collect();
+/// `n` every-second triggers `r00`, `r01`, ... all due, on a server whose statement trigger on
+/// `runs` answers 53200 (out of shared memory, as a full predicate-lock table does) to a statement
+/// whenever `no_room` holds (`inserted` is its runs), and a coordinator with the adaptive batch.
+async fn short_of_room(db: &TestDb, n: usize, no_room: &str) -> qlsched::coordinator::Coordinator {
+    let ids: Vec<String> = (0..n).map(|n| format!("r{n:02}")).collect();
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     db.publish(&crate::util::every_second(&ids)).await;
     db.client()
         .await
-        .batch_execute(
+        .batch_execute(&format!(
             "CREATE FUNCTION no_room() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
-                 IF (SELECT count(*) FROM inserted) > 1 THEN
+                 IF {no_room} THEN
                      RAISE EXCEPTION 'out of shared memory' USING ERRCODE = '53200',
                          HINT = 'You might need to increase max_pred_locks_per_transaction.';
                  END IF;
@@ -866,28 +923,124 @@ async fn a_batch_the_server_has_no_room_for_is_admitted_row_by_row_and_halves() 
              END $$;
              CREATE TRIGGER no_room AFTER INSERT ON runs REFERENCING NEW TABLE AS inserted
                  FOR EACH STATEMENT EXECUTE FUNCTION no_room();
-             UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000",
-        )
+             UPDATE trigger_schedules SET next_fire_at_ms = (now_ms() / 1000) * 1000 - 1000"
+        ))
         .await
         .expect("a server without room for batches");
-    let coordinator = qlsched::coordinator::Coordinator::new(
+    qlsched::coordinator::Coordinator::new(
         db.store("c").await,
         qlsched::core::CoordinatorConfig {
             owner: "c".into(),
             batch: qlsched::core::batch::Batch::Adaptive,
             ..qlsched::core::CoordinatorConfig::default()
         },
+    )
+}
+
+/// The server out of room for a while (53200, as a predicate-lock table that a long
+/// SERIALIZABLE transaction keeps full answers every admission; here for the first two tries, by
+/// a counter a failed try cannot roll back): the same batch is tried again after a pause, in the
+/// same round, and admitted whole. Nothing falls back, nothing is refused, the round does not
+/// fail, and its batch is not held against it: the full claim doubles it.
+#[tokio::test]
+async fn a_batch_the_server_has_no_room_for_yet_is_tried_again_whole() {
+    let db = TestDb::new().await;
+    db.client()
+        .await
+        .batch_execute("CREATE SEQUENCE tries")
+        .await
+        .expect("a counter outside the transaction");
+    let coordinator = short_of_room(
+        &db,
+        20,
+        "(SELECT count(*) FROM inserted) > 1 AND nextval('tries') <= 2",
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let round = coordinator.run_round().await.expect("the round finishes");
+    let took = started.elapsed();
+    assert_eq!((round.claimed, round.fired), (16, 16), "{round:?}");
+    assert_eq!(round.short_of_resources, 2, "{round:?}");
+    assert_eq!(
+        (round.rejected, round.batch_fallbacks, round.unsettled),
+        (0, 0, 0),
+        "{round:?}"
     );
+    assert!(round.failure.is_none(), "{:?}", round.failure);
+    assert_eq!(
+        round.transactions, 3,
+        "the same batch three times: {round:?}"
+    );
+    assert!(
+        took >= std::time::Duration::from_millis(300),
+        "paused between tries (100 ms, then 200 ms, and more): {took:?}"
+    );
+    assert_eq!(coordinator.batch(), 32, "a full claim doubles it");
+    assert_eq!(db.count("SELECT count(*) FROM admission_errors").await, 0);
+    assert_invariants(&db).await;
+}
+
+/// A server with no room for any admission (53200 for every statement, as a predicate-lock
+/// table a long transaction keeps full answers): one budget of pauses for the round, the batch's
+/// tries and its fall-back together, so the first row alone finds it spent and is given back,
+/// and the rows after it are not tried. About 1.5 s, not one budget a row; every claim is given
+/// back for the next round, nothing is refused or recorded.
+#[tokio::test]
+async fn a_server_with_no_room_at_all_costs_a_round_one_budget_of_pauses() {
+    let db = TestDb::new().await;
+    let coordinator = short_of_room(&db, 20, "true").await;
+    let started = std::time::Instant::now();
+    let round = coordinator.run_round().await.expect("the round finishes");
+    let took = started.elapsed();
+    assert_eq!(
+        (round.claimed, round.fired, round.unsettled),
+        (16, 0, 16),
+        "{round:?}"
+    );
+    assert_eq!(
+        round.short_of_resources,
+        qlsched::store::retry::RESOURCES.attempts + 1,
+        "the batch's tries, then the first row's one: {round:?}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "one budget of pauses: {took:?}"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claim_owner IS NOT NULL")
+            .await,
+        0,
+        "every claim given back"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM runs").await, 0);
+    assert_eq!(db.count("SELECT count(*) FROM admission_errors").await, 0);
+    assert_invariants(&db).await;
+}
+
+/// A batch the server never has room for (53200 for any statement of more than one run, as a
+/// resource a large transaction outgrows where a small one fits): after the same batch was tried
+/// again as long as a shortage of the server's is, its rows are admitted one by one in the same
+/// round; nothing is refused or recorded, and the round counts as failed (the registry, the
+/// back-off) but keeps its batch: the full claim doubles it, where a refusal would halve it.
+#[tokio::test]
+async fn a_batch_the_server_has_no_room_for_is_admitted_row_by_row_in_the_end() {
+    let db = TestDb::new().await;
+    let coordinator = short_of_room(&db, 20, "(SELECT count(*) FROM inserted) > 1").await;
     let first = coordinator.run_round().await.expect("the round finishes");
     assert_eq!(first.batch, 16);
     assert_eq!((first.claimed, first.fired), (16, 16), "{first:?}");
     assert_eq!((first.rejected, first.batch_fallbacks), (0, 1), "{first:?}");
+    assert_eq!(
+        first.short_of_resources,
+        qlsched::store::retry::RESOURCES.attempts,
+        "{first:?}"
+    );
     let failure = first.failure.as_deref().unwrap_or_default();
     assert!(failure.contains("SQLSTATE 53200"), "{failure}");
     assert_eq!(
         coordinator.batch(),
-        16,
-        "a full claim would have doubled it; the failure halved it (to the floor)"
+        32,
+        "the shortage is not held against the batch"
     );
     assert_eq!(db.count("SELECT count(*) FROM admission_errors").await, 0);
     assert_invariants(&db).await;

@@ -1147,9 +1147,11 @@ async fn deadlocks(db: &TestDb) -> i64 {
 /// `expire --owner` run over and over against three replicas admitting the same rows: each
 /// writer locks schedule rows in the order an admission does, so none of them deadlocks, by the
 /// server's own count (`pg_stat_database.deadlocks`, 0 more after the race; a deadlock would also
-/// exit 1 or 75 here); then two sessions locking two rows in opposite orders, in the same
-/// database, move that count: the measure sees a deadlock when there is one. The run ends on the
-/// invariants.
+/// exit 1 or 75 here). Then the real admission statement meets a real `pause` on two rows, step
+/// by step ([`admission_meets_pause`]): with its rows in the order the coordinator sorts them
+/// (`store::admit::lock_order`) the count stays, with them reversed it moves, so the measure sees
+/// a deadlock when there is one, and either writer's order regressing fails the test. The run
+/// ends on the invariants.
 #[tokio::test(flavor = "multi_thread")]
 async fn writers_racing_running_replicas_never_deadlock_and_keep_the_invariants() {
     let db = TestDb::new().await;
@@ -1255,35 +1257,20 @@ async fn writers_racing_running_replicas_never_deadlock_and_keep_the_invariants(
     let in_race = deadlocks(&db).await - deadlocks_before;
     assert_eq!(in_race, 0, "the server detected deadlocks during the race");
 
-    // The order reversed: two sessions lock t00 and t01 in opposite orders.
-    let (first, second) = (db.client().await, db.client().await);
-    let lock =
-        |id: &str| format!("SELECT 1 FROM trigger_schedules WHERE trigger_id = '{id}' FOR UPDATE");
-    first
-        .batch_execute(&format!("BEGIN; {}", lock("t00")))
-        .await
-        .expect("first locks t00");
-    second
-        .batch_execute(&format!("BEGIN; {}", lock("t01")))
-        .await
-        .expect("second locks t01");
-    let (t01, t00) = (lock("t01"), lock("t00"));
-    let (a, b) = tokio::join!(first.batch_execute(&t01), second.batch_execute(&t00));
-    assert!(
-        a.is_err() || b.is_err(),
-        "one of the reversed pair is chosen as the deadlock victim"
+    // The measure sees a deadlock when there is one, and the writers' order is what keeps it
+    // away: the real admission statement and the real `pause`, made to meet on t00 and t01, once
+    // with the admission's rows in the order the coordinator sorts them, once reversed.
+    admission_meets_pause(&db, false).await;
+    crate::util::sleep_ms(1_500).await;
+    let in_order = deadlocks(&db).await - deadlocks_before;
+    assert_eq!(
+        in_order, 0,
+        "an admission in lock order and a pause met without a deadlock"
     );
-    for session in [&first, &second] {
-        let _ = session.batch_execute("ROLLBACK").await;
-        session
-            .batch_execute("SELECT pg_stat_force_next_flush()")
-            .await
-            .expect("flush");
-    }
-    drop((first, second));
+    admission_meets_pause(&db, true).await;
     crate::util::eventually(
         std::time::Duration::from_secs(5),
-        "the reversed pair's deadlock counted",
+        "the reversed admission's deadlock counted",
         || async { deadlocks(&db).await > deadlocks_before },
     )
     .await;
@@ -1291,8 +1278,129 @@ async fn writers_racing_running_replicas_never_deadlock_and_keep_the_invariants(
     eprintln!(
         "race: {published} publishes, {paused} pause/resume pairs, {expired} expires beside 3 \
          replicas; {runs} runs admitted; deadlocks counted by the server: {in_race} in the race, \
-         {reversed} with two rows locked in reversed order"
+         {in_order} when an admission in lock order met a pause, {reversed} when one in reversed \
+         order did"
     );
+}
+
+/// The real admission statement (`store::admit::admit_in_transaction`, SERIALIZABLE) of t00 and
+/// t01, claimed by an owner of its own, against a real `qlsched pause --project p`, which locks
+/// every row of the project in primary-key order. Made to meet, not left to timing: a gate session
+/// holds the first row the admission locks; the admission waits on it; the pause starts and locks
+/// what it can (t00, when the admission takes t01 first) and waits; then the gate lets go. In
+/// lock order both want t00 first, and the pause waits for the admission. Reversed, the admission
+/// takes t01 and waits for the pause's t00, while the pause waits for t01: a deadlock, which the
+/// server breaks (the pause retries it as contention). Both end; the project is resumed and the
+/// admission rolled back, and the backends' counts flushed.
+async fn admission_meets_pause(db: &TestDb, reversed: bool) {
+    let setup = db.client().await;
+    setup
+        .batch_execute(
+            "UPDATE trigger_schedules SET claim_owner = NULL, claim_token = NULL,
+                 claim_expires_at_ms = NULL, claim_version = claim_version + 1,
+                 state_version = state_version + 1,
+                 next_fire_at_ms = CASE WHEN trigger_id IN ('t00', 't01')
+                     THEN next_fire_at_ms ELSE now_ms() + 3600000 END",
+        )
+        .await
+        .expect("only t00 and t01 to come due, nothing claimed");
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE paused_at_ms IS NOT NULL")
+            .await,
+        0,
+        "the project is not paused"
+    );
+    let store = db.store("meet").await;
+    let mut rows = Vec::new();
+    for _ in 0..30 {
+        rows = crate::util::claim(&store, "meet", 2, 60_000).await;
+        if rows.len() == 2 {
+            break;
+        }
+        // Every second: t00 and t01 come due within one.
+        crate::util::sleep_ms(100).await;
+    }
+    let mut admissions: Vec<_> = rows.iter().map(crate::util::admission).collect();
+    admissions.reverse();
+    admissions.sort_by(|a, b| qlsched::store::admit::lock_order(a.row, b.row));
+    if reversed {
+        admissions.reverse();
+    }
+    let first = admissions
+        .first()
+        .map(|a| a.row.trigger_id.clone())
+        .expect("two rows claimed");
+    assert_eq!(rows.len(), 2);
+    let waiting = || async {
+        db.count(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .await
+    };
+    let gate = db.client().await;
+    gate.batch_execute(&format!(
+        "BEGIN; SELECT 1 FROM trigger_schedules WHERE trigger_id = '{first}' FOR UPDATE"
+    ))
+    .await
+    .expect("the gate holds the admission's first row");
+    let mut admitting = db.client().await;
+    let transaction = admitting
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::Serializable)
+        .start()
+        .await
+        .expect("begin");
+    let wait = |n: i64| {
+        crate::util::eventually(
+            std::time::Duration::from_secs(10),
+            "lock waits",
+            move || async move { waiting().await >= n },
+        )
+    };
+    let (admitted, pause) = {
+        let admitted = qlsched::store::admit::admit_in_transaction(&transaction, &admissions);
+        tokio::pin!(admitted);
+        // The admission's statement waits on the gate (polled alongside, so that it is sent).
+        tokio::select! {
+            done = &mut admitted => panic!("the admission did not wait on the gate: {done:?}"),
+            () = wait(1) => {}
+        }
+        let pause = std::process::Command::new(crate::util::bin())
+            .args(["-D", &db.url(), "pause", "--project", "p", "--yes"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn qlsched pause");
+        tokio::select! {
+            done = &mut admitted => panic!("the admission did not wait for the gate: {done:?}"),
+            () = wait(2) => {}
+        }
+        gate.batch_execute("COMMIT")
+            .await
+            .expect("the gate lets go");
+        (admitted.await, pause)
+    };
+    if reversed {
+        // Either side may be the one the server aborts; the admission, when it is, says so.
+        if let Err(error) = &admitted {
+            assert!(error.to_string().contains("40P01"), "{error}");
+        }
+    } else {
+        admitted.expect("the admission in lock order");
+    }
+    let _ = transaction.rollback().await;
+    let paused = tokio::task::spawn_blocking(move || pause.wait_with_output())
+        .await
+        .expect("join")
+        .expect("wait for qlsched pause");
+    assert_eq!(code(&paused), 0, "pause: {}", stderr(&paused));
+    let resumed = qlsched(Some(db), &["resume", "--project", "p", "--yes"], None);
+    assert_eq!(code(&resumed), 0, "resume: {}", stderr(&resumed));
+    admitting
+        .batch_execute("SELECT pg_stat_force_next_flush()")
+        .await
+        .expect("flush");
 }
 
 /// Backfill as a library service: progress after each transaction, and a stop token tripped

@@ -21,7 +21,7 @@ use tokio_postgres::CancelToken;
 use qlsched_core::batch::{RoundLoad, next_batch};
 use qlsched_core::{CoordinatorConfig, CronSchedule, Decision};
 use qlsched_store::admission_errors::{self, Refusal};
-use qlsched_store::admit::admit;
+use qlsched_store::admit::{admit, lock_order};
 use qlsched_store::claim::{RoundClaim, claim_for_round, give_back};
 use qlsched_store::replicas::Heartbeat;
 use qlsched_store::{
@@ -109,6 +109,8 @@ pub struct Coordinator {
     connection_busy: AtomicBool,
     /// When each trigger whose admission failed was last logged ([`REFUSAL_LOG_INTERVAL`]).
     refusals_said: Mutex<HashMap<(String, String), Instant>>,
+    /// When the server's having no room for an admission was last logged at WARN.
+    shortage_said: Mutex<Option<Instant>>,
 }
 
 impl Coordinator {
@@ -128,6 +130,7 @@ impl Coordinator {
             owed: Mutex::new(Owed::default()),
             connection_busy: AtomicBool::new(false),
             refusals_said: Mutex::new(HashMap::new()),
+            shortage_said: Mutex::new(None),
             config,
         }
     }
@@ -177,7 +180,9 @@ impl Coordinator {
                 batch: report.batch,
                 claimed: report.claimed,
                 admit_time: report.admit_time,
-                failed: report.failure.is_some(),
+                // The server short of its own resources fails batches of any size alike: halving
+                // would only cost rounds once it has room again.
+                failed: report.failure.is_some() && report.short_of_resources == 0,
             },
             self.config.lease,
         );
@@ -277,6 +282,10 @@ impl Coordinator {
             self.transition(index, ClaimEvent::Admission(outcome));
             let due_at = local(admission.decision.next_fire_at_ms());
             let say = match outcome {
+                // The server had no room for any of them: one line said so for the round
+                // (`say_short_of_resources`), not one a row, which while a long transaction kept
+                // its table full wrote hundreds a round.
+                AdmissionOutcome::Unsettled { .. } if report.resources_exhausted => false,
                 AdmissionOutcome::Rejected { .. }
                 | AdmissionOutcome::DefinitionRefused { .. }
                 | AdmissionOutcome::Unsettled { .. } => self.first_in_interval(admission.row),
@@ -410,11 +419,9 @@ impl Coordinator {
             }
         }
 
-        // Locked in primary-key order, as every writer of schedule rows locks them (publish, a
-        // pause, `expire --owner`): no two of them wait on each other in a cycle.
-        admitting.sort_by(|(_, a), (_, b)| {
-            (&a.row.project_id, &a.row.trigger_id).cmp(&(&b.row.project_id, &b.row.trigger_id))
-        });
+        // Locked in the order every writer of schedule rows locks them (publish, a pause,
+        // `expire --owner`): no two of them wait on each other in a cycle.
+        admitting.sort_by(|(_, a), (_, b)| lock_order(a.row, b.row));
         admitting.into_iter().unzip()
     }
 
@@ -437,6 +444,16 @@ impl Coordinator {
         report.batch_fallbacks = stats.batch_fallbacks;
         report.batch_error = stats.batch_error.take();
         report.round_trips += stats.round_trips;
+        report.short_of_resources = stats.short_of_resources;
+        report.resource_error = stats.resource_error.take();
+        report.resources_exhausted = stats.resources_exhausted;
+        if let Some(error) = &report.resource_error {
+            self.say_short_of_resources(
+                report.short_of_resources,
+                stats.resources_exhausted,
+                error,
+            );
+        }
         // A failed admission may have committed all the same (the connection died with the
         // COMMIT in flight, or its reply was lost), and a row left unsettled by the fall-back may
         // have too: what became of them is learnt on a fresh connection, never guessed, and the
@@ -746,6 +763,30 @@ impl Coordinator {
         }
         said.insert(key, now);
         true
+    }
+
+    /// Says that the server had no room for this round's admissions `times` times, at WARN once a
+    /// [`REFUSAL_LOG_INTERVAL`] and at DEBUG between: while a long transaction keeps the server's
+    /// predicate-lock table full, every round of every replica meets it.
+    fn say_short_of_resources(&self, times: u32, exhausted: bool, error: &str) {
+        let now = Instant::now();
+        let mut said = self.shortage_said.lock().unwrap_or_else(|p| p.into_inner());
+        let loud = said.is_none_or(|at| now.duration_since(at) >= REFUSAL_LOG_INTERVAL);
+        if loud {
+            *said = Some(now);
+        }
+        drop(said);
+        let outcome = if exhausted {
+            "the server still had no room after the pauses: its rows were tried one at a time, \
+             and those it had no room for given back for a later round"
+        } else {
+            "tried again with the same rows after a pause, and admitted"
+        };
+        if loud {
+            tracing::warn!(times, %error, "the server had no room for an admission: {outcome}");
+        } else {
+            tracing::debug!(times, %error, "the server had no room for an admission: {outcome}");
+        }
     }
 
     fn lock_owed(&self) -> std::sync::MutexGuard<'_, Owed> {

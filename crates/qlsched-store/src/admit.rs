@@ -3,17 +3,30 @@
 //! attempt, the `run.created` and `run.queued` events, and advances the schedule, clearing the
 //! claim (docs/DESIGN.md §4.5).
 //!
-//! One file of about 650 lines on purpose: the statement, its parameter list, the retries, the
+//! One file of about 1,000 lines on purpose: the statement, its parameter list, the retries, the
 //! one-by-one fall-back and the settlement of an unknown outcome are one protocol, and each part
 //! is only correct given the others.
 //!
 //! Shape, chosen for throughput without weakening any of that:
 //! - A claimed batch is admitted by one statement, each row's fence checked in it. A batch that
 //!   fails (a lost fence, a refused row, retries exhausted, or any server error that is not the
-//!   server's own state: a user trigger raising, predicate-lock memory run out) falls back to
-//!   admitting its rows one by one, so one stale or poisoned row never blocks the others and
-//!   every row gets its own verdict. Only an error that would fail every row alike (the
+//!   server's own state: a user trigger raising, a resource a smaller transaction fits in) falls
+//!   back to admitting its rows one by one, so one stale or poisoned row never blocks the others
+//!   and every row gets its own verdict. Only an error that would fail every row alike (the
 //!   connection gone, a read-only server: `error::is_server_wide`) ends the batch as an error.
+//!   The server short of a resource of its own (class 53: its predicate-lock table full, memory,
+//!   disk) is met first by the same rows again after pauses (`retry::RESOURCES`, about 1.5 s in
+//!   all): the shortage is the server's, and usually over once the transaction that caused it
+//!   ends; a row that still finds no room on its own is given back.
+//! - The server's predicate-lock table, which every SERIALIZABLE transaction shares and a long
+//!   one keeps full of the locks of every transaction that overlapped it, is spent by the batch,
+//!   not by the row: the transaction first samples each definition table it reads
+//!   (`LOCK_DEFINITIONS`), which PostgreSQL predicate-locks as the whole relation, so reading a
+//!   trigger, task, project or execution revision takes no lock of its own. Otherwise each
+//!   trigger read was one more entry: 16 for a batch of 16 wherever the server promotes no lock.
+//!   An admission holds 9 locks, whatever its batch: those 4, an index page of each definition
+//!   table's key and one of `runs_pkey`
+//!   (`an_admission_locks_each_definition_table_once_whatever_its_batch`).
 //! - BEGIN, the plan settings, the statement and COMMIT are pipelined: one round trip. The
 //!   statement ends in `admission_complete()`, which raises when a fence failed, so the
 //!   pipelined COMMIT finds an aborted transaction and rolls it back. Nothing of a failed
@@ -54,7 +67,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use deadpool_postgres::ClientWrapper;
-use futures_util::future::join5;
+use futures_util::future::{join, join3};
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
@@ -63,9 +76,10 @@ use uuid::Uuid;
 use super::StoreError;
 use super::claim::ClaimedRow;
 use super::error::{
-    describe_server_error, is_definition_refused, is_fence_lost, is_retryable, is_server_wide,
+    describe_server_error, is_definition_refused, is_fence_lost, is_out_of_resources, is_retryable,
+    is_server_wide,
 };
-use super::retry::{ADMISSION, Exhausted, retry};
+use super::retry::{ADMISSION, Exhausted, RESOURCES, retry};
 use super::row::Named;
 use super::sender::{Sender, TRANSACTION_SETTINGS};
 use qlsched_core::Decision;
@@ -86,6 +100,14 @@ pub struct RunIdentity {
     pub attempt_id: Uuid,
     pub idempotency_key: String,
     pub scheduled_for_ms: i64,
+}
+
+/// The order an admission locks its rows in, which a caller sorts its admissions by: primary-key
+/// order, the order every writer of schedule rows locks them in (publish, a pause or resume,
+/// `expire --owner`), so that no two of them wait on each other in a cycle. The admission
+/// statement locks rows in the order it is given them (a nested loop over its input).
+pub fn lock_order(a: &ClaimedRow, b: &ClaimedRow) -> std::cmp::Ordering {
+    (&a.project_id, &a.trigger_id).cmp(&(&b.project_id, &b.trigger_id))
 }
 
 /// The verdict on one admission.
@@ -132,6 +154,17 @@ pub struct AdmitStats {
     /// failed, though the fall-back admitted its rows.
     #[serde(skip)]
     pub batch_error: Option<String>,
+    /// Transactions the server had no room for (SQLSTATE class 53, a shortage of its own, such
+    /// as its predicate-lock table full), each tried again with the same rows after a pause
+    /// while they number fewer than [`RESOURCES`]' attempts, and the server's last word on it.
+    #[serde(skip)]
+    pub short_of_resources: u32,
+    #[serde(skip)]
+    pub resource_error: Option<String>,
+    /// Whether the shortage outlasted [`RESOURCES`]' attempts: the batch then fell back to one
+    /// row at a time, or a row alone was given back.
+    #[serde(skip)]
+    pub resources_exhausted: bool,
 }
 
 // Re-lock every claimed row and check its whole fence and every definition its decision was
@@ -397,6 +430,16 @@ const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE"
 // Transaction-local: the COMMIT or rollback that follows resets them.
 const PIN_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), \
     set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
+// One SIREAD lock on each definition table as a whole, taken before the admission reads them
+// (module docs): a scan of the table, if a sample of none of its pages, is predicate-locked as the
+// whole relation in a SERIALIZABLE transaction, and the admission's reads of the same tables then
+// find that lock covering them and take none of their own. No SERIALIZABLE transaction writes
+// these tables (publish, pause and the other definition writers are READ COMMITTED), so the
+// coarser lock conflicts with nothing that the tuple locks did not.
+const LOCK_DEFINITIONS: &str = "SELECT (SELECT count(*) FROM projects TABLESAMPLE SYSTEM (0))
+    + (SELECT count(*) FROM triggers TABLESAMPLE SYSTEM (0))
+    + (SELECT count(*) FROM tasks TABLESAMPLE SYSTEM (0))
+    + (SELECT count(*) FROM execution_revisions TABLESAMPLE SYSTEM (0)) AS sampled";
 const COMMIT: &str = "COMMIT";
 const BEGIN_READ_ONLY: &str = "BEGIN READ ONLY";
 
@@ -516,7 +559,7 @@ fn out_of_resources(
     outcome: AdmissionOutcome,
 ) -> Result<(AdmissionOutcome, String), AdmissionOutcome> {
     match outcome {
-        AdmissionOutcome::Rejected { sqlstate, reason } if sqlstate.starts_with("53") => {
+        AdmissionOutcome::Rejected { sqlstate, reason } if is_out_of_resources(&sqlstate) => {
             let reason = format!(
                 "the server ran out of a resource (SQLSTATE {sqlstate}); the claim is given \
                  back and tried again after the round's back-off: {reason}"
@@ -618,7 +661,40 @@ enum Verdict {
     Rejected { sqlstate: String, reason: String },
 }
 
+/// Admits `admissions` in one transaction, tried again while contention aborts it
+/// ([`ADMISSION`]) and, for longer, while the server has no room for it ([`RESOURCES`], counted
+/// in `stats` across one [`admit`]): a shortage of the server's shared resources is no verdict
+/// on the rows, and the same rows are likely to fit once the transaction that filled the
+/// server's table ends. Past those attempts a shortage is the verdict [`admit`] meets by
+/// admitting row by row, and a row alone gives back.
 async fn admit_with_retries(
+    client: &ClientWrapper,
+    sender: &Sender,
+    admissions: &[Admission<'_>],
+    lookup: Lookup,
+    stats: &mut AdmitStats,
+) -> Result<Verdict, StoreError> {
+    loop {
+        match admit_contended(client, sender, admissions, lookup, stats).await? {
+            Verdict::Rejected { sqlstate, reason } if is_out_of_resources(&sqlstate) => {
+                stats.short_of_resources += 1;
+                stats.resource_error = Some(reason.clone());
+                // One budget of attempts for the whole of [`admit`], the batch and its fall-back
+                // together: a shortage that comes and goes must not pause every row of a batch.
+                if stats.short_of_resources >= RESOURCES.attempts {
+                    stats.resources_exhausted = true;
+                    return Ok(Verdict::Rejected { sqlstate, reason });
+                }
+                tokio::time::sleep(RESOURCES.pause(stats.short_of_resources)).await;
+            }
+            verdict => return Ok(verdict),
+        }
+    }
+}
+
+/// [`admit_with_retries`]' one pass: the transaction, tried again as [`ADMISSION`] says while
+/// contention aborts it.
+async fn admit_contended(
     client: &ClientWrapper,
     sender: &Sender,
     admissions: &[Admission<'_>],
@@ -640,8 +716,9 @@ async fn admit_with_retries(
             Err(error) if is_definition_refused(&error) => {
                 Ok(Verdict::DefinitionRefused(describe_server_error(&error)))
             }
-            // A constraint (class 23), the admission's own count check (QLF02), and every other
-            // error of this row's writes.
+            // A constraint (class 23), the admission's own count check (QLF02), the server out of
+            // a resource (class 53, which the caller tries again) and every other error of this
+            // row's writes.
             Err(error) if !is_retryable(&error) && !is_server_wide(&error) => Ok(rejected(error)),
             Err(error) => Err(error),
         }
@@ -671,10 +748,12 @@ pub async fn admit_in_transaction(
     admissions: &[Admission<'_>],
 ) -> Result<(), StoreError> {
     let columns = Columns::of(admissions);
-    transaction
-        .query_one(PIN_PLAN, &[])
-        .await
-        .map_err(StoreError::from_db)?;
+    for setup in [PIN_PLAN, LOCK_DEFINITIONS] {
+        transaction
+            .query_one(setup, &[])
+            .await
+            .map_err(StoreError::from_db)?;
+    }
     transaction
         .query_one(Lookup::Tid.statement(), &columns.params())
         .await
@@ -755,8 +834,8 @@ pub async fn settle(
         .collect()
 }
 
-/// One pipelined round trip: BEGIN, the schema's settings, the plan settings, the admission
-/// statement, COMMIT.
+/// One pipelined round trip: BEGIN, the schema's settings, the plan settings, the definitions'
+/// predicate locks, the admission statement, COMMIT.
 async fn admit_once(
     client: &ClientWrapper,
     sender: &Sender,
@@ -771,6 +850,7 @@ async fn admit_once(
         .ready(client, TRANSACTION_SETTINGS, round_trips)
         .await?;
     let pin = sender.ready(client, PIN_PLAN, round_trips).await?;
+    let lock = sender.ready(client, LOCK_DEFINITIONS, round_trips).await?;
     let admit = sender
         .ready(client, lookup.statement(), round_trips)
         .await?;
@@ -779,12 +859,17 @@ async fn admit_once(
     let columns = Columns::of(admissions);
     let params = columns.params();
     // join polls in order, so the requests leave in order on the one connection.
-    let (began, set, pinned, admitted, committed) = join5(
-        begin.execute(client, &[]),
-        sender.settings(client, &settings),
-        pin.query_one(client, &[]),
-        admit.query_one(client, &params),
-        commit.execute(client, &[]),
+    let ((began, set, pinned), (locked, admitted, committed)) = join(
+        join3(
+            begin.execute(client, &[]),
+            sender.settings(client, &settings),
+            pin.query_one(client, &[]),
+        ),
+        join3(
+            lock.query_one(client, &[]),
+            admit.query_one(client, &params),
+            commit.execute(client, &[]),
+        ),
     )
     .await;
     // The first error is the cause; after it the pipelined COMMIT found the transaction aborted
@@ -792,6 +877,7 @@ async fn admit_once(
     began?;
     set?;
     pinned?;
+    locked?;
     admitted?;
     committed?;
     Ok(())
@@ -922,6 +1008,7 @@ fn decision_label(decision: &Decision) -> &'static str {
 super::statements::statements! {
     BEGIN_SERIALIZABLE: Runtime | Admin,
     PIN_PLAN: Runtime | Admin,
+    LOCK_DEFINITIONS: Runtime | Admin,
     ADMIT_BY_TID: Runtime | Admin,
     ADMIT_BY_KEY: Runtime | Admin,
     COMMIT: Runtime | Admin,

@@ -287,6 +287,16 @@ pub(crate) fn is_server_wide(error: &tokio_postgres::Error) -> bool {
         )
 }
 
+/// Whether `sqlstate` says the server ran out of a resource it shares between all sessions
+/// (class 53 but too many connections, which [`is_server_wide`] names): shared memory for
+/// predicate locks while a long SERIALIZABLE transaction keeps every transaction beside it
+/// holding its locks, memory, disk. Not the rows' fault and, unlike a conflict, not over in
+/// milliseconds: the admission tries the same rows again after longer pauses
+/// ([`super::retry::RESOURCES`]).
+pub(crate) fn is_out_of_resources(sqlstate: &str) -> bool {
+    sqlstate.starts_with("53") && sqlstate != "53300"
+}
+
 pub(crate) fn is_fence_lost(error: &tokio_postgres::Error) -> bool {
     error
         .code()

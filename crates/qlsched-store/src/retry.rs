@@ -3,10 +3,11 @@
 //! [`StoreError::Conflict`] it becomes). The whole transaction is tried again after a short pause
 //! that grows with each attempt and carries a random part from the thread's RNG, so that two
 //! writers that collided do not collide again in step. A policy names how many attempts and how
-//! long the pauses; each write path picks one: the admission [`ADMISSION`]; `publish`, `pause`,
-//! `resume`, `fire`, `backfill`, a manual claim, release and `expire` [`OPERATOR`]. A replica's
-//! claim and give-back are not retried here: a failed round backs off and the next one claims
-//! again, and a claim not given back expires with its lease.
+//! long the pauses; each write path picks one: the admission [`ADMISSION`] (and [`RESOURCES`]
+//! when the server had no room for it); `publish`, `pause`, `resume`, `fire`, `backfill`, a
+//! manual claim, release and `expire` [`OPERATOR`]. A replica's claim and give-back are not
+//! retried here: a failed round backs off and the next one claims again, and a claim not given
+//! back expires with its lease.
 
 use std::time::Duration;
 
@@ -31,6 +32,18 @@ pub const ADMISSION: Policy = Policy {
     attempts: 4,
     step: Duration::from_millis(4),
     jitter: Duration::from_millis(8),
+};
+
+/// A replica's admission that the server had no room for (SQLSTATE class 53,
+/// [`super::error::is_out_of_resources`]): the same rows again after pauses of a tenth of a
+/// second and more, about 1.5 s in all for one round's admission, so that a predicate-lock table
+/// filled by a transaction beside the admission has time to drain, and no loop at full speed
+/// while it does not. Bounded well inside a lease: the round then falls back to one row at a
+/// time, and a row with no room either is given back.
+pub const RESOURCES: Policy = Policy {
+    attempts: 6,
+    step: Duration::from_millis(100),
+    jitter: Duration::from_millis(60),
 };
 
 /// An operator's write (`publish`, `pause`, `resume`, `fire`, `backfill`, a manual claim,
