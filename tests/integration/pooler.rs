@@ -294,7 +294,7 @@ async fn through_pgbouncer_in_transaction_mode_a_forgotten_setting_is_refused_an
         );
         sleep_ms(100).await;
     };
-    let log = replica.into_child().wait_with_output().expect("its log");
+    let log = crate::util::Reap::reap(replica);
     assert_eq!(exited.code(), Some(78), "{}", stderr(&log));
     refused_for_the_setting(&log, "the replica", &bouncer);
     let claim = forgetting(&url, &["claim", "--owner", "someone", "--yes"]);

@@ -173,7 +173,7 @@ async fn a_startup_statement_cut_by_the_logins_statement_timeout_exits_78_naming
         crate::util::sleep_ms(100).await;
     };
     drop(transaction);
-    let log = replica.into_child().wait_with_output().expect("its log");
+    let log = crate::util::Reap::reap(replica);
     let message = String::from_utf8_lossy(&log.stderr);
     assert_eq!(status.code(), Some(78), "{message}");
     assert!(

@@ -461,13 +461,27 @@ pub const SCHEDULER_TABLES: [&str; 9] = [
 
 /// A `qlsched run` child process, killed and reaped when dropped, also when an assertion fails
 /// before the test stops it: no replica outlives its test (and keeps claiming in a database about
-/// to be dropped). Derefs to its [`std::process::Child`].
-pub struct ReplicaProcess(Option<std::process::Child>);
+/// to be dropped). Its log is drained as it is written, by a thread of its own, so that a replica
+/// that logs much never blocks on a full pipe (which would stall its rounds and look like a fault
+/// of the code under test). Derefs to its [`std::process::Child`].
+pub struct ReplicaProcess {
+    child: Option<std::process::Child>,
+    log: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
 
 impl ReplicaProcess {
-    /// Gives the child up: from here on its owner stops it.
-    pub fn into_child(mut self) -> std::process::Child {
-        self.0.take().expect("a replica process is given up once")
+    fn new(mut child: std::process::Child) -> Self {
+        let log = child.stderr.take().map(|mut pipe| {
+            std::thread::spawn(move || {
+                let mut log = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut pipe, &mut log);
+                log
+            })
+        });
+        ReplicaProcess {
+            child: Some(child),
+            log,
+        }
     }
 
     /// Stops it with SIGTERM and asserts a clean exit; returns its log.
@@ -477,56 +491,89 @@ impl ReplicaProcess {
 
     /// Kills it with SIGKILL, as a crash would, and reaps it.
     pub fn kill(mut self) {
-        if let Some(mut child) = self.0.take() {
+        if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 
     pub fn pid(&self) -> u32 {
-        self.0.as_ref().map_or(0, std::process::Child::id)
+        self.child.as_ref().map_or(0, std::process::Child::id)
+    }
+}
+
+/// A child process the tests stop and reap: its exit status and its log.
+pub trait Reap {
+    fn id(&self) -> u32;
+    fn reap(self) -> Output;
+}
+
+impl Reap for std::process::Child {
+    fn id(&self) -> u32 {
+        std::process::Child::id(self)
+    }
+
+    fn reap(self) -> Output {
+        self.wait_with_output().expect("wait for qlsched")
+    }
+}
+
+impl Reap for ReplicaProcess {
+    fn id(&self) -> u32 {
+        self.pid()
+    }
+
+    /// Waits for it to exit (without signalling it), then for the rest of its log.
+    fn reap(mut self) -> Output {
+        let mut child = self
+            .child
+            .take()
+            .expect("a replica process is reaped once");
+        let status = child.wait().expect("wait for qlsched");
+        let stderr = self
+            .log
+            .take()
+            .map(|log| log.join().expect("the log's reader"))
+            .unwrap_or_default();
+        Output {
+            status,
+            stdout: Vec::new(),
+            stderr,
+        }
     }
 }
 
 impl std::ops::Deref for ReplicaProcess {
     type Target = std::process::Child;
     fn deref(&self) -> &Self::Target {
-        self.0
+        self.child
             .as_ref()
-            .expect("a replica process given up is not used")
+            .expect("a replica process reaped is not used")
     }
 }
 
 impl std::ops::DerefMut for ReplicaProcess {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        self.0
+        self.child
             .as_mut()
-            .expect("a replica process given up is not used")
-    }
-}
-
-impl From<ReplicaProcess> for std::process::Child {
-    fn from(replica: ReplicaProcess) -> Self {
-        replica.into_child()
+            .expect("a replica process reaped is not used")
     }
 }
 
 impl Drop for ReplicaProcess {
     fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
+        if let Some(mut child) = self.child.take() {
             let _ = child.kill();
+            let _ = child.wait();
             // Its log, to see why the test failed (the harness shows it only then).
-            if let Ok(output) = child.wait_with_output() {
-                eprintln!(
-                    "replica killed: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
+            if let Some(log) = self.log.take().and_then(|log| log.join().ok()) {
+                eprintln!("replica killed: {}", String::from_utf8_lossy(&log));
             }
         }
     }
 }
 
-/// Starts `qlsched -D URL run ARGS` as a child process, logs piped.
+/// Starts `qlsched -D URL run ARGS` as a child process, its log drained.
 pub fn spawn_run(url: &str, args: &[&str]) -> ReplicaProcess {
     let child = Command::new(bin())
         .args(["-D", url, "run"])
@@ -537,22 +584,21 @@ pub fn spawn_run(url: &str, args: &[&str]) -> ReplicaProcess {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn qlsched run");
-    ReplicaProcess(Some(child))
+    ReplicaProcess::new(child)
 }
 
 /// Sends SIGTERM and waits for the child to exit.
-pub fn terminate(child: impl Into<std::process::Child>) -> Output {
-    let child = child.into();
+pub fn terminate(child: impl Reap) -> Output {
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .expect("kill -TERM");
-    child.wait_with_output().expect("wait for qlsched")
+    child.reap()
 }
 
 /// Sends SIGTERM, waits, and asserts the replica stopped cleanly (exit 0), showing its log if
 /// not; returns what it wrote.
-pub fn stop_cleanly(child: impl Into<std::process::Child>) -> Output {
+pub fn stop_cleanly(child: impl Reap) -> Output {
     let output = terminate(child);
     assert_eq!(
         output.status.code(),
