@@ -220,9 +220,15 @@ async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliErr
     verdict(report.problems())
 }
 
-/// The steady run as a picture: the lag of each occurrence (p50, p99, max, seconds) above, its
-/// admissions a second below, both against the minute of the window (the occurrences of the
-/// default `0 * * * * *` are a minute apart).
+/// Above this many occurrences the chart draws the lag minute by minute (when the report has
+/// the minutes): a point a second over half an hour is a file of hundreds of kilobytes and a
+/// band too dense to read.
+const CHART_OCCURRENCES: usize = 360;
+
+/// The steady run as a picture, against the minute of the window: the lag (p50, p99, max,
+/// seconds) of each occurrence, or of each minute's runs in a long window of a second-scale
+/// cron, above; below, with a dispatcher, the history's size (runs in thousands and megabytes of
+/// the three tables), else each occurrence's admissions a second.
 fn write_chart(report: &SteadyReport, path: &std::path::Path) -> Result<(), CliError> {
     use plotters::prelude::*;
 
@@ -233,25 +239,55 @@ fn write_chart(report: &SteadyReport, path: &std::path::Path) -> Result<(), CliE
         )))
     };
     let first = report.occurrences.first().map_or(0, |o| o.scheduled_for_ms);
-    let minute = |o: &OccurrenceLag| (o.scheduled_for_ms - first) as f64 / 60_000.0;
-    let last = report.occurrences.last().map_or(1.0, minute).max(1.0);
+    let minute_of = |ms: i64| (ms - first) as f64 / 60_000.0;
     let seconds = |ms: i64| ms as f64 / 1_000.0;
-    let lag_top = report
-        .occurrences
-        .iter()
-        .map(|o| seconds(o.lag_max_ms))
-        .fold(0.1, f64::max);
-    let rate_top = report
-        .admission_rates_per_s
-        .iter()
-        .copied()
-        .fold(1.0, f64::max);
+    let by_minute = report.occurrences.len() > CHART_OCCURRENCES && !report.minutes.is_empty();
+    // (minute, p50, p99, max) of each point, the lags in seconds.
+    let points: Vec<(f64, f64, f64, f64)> = if by_minute {
+        report
+            .minutes
+            .iter()
+            .map(|m| {
+                (
+                    minute_of(m.from_ms),
+                    seconds(m.lag_p50_ms),
+                    seconds(m.lag_p99_ms),
+                    seconds(m.lag_max_ms),
+                )
+            })
+            .collect()
+    } else {
+        report
+            .occurrences
+            .iter()
+            .map(|o| {
+                (
+                    minute_of(o.scheduled_for_ms),
+                    seconds(o.lag_p50_ms),
+                    seconds(o.lag_p99_ms),
+                    seconds(o.lag_max_ms),
+                )
+            })
+            .collect()
+    };
+    let last = points.last().map_or(1.0, |p| p.0).max(1.0);
+    let lag_top = points.iter().map(|p| p.3).fold(0.1, f64::max);
     let root = SVGBackend::new(path, (960, 640)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| drawn(&e))?;
     let (upper, lower) = root.split_vertically(320);
     let title = format!(
-        "qlsched bench --steady: {} triggers \"{}\", {} replica(s)",
-        report.triggers, report.cron, report.replicas
+        "qlsched bench --steady: {} triggers \"{}\", {} replica(s){}",
+        report.triggers,
+        report.cron,
+        report.replicas,
+        report.retention_ms.map_or_else(
+            || if report.history.is_empty() {
+                String::new()
+            } else {
+                ", no retention".to_owned()
+            },
+            |ms| format!(", retention {}", format_duration(Duration::from_millis(ms)))
+        )
     );
     let mut lag = ChartBuilder::on(&upper)
         .caption(&title, ("sans-serif", 18))
@@ -262,54 +298,104 @@ fn write_chart(report: &SteadyReport, path: &std::path::Path) -> Result<(), CliE
         .map_err(|e| drawn(&e))?;
     lag.configure_mesh()
         .x_desc("minute of the window")
-        .y_desc("lag (s)")
+        .y_desc(if by_minute {
+            "lag of the minute's runs (s)"
+        } else {
+            "lag (s)"
+        })
         .draw()
         .map_err(|e| drawn(&e))?;
     for (label, color, of) in [
         (
             "p50",
             BLUE,
-            (|o: &OccurrenceLag| o.lag_p50_ms) as fn(&OccurrenceLag) -> i64,
+            (|p: &(f64, f64, f64, f64)| p.1) as fn(&(f64, f64, f64, f64)) -> f64,
         ),
-        ("p99", MAGENTA, |o: &OccurrenceLag| o.lag_p99_ms),
-        ("max", RED, |o: &OccurrenceLag| o.lag_max_ms),
+        ("p99", MAGENTA, |p| p.2),
+        ("max", RED, |p| p.3),
     ] {
-        lag.draw_series(LineSeries::new(
-            report
-                .occurrences
-                .iter()
-                .map(|o| (minute(o), seconds(of(o)))),
-            color,
-        ))
-        .map_err(|e| drawn(&e))?
-        .label(label)
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
+        lag.draw_series(LineSeries::new(points.iter().map(|p| (p.0, of(p))), color))
+            .map_err(|e| drawn(&e))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
     }
     lag.configure_series_labels()
         .background_style(WHITE)
         .border_style(BLACK)
         .draw()
         .map_err(|e| drawn(&e))?;
-    let mut rate = ChartBuilder::on(&lower)
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0.0..last, 0.0..rate_top * 1.1)
-        .map_err(|e| drawn(&e))?;
-    rate.configure_mesh()
-        .x_desc("minute of the window")
-        .y_desc("admissions / s")
-        .draw()
-        .map_err(|e| drawn(&e))?;
-    rate.draw_series(LineSeries::new(
-        report
-            .occurrences
+    if report.history.is_empty() {
+        let rate_top = report
+            .admission_rates_per_s
             .iter()
-            .zip(&report.admission_rates_per_s)
-            .map(|(o, r)| (minute(o), *r)),
-        GREEN,
-    ))
-    .map_err(|e| drawn(&e))?;
+            .copied()
+            .fold(1.0, f64::max);
+        let mut rate = ChartBuilder::on(&lower)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0.0..last, 0.0..rate_top * 1.1)
+            .map_err(|e| drawn(&e))?;
+        rate.configure_mesh()
+            .x_desc("minute of the window")
+            .y_desc("admissions / s")
+            .draw()
+            .map_err(|e| drawn(&e))?;
+        rate.draw_series(LineSeries::new(
+            report
+                .occurrences
+                .iter()
+                .zip(&report.admission_rates_per_s)
+                .map(|(o, r)| (minute_of(o.scheduled_for_ms), *r)),
+            GREEN,
+        ))
+        .map_err(|e| drawn(&e))?;
+    } else {
+        // The samples within the window's span, in thousands of runs and in megabytes.
+        let samples: Vec<(f64, f64, f64)> = report
+            .history
+            .iter()
+            .map(|s| {
+                (
+                    minute_of(s.at_ms),
+                    s.runs as f64 / 1_000.0,
+                    (s.runs_bytes + s.attempts_bytes + s.events_bytes) as f64 / 1e6,
+                )
+            })
+            .filter(|s| (0.0..=last).contains(&s.0))
+            .collect();
+        let top = samples.iter().map(|s| s.1.max(s.2)).fold(1.0, f64::max);
+        let mut size = ChartBuilder::on(&lower)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0.0..last, 0.0..top * 1.1)
+            .map_err(|e| drawn(&e))?;
+        size.configure_mesh()
+            .x_desc("minute of the window")
+            .y_desc("history")
+            .draw()
+            .map_err(|e| drawn(&e))?;
+        for (label, color, of) in [
+            (
+                "runs (thousands; attempts as many, events twice)",
+                GREEN,
+                (|s: &(f64, f64, f64)| s.1) as fn(&(f64, f64, f64)) -> f64,
+            ),
+            ("MB of runs, attempts and events", BLACK, |s| s.2),
+        ] {
+            size.draw_series(LineSeries::new(samples.iter().map(|s| (s.0, of(s))), color))
+                .map_err(|e| drawn(&e))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
+        }
+        size.configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE)
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| drawn(&e))?;
+    }
     root.present().map_err(|e| drawn(&e))?;
     Ok(())
 }
@@ -471,7 +557,56 @@ fn render_steady(report: &SteadyReport) -> String {
         out.push('\n');
         out += &render_history(report);
     }
+    if !report.minutes.is_empty() {
+        out.push('\n');
+        out += &render_minutes(report);
+    }
     out
+}
+
+/// The window minute by minute: the lag over each minute's runs, retention's deletes in it and
+/// the history's size at its end.
+fn render_minutes(report: &SteadyReport) -> String {
+    let rows = report.minutes.iter().enumerate().map(|(n, m)| {
+        let (runs, bytes) = m.history_at_end.as_ref().map_or_else(
+            || ("-".to_owned(), "-".to_owned()),
+            |s| {
+                (
+                    s.runs.to_string(),
+                    format!(
+                        "{:.1}",
+                        (s.runs_bytes + s.attempts_bytes + s.events_bytes) as f64 / 1e6
+                    ),
+                )
+            },
+        );
+        vec![
+            (n + 1).to_string(),
+            m.runs.to_string(),
+            m.lag_p50_ms.to_string(),
+            m.lag_p99_ms.to_string(),
+            m.lag_max_ms.to_string(),
+            m.deleted_runs.to_string(),
+            runs,
+            bytes,
+        ]
+    });
+    format!(
+        "the window minute by minute\n{}",
+        table(
+            &[
+                "minute",
+                "runs",
+                "lag p50 ms",
+                "lag p99 ms",
+                "lag max ms",
+                "deleted",
+                "runs at end",
+                "MB at end",
+            ],
+            rows.collect::<Vec<_>>(),
+        )
+    )
 }
 
 /// The history's size over the run (a dispatcher's samples), and what retention deleted between

@@ -257,6 +257,69 @@ fn a_steady_bench_reports_the_lag_of_every_occurrence_in_its_window() {
     }
 }
 
+/// With retention the steady bench runs a dispatcher and a retention pass beside the replicas,
+/// and sums the window up minute by minute: the lag over each minute's runs, retention's deletes
+/// in it and the history's size, which the chart draws below the lag. No timing is asserted.
+#[test]
+fn a_steady_bench_with_retention_sums_up_each_minute_of_its_window() {
+    let chart = std::env::temp_dir().join(format!("qlsched-retain-{}.svg", uuid::Uuid::new_v4()));
+    let output = qlsched(
+        None,
+        &[
+            "-D",
+            &server_url(),
+            "bench",
+            "--steady",
+            "--triggers",
+            "20",
+            "--replicas",
+            "2",
+            "--cron",
+            "* * * * * *",
+            "--window",
+            "3s",
+            "--retain",
+            "1m",
+            "--chart",
+            chart.to_str().expect("a UTF-8 path"),
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let svg = std::fs::read_to_string(&chart).expect("the chart was written");
+    let _ = std::fs::remove_file(&chart);
+    for text in ["retention 1m", "lag (s)", "MB of runs, attempts and events"] {
+        assert!(svg.contains(text), "{text} in {svg}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout(&output)).expect("one JSON object");
+    crate::contracts::assert_conforms("bench --steady", &report);
+    assert_eq!(report["retention_ms"], 60_000, "{report}");
+    assert_eq!(
+        report["dispatched"].as_i64().map(|n| n >= 60),
+        Some(true),
+        "{report}"
+    );
+    let minutes = report["minutes"].as_array().expect("minutes");
+    assert_eq!(minutes.len(), 1, "a 3 s window is one minute: {report}");
+    let minute = &minutes[0];
+    assert_eq!(
+        minute["from_ms"],
+        report["occurrences"][0]["scheduled_for_ms"]
+    );
+    assert_eq!(minute["runs"], 60, "{minute}");
+    assert!(minute["lag_max_ms"].as_i64() >= minute["lag_p99_ms"].as_i64());
+    assert!(minute["lag_p99_ms"].as_i64() >= minute["lag_p50_ms"].as_i64());
+    // Nothing finished a minute before the window's end: nothing deleted.
+    assert_eq!(minute["deleted_runs"], 0, "{minute}");
+    assert!(minute["history_at_end"]["runs"].is_i64(), "{minute}");
+    for field in ["short_occurrences", "duplicates", "unaccounted"] {
+        assert_eq!(report[field], 0, "{field}");
+    }
+}
+
 #[test]
 fn steady_only_flags_need_steady_and_burst_only_flags_refuse_it() {
     for args in [

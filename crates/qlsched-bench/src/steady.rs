@@ -122,6 +122,82 @@ pub struct SteadyReport {
     pub horizon_ms: Option<i64>,
     /// With a dispatcher: the history's size every ten seconds from the replicas' start.
     pub history: Vec<HistorySample>,
+    /// With a dispatcher: each minute of the window, oldest first (a long window's figures, and
+    /// the spread of retention's deletes over it).
+    pub minutes: Vec<MinuteSummary>,
+}
+
+/// One minute of the window `[from_ms, from_ms + 60 s)`: the lag of every run of its
+/// occurrences as the dispatcher read it, what retention deleted in it, and the history's size
+/// at its end.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct MinuteSummary {
+    /// The minute's start, in database time.
+    pub from_ms: i64,
+    /// Runs of the minute's occurrences, and their lag percentiles over all of them (nearest
+    /// rank), not a median of the occurrences' percentiles.
+    pub runs: i64,
+    pub lag_p50_ms: i64,
+    /// As lag_p50_ms.
+    pub lag_p99_ms: i64,
+    /// As lag_p50_ms.
+    pub lag_max_ms: i64,
+    /// Runs retention deleted in the minute: the growth of the history samples' `deleted_runs`
+    /// from the last sample at or before its start to the last at or before its end (a pass
+    /// that spans a sample at the boundary is split between two minutes).
+    pub deleted_runs: i64,
+    /// The last history sample at or before the minute's end; null before the first sample.
+    pub history_at_end: Option<HistorySample>,
+}
+
+impl MinuteSummary {
+    /// The minutes of `[from_ms, to_ms)`, from the runs the dispatcher finished and the history
+    /// samples (oldest first); a minute cut short by the window's end counts as one.
+    fn of(
+        finished: &[FinishedRun],
+        history: &[HistorySample],
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Vec<Self> {
+        const MINUTE_MS: i64 = 60_000;
+        let span = u64::try_from(to_ms - from_ms).unwrap_or(0);
+        let minutes = usize::try_from(span.div_ceil(MINUTE_MS as u64)).unwrap_or(0);
+        let mut lags: Vec<Vec<i64>> = vec![Vec::new(); minutes];
+        for run in finished
+            .iter()
+            .filter(|run| run.scheduled_for_ms >= from_ms && run.scheduled_for_ms < to_ms)
+        {
+            if let Ok(minute) = usize::try_from((run.scheduled_for_ms - from_ms) / MINUTE_MS)
+                && let Some(lags) = lags.get_mut(minute)
+            {
+                lags.push(run.lag_ms);
+            }
+        }
+        let at = |ms: i64| history.iter().rev().find(|sample| sample.at_ms <= ms);
+        let deleted = |ms: i64| at(ms).map_or(0, |sample| sample.deleted_runs);
+        lags.into_iter()
+            .enumerate()
+            .map(|(minute, mut lags)| {
+                let start = from_ms + minute as i64 * MINUTE_MS;
+                let end = (start + MINUTE_MS).min(to_ms);
+                lags.sort_unstable();
+                let rank = |p: usize| {
+                    lags.get((lags.len() * p).div_ceil(100).max(1) - 1)
+                        .copied()
+                        .unwrap_or(0)
+                };
+                MinuteSummary {
+                    from_ms: start,
+                    runs: lags.len() as i64,
+                    lag_p50_ms: rank(50),
+                    lag_p99_ms: rank(99),
+                    lag_max_ms: lags.last().copied().unwrap_or(0),
+                    deleted_runs: deleted(end) - deleted(start),
+                    history_at_end: at(end).cloned(),
+                }
+            })
+            .collect()
+    }
 }
 
 /// How the per-occurrence maximum lag moved over the window.
@@ -323,6 +399,10 @@ async fn measure(
     let repeated = dispatched
         .as_ref()
         .map_or(0, |(finished, _)| repeated(finished));
+    let minutes = match &dispatched {
+        Some((finished, history)) => MinuteSummary::of(finished, history, from_ms, to_ms),
+        None => Vec::new(),
+    };
     let overall = lags.pop();
     let rates: Vec<f64> = lags.iter().map(admission_rate).collect();
     let trend = LagTrend::of(&lags, &rates, batched_ceiling_per_s);
@@ -365,6 +445,7 @@ async fn measure(
             .map(|r| u64::try_from(r.as_millis()).unwrap_or(u64::MAX)),
         horizon_ms: retention_state(&admin).await?.horizon_ms,
         history: dispatched.map(|(_, history)| history).unwrap_or_default(),
+        minutes,
     })
 }
 
@@ -598,6 +679,71 @@ mod tests {
         let twice = [finished("t1", 1_000, 5), finished("t1", 1_000, 6)];
         assert_eq!(repeated(&twice), 1);
         assert!(lags_of(&[], 0, 1).is_empty());
+    }
+
+    fn sample(at_ms: i64, runs: i64, deleted_runs: i64) -> HistorySample {
+        HistorySample {
+            at_ms,
+            runs,
+            attempts: runs,
+            events: 2 * runs,
+            runs_bytes: 8_192 * runs,
+            attempts_bytes: 0,
+            events_bytes: 0,
+            deleted_runs,
+            wal_bytes: 0,
+        }
+    }
+
+    /// Each minute of the window gets the percentiles of all of its runs, the deletes between
+    /// the samples at its two ends, and the sample at its end; runs outside the window are left
+    /// out and a minute cut short by the window's end is still one.
+    #[test]
+    fn the_window_is_summed_up_minute_by_minute() {
+        let runs: Vec<FinishedRun> = (1..=100)
+            .map(|n| finished(&format!("t{n}"), 1_000, n))
+            .chain((1..=10).map(|n| finished(&format!("t{n}"), 61_000, 1_000 * n)))
+            .chain([finished("t1", 999, 50_000), finished("t1", 150_000, 50_000)])
+            .collect();
+        let history = [
+            sample(0, 0, 0),
+            sample(50_000, 500, 0),
+            sample(60_000, 600, 0),
+            sample(100_000, 400, 300),
+            sample(120_500, 500, 300),
+        ];
+        let minutes = MinuteSummary::of(&runs, &history, 1_000, 150_000);
+        assert_eq!(minutes.len(), 3);
+        let figures = |m: &MinuteSummary| {
+            (
+                m.from_ms,
+                m.runs,
+                m.lag_p50_ms,
+                m.lag_p99_ms,
+                m.lag_max_ms,
+                m.deleted_runs,
+            )
+        };
+        assert_eq!(figures(&minutes[0]), (1_000, 100, 50, 99, 100, 0));
+        assert_eq!(
+            figures(&minutes[1]),
+            (61_000, 10, 5_000, 10_000, 10_000, 300)
+        );
+        assert_eq!(figures(&minutes[2]), (121_000, 0, 0, 0, 0, 0));
+        assert_eq!(
+            minutes[0].history_at_end.as_ref().map(|s| s.runs),
+            Some(600)
+        );
+        assert_eq!(
+            minutes[2].history_at_end.as_ref().map(|s| s.at_ms),
+            Some(120_500)
+        );
+        assert!(MinuteSummary::of(&runs, &[], 1_000, 1_000).is_empty());
+        assert!(
+            MinuteSummary::of(&[], &[], 1_000, 2_000)[0]
+                .history_at_end
+                .is_none()
+        );
     }
 
     #[test]
