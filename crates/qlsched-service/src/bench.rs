@@ -112,7 +112,8 @@ impl std::fmt::Display for LivedIn {
 }
 
 /// Everything one bench run measured; the JSON shape is documented in `qlsched-bench(1)`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BenchReport {
     /// Triggers published.
     pub triggers: u32,

@@ -69,9 +69,10 @@ pub struct SteadyConfig {
 }
 
 /// What a steady run measured; the JSON shape is documented in `qlsched-bench(1)`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SteadyReport {
-    #[schemars(extend("enum" = ["steady"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["steady"])))]
     pub mode: &'static str,
     pub triggers: u32,
     pub replicas: u8,
@@ -125,7 +126,8 @@ pub struct SteadyReport {
 }
 
 /// How the per-occurrence maximum lag moved over the window.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LagTrend {
     /// Least-squares slope of the maximum lag over the occurrences, in milliseconds per minute
     /// of the window: about 0 when the lag holds, positive when it grows.
