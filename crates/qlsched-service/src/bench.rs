@@ -14,6 +14,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::lifecycle::{InProcessReplicas, Lifecycle, RoundEvent, stop_all};
+use crate::observe::Build;
 use qlsched_core::duration::format_duration;
 use qlsched_core::manifest::parse_manifest;
 use qlsched_core::{Batch, CoordinatorConfig, CoreError, CronSchedule, MAX_BATCH, ManifestError};
@@ -54,6 +55,8 @@ pub struct BenchConfig {
     pub replicas: u8,
     /// The coordinator settings of every replica; the owner gets a replica suffix.
     pub coordinator: CoordinatorConfig,
+    /// The binary's version and commit, as the replicas register them.
+    pub build: Build,
     /// Stop measuring admissions after this long even if some are still due.
     pub cap: Duration,
     /// How long the commit ceiling is probed.
@@ -530,6 +533,7 @@ async fn admit_burst(
         settings,
         schema,
         &config.coordinator,
+        config.build,
         config.replicas,
         events,
     )
@@ -566,18 +570,19 @@ async fn admit_burst(
     Ok(run)
 }
 
-/// Opens `replicas` in-process replicas with owners `<owner>-<n>` and starts them; their round
-/// events go to `events`.
+/// Opens `replicas` in-process replicas with owners `<owner>-<n>` and starts them, registered as
+/// `build`; their round events go to `events`.
 pub async fn start_replicas(
     settings: &ConnectionSettings,
     schema: &SchemaName,
     coordinator: &CoordinatorConfig,
+    build: Build,
     replicas: u8,
     events: mpsc::UnboundedSender<RoundEvent>,
 ) -> Result<Vec<Lifecycle>, BenchError> {
     let owners = (0..replicas).map(|replica| format!("{}-{replica}", coordinator.owner));
     let opened = InProcessReplicas::open(settings, schema, "qlsched bench", owners).await?;
-    Ok(opened.start(coordinator, Some(&events)).await?)
+    Ok(opened.start(coordinator, build, Some(&events)).await?)
 }
 
 /// `a / b`, or 0 when there is nothing to divide by.

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT, RoundReport, duration_ms};
+use crate::observe::Build;
 use qlsched_core::{CoordinatorConfig, CoreError};
 use qlsched_store::{ConnectionSettings, SchemaName, Store, StoreError, replicas};
 
@@ -159,7 +160,7 @@ impl InProcessReplicas {
         Ok(InProcessReplicas { stores })
     }
 
-    /// Registers every replica (docs/DESIGN.md §3, `replicas`) and starts its timer with
+    /// Registers every replica (docs/DESIGN.md §3, `replicas`) as `build` and starts its timer with
     /// `template`'s configuration under its own owner; each reports its rounds to `events` when
     /// given. Every configuration is checked first: on an error none is started. A registration
     /// that fails is logged and the replica runs anyway: the registry is what people read, the
@@ -167,6 +168,7 @@ impl InProcessReplicas {
     pub async fn start(
         self,
         template: &CoordinatorConfig,
+        build: Build,
         events: Option<&mpsc::UnboundedSender<RoundEvent>>,
     ) -> Result<Vec<Lifecycle>, CoreError> {
         let configured = self
@@ -182,13 +184,12 @@ impl InProcessReplicas {
             .collect::<Result<Vec<_>, _>>()?;
         let mut lifecycles = Vec::with_capacity(configured.len());
         for (config, store) in configured {
-            if let Err(error) = register(&store, &config, qlsched_core::FORGET_STALE_AFTER).await {
+            let forget_after = qlsched_core::FORGET_STALE_AFTER;
+            if let Err(error) = register(&store, &config, forget_after, build).await {
                 tracing::warn!(%error, owner = %config.owner, "could not register the replica");
             }
             lifecycles.push(Lifecycle::start(
-                Arc::new(
-                    Coordinator::new(store, config).registered(qlsched_core::FORGET_STALE_AFTER),
-                ),
+                Arc::new(Coordinator::new(store, config).registered(forget_after, build)),
                 events.cloned(),
             ));
         }
@@ -200,15 +201,17 @@ impl InProcessReplicas {
 /// on it longer, and a failure is only logged by the callers that can go on without it.
 pub const REGISTRY_TIMEOUT: Duration = GIVE_BACK_TIMEOUT;
 
-/// Writes this process's replica `config.owner` into the registry (host, pid, release and schema
-/// version, lease and cadence, and how long after its last heartbeat the registry forgets it if
-/// it never stops), as running, within [`REGISTRY_TIMEOUT`].
+/// Writes this process's replica `config.owner` into the registry (host, pid, the release of
+/// `build` and the schema version, lease and cadence, and how long after its last heartbeat the
+/// registry forgets it if it never stops), as running, within [`REGISTRY_TIMEOUT`].
 pub async fn register(
     store: &Store,
     config: &CoordinatorConfig,
     forget_after: Duration,
+    build: Build,
 ) -> Result<(), StoreError> {
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    let host = host_name();
+    let release = build.release();
     let owner = config.owner.clone();
     let (lease_ms, cadence_ms) = (duration_ms(config.lease), duration_ms(config.cadence));
     let forget_after_ms = duration_ms(forget_after);
@@ -219,7 +222,7 @@ pub async fn register(
                     owner: &owner,
                     host: &host,
                     pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
-                    version: crate::observe::RELEASE,
+                    version: &release,
                     schema_version: qlsched_store::migrate::latest_version(),
                     lease_ms,
                     cadence_ms,
@@ -229,6 +232,12 @@ pub async fn register(
             })
         })
         .await
+}
+
+/// This machine's name, as the registry and `qlsched run`'s default owner (`HOST:PID`) write it:
+/// the system's host name, or "unknown" in the rare case it gives none in UTF-8.
+pub fn host_name() -> String {
+    whoami::hostname().unwrap_or_else(|_| "unknown".to_owned())
 }
 
 /// Moves replica `owner`'s registry row to `state` (`draining`, `stopped`), within

@@ -54,6 +54,8 @@ pub struct SteadyConfig {
     pub window: Duration,
     /// The replicas' settings: `qlsched run`'s defaults unless flags say otherwise.
     pub coordinator: CoordinatorConfig,
+    /// The binary's version and commit, as the replicas register them.
+    pub build: crate::observe::Build,
     /// How long each ceiling is probed, before the replicas start.
     pub ceiling_time: Duration,
     pub database: String,
@@ -289,6 +291,7 @@ async fn measure(
         &settings,
         schema,
         &config.coordinator,
+        config.build,
         config.replicas,
         events,
     )
