@@ -124,6 +124,7 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
             cadence: args.cadence.unwrap_or(BURST_CADENCE),
             ..CoordinatorConfig::default()
         },
+        build: super::BUILD,
         cap: args.duration,
         ceiling_time: args.ceiling_time,
         database: format!("qlsched_bench_{pid}"),
@@ -183,6 +184,7 @@ async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliErr
             cadence: args.cadence.unwrap_or(defaults.cadence),
             ..defaults
         },
+        build: super::BUILD,
         ceiling_time: args.ceiling_time,
         database: format!("qlsched_bench_{pid}"),
         keep: args.keep,

@@ -221,7 +221,7 @@ async fn show(
     };
     // On a terminal the demo shows itself in `top`; piped, it prints lines.
     if std::io::stdout().is_terminal() {
-        let lifecycles = replicas.start(&config, None).await?;
+        let lifecycles = replicas.start(&config, super::BUILD, None).await?;
         let started = Instant::now();
         let watched = watch_in_top(&settings, global, args.duration, shutdown).await;
         stop_all(lifecycles).await;
@@ -230,7 +230,7 @@ async fn show(
         return watched;
     }
     let (events, received) = mpsc::unbounded_channel();
-    let lifecycles = replicas.start(&config, Some(&events)).await?;
+    let lifecycles = replicas.start(&config, super::BUILD, Some(&events)).await?;
     drop(events);
     let started = Instant::now();
     let per_owner = print_admissions(lifecycles, received, args.duration, shutdown).await?;

@@ -7,6 +7,7 @@ pub fn manual_owner() -> String {
 
 /// `USER@HOST`, the actor of operator actions.
 pub fn operator_name() -> String {
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
-    format!("{}@{host}", whoami::username())
+    // whoami 1 named a user it could not look up "unknown": so does this.
+    let user = whoami::username().unwrap_or_else(|_| "unknown".to_owned());
+    format!("{user}@{}", crate::lifecycle::host_name())
 }

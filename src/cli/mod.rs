@@ -65,6 +65,13 @@ const LONG_VERSION: &str = concat!(
     ")"
 );
 
+/// The same version and commit, handed to the replicas this binary runs: the release they
+/// register (`VERSION+COMMIT`) and the labels of `qlsched_build_info`.
+pub const BUILD: crate::observe::Build = crate::observe::Build {
+    version: env!("CARGO_PKG_VERSION"),
+    commit: env!("QLSCHED_COMMIT"),
+};
+
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LogFormat {

@@ -249,8 +249,7 @@ pub fn flag_value(error: &impl std::fmt::Display) -> CliError {
 
 /// `hostname:pid`: unique per live process, and readable in `inspect claims`.
 pub fn default_owner() -> String {
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
-    format!("{host}:{}", std::process::id())
+    format!("{}:{}", crate::lifecycle::host_name(), std::process::id())
 }
 
 pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
@@ -264,6 +263,7 @@ pub async fn run(args: RunArgs, global: &Global) -> Result<(), CliError> {
         metrics_addr: args.metrics_addr,
         exit_if_unmigrated: args.exit_if_unmigrated,
         forget_stale_after,
+        build: super::BUILD,
     };
     // Caught from here on: a SIGTERM while the replica connects or runs its recovery report ends
     // the start cleanly (nothing is claimed before the lifecycle starts) instead of killing the

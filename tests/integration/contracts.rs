@@ -209,3 +209,66 @@ fn every_documented_shape_is_checked_against_a_command() {
         .collect();
     assert!(unchecked.is_empty(), "shapes no test checks: {unchecked:?}");
 }
+
+/// The libraries derive `JsonSchema` only behind their `schema` feature, which the binary alone
+/// enables (docs/DECISIONS.md, "Dependencies"): a derive or a `#[schemars(..)]` written plainly
+/// builds in the workspace, where the feature is on, and breaks the crate built on its own.
+#[test]
+fn the_libraries_name_schemars_only_behind_their_schema_feature() {
+    fn files(dir: &std::path::Path, into: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("read the sources") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                files(&path, into);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                into.push(path);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (mut plain, mut gated) = (Vec::new(), 0);
+    for krate in ["qlsched-core", "qlsched-store", "qlsched-service", "qlsched-bench"] {
+        let manifest = std::fs::read_to_string(root.join("crates").join(krate).join("Cargo.toml"))
+            .expect("the manifest");
+        assert!(
+            manifest.contains("schemars = { workspace = true, optional = true }")
+                && manifest.contains("schema = [\"dep:schemars\""),
+            "{krate}: schemars is not an optional dependency behind the `schema` feature"
+        );
+        let mut sources = Vec::new();
+        files(&root.join("crates").join(krate).join("src"), &mut sources);
+        for file in sources {
+            let text = std::fs::read_to_string(&file).expect("a source");
+            // Inside an item under `#[cfg(feature = "schema")]`, down to its closing brace.
+            let (mut under_cfg, mut depth, mut opened) = (false, 0i32, false);
+            for (n, line) in text.lines().enumerate() {
+                let code = line.trim();
+                if code == "#[cfg(feature = \"schema\")]" {
+                    (under_cfg, depth, opened) = (true, 0, false);
+                    gated += 1;
+                    continue;
+                }
+                if code.contains("schemars") && !code.starts_with("//") {
+                    if code.contains("cfg_attr(feature = \"schema\"") {
+                        gated += 1;
+                    } else if !under_cfg {
+                        plain.push(format!("{}:{}: {code}", file.display(), n + 1));
+                    }
+                }
+                if under_cfg {
+                    depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
+                    opened |= code.contains('{');
+                    if opened && depth <= 0 {
+                        under_cfg = false;
+                    }
+                }
+            }
+        }
+    }
+    assert!(gated > 50, "only {gated} gated uses of schemars found");
+    assert!(
+        plain.is_empty(),
+        "schemars named outside the `schema` feature (write #[cfg_attr(feature = \"schema\", ..)]):\n{}",
+        plain.join("\n")
+    );
+}

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::util::bin;
 
 fn read(path: &str) -> String {
@@ -15,8 +17,41 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn yaml(path: &str) -> serde_yaml::Value {
-    serde_yaml::from_str(&read(path)).unwrap_or_else(|e| panic!("{path} is not YAML: {e}"))
+/// The one YAML document in `path` (YAML 1.2 and its core schema, as a Kubernetes API server
+/// reads it: `"9726"` a string, `9726` a number, a key twice an error), as a JSON value, whose
+/// indexing gives null for a key that is not there.
+fn yaml(path: &str) -> Value {
+    use saphyr::LoadableYamlNode;
+    let documents = saphyr::Yaml::load_from_str(&read(path))
+        .unwrap_or_else(|e| panic!("{path} is not YAML: {e}"));
+    let [document] = documents.as_slice() else {
+        panic!("{path}: {} YAML documents, expected one", documents.len());
+    };
+    json(path, document)
+}
+
+/// A YAML node as JSON: the manifests use nothing JSON cannot say (no anchor, alias or tag).
+fn json(path: &str, node: &saphyr::Yaml) -> Value {
+    use saphyr::{Scalar, Yaml};
+    match node {
+        Yaml::Value(Scalar::Null) => Value::Null,
+        Yaml::Value(Scalar::Boolean(b)) => Value::Bool(*b),
+        Yaml::Value(Scalar::Integer(i)) => Value::from(*i),
+        Yaml::Value(Scalar::FloatingPoint(f)) => Value::from(f.into_inner()),
+        Yaml::Value(Scalar::String(s)) => Value::from(s.as_ref()),
+        Yaml::Sequence(items) => items.iter().map(|item| json(path, item)).collect(),
+        Yaml::Mapping(entries) => entries
+            .iter()
+            .map(|(key, value)| {
+                let key = key
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{path}: a key that is not a string: {key:?}"));
+                (key.to_owned(), json(path, value))
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        other => panic!("{path}: {other:?} has no place in a manifest"),
+    }
 }
 
 /// `--drain-timeout` in an argument list, as `run` reads it (10 s when absent).
@@ -81,7 +116,7 @@ fn the_kubernetes_manifests_probe_the_right_paths_and_port_and_outlast_a_stop() 
     let pod = &deployment["spec"]["template"];
     let container = &pod["spec"]["containers"][0];
     let env: BTreeMap<String, String> = container["env"]
-        .as_sequence()
+        .as_array()
         .expect("env")
         .iter()
         .filter_map(|e| {
@@ -94,7 +129,7 @@ fn the_kubernetes_manifests_probe_the_right_paths_and_port_and_outlast_a_stop() 
     let addr = &env["QLSCHED_METRICS_ADDR"];
     let port = port_of(addr);
     assert_eq!(env["QLSCHED_LOG_FORMAT"], "json");
-    let ports = container["ports"].as_sequence().expect("ports");
+    let ports = container["ports"].as_array().expect("ports");
     let named = ports
         .iter()
         .find(|p| p["name"] == "metrics")
@@ -116,7 +151,7 @@ fn the_kubernetes_manifests_probe_the_right_paths_and_port_and_outlast_a_stop() 
     assert_eq!(annotations["prometheus.io/path"], "/metrics");
 
     let args: Vec<String> = container["args"]
-        .as_sequence()
+        .as_array()
         .expect("args")
         .iter()
         .map(|a| a.as_str().expect("a string").to_owned())
@@ -155,7 +190,7 @@ fn the_kubernetes_manifests_probe_the_right_paths_and_port_and_outlast_a_stop() 
     // The budget covers these pods.
     let labels = &pod["metadata"]["labels"];
     let selector = pdb["spec"]["selector"]["matchLabels"]
-        .as_mapping()
+        .as_object()
         .expect("selector");
     for (key, value) in selector {
         assert_eq!(&labels[key], value);

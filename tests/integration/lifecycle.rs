@@ -923,6 +923,7 @@ async fn the_replica_service_runs_in_process_and_stops_when_its_token_is_tripped
             exit_if_unmigrated: true,
             retention: qlsched::replica::Retention::DEFAULT,
             forget_stale_after: qlsched::core::FORGET_STALE_AFTER,
+            build: qlsched::cli::BUILD,
         };
         async move { qlsched::replica::run(config, &stop).await }
     });
@@ -944,6 +945,18 @@ async fn the_replica_service_runs_in_process_and_stops_when_its_token_is_tripped
             .await,
         1
     );
+    // Registered as the build the binary hands in: `VERSION+COMMIT`, as `qlsched run` registers.
+    let version: String = db
+        .client()
+        .await
+        .query_one(
+            "SELECT version FROM replicas WHERE owner = 'in-process'",
+            &[],
+        )
+        .await
+        .expect("the registry row")
+        .get(0);
+    assert_eq!(version, qlsched::cli::BUILD.release());
     assert_invariants(&db).await;
 }
 
@@ -966,6 +979,7 @@ async fn a_replica_service_stopped_before_it_starts_claims_nothing() {
         exit_if_unmigrated: true,
         retention: qlsched::replica::Retention::DEFAULT,
         forget_stale_after: qlsched::core::FORGET_STALE_AFTER,
+        build: qlsched::cli::BUILD,
     };
     let exit = qlsched::replica::run(config, &stop)
         .await

@@ -26,6 +26,7 @@ use qlsched_core::duration::format_duration;
 use qlsched_core::manifest::parse_manifest;
 use qlsched_core::{Batch, CoordinatorConfig, CoreError, CronSchedule, MAX_BATCH, ManifestError};
 use qlsched_service::lifecycle::{Lifecycle, RoundEvent};
+use qlsched_service::observe::Build;
 use qlsched_store::invariants::invariant_counts;
 use qlsched_store::migrate::migrate_up;
 use qlsched_store::publish::publish;
@@ -62,6 +63,8 @@ pub struct BenchConfig {
     pub replicas: u8,
     /// The coordinator settings of every replica; the owner gets a replica suffix.
     pub coordinator: CoordinatorConfig,
+    /// The binary's version and commit, as the replicas register them.
+    pub build: Build,
     /// Stop measuring admissions after this long even if some are still due.
     pub cap: Duration,
     /// How long the commit ceiling is probed.
@@ -113,7 +116,8 @@ impl std::fmt::Display for LivedIn {
 }
 
 /// Everything one bench run measured; the JSON shape is documented in `qlsched-bench(1)`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BenchReport {
     /// Triggers published.
     pub triggers: u32,
@@ -530,6 +534,7 @@ async fn admit_burst(
         settings,
         schema,
         &config.coordinator,
+        config.build,
         config.replicas,
         events,
     )
@@ -566,18 +571,19 @@ async fn admit_burst(
     Ok(run)
 }
 
-/// Opens `replicas` in-process replicas with owners `<owner>-<n>` and starts them; their round
-/// events go to `events`.
+/// Opens `replicas` in-process replicas with owners `<owner>-<n>` and starts them, registered as
+/// `build`; their round events go to `events`.
 pub async fn start_replicas(
     settings: &ConnectionSettings,
     schema: &SchemaName,
     coordinator: &CoordinatorConfig,
+    build: Build,
     replicas: u8,
     events: mpsc::UnboundedSender<RoundEvent>,
 ) -> Result<Vec<Lifecycle>, BenchError> {
     let owners = (0..replicas).map(|replica| format!("{}-{replica}", coordinator.owner));
     let opened = InProcessReplicas::open(settings, schema, "qlsched bench", owners).await?;
-    Ok(opened.start(coordinator, Some(&events)).await?)
+    Ok(opened.start(coordinator, build, Some(&events)).await?)
 }
 
 /// `a / b`, or 0 when there is nothing to divide by.

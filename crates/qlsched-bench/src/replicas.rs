@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use qlsched_core::{CoordinatorConfig, CoreError};
 use qlsched_service::coordinator::Coordinator;
 use qlsched_service::lifecycle::{Lifecycle, REPLICA_POOL_SIZE, RoundEvent, StopReport, register};
+use qlsched_service::observe::Build;
 use qlsched_store::{ConnectionSettings, SchemaName, Store, StoreError};
 
 /// Replicas run inside this process (`demo`, `bench`): each a [`Lifecycle`] around a
@@ -37,7 +38,7 @@ impl InProcessReplicas {
         Ok(InProcessReplicas { stores })
     }
 
-    /// Registers every replica (docs/DESIGN.md §3, `replicas`) and starts its timer with
+    /// Registers every replica (docs/DESIGN.md §3, `replicas`) as `build` and starts its timer with
     /// `template`'s configuration under its own owner; each reports its rounds to `events` when
     /// given. Every configuration is checked first: on an error none is started. A registration
     /// that fails is logged and the replica runs anyway: the registry is what people read, the
@@ -45,6 +46,7 @@ impl InProcessReplicas {
     pub async fn start(
         self,
         template: &CoordinatorConfig,
+        build: Build,
         events: Option<&mpsc::UnboundedSender<RoundEvent>>,
     ) -> Result<Vec<Lifecycle>, CoreError> {
         let configured = self
@@ -60,13 +62,12 @@ impl InProcessReplicas {
             .collect::<Result<Vec<_>, _>>()?;
         let mut lifecycles = Vec::with_capacity(configured.len());
         for (config, store) in configured {
-            if let Err(error) = register(&store, &config, qlsched_core::FORGET_STALE_AFTER).await {
+            let forget_after = qlsched_core::FORGET_STALE_AFTER;
+            if let Err(error) = register(&store, &config, forget_after, build).await {
                 tracing::warn!(%error, owner = %config.owner, "could not register the replica");
             }
             lifecycles.push(Lifecycle::start(
-                Arc::new(
-                    Coordinator::new(store, config).registered(qlsched_core::FORGET_STALE_AFTER),
-                ),
+                Arc::new(Coordinator::new(store, config).registered(forget_after, build)),
                 events.cloned(),
             ));
         }

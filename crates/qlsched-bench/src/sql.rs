@@ -249,7 +249,8 @@ pub async fn still_due_at(
 
 /// The lag users feel at one occurrence: runs admitted for it, and the lag from the occurrence
 /// to the run's commit in database time (`created_at_ms - scheduled_for_ms`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OccurrenceLag {
     pub scheduled_for_ms: i64,
     pub runs: i64,
@@ -336,7 +337,8 @@ const HISTORY_SIZE: &str = "SELECT now_ms() AS at_ms,
         (pg_current_wal_lsn() - '0/0')::int8 AS wal_bytes";
 
 /// One look at the history's size during a bench.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HistorySample {
     pub at_ms: i64,
     pub runs: i64,

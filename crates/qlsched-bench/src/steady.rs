@@ -54,6 +54,8 @@ pub struct SteadyConfig {
     pub window: Duration,
     /// The replicas' settings: `qlsched run`'s defaults unless flags say otherwise.
     pub coordinator: CoordinatorConfig,
+    /// The binary's version and commit, as the replicas register them.
+    pub build: qlsched_service::observe::Build,
     /// How long each ceiling is probed, before the replicas start.
     pub ceiling_time: Duration,
     pub database: String,
@@ -69,9 +71,10 @@ pub struct SteadyConfig {
 }
 
 /// What a steady run measured; the JSON shape is documented in `qlsched-bench(1)`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SteadyReport {
-    #[schemars(extend("enum" = ["steady"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["steady"])))]
     pub mode: &'static str,
     pub triggers: u32,
     pub replicas: u8,
@@ -130,7 +133,8 @@ pub struct SteadyReport {
 /// One minute of the window `[from_ms, from_ms + 60 s)`: the lag of every run of its
 /// occurrences as the dispatcher read it, what retention deleted in it, and the history's size
 /// at its end.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MinuteSummary {
     /// The minute's start, in database time.
     pub from_ms: i64,
@@ -201,7 +205,8 @@ impl MinuteSummary {
 }
 
 /// How the per-occurrence maximum lag moved over the window.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LagTrend {
     /// Least-squares slope of the maximum lag over the occurrences, in milliseconds per minute
     /// of the window: about 0 when the lag holds, positive when it grows.
@@ -363,6 +368,7 @@ async fn measure(
         &settings,
         schema,
         &config.coordinator,
+        config.build,
         config.replicas,
         events,
     )

@@ -30,7 +30,8 @@ pub struct AccountingInput<'a> {
 }
 
 /// What the check found for one trigger.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AccountingFindings {
     /// Occurrences checked.
     pub occurrences: u64,

@@ -65,6 +65,7 @@ impl serde::Serialize for Batch {
     }
 }
 
+#[cfg(feature = "schema")]
 impl schemars::JsonSchema for Batch {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "Batch".into()

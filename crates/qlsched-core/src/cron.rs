@@ -665,7 +665,8 @@ fn days_in(year: i32, month: u32) -> u32 {
 }
 
 /// How daylight saving time bears on one occurrence in its zone (`qlsched cron` marks them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DstNote {
     /// A fixed-time job's wall time (one or more) was skipped by a spring-forward gap: it runs

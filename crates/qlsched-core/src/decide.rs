@@ -11,7 +11,8 @@ use super::cron::CronSchedule;
 use super::error::CoreError;
 
 /// What to do when even the latest due occurrence is later than the grace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MisfirePolicy {
     /// Advance the cursor; admit nothing.
@@ -73,7 +74,8 @@ pub struct DecisionInput<'a> {
 pub const MAX_COUNTED_MISFIRES: u64 = 10_000;
 
 /// Why a decision passed occurrences over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MisfireReason {
     /// Each occurrence was later than the trigger's `misfire_grace` when it was decided.
@@ -91,7 +93,8 @@ impl MisfireReason {
 
 /// The occurrences one decision passed over without a run: what a misfire record stores, so that
 /// every occurrence is accounted for (a run, or inside a record) without a row per occurrence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MisfireSpan {
     pub first_ms: i64,
     pub last_ms: i64,

@@ -219,7 +219,8 @@ const FAR_SPACING_FACTOR: i64 = 10;
 const FAR_SHOWN: usize = 4;
 
 /// A next occurrence far from now, and what in the expression puts it there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FarNext {
     /// The fields without which the next occurrence would come much sooner, each with its value
     /// as written and where the next occurrence would be without it (`*` in its place).
@@ -229,9 +230,10 @@ pub struct FarNext {
 }
 
 /// One field of a cron expression that pushes the next occurrence far off.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FieldNote {
-    #[schemars(extend("enum" = ["second", "minute", "hour", "day-of-month", "month", "day-of-week"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["second", "minute", "hour", "day-of-month", "month", "day-of-week"])))]
     pub field: &'static str,
     pub value: String,
     /// The next occurrence were this field `*`.
@@ -302,7 +304,8 @@ pub fn far_next(expr: &str, time_zone: &str, now_ms: i64) -> Option<FarNext> {
 }
 
 /// Why a trigger is not firing, as far as the scheduler can tell; each cause with its fix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "cause", rename_all = "snake_case")]
 pub enum Diagnosis {
     SchemaNotReady {

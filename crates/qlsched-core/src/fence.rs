@@ -10,7 +10,8 @@
 /// `version`, incremented by every claim, publish and expiry, names one claim exactly once: after
 /// any takeover, expiry or re-publish, a stale holder's WHERE clause matches no row and its commit
 /// is impossible. `owner` and `expires_at_ms` are still checked, and are what operators read.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClaimFence {
     pub owner: String,
     pub token: uuid::Uuid,
@@ -20,7 +21,8 @@ pub struct ClaimFence {
 
 /// The part of a fence that names one claim, as a script passes it back (`--token`,
 /// `--version`): the token names one claim, the version proves it is still the latest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FenceRef {
     pub token: uuid::Uuid,
     pub version: i64,

@@ -25,7 +25,8 @@ pub struct TriggerGroup {
 }
 
 /// One instant at which occurrences fall due together.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Boundary {
     pub at_ms: i64,
     /// Occurrences due at this instant, one per trigger whose expression names it.
@@ -36,7 +37,8 @@ pub struct Boundary {
 }
 
 /// A daylight-saving change in the horizon, in a zone some triggers use.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DstChange {
     pub time_zone: String,
     /// The instant the zone's offset changes.
@@ -52,7 +54,8 @@ pub struct DstChange {
 }
 
 /// What the horizon holds.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LoadAhead {
     pub from_ms: i64,
     pub horizon_ms: i64,
@@ -142,7 +145,8 @@ pub struct AddedGroup {
 /// A boundary a change adds occurrences to whose admission, at the busiest recent rate, would
 /// take longer than the misfire grace of the triggers added there: their occurrences would be
 /// passed over as misfires.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LoadWarning {
     pub at_ms: i64,
     /// Occurrences the change adds at this instant.

@@ -575,6 +575,20 @@ mod tests {
         assert_eq!(t.content_digest.len(), 64);
     }
 
+    /// The digests stored in every `*digest` and checksum column: FIPS 180-2's test vectors, so
+    /// that a new version of the hashing crate cannot change them unseen.
+    #[test]
+    fn sha256_hex_is_the_standard_digest_in_lowercase_hex() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
     #[test]
     fn applies_defaults() {
         let m = manifest(json!({"projects": [{

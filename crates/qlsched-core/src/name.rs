@@ -12,7 +12,8 @@ pub const MAX_ID_CHARS: usize = 128;
 
 /// A project id and a trigger id. Serialized as its two ids (`project_id`, `trigger_id`), as the
 /// tables name them; displayed as `PROJECT/TRIGGER`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TriggerName {
     pub project_id: String,
     pub trigger_id: String,

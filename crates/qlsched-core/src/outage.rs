@@ -53,7 +53,8 @@ pub struct OutageFacts {
 }
 
 /// Which outage, most severe first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OutageKind {
     NoLiveReplica,
@@ -63,7 +64,8 @@ pub enum OutageKind {
 
 /// An outage: one line to headline it, its likely cause, and the command that tells more or fixes
 /// it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Outage {
     pub kind: OutageKind,
     pub headline: String,

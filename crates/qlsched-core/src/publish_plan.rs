@@ -18,7 +18,8 @@ use super::manifest::{Manifest, ProjectDef, ProjectStatus, TaskDef, TriggerDef};
 use super::status::Change;
 
 /// What publishing did (or, with `--dry-run`, would do) to one definition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PublishedItem {
     /// `project`, `task` or `trigger`.
     pub kind: &'static str,
@@ -30,9 +31,9 @@ pub struct PublishedItem {
     pub revision: Option<i64>,
     /// A changed trigger: the manifest fields that differ from the stored revision.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("items" = {"enum": [
+    #[cfg_attr(feature = "schema", schemars(extend("items" = {"enum": [
         "task", "cron", "time_zone", "misfire", "misfire_grace", "enabled"
-    ]}))]
+    ]})))]
     pub changed_fields: Option<Vec<&'static str>>,
     /// A created or changed trigger: its first occurrence after the database's now, where its
     /// new cursor will start.
@@ -40,7 +41,8 @@ pub struct PublishedItem {
     pub next_occurrence_ms: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PublishReport {
     pub dry_run: bool,
     pub items: Vec<PublishedItem>,

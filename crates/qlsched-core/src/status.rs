@@ -6,7 +6,8 @@
 //! string compared further in.
 
 /// Declares a unit enum stored as a snake_case word: `as_str`, `ALL`, `Display`, `FromStr` (the
-/// error lists the words expected), and `Serialize` and `JsonSchema` as that word.
+/// error lists the words expected), and `Serialize` and (with the `schema` feature) `JsonSchema`
+/// as that word.
 macro_rules! words {
     ($(#[$meta:meta])* $name:ident { $($(#[$variant_meta:meta])* $variant:ident => $word:literal,)+ }) => {
         $(#[$meta])*
@@ -54,6 +55,7 @@ macro_rules! words {
             }
         }
 
+        #[cfg(feature = "schema")]
         impl ::schemars::JsonSchema for $name {
             fn schema_name() -> ::std::borrow::Cow<'static, str> {
                 stringify!($name).into()

@@ -313,5 +313,6 @@ pub(crate) fn default_socket_dir() -> &'static str {
 fn os_user() -> String {
     std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| whoami::username())
+        .or_else(|_| whoami::username())
+        .unwrap_or_else(|_| "unknown".to_owned())
 }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Object;
 use tokio_postgres::CancelToken;
 
+use crate::observe::Build;
 use qlsched_core::batch::{RoundLoad, next_batch};
 use qlsched_core::{CoordinatorConfig, CronSchedule, Decision};
 use qlsched_store::admission_errors::{self, Refusal};
@@ -91,10 +92,10 @@ pub struct Coordinator {
     /// What the next registry heartbeat adds, and when the last one was sent: at most one a
     /// cadence, carried in the claim's round trip.
     heartbeat: Mutex<(Option<Instant>, Heartbeat)>,
-    /// How long after its last heartbeat the registry forgets this replica, when the replica
-    /// registers itself ([`Coordinator::registered`]): a heartbeat that finds its registry row
-    /// gone then registers it again.
-    forget_after: Option<Duration>,
+    /// How long after its last heartbeat the registry forgets this replica, and the build it
+    /// registers as, when the replica registers itself ([`Coordinator::registered`]): a
+    /// heartbeat that finds its registry row gone then registers it again.
+    registration: Option<(Duration, Build)>,
     /// A heartbeat updated no registry row: the row is to be written again after the round.
     registry_row_lost: AtomicBool,
     /// When the last round started, on this replica's clock: what `/healthz` reads.
@@ -123,7 +124,7 @@ impl Coordinator {
             schedules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(None),
             heartbeat: Mutex::new((None, Heartbeat::default())),
-            forget_after: None,
+            registration: None,
             registry_row_lost: AtomicBool::new(false),
             last_started: Mutex::new(None),
             batch: Mutex::new(config.batch.initial()),
@@ -136,11 +137,11 @@ impl Coordinator {
     }
 
     /// A replica that keeps itself in the registry: registered (by
-    /// [`crate::lifecycle::register`]) with `forget_after`, and registered again with it when a
-    /// heartbeat finds its row gone (forgotten after a long stall, `expire --owner`), so that a
-    /// replica that still admits never goes missing from the registry.
-    pub fn registered(mut self, forget_after: Duration) -> Self {
-        self.forget_after = Some(forget_after);
+    /// [`crate::lifecycle::register`]) as `build` with `forget_after`, and registered again so
+    /// when a heartbeat finds its row gone (forgotten after a long stall, `expire --owner`), so
+    /// that a replica that still admits never goes missing from the registry.
+    pub fn registered(mut self, forget_after: Duration, build: Build) -> Self {
+        self.registration = Some((forget_after, build));
         self
     }
 
@@ -148,13 +149,13 @@ impl Coordinator {
     /// (on a connection of its own, within the registry's bound); a registration that fails is
     /// tried again after the next round. Nothing for a coordinator not [`Self::registered`].
     pub async fn register_again_if_lost(&self) {
-        let Some(forget_after) = self.forget_after else {
+        let Some((forget_after, build)) = self.registration else {
             return;
         };
         if !self.registry_row_lost.swap(false, Ordering::AcqRel) {
             return;
         }
-        match crate::lifecycle::register(&self.store, &self.config, forget_after).await {
+        match crate::lifecycle::register(&self.store, &self.config, forget_after, build).await {
             Ok(()) => tracing::warn!(
                 owner = %self.config.owner,
                 "the replica's registry row was gone (forgotten or expired by an operator); \

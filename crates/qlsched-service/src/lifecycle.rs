@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::coordinator::{Coordinator, GIVE_BACK_TIMEOUT, RoundReport, duration_ms};
+use crate::observe::Build;
 use qlsched_core::CoordinatorConfig;
 use qlsched_store::{Store, StoreError, replicas};
 
@@ -138,15 +139,17 @@ pub const REPLICA_POOL_SIZE: usize = 2;
 /// on it longer, and a failure is only logged by the callers that can go on without it.
 pub const REGISTRY_TIMEOUT: Duration = GIVE_BACK_TIMEOUT;
 
-/// Writes this process's replica `config.owner` into the registry (host, pid, release and schema
-/// version, lease and cadence, and how long after its last heartbeat the registry forgets it if
-/// it never stops), as running, within [`REGISTRY_TIMEOUT`].
+/// Writes this process's replica `config.owner` into the registry (host, pid, the release of
+/// `build` and the schema version, lease and cadence, and how long after its last heartbeat the
+/// registry forgets it if it never stops), as running, within [`REGISTRY_TIMEOUT`].
 pub async fn register(
     store: &Store,
     config: &CoordinatorConfig,
     forget_after: Duration,
+    build: Build,
 ) -> Result<(), StoreError> {
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    let host = host_name();
+    let release = build.release();
     let owner = config.owner.clone();
     let (lease_ms, cadence_ms) = (duration_ms(config.lease), duration_ms(config.cadence));
     let forget_after_ms = duration_ms(forget_after);
@@ -157,7 +160,7 @@ pub async fn register(
                     owner: &owner,
                     host: &host,
                     pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
-                    version: crate::observe::RELEASE,
+                    version: &release,
                     schema_version: qlsched_store::migrate::latest_version(),
                     lease_ms,
                     cadence_ms,
@@ -167,6 +170,12 @@ pub async fn register(
             })
         })
         .await
+}
+
+/// This machine's name, as the registry and `qlsched run`'s default owner (`HOST:PID`) write it:
+/// the system's host name, or "unknown" in the rare case it gives none in UTF-8.
+pub fn host_name() -> String {
+    whoami::hostname().unwrap_or_else(|_| "unknown".to_owned())
 }
 
 /// Moves replica `owner`'s registry row to `state` (`draining`, `stopped`), within

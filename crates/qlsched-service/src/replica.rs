@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::coordinator::Coordinator;
 use crate::lifecycle::{Lifecycle, RoundEvent, StopReport};
-use crate::observe::Observer;
+use crate::observe::{Build, Observer};
 use crate::stop::StopToken;
 use qlsched_core::duration::format_duration;
 use qlsched_core::{CoordinatorConfig, TriggerName};
@@ -43,6 +43,8 @@ pub struct ReplicaConfig {
     /// How long after its last heartbeat the registry forgets this replica if it never stops
     /// (`core::FORGET_STALE_AFTER` by default).
     pub forget_stale_after: Duration,
+    /// The binary's version and commit: what the replica registers as and `/metrics` labels.
+    pub build: Build,
 }
 
 /// A replica's part in run retention: the retention per status it applies when it holds the
@@ -97,6 +99,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
         exit_if_unmigrated,
         retention,
         forget_stale_after,
+        build,
     } = config;
     let schema = &schema;
     // Bound first, so that probes answer ("starting") while the replica connects, and a busy or
@@ -110,7 +113,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
     let mut observer = None;
     let mut server = None;
     if let Some(listener) = listener {
-        let watcher = Observer::new(&config.owner, config.lease, config.cadence);
+        let watcher = Observer::new(&config.owner, build, config.lease, config.cadence);
         tracing::info!(address = %listener.local_addr()?, "serving /metrics, /healthz and /readyz");
         server = Some(crate::observe::http::serve(listener, watcher.clone()));
         observer = Some(watcher);
@@ -152,7 +155,7 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
             Err(error) => tracing::warn!(%error, "could not read the schedule table's upkeep"),
         }
         drop(startup);
-        crate::lifecycle::register(&store, &config, forget_stale_after).await?;
+        crate::lifecycle::register(&store, &config, forget_stale_after, build).await?;
         // The probes' and gauges' pool of one connection, so that a scrape never competes with
         // a round for a connection.
         let probes = match observer {
@@ -183,7 +186,8 @@ pub async fn run(config: ReplicaConfig, stop: &StopToken) -> Result<ReplicaExit,
     );
 
     let owner = config.owner.clone();
-    let coordinator = Arc::new(Coordinator::new(store, config).registered(forget_stale_after));
+    let coordinator =
+        Arc::new(Coordinator::new(store, config).registered(forget_stale_after, build));
     let (events, mut received) = mpsc::unbounded_channel();
     let store = coordinator.store().clone();
     if let (Some(observer), Some(probes)) = (&observer, probes) {

@@ -16,7 +16,8 @@ use qlsched_core::{CronSchedule, MISFIRE_RETENTION_MS, TriggerName};
 pub const MAX_LISTED: usize = 100;
 
 /// One occurrence that is not accounted for as it should be.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OccurrenceFinding {
     pub project_id: String,
     pub trigger_id: String,
@@ -25,7 +26,8 @@ pub struct OccurrenceFinding {
 }
 
 /// What the accounting check found over its window.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AccountingReport {
     /// The window's start in database time: now minus the window, or the retention bound of
     /// misfire records when the window reaches further back, or the retention horizon of runs

@@ -105,7 +105,8 @@ pub async fn record(
 }
 
 /// The last server error that refused a trigger's admission, as `inspect trigger` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AdmissionErrorView {
     /// The server's SQLSTATE (P0001: raised by a trigger function; 53200: out of shared memory).
     pub sqlstate: String,

@@ -94,7 +94,8 @@ pub struct Admission<'a> {
 }
 
 /// The identities a fired occurrence is admitted under.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunIdentity {
     pub run_id: Uuid,
     pub attempt_id: Uuid,
@@ -111,7 +112,8 @@ pub fn lock_order(a: &ClaimedRow, b: &ClaimedRow) -> std::cmp::Ordering {
 }
 
 /// The verdict on one admission.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum AdmissionOutcome {
     /// The run, its attempt and both events were committed, and the schedule advanced.
@@ -140,7 +142,8 @@ pub enum AdmissionOutcome {
 }
 
 /// What admitting a set of rows took.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AdmitStats {
     pub transactions: u32,
     pub serialization_retries: u32,

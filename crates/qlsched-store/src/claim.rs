@@ -22,7 +22,8 @@ use qlsched_core::{ClaimFence, MisfirePolicy, TriggerName};
 
 /// A schedule row as this replica claimed it: the full fence, and every definition the decision
 /// and the admission are taken on, so that the admission can check none of them moved.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClaimedRow {
     /// Where the claim left the row version (its `ctid`, as text): the admission finds the row
     /// there with a TID scan, not through the primary key (`store::admit` says why). Only an
@@ -45,7 +46,8 @@ pub struct ClaimedRow {
 }
 
 /// What the decision and the admission depend on, as the claim read it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TriggerDefinition {
     pub task_id: String,
     pub cron_expr: String,

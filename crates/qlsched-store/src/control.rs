@@ -34,7 +34,8 @@ use qlsched_core::run_id::run_id;
 use qlsched_core::{ProjectStatus, TriggerName};
 
 /// Where an admitted run came from (`runs.origin`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// `qlsched fire`.
@@ -238,7 +239,8 @@ async fn lock_target(
 }
 
 /// What `fire` did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Fired {
     pub run_id: Uuid,
     pub idempotency_key: String,
@@ -350,7 +352,8 @@ async fn fire_in_transaction(
 }
 
 /// What one backfill transaction did with its occurrences.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BackfillBatch {
     /// Admitted now (with `dry_run`: would be).
     pub admitted: u64,

@@ -9,7 +9,8 @@ use tokio_postgres::GenericClient;
 use super::StoreError;
 use super::row::Named;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct InvariantCounts {
     /// Runs created in the window checked.
     pub runs: i64,

@@ -358,12 +358,13 @@ const SCHEMA_USERS: [&str; 4] = [
 ];
 
 /// One row of `migrate status`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MigrationStatus {
     pub version: i64,
     pub name: String,
     /// unknown: applied, but not in this binary.
-    #[schemars(extend("enum" = ["applied", "pending", "checksum_mismatch", "unknown"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["applied", "pending", "checksum_mismatch", "unknown"])))]
     pub state: &'static str,
     /// SHA-256 of the migration's text, in hex.
     pub checksum: String,
@@ -384,7 +385,8 @@ pub struct MigrationStatus {
 }
 
 /// A running replica as `migrate status` names it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunningReplica {
     pub owner: String,
     pub version: String,
@@ -393,7 +395,8 @@ pub struct RunningReplica {
 }
 
 /// What `migrate up` did.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MigrateReport {
     pub schema: String,
     pub applied: Vec<MigrationStatus>,
@@ -1292,12 +1295,13 @@ pub async fn check_capability(
 }
 
 /// One difference between the live database and what docs/DESIGN.md §3.2 prescribes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct VerifyFinding {
-    #[schemars(extend("enum" = [
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = [
         "checksum", "pending", "unknown_migration", "missing_grant", "extra_grant",
         "schema_usage", "role"
-    ]))]
+    ])))]
     pub kind: &'static str,
     pub message: String,
 }

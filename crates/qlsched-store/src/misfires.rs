@@ -10,7 +10,8 @@ use super::row::Named;
 use qlsched_core::TriggerName;
 
 /// One misfire record, as `inspect misfires` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MisfireRecord {
     pub misfire_id: i64,
     pub project_id: String,
@@ -26,11 +27,11 @@ pub struct MisfireRecord {
     /// False: counting stopped at 10000 and occurrences is a lower bound.
     pub occurrences_exact: bool,
     /// The trigger's misfire policy when it was decided.
-    #[schemars(extend("enum" = ["skip", "fire_once"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["skip", "fire_once"])))]
     pub policy: String,
     /// beyond_grace: later than the grace when decided; paused: passed while paused, written by
     /// a resume.
-    #[schemars(extend("enum" = ["beyond_grace", "paused"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["beyond_grace", "paused"])))]
     pub reason: String,
     /// The replica or operator whose decision it was.
     pub owner: String,

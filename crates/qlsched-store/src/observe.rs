@@ -141,7 +141,8 @@ pub async fn gauges(client: &impl GenericClient, owner: &str) -> Result<Gauges, 
 
 /// Whether the server a session reads is the primary or a standby, for the headers of `inspect`
 /// and `top` (docs/OPERATIONS.md, "`qlsched top`"): a standby answers every read, some of it old.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum ServerRole {
     Primary,
@@ -151,7 +152,7 @@ pub enum ServerRole {
     Standby {
         /// Seconds: database now minus the last replayed commit; null before the first replay.
         #[serde(rename = "replay_lag_s", serialize_with = "seconds")]
-        #[schemars(with = "Option<f64>")]
+        #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
         replay_lag: Option<Duration>,
     },
 }

@@ -27,7 +27,8 @@ use qlsched_core::diagnose::Diagnosis;
 use qlsched_core::{ClaimFence, Decision, FenceRef, TriggerName};
 
 /// A claim that an expiry cleared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Expired {
     pub project_id: String,
     pub trigger_id: String,

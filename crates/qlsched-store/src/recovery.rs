@@ -13,7 +13,8 @@ use super::StoreError;
 use super::row::Named;
 
 /// One recovery candidate and why it is not pristine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RecoveryCandidate {
     pub run_id: Uuid,
     pub project_id: String,
@@ -25,7 +26,8 @@ pub struct RecoveryCandidate {
     pub drift: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RecoveryReport {
     /// Queued runs left to the dispatcher, untouched.
     pub pristine: i64,

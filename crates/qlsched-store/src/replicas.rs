@@ -125,7 +125,8 @@ pub async fn claimed_rows(
 }
 
 /// One replica as `inspect replicas` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReplicaView {
     pub owner: String,
     pub host: String,
@@ -141,7 +142,7 @@ pub struct ReplicaView {
     /// plus its cadence), stale (none for longer than that: its claims have expired), stopped.
     pub liveness: Liveness,
     /// As the replica last wrote it.
-    #[schemars(extend("enum" = ["running", "draining", "stopped"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["running", "draining", "stopped"])))]
     pub state: String,
     pub started_at_ms: i64,
     pub heartbeat_at_ms: i64,
@@ -212,7 +213,8 @@ pub async fn list(client: &impl GenericClient) -> Result<Vec<ReplicaView>, Store
 }
 
 /// How many registered replicas are in each state of [`Liveness`], in `Liveness::ALL`'s order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LivenessCounts {
     pub live: i64,
     pub stalled: i64,

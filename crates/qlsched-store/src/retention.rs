@@ -176,7 +176,8 @@ pub async fn delete_finished_runs(
 }
 
 /// Where retention stands, and how large the history is: for `inspect` and the metrics.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RetentionState {
     /// Occurrences before this (epoch ms) may have lost their runs to retention; null while
     /// nothing has been deleted.
@@ -193,9 +194,10 @@ pub struct RetentionState {
 }
 
 /// One table of the history.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HistoryTable {
-    #[schemars(extend("enum" = ["runs", "attempts", "run_events"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["runs", "attempts", "run_events"])))]
     pub table: String,
     /// The planner's estimate (`pg_class.reltuples`); -1 before the first vacuum or analyze.
     pub rows_estimate: i64,

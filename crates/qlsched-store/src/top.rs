@@ -56,7 +56,8 @@ pub const COUNT_EXACT_BELOW: i64 = 100_000;
 pub const DUE_CAP: i64 = 10_000;
 
 /// The dashboard's header and replicas panel at one database instant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TopSummary {
     pub now_ms: i64,
     pub schema_version: i64,
@@ -172,7 +173,8 @@ pub const TREND_BUCKETS: i64 = 60;
 pub const OUTAGE_DUE_CAP: i64 = qlsched_core::outage::COUNT_CAP;
 
 /// One bar of the trends: what happened in `[start_ms, start_ms + bucket_ms)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TrendBucket {
     pub start_ms: i64,
     /// Runs created in the bucket; extrapolated from its slices' samples when
@@ -190,7 +192,8 @@ pub struct TrendBucket {
 }
 
 /// The trends over the window ending at `now_ms`, oldest bucket first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Trends {
     pub now_ms: i64,
     pub window_ms: i64,

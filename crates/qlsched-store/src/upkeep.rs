@@ -16,7 +16,8 @@ use super::StoreError;
 use super::row::Named;
 
 /// What the server does about the schedule table's dead row versions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ScheduleUpkeep {
     /// Autovacuum visits the table: the server's `autovacuum` is on and the table does not
     /// switch it off.

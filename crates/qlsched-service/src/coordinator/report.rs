@@ -9,7 +9,8 @@ use qlsched_core::Decision;
 use qlsched_store::{Admission, AdmissionOutcome, RunIdentity};
 
 /// What one round did. Counts are of claimed rows; durations are wall time on this replica.
-#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RoundReport {
     pub owner: String,
     /// The batch this round claimed with (`core::batch`): the claim was full when `claimed`
@@ -188,7 +189,8 @@ impl RoundReport {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AdmittedRun {
     pub project_id: String,
     pub trigger_id: String,

@@ -20,12 +20,23 @@ use qlsched_store::replicas::{LivenessCounts, liveness_counts};
 use qlsched_store::retention::{RetentionState, retention_state};
 use qlsched_store::{Store, StoreError};
 
-/// The version and the commit this binary was built from (build.rs).
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub const COMMIT: &str = env!("QLSCHED_COMMIT");
-/// What a replica registers as its version: the release and the commit, as semver build
-/// metadata (`0.2.0+0123456789ab`), so two builds of one release tell apart in the registry.
-pub const RELEASE: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("QLSCHED_COMMIT"));
+/// The version and the commit of the binary a replica runs in, as `qlsched --version` names
+/// them: the labels of `qlsched_build_info` and the release the replica registers. The binary
+/// names them (its build script reads the commit) and hands them in, so that this library has no
+/// build step of its own and does not rebuild each time HEAD moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Build {
+    pub version: &'static str,
+    pub commit: &'static str,
+}
+
+impl Build {
+    /// What a replica registers as its version: the release and the commit, as semver build
+    /// metadata (`0.2.0+0123456789ab`), so two builds of one release tell apart in the registry.
+    pub fn release(&self) -> String {
+        format!("{}+{}", self.version, self.commit)
+    }
+}
 
 /// How long a scrape or a probe waits on the database before it answers without it.
 const DATABASE_WAIT: Duration = Duration::from_secs(2);
@@ -215,6 +226,7 @@ pub struct Observer {
 
 struct Inner {
     owner: String,
+    build: Build,
     lease: Duration,
     cadence: Duration,
     counts: Mutex<Counts>,
@@ -227,10 +239,11 @@ struct Inner {
 }
 
 impl Observer {
-    pub fn new(owner: &str, lease: Duration, cadence: Duration) -> Self {
+    pub fn new(owner: &str, build: Build, lease: Duration, cadence: Duration) -> Self {
         Observer {
             inner: Arc::new(Inner {
                 owner: owner.to_owned(),
+                build,
                 lease,
                 cadence,
                 counts: Mutex::new(Counts::default()),
@@ -402,15 +415,13 @@ impl Observer {
         let counts = self.counts().clone();
         let healthy = self.health().is_ok();
         let batch = self.running().as_ref().map(|r| r.coordinator.batch());
-        let reads = reads.as_ref().ok();
         render(
+            self.inner.build,
             &counts,
-            reads.map(|r| r.gauges),
+            reads.as_ref().ok(),
             &readiness,
             healthy,
-            reads.map(|r| &r.replicas),
             batch,
-            reads.map(|r| &r.retention),
         )
     }
 }
@@ -428,17 +439,19 @@ fn judge_health(ago: Duration, bound: Duration) -> Result<String, String> {
     }
 }
 
-/// The exposition of one scrape. The database's gauges and replicas are left out when they
-/// could not be read, the claim batch before the rounds start.
+/// The exposition of one scrape. The database's gauges, replicas and history are left out when
+/// they could not be read, the claim batch before the rounds start.
 fn render(
+    build: Build,
     c: &Counts,
-    gauges: Option<Gauges>,
+    reads: Option<&DatabaseReads>,
     readiness: &Readiness,
     healthy: bool,
-    replicas: Option<&LivenessCounts>,
     batch: Option<u16>,
-    retention: Option<&RetentionState>,
 ) -> String {
+    let gauges = reads.map(|r| r.gauges);
+    let replicas = reads.map(|r| &r.replicas);
+    let retention = reads.map(|r| &r.retention);
     use self::exposition::*;
     let mut out = Exposition::new();
     out.family(&ROUNDS)
@@ -485,7 +498,8 @@ fn render(
     let one = |yes: bool| if yes { 1.0 } else { 0.0 };
     out.single(&READY, one(*readiness == Readiness::Ready));
     out.single(&HEALTHY, one(healthy));
-    out.family(&BUILD_INFO).sample(&[VERSION, COMMIT], 1);
+    out.family(&BUILD_INFO)
+        .sample(&[build.version, build.commit], 1);
     if let Some(counts) = replicas {
         // One sample a state, so a state with none reads 0.
         let mut family = out.family(&REPLICAS);
@@ -520,6 +534,11 @@ mod tests {
     use crate::coordinator::{AdmittedRun, PassedOver, RoundReport};
     use qlsched_core::{MisfirePolicy, MisfireReason};
     use qlsched_store::RunIdentity;
+
+    const BUILD: Build = Build {
+        version: "0.0.0",
+        commit: "0123456789ab",
+    };
 
     fn finished(report: RoundReport) -> RoundEvent {
         let started = Instant::now();
@@ -568,12 +587,11 @@ mod tests {
             error: "x".into(),
         });
         let text = render(
+            BUILD,
             &counts,
-            Some(Gauges::default()),
+            Some(&every_read()),
             &Readiness::Ready,
             true,
-            None,
-            None,
             None,
         );
         for line in [
@@ -636,7 +654,7 @@ mod tests {
 
     #[test]
     fn health_fails_past_lease_plus_cadence_and_the_lifecycle_bounds() {
-        let observer = Observer::new("o", Duration::from_secs(30), Duration::from_secs(1));
+        let observer = Observer::new("o", BUILD, Duration::from_secs(30), Duration::from_secs(1));
         // 30 s lease + max(1 s cadence, 5 s back-off cap) + 3 × 2 s: the cancel, the settling
         // read and the give-back.
         assert_eq!(observer.health_bound(), Duration::from_secs(41));
@@ -659,13 +677,17 @@ mod tests {
             error: "x".into(),
         });
         let text = render(
+            BUILD,
             &counts,
-            Some(Gauges::default()),
+            Some(&every_read()),
             &Readiness::Ready,
             true,
-            Some(&LivenessCounts::default()),
             Some(16),
-            Some(&every_history_table()),
+        );
+        // The build the binary handed in, as it is: the snapshot masks it.
+        assert!(
+            text.contains("qlsched_build_info{version=\"0.0.0\",commit=\"0123456789ab\"} 1"),
+            "{text}"
         );
         let text: String = text
             .lines()
@@ -688,6 +710,15 @@ mod tests {
         assert_eq!(exposition::escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 
+    /// Every database read a scrape makes, each history table named.
+    fn every_read() -> DatabaseReads {
+        DatabaseReads {
+            gauges: Gauges::default(),
+            replicas: LivenessCounts::default(),
+            retention: every_history_table(),
+        }
+    }
+
     /// A retention state naming each history table, so that every `qlsched_history_*` series is
     /// rendered.
     fn every_history_table() -> RetentionState {
@@ -707,13 +738,12 @@ mod tests {
     /// A scrape with every metric present.
     fn everything() -> String {
         render(
+            BUILD,
             &Counts::default(),
-            Some(Gauges::default()),
+            Some(&every_read()),
             &Readiness::Ready,
             true,
-            Some(&LivenessCounts::default()),
             Some(16),
-            Some(&every_history_table()),
         )
     }
 

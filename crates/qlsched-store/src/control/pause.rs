@@ -16,7 +16,8 @@ use crate::{SchemaName, StoreError};
 use qlsched_core::TriggerName;
 
 /// A row a pause or a resume changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PauseChange {
     pub project_id: String,
     pub trigger_id: String,
@@ -39,7 +40,8 @@ pub struct PauseChange {
 }
 
 /// The span a resume recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PassedOver {
     pub first_ms: i64,
     pub last_ms: i64,
@@ -49,7 +51,8 @@ pub struct PassedOver {
 
 /// What a pause or a resume did: the rows it changed, and how many it left as they were
 /// (already paused, or not paused).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PauseReport {
     pub changed: Vec<PauseChange>,
     pub unchanged: i64,

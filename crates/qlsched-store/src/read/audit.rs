@@ -8,13 +8,14 @@ use crate::row::Named;
 use qlsched_core::TriggerName;
 
 /// One operator action on a schedule row (docs/DESIGN.md §3.1, `schedule_audit`).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AuditView {
     pub audit_id: i64,
     pub project_id: String,
     pub trigger_id: String,
     /// What was done (the words the `schedule_audit.action` CHECK constraint allows).
-    #[schemars(extend("enum" = ["claim", "admit", "release", "expire", "pause", "resume", "fire", "backfill"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["claim", "admit", "release", "expire", "pause", "resume", "fire", "backfill"])))]
     pub action: String,
     /// The operator: OS user and host, or --owner.
     pub actor: String,
@@ -24,14 +25,15 @@ pub struct AuditView {
     pub at_ms: i64,
     /// The fence before: owner, token, version, expires_at_ms; a cleared fence has null owner,
     /// token and expires_at_ms.
-    #[schemars(with = "Option<FenceJson>")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<FenceJson>"))]
     pub fence_before: Option<serde_json::Value>,
     /// The fence after, as fence_before.
-    #[schemars(with = "Option<FenceJson>")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<FenceJson>"))]
     pub fence_after: Option<serde_json::Value>,
 }
 
 /// A fence as `schedule_audit` stores it (its shape only: the column is JSON).
+#[cfg(feature = "schema")]
 #[derive(schemars::JsonSchema)]
 #[allow(dead_code)]
 struct FenceJson {

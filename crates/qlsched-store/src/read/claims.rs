@@ -9,7 +9,8 @@ use crate::row::Named;
 
 /// A claim as operators see it: the fence, when it was taken, and its lease left in database time
 /// (negative once expired).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClaimView {
     pub project_id: String,
     pub trigger_id: String,

@@ -10,7 +10,8 @@ use crate::row::Named;
 use qlsched_core::{RunStatus, TriggerName};
 
 /// One admitted run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunView {
     pub run_id: Uuid,
     pub project_id: String,
@@ -28,11 +29,12 @@ pub struct RunView {
 
 /// A run with where it came from: `cron` (the scheduler), `manual` (`qlsched fire`) or
 /// `backfill` (`qlsched backfill`). `inspect runs` and `inspect run` show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunRow {
     #[serde(flatten)]
     pub run: RunView,
-    #[schemars(extend("enum" = ["cron", "manual", "backfill"]))]
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["cron", "manual", "backfill"])))]
     pub origin: String,
 }
 
@@ -127,7 +129,8 @@ pub async fn runs_with_origin(
 }
 
 /// One attempt of a run, with the dispatcher's fields as they stand.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AttemptView {
     pub attempt_id: Uuid,
     pub attempt_no: i32,
@@ -140,7 +143,8 @@ pub struct AttemptView {
     pub created_at_ms: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EventView {
     pub seq: i32,
     #[serde(rename = "type")]
@@ -150,7 +154,8 @@ pub struct EventView {
 }
 
 /// `inspect run RUN_ID`.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunDetail {
     pub run: RunRow,
     pub attempts: Vec<AttemptView>,

@@ -12,7 +12,8 @@ use crate::row::Named;
 
 /// Where a schedule row stands, from the scheduler's point of view, at one database instant.
 /// The first that applies wins, in the order of the variants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ScheduleState {
     /// Parked by an operator (`qlsched pause`): no replica will claim it, and it is never due.
@@ -96,7 +97,8 @@ impl FromStr for ScheduleState {
 }
 
 /// One schedule row with its state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ScheduleView {
     pub project_id: String,
     pub trigger_id: String,
@@ -302,7 +304,8 @@ pub(super) fn schedule_view(row: &Row) -> Result<ScheduleView, StoreError> {
 }
 
 /// An operator's pause of a schedule row (`qlsched pause`, docs/DESIGN.md §4.10).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PauseView {
     pub paused_by: String,
     pub paused_at_ms: i64,
@@ -324,7 +327,8 @@ pub(super) fn pause_of(row: &Row) -> Result<Option<PauseView>, StoreError> {
 }
 
 /// A schedule row with its pause, for `inspect schedules` and `top`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ScheduleRow {
     #[serde(flatten)]
     pub schedule: ScheduleView,

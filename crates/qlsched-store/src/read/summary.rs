@@ -9,7 +9,8 @@ use crate::row::Named;
 /// Schedule rows per state. A parked row (not claimable) is counted once: as `paused` when an
 /// operator paused it (whatever else holds, as `inspect trigger` names the pause first), else as
 /// `disabled` (its trigger disabled or its project suspended, declaratively); never as due.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StateCounts {
     pub total: i64,
     pub due: i64,
@@ -22,7 +23,8 @@ pub struct StateCounts {
 }
 
 /// One claim owner's share.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OwnerClaims {
     pub owner: String,
     /// Claims still valid.
@@ -37,7 +39,8 @@ pub struct OwnerClaims {
 }
 
 /// The schedule row that has waited longest for a replica.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Overdue {
     pub project_id: String,
     pub trigger_id: String,
@@ -47,7 +50,8 @@ pub struct Overdue {
 
 /// Claimed rows whose cursor is past: a live replica holds such a row for a moment; one held
 /// long (a hung or paused replica) is overdue though no replica can take it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClaimedOverdue {
     /// How many claimed rows (valid or expired claims) have their cursor at or before now.
     pub count: i64,
@@ -56,7 +60,8 @@ pub struct ClaimedOverdue {
 }
 
 /// The claimed row that has waited longest, with its holder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HeldOverdue {
     pub project_id: String,
     pub trigger_id: String,
@@ -67,7 +72,8 @@ pub struct HeldOverdue {
 }
 
 /// `inspect` with no argument, and the header of `top`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Summary {
     pub schema_version: i64,
     pub now_ms: i64,

@@ -18,7 +18,8 @@ use qlsched_core::diagnose::{
 use qlsched_core::{ProjectStatus, TriggerName};
 
 /// A trigger's definition as stored, with its project's status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TriggerView {
     pub project_status: ProjectStatus,
     pub task_id: String,
@@ -33,7 +34,8 @@ pub struct TriggerView {
 }
 
 /// Everything known about one trigger at one database instant.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TriggerState {
     pub now_ms: i64,
     pub definition: TriggerView,
@@ -53,7 +55,8 @@ pub struct TriggerState {
 
 /// `inspect trigger P/T`: the answer to "why is this not firing?" and what it rests on. `state`
 /// is absent when the schema is not ready, since nothing else can be read then.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TriggerDetail {
     pub project_id: String,
     pub trigger_id: String,
