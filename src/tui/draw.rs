@@ -649,7 +649,7 @@ mod tests {
     fn trends_over_the_last_hour() {
         let frame = render(&fixtures::busy(), 100, 40);
         assert!(frame.contains("Trends, last 1h00m, 1m00s a bar"), "{frame}");
-        assert!(frame.contains("3 since open, 3 all told"), "{frame}");
+        assert!(frame.contains("3 in the window, 3 all told"), "{frame}");
         insta::assert_snapshot!(frame);
     }
 

@@ -121,6 +121,13 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/0013_replica_release.sql"),
         previous_release_may_run: true,
     },
+    Migration {
+        version: 15,
+        name: "replica_minutes",
+        sql: include_str!("../../../migrations/0015_replica_minutes.sql"),
+        // A new table only this release's replicas write: the previous release's run beside it.
+        previous_release_may_run: true,
+    },
 ];
 
 /// The schema version a fully migrated database reports.
@@ -237,6 +244,13 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
         &["INSERT", "SELECT", "UPDATE"],
     ),
     ("qlsched_dispatcher", "run_events", &["INSERT", "SELECT"]),
+    (
+        "qlsched_runtime",
+        "replica_minutes",
+        &["DELETE", "INSERT", "SELECT", "UPDATE"],
+    ),
+    ("qlsched_admin", "replica_minutes", &["SELECT"]),
+    ("qlsched_observer", "replica_minutes", &["SELECT"]),
 ];
 
 /// Roles that must have USAGE on the schema; `qlsched_worker_ingress` must not.
