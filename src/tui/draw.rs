@@ -161,7 +161,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
                 .as_ref()
                 .and_then(|s| s.row_of(key))
                 .and_then(|row| row.paused.as_ref());
-            draw_detail(frame, body, &key.to_string(), detail, pause, theme);
+            draw_detail(frame, body, app, &key.to_string(), detail, pause, theme);
         }
         Modal::ConfirmExpire(request) => draw_confirm(frame, body, app, request, theme),
         Modal::ConfirmExpireOwner(request) => draw_confirm_owner(frame, body, app, request, theme),
@@ -429,6 +429,35 @@ mod tests {
         }
         assert!(matches!(app.modal, Modal::Detail { .. }));
         insta::assert_snapshot!(render(&app, 120, 40));
+    }
+
+    /// The detail pane says, as the row does, that the claim's owner is dead (STALE) or hung
+    /// (STALLED).
+    #[test]
+    fn detail_names_a_stale_or_stalled_owner() {
+        let mut app = fixtures::stuck();
+        update(&mut app, Action::ToggleDetail);
+        let mut detail = fixtures::stuck_detail();
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.detail = Some(detail.clone());
+        }
+        let frame = render(&app, 120, 40);
+        assert!(
+            frame.contains("claim owner    STALE: no heartbeat for longer than its lease"),
+            "{frame}"
+        );
+        if let Some(claim) = detail.state.as_mut().and_then(|s| s.claim.as_mut()) {
+            claim.owner = "hung-replica".to_owned();
+        }
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.detail = Some(detail);
+        }
+        let frame = render(&app, 120, 40);
+        assert!(
+            frame.contains("claim owner    STALLED: its heartbeat is late"),
+            "{frame}"
+        );
+        insta::assert_snapshot!(frame);
     }
 
     #[test]

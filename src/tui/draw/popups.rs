@@ -162,6 +162,7 @@ pub(super) const DETAIL_RUNS: usize = 5;
 pub(super) fn draw_detail(
     frame: &mut Frame,
     body: Rect,
+    app: &App,
     name: &str,
     detail: Option<&TriggerDetail>,
     pause: Option<&PauseView>,
@@ -235,19 +236,29 @@ pub(super) fn draw_detail(
             theme,
         ));
         match &state.claim {
-            Some(claim) => lines.push(field(
-                "claim",
-                format!(
-                    "{} · token {} · v{} · acquired {} · expires {} ({})",
-                    claim.owner,
-                    claim.token,
-                    claim.version,
-                    utc(claim.acquired_at_ms),
-                    utc(claim.expires_at_ms),
-                    signed(claim.remaining_ms)
-                ),
-                theme,
-            )),
+            Some(claim) => {
+                lines.push(field(
+                    "claim",
+                    format!(
+                        "{} · token {} · v{} · acquired {} · expires {} ({})",
+                        claim.owner,
+                        claim.token,
+                        claim.version,
+                        utc(claim.acquired_at_ms),
+                        utc(claim.expires_at_ms),
+                        signed(claim.remaining_ms)
+                    ),
+                    theme,
+                ));
+                // As the row and the `e`/`E` dialogs say it: whether anyone is left to use the
+                // claim before its lease runs out.
+                if let Some((trouble, alarm)) = owner_trouble_text(app, &claim.owner) {
+                    lines.push(Line::from(vec![
+                        Span::styled(format!("{:<15}", "claim owner"), theme.title()),
+                        Span::styled(trouble, if alarm { theme.alarm() } else { theme.warn() }),
+                    ]));
+                }
+            }
             None => lines.push(field("claim", "none".to_owned(), theme)),
         }
         let runs = &state.recent_runs[..state.recent_runs.len().min(DETAIL_RUNS)];
