@@ -16,6 +16,7 @@ use crate::store::read::{
 };
 use crate::store::replicas::ReplicaView;
 use crate::store::top::{TopSummary, Trends};
+use crate::tui::draw::COLUMNS;
 
 /// Refresh rate bounds and steps (default 1 s, 0.25 to 10 s).
 pub const REFRESH_DEFAULT: Duration = Duration::from_secs(1);
@@ -35,6 +36,52 @@ const TREND_WINDOW_DEFAULT: usize = 1;
 /// Below this many rows the trends fold away by themselves (`t` folds and unfolds them by hand):
 /// the tables need the room more.
 pub const TRENDS_MIN_HEIGHT: u16 = 36;
+/// Every column of the schedules table shown.
+pub fn all_columns() -> Vec<bool> {
+    vec![true; COLUMNS.len()]
+}
+
+/// The column of the table named `name` on the command line: its header, or `mark` for `!`.
+pub fn column_named(name: &str) -> Option<usize> {
+    (0..COLUMNS.len()).find(|&i| column_name(i) == name)
+}
+
+/// A column's name on the command line (`top --columns`): its header, `mark` for the `!`.
+pub fn column_name(index: usize) -> &'static str {
+    match COLUMNS.get(index).map(|(header, _)| *header) {
+        Some("!") => "mark",
+        Some(header) => header,
+        None => "",
+    }
+}
+
+/// The table's column that always shows: a row must say which trigger it is.
+pub const ALWAYS_SHOWN: &str = "trigger";
+
+/// The columns `--columns` lists, in the table's order, as a mask of `draw::COLUMNS`; an unknown
+/// name is refused naming it and the columns there are.
+pub fn parse_columns(names: &[String]) -> Result<Vec<bool>, String> {
+    let mut shown = vec![false; COLUMNS.len()];
+    for name in names {
+        let name = name.trim();
+        let index = column_named(name).ok_or_else(|| {
+            format!(
+                "unknown column `{}` in --columns; the columns are {}",
+                crate::core::text::clean(name),
+                (0..COLUMNS.len())
+                    .map(column_name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        shown[index] = true;
+    }
+    if let Some(trigger) = column_named(ALWAYS_SHOWN) {
+        shown[trigger] = true;
+    }
+    Ok(shown)
+}
+
 /// One refresh, as the read models returned it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
@@ -289,6 +336,10 @@ pub enum Modal {
     #[default]
     None,
     Help,
+    /// The column picker (`c`), its cursor on a column of `draw::COLUMNS`.
+    Columns {
+        cursor: usize,
+    },
     /// The `/` prompt, with the text typed so far (applied on Enter).
     Filter {
         input: String,
@@ -342,6 +393,9 @@ pub struct App {
     pub trend_window: usize,
     /// Folded by `t` (they also fold on a terminal shorter than [`TRENDS_MIN_HEIGHT`]).
     pub trends_folded: bool,
+    /// Which columns of the schedules table show, one per `draw::COLUMNS` (`top --columns`,
+    /// the `c` picker); the trigger's always does.
+    pub columns: Vec<bool>,
     /// The first line of the help overlay shown (it scrolls).
     pub help_scroll: u16,
     /// What the middle of the screen lists.
@@ -371,6 +425,7 @@ impl App {
             follow_head: true,
             trend_window: TREND_WINDOW_DEFAULT,
             trends_folded: false,
+            columns: all_columns(),
             help_scroll: 0,
             view: View::Schedules,
             view_scroll: 0,

@@ -53,6 +53,34 @@ async fn claim_columns(db: &TestDb, trigger: &str) -> (Option<String>, i64, i64)
     (row.get(0), row.get(1), row.get(2))
 }
 
+/// `--columns` is checked before anything is opened: an unknown column exits 2 naming it and
+/// the columns there are, with no database to reach (the URL points nowhere).
+#[test]
+fn an_unknown_column_exits_2_naming_it_before_connecting() {
+    let output = qlsched(
+        None,
+        &[
+            "-D",
+            "postgres://nobody@127.0.0.1:1/none",
+            "top",
+            "--columns",
+            "state,lease,bogus",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(
+        said.contains("unknown column `bogus` in --columns"),
+        "{said}"
+    );
+    assert!(
+        said.contains("mark, trigger, state, next, lag, owner"),
+        "{said}"
+    );
+    assert!(!said.contains("connect"), "{said}");
+}
+
 #[test]
 fn top_without_a_terminal_exits_2_and_points_to_inspect() {
     let output = qlsched(None, &["top"], None);
