@@ -7,7 +7,9 @@
 -- runs admitted, misfire records written and the occurrences they passed over, fence losses,
 -- failed rounds, and the admission lag (claim time minus occurrence) as a fixed log-scale
 -- histogram, `core::minutes::LAG_BOUNDS_MS`, plus the largest lag, so that percentiles merge
--- across replicas and minutes. A minute with nothing to say is not written.
+-- across replicas and minutes. A minute with nothing to say is not written. The lag counts are
+-- integers (one replica admits far fewer than 2^31 runs a minute): PostgreSQL sums integers into
+-- a bigint, but bigints into a numeric, which made the trends' read of a day 40% slower.
 --
 -- The primary key leads with the minute: the trends read a window as one range of it, whatever
 -- the size of `runs`. The replicas' housekeeping deletes rows older than a week
@@ -22,7 +24,7 @@ CREATE TABLE replica_minutes (
     occurrences_passed_over bigint NOT NULL CHECK (occurrences_passed_over >= 0),
     fence_losses            bigint NOT NULL CHECK (fence_losses >= 0),
     failed_rounds           bigint NOT NULL CHECK (failed_rounds >= 0),
-    lag_counts              bigint[] NOT NULL
+    lag_counts              integer[] NOT NULL
         CHECK (array_ndims(lag_counts) = 1 AND array_length(lag_counts, 1) = 40
                AND array_lower(lag_counts, 1) = 1),
     lag_max_ms              bigint,

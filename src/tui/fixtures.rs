@@ -150,6 +150,7 @@ pub fn trends(bucket: impl Fn(i64) -> (i64, Option<(i64, i64)>, i64, (i64, i64))
                 }
             })
             .collect(),
+        read_from_ms: NOW - TREND_BUCKETS * bucket_ms,
     }
 }
 

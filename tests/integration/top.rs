@@ -11,7 +11,9 @@ use qlsched::core::minutes::lag_bucket;
 use qlsched::store::StoreError;
 use qlsched::store::observe::ServerRole;
 use qlsched::tui::input::{Effect, handle_key};
-use qlsched::tui::load::{expire, pause_notice, pause_or_resume, read_snapshot};
+use qlsched::tui::load::{
+    expire, pause_notice, pause_or_resume, read_snapshot, read_snapshot_over,
+};
 use qlsched::tui::state::{App, Modal, PanelRow};
 
 use crate::util::{
@@ -981,7 +983,7 @@ async fn the_trends_read_the_minutes_by_their_primary_key() {
                                           occurrences_passed_over, fence_losses, failed_rounds,
                                           lag_counts, lag_max_ms)
              SELECT now_ms() - now_ms() % 60000 - i * 60000, 'replica-' || r, 100, 0, 0, 0, 0,
-                    array_fill(2::bigint, ARRAY[40]), 50
+                    array_fill(2, ARRAY[40]), 50
              FROM generate_series(0, 7 * 1440 - 1) i, generate_series(1, 20) r;
              ANALYZE replica_minutes",
         )
@@ -999,4 +1001,25 @@ async fn the_trends_read_the_minutes_by_their_primary_key() {
     let (snapshot, sums) = trend_sums(&store).await;
     assert_eq!(snapshot.trends.buckets.len(), 60);
     assert_eq!(sums[0], 60 * 20 * 100);
+    // A refresh reads only the buckets not yet settled and keeps the others: the same figures
+    // as a whole read, whatever the window.
+    for window_ms in [900_000, 86_400_000] {
+        let request = qlsched::tui::state::LoadRequest {
+            trend_window_ms: window_ms,
+            ..Default::default()
+        };
+        let whole = read_snapshot_over(&store, None, &request, None)
+            .await
+            .expect("a whole read");
+        let from = whole.trends.read_next_from(window_ms);
+        assert!(from > whole.trends.buckets[0].start_ms);
+        let again = read_snapshot_over(&store, None, &request, Some(&whole.trends))
+            .await
+            .expect("a read of the unsettled buckets");
+        assert_eq!(again.trends.read_from_ms, from);
+        let admissions = |t: &qlsched::store::top::Trends| {
+            t.buckets.iter().map(|b| b.admissions).collect::<Vec<_>>()
+        };
+        assert_eq!(admissions(&again.trends), admissions(&whole.trends));
+    }
 }

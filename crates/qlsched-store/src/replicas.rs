@@ -125,7 +125,7 @@ pub(crate) const HEARTBEAT: &str = "WITH beat AS (
         INSERT INTO replica_minutes AS r (minute_ms, owner, admissions, misfires,
             occurrences_passed_over, fence_losses, failed_rounds, lag_counts, lag_max_ms)
         SELECT m.minute_ms, b.owner, m.admissions, m.misfires, m.passed_over, m.fence_losses,
-               m.failed_rounds, ($16::bigint[])[((m.n - 1) * $17::int + 1)::int : (m.n * $17::int)::int],
+               m.failed_rounds, (($16::bigint[])[((m.n - 1) * $17::int + 1)::int : (m.n * $17::int)::int])::int[],
                m.lag_max_ms
         FROM beat b,
              unnest($9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],

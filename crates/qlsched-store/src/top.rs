@@ -187,10 +187,64 @@ pub struct Trends {
     pub window_ms: i64,
     pub bucket_ms: i64,
     pub buckets: Vec<TrendBucket>,
+    /// The first bucket that was read; those before it were not (zero until
+    /// [`Trends::keeping`] fills them from an earlier read).
+    pub read_from_ms: i64,
+}
+
+/// How long after a bucket ends the dashboard reads it again: a replica's figures for a minute
+/// reach the table with its next heartbeat (a cadence later, a second by default), so a bucket
+/// that ended this long ago is settled and kept from the read before, not read again. Figures
+/// later than that (a replica whose heartbeats failed for longer, or a cadence above a minute)
+/// show when `top` opens again or the window changes.
+pub const TREND_SETTLE_MS: i64 = 120_000;
+
+impl Trends {
+    /// Where the next read over the same window may start: the first bucket not yet settled
+    /// ([`TREND_SETTLE_MS`]) at this read.
+    pub fn settled_before_ms(&self) -> i64 {
+        self.buckets
+            .iter()
+            .find(|b| b.start_ms + self.bucket_ms > self.now_ms - TREND_SETTLE_MS)
+            .map_or(self.now_ms, |b| b.start_ms)
+    }
+
+    /// The minute a read after this one may start from, over a window of `window_ms`: where the
+    /// buckets this read holds are no longer settled, or 0 (the whole window) for another window.
+    pub fn read_next_from(&self, window_ms: i64) -> i64 {
+        let (bucket_ms, count) = trend_buckets(window_ms);
+        if bucket_ms == self.bucket_ms && count == i64::try_from(self.buckets.len()).unwrap_or(0) {
+            self.settled_before_ms()
+        } else {
+            0
+        }
+    }
+
+    /// These trends with the buckets they did not read (before `read_from_ms`) taken from
+    /// `earlier`, the read they started from ([`Trends::read_next_from`]).
+    pub fn keeping(mut self, earlier: &Trends) -> Trends {
+        if earlier.bucket_ms != self.bucket_ms {
+            return self;
+        }
+        for bucket in &mut self.buckets {
+            if bucket.start_ms >= self.read_from_ms {
+                continue;
+            }
+            if let Some(kept) = earlier
+                .buckets
+                .iter()
+                .find(|b| b.start_ms == bucket.start_ms)
+            {
+                *bucket = *kept;
+            }
+        }
+        self
+    }
 }
 
 // The replicas' minutes in $2 buckets of $1 ms, the last bucket the one now is in (buckets start
-// on multiples of $1 since the epoch, so a bar does not shift between refreshes): one range of
+// on multiples of $1 since the epoch, so a bar does not shift between refreshes), from minute $3
+// on (the dashboard keeps the buckets it read before that, see `Trends::keeping`): one range of
 // the primary key (minute_ms first), summed per bucket, the lag histograms bucket by bucket.
 // `now_ms()` is written in the condition rather than read from a CTE, so that the planner sees an
 // index condition it can bound (one statement's now_ms() is one value). The one-row left join
@@ -215,9 +269,10 @@ const TRENDS: &str = "SELECT now_ms() AS now_ms,
                  sum(m.lag_counts[26]), sum(m.lag_counts[27]), sum(m.lag_counts[28]), sum(m.lag_counts[29]), sum(m.lag_counts[30]),
                  sum(m.lag_counts[31]), sum(m.lag_counts[32]), sum(m.lag_counts[33]), sum(m.lag_counts[34]), sum(m.lag_counts[35]),
                  sum(m.lag_counts[36]), sum(m.lag_counts[37]), sum(m.lag_counts[38]), sum(m.lag_counts[39]), sum(m.lag_counts[40])
-               ]::bigint[] AS lag_counts
+               ] AS lag_counts
         FROM replica_minutes m
         WHERE m.minute_ms >= now_ms() - now_ms() % $1::bigint - ($2::bigint - 1) * $1::bigint
+          AND m.minute_ms >= $3::bigint
           AND m.minute_ms < now_ms() - now_ms() % $1::bigint + $1::bigint
         GROUP BY 1
     ) g ON true
@@ -230,10 +285,17 @@ pub fn trend_buckets(window_ms: i64) -> (i64, i64) {
     (bucket_ms, (window_ms / bucket_ms).clamp(1, TREND_BUCKETS))
 }
 
-/// The trends over the last `window_ms` (see [`TRENDS`] and [`trend_buckets`]).
-pub async fn trends(client: &impl GenericClient, window_ms: i64) -> Result<Trends, StoreError> {
+/// The trends over the last `window_ms` (see [`TRENDS`] and [`trend_buckets`]), the buckets
+/// before `from_ms` not read (0 reads them all).
+pub async fn trends(
+    client: &impl GenericClient,
+    window_ms: i64,
+    from_ms: i64,
+) -> Result<Trends, StoreError> {
     let (bucket_ms, count) = trend_buckets(window_ms);
-    let rows = client.query(TRENDS, &[&bucket_ms, &count]).await?;
+    let rows = client
+        .query(TRENDS, &[&bucket_ms, &count, &from_ms])
+        .await?;
     let mut now_ms = 0;
     let mut lo = 0;
     let mut buckets: Vec<TrendBucket> = Vec::new();
@@ -285,6 +347,7 @@ pub async fn trends(client: &impl GenericClient, window_ms: i64) -> Result<Trend
         window_ms: bucket_ms * count,
         bucket_ms,
         buckets,
+        read_from_ms: from_ms.max(lo),
     })
 }
 
@@ -298,7 +361,7 @@ pub async fn explain_trends(
     let (bucket_ms, count) = trend_buckets(window_ms);
     let statement = format!("EXPLAIN {TRENDS}");
     let rows = client
-        .query(statement.as_str(), &[&bucket_ms, &count])
+        .query(statement.as_str(), &[&bucket_ms, &count, &0i64])
         .await?;
     Ok(rows.iter().map(|row| row.get(0)).collect())
 }
@@ -390,8 +453,10 @@ pub struct SnapshotLimits {
     pub claims: i64,
     /// Newest admissions.
     pub recent: i64,
-    /// The trends' window.
+    /// The trends' window, and the minute their read starts from (`Trends::read_next_from`;
+    /// 0 reads the whole window).
     pub trend_window_ms: i64,
+    pub trend_from_ms: i64,
     /// Newest misfire records (in retention), audit rows and runs with their origin, for the
     /// view that lists them; 0 reads none.
     pub misfire_records: i64,
@@ -443,7 +508,7 @@ pub async fn snapshot(
         read::urgent_schedules(reads, limits.schedules),
         read::claims(reads, None, false, limits.claims),
         read::runs(reads, None, None, limits.recent),
-        trends(reads, limits.trend_window_ms),
+        trends(reads, limits.trend_window_ms, limits.trend_from_ms),
         outage_counts(reads),
     );
     let (summary, schedules, claims, recent, trends) =
@@ -502,4 +567,63 @@ super::statements::statements! {
     TOP_COUNTS: Observer,
     TRENDS: Observer,
     OUTAGE_FACTS: Observer,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trends(now_ms: i64, read_from_ms: i64, admissions: i64) -> Trends {
+        let (bucket_ms, count) = trend_buckets(3_600_000);
+        let lo = now_ms - now_ms % bucket_ms - (count - 1) * bucket_ms;
+        Trends {
+            now_ms,
+            window_ms: bucket_ms * count,
+            bucket_ms,
+            buckets: (0..count)
+                .map(|b| TrendBucket {
+                    start_ms: lo + b * bucket_ms,
+                    admissions: if lo + b * bucket_ms >= read_from_ms {
+                        admissions
+                    } else {
+                        0
+                    },
+                    lag_p50_ms: None,
+                    lag_p99_ms: None,
+                    misfires: 0,
+                    fence_losses: 0,
+                    failed_rounds: 0,
+                })
+                .collect(),
+            read_from_ms: read_from_ms.max(lo),
+        }
+    }
+
+    #[test]
+    fn a_bar_is_at_least_a_minute() {
+        assert_eq!(trend_buckets(900_000), (60_000, 15));
+        assert_eq!(trend_buckets(3_600_000), (60_000, 60));
+        assert_eq!(trend_buckets(86_400_000), (1_440_000, 60));
+    }
+
+    /// The next read starts at the first bucket not settled two minutes after its end, and the
+    /// buckets before it are kept from the read before, whose window they are still in.
+    #[test]
+    fn settled_buckets_are_kept_and_the_rest_read_again() {
+        let now = 1_796_212_830_000; // 30 s into a minute
+        let first = trends(now, 0, 5);
+        let from = first.read_next_from(3_600_000);
+        // The minute in progress and the two before it are not settled.
+        assert_eq!(from, now - now % 60_000 - 2 * 60_000);
+        assert_eq!(
+            first.read_next_from(86_400_000),
+            0,
+            "another window reads it all"
+        );
+        let later = trends(now + 60_000, from, 7).keeping(&first);
+        let admissions: Vec<i64> = later.buckets.iter().map(|b| b.admissions).collect();
+        // The window moved a minute on: the three buckets read before and the new one are read.
+        assert_eq!(&admissions[..56], &[5; 56]);
+        assert_eq!(&admissions[56..], &[7; 4]);
+    }
 }
