@@ -926,6 +926,12 @@ async fn a_burst_of_admissions_shows_exactly_in_the_trends() {
     for replica in replicas {
         replica.stop();
     }
+    // Stopped, each replica sent what its last rounds did: the trends count every run the
+    // replicas admitted, exactly, and the registry as much.
+    let (snapshot, sums) = trend_sums(&store).await;
+    assert_eq!(sums[0], db.count(cron_runs).await, "{:?}", snapshot.trends);
+    let registry: i64 = snapshot.summary.replicas.iter().map(|r| r.admissions).sum();
+    assert_eq!(registry, sums[0]);
     assert_invariants(&db).await;
 }
 

@@ -720,6 +720,32 @@ impl Coordinator {
         Some(due)
     }
 
+    /// What the registry has not been told yet, taken for a last heartbeat (`None` when there
+    /// is nothing to tell): a stopping replica's, whose next round never comes.
+    pub(crate) fn last_heartbeat(&self) -> Option<Heartbeat> {
+        let batch = i32::from(self.batch());
+        let now = self.database_now_ms();
+        let mut heartbeat = self.lock_heartbeat();
+        let mut last = std::mem::take(&mut heartbeat.1);
+        last.batch = batch;
+        if let Some(now) = now {
+            let unplaced =
+                std::mem::take(&mut *self.unplaced.lock().unwrap_or_else(|p| p.into_inner()));
+            if !unplaced.is_empty() {
+                last.minutes
+                    .entry(minute_of(now))
+                    .or_default()
+                    .merge(&unplaced);
+            }
+        }
+        (last
+            != Heartbeat {
+                batch,
+                ..Heartbeat::default()
+            })
+        .then_some(last)
+    }
+
     /// A heartbeat whose claim failed: its counts go into the next one.
     fn heartbeat_not_sent(&self, unsent: Heartbeat) {
         let mut heartbeat = self.lock_heartbeat();

@@ -201,6 +201,19 @@ impl HeartbeatParameters {
     }
 }
 
+/// Sends [`HEARTBEAT`] on its own, outside a claim's round trip: a stopping replica's last,
+/// with what its rounds did since the one before, which would otherwise be lost with it. Whether
+/// the registry row was there to beat (the minutes are written only then).
+pub async fn beat(
+    client: &impl GenericClient,
+    owner: &str,
+    heartbeat: &Heartbeat,
+) -> Result<bool, StoreError> {
+    let parameters = heartbeat_parameters(owner, heartbeat);
+    let row = client.query_one(HEARTBEAT, &parameters.as_params()).await?;
+    Ok(heartbeat_beats(&row)? == 1)
+}
+
 // The state of owner $1 moved to $2 (draining, stopped), with a heartbeat. Only forward: a
 // stopping replica writes `draining` beside its drain and `stopped` beside its give-back, on two
 // connections, so the `draining` may commit last; it must not bring a stopped replica back. Only
