@@ -2781,13 +2781,17 @@ _qlsched() {
             return 0
             ;;
         qlsched__subcmd__top)
-            opts="-D -o -h -V --readonly --read-only --refresh --database-url --schema --pooler --output --color --log-format --help --version"
+            opts="-D -o -h -V --readonly --read-only --refresh --columns --database-url --schema --pooler --output --color --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --refresh)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --columns)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

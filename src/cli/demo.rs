@@ -262,6 +262,7 @@ async fn watch_in_top(
         global,
         false,
         crate::tui::state::REFRESH_DEFAULT,
+        crate::tui::state::all_columns(),
         async move {
             match duration {
                 Some(duration) => tokio::select! {

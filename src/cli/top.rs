@@ -23,6 +23,17 @@ pub struct TopArgs {
     /// Time between refreshes, 250ms to 10s (`+` and `-` change it live).
     #[arg(long, default_value = "1s", value_parser = refresh_arg, allow_hyphen_values = true)]
     pub refresh: Duration,
+
+    /// The schedules table's columns to show, comma-separated, of: mark (the `!` of an expired
+    /// claim), trigger (always shown), state, next, lag, owner, lease, c.v, s.v, mis. Default:
+    /// all (`c` chooses them live).
+    #[arg(long, value_delimiter = ',', value_name = "COLUMN,...", value_parser = column_arg)]
+    pub columns: Option<Vec<String>>,
+}
+
+/// One name of `--columns`, refused (exit 2, before connecting) unless it is a column.
+fn column_arg(text: &str) -> Result<String, String> {
+    tui::state::parse_columns(&[text.to_owned()]).map(|_| text.trim().to_owned())
 }
 
 /// The keys, for `top --help` (the `?` overlay and the man page list the same).
@@ -48,9 +59,20 @@ pub async fn run(args: TopArgs, global: &Global) -> Result<(), CliError> {
     let settings = global.connection.settings(Access::Read)?;
     // Caught before the terminal goes raw, so that a SIGTERM always restores it.
     let mut shutdown = Shutdown::install()?;
-    open(&settings, global, args.readonly, args.refresh, async move {
-        shutdown.recv().await;
-    })
+    let columns = match &args.columns {
+        Some(names) => tui::state::parse_columns(names).map_err(CliError::Usage)?,
+        None => tui::state::all_columns(),
+    };
+    open(
+        &settings,
+        global,
+        args.readonly,
+        args.refresh,
+        columns,
+        async move {
+            shutdown.recv().await;
+        },
+    )
     .await
 }
 
@@ -72,6 +94,7 @@ pub async fn open(
     global: &Global,
     readonly: bool,
     refresh: Duration,
+    columns: Vec<bool>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), CliError> {
     // One connection refreshes, one is free for an expiry while a refresh is in flight.
@@ -81,6 +104,7 @@ pub async fn open(
         database: settings.describe(),
         readonly,
         refresh,
+        columns,
         color: global.color,
         actor: super::identity::operator_name(),
     };

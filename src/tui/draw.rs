@@ -12,7 +12,8 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::input::KEYS;
 use super::state::{
-    App, ExpireRequest, Modal, OwnerExpireRequest, PanelRow, PauseRequest, SortOrder, View, key_of,
+    ALWAYS_SHOWN, App, ExpireRequest, Modal, OwnerExpireRequest, PanelRow, PauseRequest, SortOrder,
+    View, column_name, key_of,
 };
 use crate::core::text::clean;
 use crate::core::time::{clock, short_span, span, utc};
@@ -161,11 +162,12 @@ pub fn draw(frame: &mut Frame, app: &App) {
                 .as_ref()
                 .and_then(|s| s.row_of(key))
                 .and_then(|row| row.paused.as_ref());
-            draw_detail(frame, body, &key.to_string(), detail, pause, theme);
+            draw_detail(frame, body, app, &key.to_string(), detail, pause, theme);
         }
         Modal::ConfirmExpire(request) => draw_confirm(frame, body, app, request, theme),
         Modal::ConfirmExpireOwner(request) => draw_confirm_owner(frame, body, app, request, theme),
         Modal::ConfirmPause(request) => draw_confirm_pause(frame, body, app, request, theme),
+        Modal::Columns { cursor } => draw_columns(frame, body, app, *cursor, theme),
     }
 }
 
@@ -431,6 +433,90 @@ mod tests {
         insta::assert_snapshot!(render(&app, 120, 40));
     }
 
+    /// `c` opens the column picker; space toggles the column under the cursor, the trigger's
+    /// refuses; the table then shows only the chosen columns.
+    #[test]
+    fn column_picker_and_the_table_it_chooses() {
+        let mut app = fixtures::busy();
+        update(&mut app, Action::OpenColumns);
+        update(&mut app, Action::ColumnCursor(1));
+        update(&mut app, Action::ToggleColumn);
+        assert!(
+            app.columns.iter().all(|shown| *shown),
+            "trigger always shows"
+        );
+        for _ in 0..6 {
+            update(&mut app, Action::ColumnCursor(1));
+        }
+        update(&mut app, Action::ToggleColumn);
+        update(&mut app, Action::ColumnCursor(1));
+        update(&mut app, Action::ToggleColumn);
+        let picker = render(&app, 100, 40);
+        assert!(picker.contains("› [ ] s.v"), "{picker}");
+        assert!(picker.contains("[=] trigger"), "{picker}");
+        insta::assert_snapshot!("column_picker", picker);
+        update(&mut app, Action::Close);
+        let table = render(&app, 100, 40);
+        let header = table
+            .lines()
+            .find(|l| l.contains("trigger") && l.contains("state"))
+            .unwrap_or_default();
+        assert!(
+            !header.contains("c.v") && !header.contains("s.v"),
+            "{table}"
+        );
+        assert!(header.contains("mis"), "{table}");
+        insta::assert_snapshot!("table_without_the_versions", table);
+    }
+
+    /// `--columns` takes the names the picker shows; the trigger's always shows.
+    #[test]
+    fn columns_named_on_the_command_line() {
+        let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let shown = crate::tui::state::parse_columns(&names(&["mark", "state", "mis"]))
+            .expect("known columns");
+        let chosen: Vec<&str> = (0..shown.len())
+            .filter(|&i| shown[i])
+            .map(crate::tui::state::column_name)
+            .collect();
+        assert_eq!(chosen, ["mark", "trigger", "state", "mis"]);
+        let refused = crate::tui::state::parse_columns(&names(&["state", "lagg"]))
+            .expect_err("an unknown column");
+        assert!(
+            refused.starts_with("unknown column `lagg` in --columns"),
+            "{refused}"
+        );
+    }
+
+    /// The detail pane says, as the row does, that the claim's owner is dead (STALE) or hung
+    /// (STALLED).
+    #[test]
+    fn detail_names_a_stale_or_stalled_owner() {
+        let mut app = fixtures::stuck();
+        update(&mut app, Action::ToggleDetail);
+        let mut detail = fixtures::stuck_detail();
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.detail = Some(detail.clone());
+        }
+        let frame = render(&app, 120, 40);
+        assert!(
+            frame.contains("claim owner    STALE: no heartbeat for longer than its lease"),
+            "{frame}"
+        );
+        if let Some(claim) = detail.state.as_mut().and_then(|s| s.claim.as_mut()) {
+            claim.owner = "hung-replica".to_owned();
+        }
+        if let Some(snapshot) = &mut app.snapshot {
+            snapshot.detail = Some(detail);
+        }
+        let frame = render(&app, 120, 40);
+        assert!(
+            frame.contains("claim owner    STALLED: its heartbeat is late"),
+            "{frame}"
+        );
+        insta::assert_snapshot!(frame);
+    }
+
     #[test]
     fn the_detail_title_counts_the_runs_it_lists() {
         let mut app = fixtures::stuck();
@@ -649,7 +735,7 @@ mod tests {
     fn trends_over_the_last_hour() {
         let frame = render(&fixtures::busy(), 100, 40);
         assert!(frame.contains("Trends, last 1h00m, 1m00s a bar"), "{frame}");
-        assert!(frame.contains("3 since open, 3 all told"), "{frame}");
+        assert!(frame.contains("3 in the window, 3 all told"), "{frame}");
         insta::assert_snapshot!(frame);
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::state::{App, RegistrySample, Snapshot};
+use super::state::{App, Snapshot};
 use crate::core::diagnose::Diagnosis;
 use crate::core::outage::OutageFacts;
 use crate::core::{Liveness, TriggerName};
@@ -129,8 +129,8 @@ fn run(n: u128, project: &str, trigger: &str, ago_ms: i64) -> RunView {
 }
 
 /// The last hour in minute buckets, `bucket(i)` giving each one's admissions, lag p50 and p99
-/// and misfires (`None` lag: no run).
-pub fn trends(bucket: impl Fn(i64) -> (i64, Option<(i64, i64)>, i64)) -> Trends {
+/// and misfires (`None` lag: no run), and fence losses and failed rounds.
+pub fn trends(bucket: impl Fn(i64) -> (i64, Option<(i64, i64)>, i64, (i64, i64))) -> Trends {
     let bucket_ms = 60_000;
     Trends {
         now_ms: NOW,
@@ -138,22 +138,24 @@ pub fn trends(bucket: impl Fn(i64) -> (i64, Option<(i64, i64)>, i64)) -> Trends 
         bucket_ms,
         buckets: (0..TREND_BUCKETS)
             .map(|i| {
-                let (admissions, lag, misfires) = bucket(i);
+                let (admissions, lag, misfires, (fence_losses, failed_rounds)) = bucket(i);
                 TrendBucket {
                     start_ms: NOW - (TREND_BUCKETS - i) * bucket_ms,
                     admissions,
-                    admissions_estimated: admissions >= 100,
                     lag_p50_ms: lag.map(|l| l.0),
                     lag_p99_ms: lag.map(|l| l.1),
                     misfires,
+                    fence_losses,
+                    failed_rounds,
                 }
             })
             .collect(),
+        read_from_ms: NOW - TREND_BUCKETS * bucket_ms,
     }
 }
 
 /// A cluster admitting about 2,400 a minute with a slow patch twenty minutes ago (lag up, a few
-/// misfires), recovered since.
+/// misfires, demo-b losing three fences and failing a round), recovered since.
 pub fn busy_trends() -> Trends {
     trends(|i| {
         let slow = (38..44).contains(&i);
@@ -167,7 +169,8 @@ pub fn busy_trends() -> Trends {
         } else {
             (40 + (i * 13) % 30, 210 + (i * 29) % 120)
         };
-        (admissions, Some(lag), if i == 41 { 12 } else { 0 })
+        let trouble = (if i == 40 { 3 } else { 0 }, i64::from(i == 42));
+        (admissions, Some(lag), if i == 41 { 12 } else { 0 }, trouble)
     })
 }
 
@@ -190,7 +193,7 @@ pub fn empty() -> App {
         recent: Vec::new(),
         misfires: Default::default(),
         detail: None,
-        trends: trends(|_| (0, None, 0)),
+        trends: trends(|_| (0, None, 0, (0, 0))),
         outage: OutageFacts::default(),
         misfire_records: Vec::new(),
         audit: Vec::new(),
@@ -275,16 +278,6 @@ pub fn busy() -> App {
         manual_claims: 0,
     };
     let mut app = app();
-    // The dashboard opened 25 minutes ago, refreshing every minute (for brevity): demo-b lost
-    // three fences 20 minutes ago and failed a round 18 minutes ago, in the slow patch.
-    app.registry_samples = (1..=25)
-        .rev()
-        .map(|minutes_ago| RegistrySample {
-            at_ms: NOW - minutes_ago * 60_000,
-            fence_losses: if minutes_ago <= 20 { 3 } else { 0 },
-            failed_rounds: i64::from(minutes_ago <= 18),
-        })
-        .collect();
     let mut demo_b = replica("demo-b", Liveness::Live, "running", 40);
     demo_b.fence_losses = 3;
     demo_b.failed_rounds = 1;

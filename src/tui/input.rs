@@ -6,7 +6,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::state::{
-    App, ExpireRequest, Modal, Notice, OwnerExpireRequest, PauseRequest, View, key_of,
+    ALWAYS_SHOWN, App, ExpireRequest, Modal, Notice, OwnerExpireRequest, PauseRequest, View,
+    column_name, key_of,
 };
 use crate::core::{ClaimFence, Liveness};
 
@@ -14,6 +15,10 @@ use crate::core::{ClaimFence, Liveness};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     Quit,
+    /// `c`: open the column picker; in it, move and toggle the column under the cursor.
+    OpenColumns,
+    ColumnCursor(isize),
+    ToggleColumn,
     Up,
     Down,
     PageUp,
@@ -92,6 +97,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "[ ]",
         "trends over a shorter or longer window: 15m, 1h, 6h, 12h, 24h",
     ),
+    (
+        "c",
+        "choose the table's columns (space toggles; also --columns)",
+    ),
     ("+ -", "refresh faster or slower (0.25 s to 10 s)"),
     (
         "e",
@@ -151,6 +160,13 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Close),
             _ => None,
         },
+        Modal::Columns { .. } => match key.code {
+            KeyCode::Char('c' | 'q') | KeyCode::Esc => Some(Action::Close),
+            KeyCode::Up | KeyCode::Char('k') => Some(Action::ColumnCursor(-1)),
+            KeyCode::Down | KeyCode::Char('j') => Some(Action::ColumnCursor(1)),
+            KeyCode::Char(' ' | 'x') | KeyCode::Enter => Some(Action::ToggleColumn),
+            _ => None,
+        },
         Modal::Help => match key.code {
             KeyCode::Char('?' | 'q') | KeyCode::Esc => Some(Action::Close),
             KeyCode::Up | KeyCode::Char('k') => Some(Action::ScrollHelp(-1)),
@@ -184,6 +200,7 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Char('p') => Some(Action::AskPauseTrigger),
             KeyCode::Char('?') => Some(Action::ToggleHelp),
             KeyCode::Char('t') => Some(Action::ToggleTrends),
+            KeyCode::Char('c') => Some(Action::OpenColumns),
             KeyCode::Char('v') => Some(Action::NextView),
             KeyCode::Char(c @ '1'..='4') => View::ALL
                 .get(usize::from(c as u8 - b'1'))
@@ -313,6 +330,26 @@ pub fn update(app: &mut App, action: Action) -> Option<Effect> {
             app.help_scroll = u16::try_from(next).unwrap_or(0);
         }
         Action::ToggleTrends => app.trends_folded = !app.trends_folded,
+        Action::OpenColumns => app.modal = Modal::Columns { cursor: 0 },
+        Action::ColumnCursor(by) => {
+            if let Modal::Columns { cursor } = &mut app.modal {
+                *cursor = cursor
+                    .saturating_add_signed(by)
+                    .min(app.columns.len().saturating_sub(1));
+            }
+        }
+        Action::ToggleColumn => {
+            if let Modal::Columns { cursor } = app.modal {
+                if column_name(cursor) == ALWAYS_SHOWN {
+                    app.notice = Some(Notice {
+                        text: "the trigger column always shows".to_owned(),
+                        is_error: true,
+                    });
+                } else if let Some(shown) = app.columns.get_mut(cursor) {
+                    *shown = !*shown;
+                }
+            }
+        }
         Action::TrendWindow { longer } => app.step_trend_window(longer),
         Action::Close => app.modal = Modal::None,
     }

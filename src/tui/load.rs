@@ -16,7 +16,7 @@ use crate::core::time::utc;
 use crate::store::control::{self, PauseReport};
 use crate::store::operator::{self, Actor, Expired};
 use crate::store::read;
-use crate::store::top::{self, SnapshotLimits};
+use crate::store::top::{self, SnapshotLimits, Trends};
 use crate::store::{Store, StoreError};
 
 /// Schedule rows a snapshot carries from the head of the claim order (plus up to as many held
@@ -28,13 +28,14 @@ pub const CLAIM_ROWS: i64 = 500;
 pub const RECENT_ROWS: i64 = 30;
 /// What a snapshot reads, by the counts above, with the trends over `trend_window_ms`
 /// and the list of the history `view` on screen (only that one).
-fn limits(trend_window_ms: i64, view: View) -> SnapshotLimits {
+fn limits(trend_window_ms: i64, trend_from_ms: i64, view: View) -> SnapshotLimits {
     let rows = |of: View| if view == of { VIEW_ROWS } else { 0 };
     SnapshotLimits {
         schedules: SCHEDULE_ROWS,
         claims: CLAIM_ROWS,
         recent: RECENT_ROWS,
         trend_window_ms,
+        trend_from_ms,
         misfire_records: rows(View::Misfires),
         audit: rows(View::Audit),
         runs: rows(View::Runs),
@@ -61,16 +62,18 @@ pub async fn read_snapshot(
     store: &Store,
     detail: Option<&TriggerName>,
 ) -> Result<Snapshot, StoreError> {
-    read_snapshot_over(store, detail, &LoadRequest::default()).await
+    read_snapshot_over(store, detail, &LoadRequest::default(), None).await
 }
 
-/// As [`read_snapshot`], with the trends over the request's window and the list of its view.
+/// As [`read_snapshot`], with the trends over the request's window and the list of its view;
+/// the settled buckets of `earlier` trends over the same window are kept, not read again.
 pub async fn read_snapshot_over(
     store: &Store,
     detail: Option<&TriggerName>,
     request: &LoadRequest,
+    earlier: Option<&Trends>,
 ) -> Result<Snapshot, StoreError> {
-    read_snapshot_within(store, detail, request, REFRESH_TIMEOUT).await
+    read_snapshot_within(store, detail, request, earlier, REFRESH_TIMEOUT).await
 }
 
 /// As [`read_snapshot_over`], the whole read within `limit`. A read cut by it closes its
@@ -81,10 +84,15 @@ pub async fn read_snapshot_within(
     store: &Store,
     detail: Option<&TriggerName>,
     request: &LoadRequest,
+    earlier: Option<&Trends>,
     limit: Duration,
 ) -> Result<Snapshot, StoreError> {
     let started = Instant::now();
-    let limits = limits(request.trend_window_ms, request.view);
+    let limits = limits(
+        request.trend_window_ms,
+        earlier.map_or(0, |t| t.read_next_from(request.trend_window_ms)),
+        request.view,
+    );
     let rows = store
         .snapshot_within(limit, "the dashboard's snapshot", |client| {
             Box::pin(top::snapshot(client, limits))
@@ -116,7 +124,10 @@ pub async fn read_snapshot_within(
         recent: rows.recent,
         misfires: rows.misfires.into_iter().collect(),
         detail,
-        trends: rows.trends,
+        trends: match earlier {
+            Some(earlier) => rows.trends.keeping(earlier),
+            None => rows.trends,
+        },
         outage: rows.outage,
         misfire_records: rows.misfire_records,
         audit: rows.audit,
@@ -134,18 +145,29 @@ pub fn spawn(
     events: mpsc::Sender<LoadEvent>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
+        // The last trends read: their settled buckets are not read again.
+        let mut earlier: Option<Trends> = None;
         loop {
             let request = requests.borrow_and_update().clone();
             if !request.paused {
-                let event =
-                    match read_snapshot_over(&store, request.detail.as_ref(), &request).await {
-                        Ok(snapshot) => LoadEvent::Snapshot(Box::new(snapshot)),
-                        // A refresh past its bound says so by name: "the dashboard's snapshot: no
-                        // answer within 10s".
-                        Err(error) => {
-                            LoadEvent::Failed(crate::core::text::clean_message(&error.to_string()))
-                        }
-                    };
+                let event = match read_snapshot_over(
+                    &store,
+                    request.detail.as_ref(),
+                    &request,
+                    earlier.as_ref(),
+                )
+                .await
+                {
+                    Ok(snapshot) => {
+                        earlier = Some(snapshot.trends.clone());
+                        LoadEvent::Snapshot(Box::new(snapshot))
+                    }
+                    // A refresh past its bound says so by name: "the dashboard's snapshot: no
+                    // answer within 10s".
+                    Err(error) => {
+                        LoadEvent::Failed(crate::core::text::clean_message(&error.to_string()))
+                    }
+                };
                 if events.send(event).await.is_err() {
                     return;
                 }

@@ -32,6 +32,8 @@ pub struct TopOptions {
     pub database: String,
     pub readonly: bool,
     pub refresh: Duration,
+    /// The schedules table's columns shown at start (`state::parse_columns`).
+    pub columns: Vec<bool>,
     pub color: bool,
     /// Who the audit row of an expiry, a pause or a resume names (as the commands name their
     /// operator).
@@ -60,6 +62,7 @@ pub async fn run(
         options.readonly,
         options.color,
     );
+    app.columns = options.columns.clone();
     app.refresh = options
         .refresh
         .clamp(state::REFRESH_MIN, state::REFRESH_MAX);

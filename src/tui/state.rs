@@ -16,6 +16,7 @@ use crate::store::read::{
 };
 use crate::store::replicas::ReplicaView;
 use crate::store::top::{TopSummary, Trends};
+use crate::tui::draw::COLUMNS;
 
 /// Refresh rate bounds and steps (default 1 s, 0.25 to 10 s).
 pub const REFRESH_DEFAULT: Duration = Duration::from_secs(1);
@@ -35,9 +36,51 @@ const TREND_WINDOW_DEFAULT: usize = 1;
 /// Below this many rows the trends fold away by themselves (`t` folds and unfolds them by hand):
 /// the tables need the room more.
 pub const TRENDS_MIN_HEIGHT: u16 = 36;
-/// Registry totals the dashboard remembers for the fence-loss and failed-round trends: a day at
-/// one refresh a second would be 86,400; the oldest go first.
-const REGISTRY_SAMPLES: usize = 20_000;
+/// Every column of the schedules table shown.
+pub fn all_columns() -> Vec<bool> {
+    vec![true; COLUMNS.len()]
+}
+
+/// The column of the table named `name` on the command line: its header, or `mark` for `!`.
+pub fn column_named(name: &str) -> Option<usize> {
+    (0..COLUMNS.len()).find(|&i| column_name(i) == name)
+}
+
+/// A column's name on the command line (`top --columns`): its header, `mark` for the `!`.
+pub fn column_name(index: usize) -> &'static str {
+    match COLUMNS.get(index).map(|(header, _)| *header) {
+        Some("!") => "mark",
+        Some(header) => header,
+        None => "",
+    }
+}
+
+/// The table's column that always shows: a row must say which trigger it is.
+pub const ALWAYS_SHOWN: &str = "trigger";
+
+/// The columns `--columns` lists, in the table's order, as a mask of `draw::COLUMNS`; an unknown
+/// name is refused naming it and the columns there are.
+pub fn parse_columns(names: &[String]) -> Result<Vec<bool>, String> {
+    let mut shown = vec![false; COLUMNS.len()];
+    for name in names {
+        let name = name.trim();
+        let index = column_named(name).ok_or_else(|| {
+            format!(
+                "unknown column `{}` in --columns; the columns are {}",
+                crate::core::text::clean(name),
+                (0..COLUMNS.len())
+                    .map(column_name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        shown[index] = true;
+    }
+    if let Some(trigger) = column_named(ALWAYS_SHOWN) {
+        shown[trigger] = true;
+    }
+    Ok(shown)
+}
 
 /// One refresh, as the read models returned it.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,14 +134,13 @@ impl Snapshot {
     }
 
     /// The registry's running totals of fence losses and failed rounds, over every replica it
-    /// holds.
-    pub fn registry_totals(&self) -> RegistrySample {
+    /// holds (counted since each replica's start).
+    pub fn registry_totals(&self) -> (i64, i64) {
         let replicas = &self.summary.replicas;
-        RegistrySample {
-            at_ms: self.now_ms(),
-            fence_losses: replicas.iter().map(|r| r.fence_losses).sum(),
-            failed_rounds: replicas.iter().map(|r| r.failed_rounds).sum(),
-        }
+        (
+            replicas.iter().map(|r| r.fence_losses).sum(),
+            replicas.iter().map(|r| r.failed_rounds).sum(),
+        )
     }
 
     /// The claim recorded on a schedule row, with its fence.
@@ -148,41 +190,6 @@ impl Snapshot {
         );
         rows
     }
-}
-
-/// The registry's running totals at one refresh (see [`Snapshot::registry_totals`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RegistrySample {
-    pub at_ms: i64,
-    pub fence_losses: i64,
-    pub failed_rounds: i64,
-}
-
-/// Per bucket of `trends`, the fence losses and failed rounds the registry's totals grew by,
-/// from the samples the dashboard took (oldest first); `None` for a bucket before the first
-/// sample, when the dashboard was not yet watching. A total that fell (the registry forgot a
-/// replica) counts as no growth.
-pub fn registry_deltas(samples: &[RegistrySample], trends: &Trends) -> Vec<Option<(i64, i64)>> {
-    let at_or_before = |ms: i64| samples.iter().rev().find(|s| s.at_ms <= ms);
-    let first = samples.first().map(|s| s.at_ms);
-    trends
-        .buckets
-        .iter()
-        .map(|bucket| {
-            // The newest bucket ends at the trends' now, which is the newest sample's time.
-            let end = bucket.start_ms + trends.bucket_ms;
-            let first = first?;
-            if first > end {
-                return None;
-            }
-            let before = at_or_before(bucket.start_ms).or(samples.first())?;
-            let after = at_or_before(end)?;
-            Some((
-                (after.fence_losses - before.fence_losses).max(0),
-                (after.failed_rounds - before.failed_rounds).max(0),
-            ))
-        })
-        .collect()
 }
 
 /// A row of the replicas panel.
@@ -329,6 +336,10 @@ pub enum Modal {
     #[default]
     None,
     Help,
+    /// The column picker (`c`), its cursor on a column of `draw::COLUMNS`.
+    Columns {
+        cursor: usize,
+    },
     /// The `/` prompt, with the text typed so far (applied on Enter).
     Filter {
         input: String,
@@ -382,8 +393,9 @@ pub struct App {
     pub trend_window: usize,
     /// Folded by `t` (they also fold on a terminal shorter than [`TRENDS_MIN_HEIGHT`]).
     pub trends_folded: bool,
-    /// The registry's totals at each refresh since the dashboard opened, oldest first.
-    pub registry_samples: Vec<RegistrySample>,
+    /// Which columns of the schedules table show, one per `draw::COLUMNS` (`top --columns`,
+    /// the `c` picker); the trigger's always does.
+    pub columns: Vec<bool>,
     /// The first line of the help overlay shown (it scrolls).
     pub help_scroll: u16,
     /// What the middle of the screen lists.
@@ -413,7 +425,7 @@ impl App {
             follow_head: true,
             trend_window: TREND_WINDOW_DEFAULT,
             trends_folded: false,
-            registry_samples: Vec::new(),
+            columns: all_columns(),
             help_scroll: 0,
             view: View::Schedules,
             view_scroll: 0,
@@ -433,13 +445,6 @@ impl App {
         if self.paused {
             return;
         }
-        let sample = snapshot.registry_totals();
-        let horizon = sample.at_ms - TREND_WINDOWS_MS[TREND_WINDOWS_MS.len() - 1];
-        self.registry_samples.retain(|s| s.at_ms >= horizon);
-        if self.registry_samples.len() >= REGISTRY_SAMPLES {
-            self.registry_samples.remove(0);
-        }
-        self.registry_samples.push(sample);
         self.snapshot = Some(snapshot);
         self.stale = None;
         self.keep_selection_visible();

@@ -227,7 +227,12 @@ fn the_libraries_name_schemars_only_behind_their_schema_feature() {
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let (mut plain, mut gated) = (Vec::new(), 0);
-    for krate in ["qlsched-core", "qlsched-store", "qlsched-service", "qlsched-bench"] {
+    for krate in [
+        "qlsched-core",
+        "qlsched-store",
+        "qlsched-service",
+        "qlsched-bench",
+    ] {
         let manifest = std::fs::read_to_string(root.join("crates").join(krate).join("Cargo.toml"))
             .expect("the manifest");
         assert!(

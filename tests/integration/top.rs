@@ -7,10 +7,13 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use qlsched::core::TriggerName;
+use qlsched::core::minutes::lag_bucket;
 use qlsched::store::StoreError;
 use qlsched::store::observe::ServerRole;
 use qlsched::tui::input::{Effect, handle_key};
-use qlsched::tui::load::{expire, pause_notice, pause_or_resume, read_snapshot};
+use qlsched::tui::load::{
+    expire, pause_notice, pause_or_resume, read_snapshot, read_snapshot_over,
+};
 use qlsched::tui::state::{App, Modal, PanelRow};
 
 use crate::util::{
@@ -50,6 +53,34 @@ async fn claim_columns(db: &TestDb, trigger: &str) -> (Option<String>, i64, i64)
         .await
         .expect("schedule row");
     (row.get(0), row.get(1), row.get(2))
+}
+
+/// `--columns` is checked before anything is opened: an unknown column exits 2 naming it and
+/// the columns there are, with no database to reach (the URL points nowhere).
+#[test]
+fn an_unknown_column_exits_2_naming_it_before_connecting() {
+    let output = qlsched(
+        None,
+        &[
+            "-D",
+            "postgres://nobody@127.0.0.1:1/none",
+            "top",
+            "--columns",
+            "state,lease,bogus",
+        ],
+        None,
+    );
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(
+        said.contains("unknown column `bogus` in --columns"),
+        "{said}"
+    );
+    assert!(
+        said.contains("mark, trigger, state, next, lag, owner"),
+        "{said}"
+    );
+    assert!(!said.contains("connect"), "{said}");
 }
 
 #[test]
@@ -702,38 +733,30 @@ async fn the_outage_banner_names_each_outage_from_the_database() {
     assert_eq!(stopped.next_command, "qlsched inspect replicas");
 }
 
-/// An hour of history: a run of `p/tick` every second, 30 ms late for the first forty minutes
-/// and 2.5 s late for the last twenty, and a misfire record of 7 occurrences half an hour ago.
+/// An hour of what a replica wrote minute by minute (as its heartbeats write `replica_minutes`),
+/// before `top` opened: 60 admissions a minute, 30 ms late for the first forty minutes and
+/// 2.5 s late for the last twenty, a misfire record of 7 occurrences half an hour ago, two fence
+/// losses 25 minutes ago and a failed round 10 minutes ago.
 async fn an_hour_of_history(db: &TestDb) {
     let client = db.client().await;
+    let bucket = |lag_ms: i64| i32::try_from(lag_bucket(lag_ms)).expect("small") + 1;
     client
         .execute(
-            "INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id,
-                               task_revision, execution_revision_id, idempotency_key, status,
-                               scheduled_for_ms, created_at_ms, queued_at_ms, origin,
-                               finished_at_ms)
-             SELECT gen_random_uuid(), g.project_id, g.trigger_id, g.revision, k.task_id,
-                    k.revision, k.execution_revision_id, 'history:' || i, 'succeeded',
-                    n.ms - CASE WHEN i > 1200 THEN 30 ELSE 2500 END, n.ms, n.ms, 'cron', n.ms
-             FROM generate_series(1, 3600) i
-             CROSS JOIN LATERAL (SELECT now_ms() - i * 1000 AS ms) n
-             JOIN triggers g ON g.project_id = 'p' AND g.trigger_id = 'tick'
-             JOIN tasks k ON k.project_id = g.project_id AND k.task_id = g.task_id",
-            &[],
+            "INSERT INTO replica_minutes (minute_ms, owner, admissions, misfires,
+                                          occurrences_passed_over, fence_losses, failed_rounds,
+                                          lag_counts, lag_max_ms)
+             SELECT now_ms() - now_ms() % 60000 - i * 60000, 'history', 60,
+                    (i = 30)::int, CASE WHEN i = 30 THEN 7 ELSE 0 END,
+                    CASE WHEN i = 25 THEN 2 ELSE 0 END, (i = 10)::int,
+                    ARRAY(SELECT CASE WHEN k = CASE WHEN i < 20 THEN $2::int ELSE $1::int END
+                                      THEN 60 ELSE 0 END
+                          FROM generate_series(1, 40) k ORDER BY k),
+                    CASE WHEN i < 20 THEN 2500 ELSE 30 END
+             FROM generate_series(0, 59) i",
+            &[&bucket(30), &bucket(2_500)],
         )
         .await
-        .expect("an hour of runs");
-    client
-        .execute(
-            "INSERT INTO misfires (project_id, trigger_id, trigger_revision, first_occurrence_ms,
-                                   last_occurrence_ms, occurrences, occurrences_exact, policy,
-                                   reason, owner, decided_at_ms, recorded_at_ms)
-             VALUES ('p', 'tick', 1, now_ms() - 1807000, now_ms() - 1801000, 7, true, 'skip',
-                     'beyond_grace', 'history', now_ms() - 1800000, now_ms() - 1800000)",
-            &[],
-        )
-        .await
-        .expect("a misfire record");
+        .expect("an hour of minutes");
 }
 
 /// `top` opened on a database with an hour of history shows it in the trend header at its
@@ -760,14 +783,19 @@ async fn top_in_a_real_terminal_shows_an_hour_of_history_at_its_first_refresh() 
     let screen = tmux.wait_for("the trend header", |s| {
         s.contains("Trends, last 1h00m") && line_with(s, "misfired").contains("7 in the window")
     });
+    // What the replicas did before `top` opened, exactly.
+    assert!(
+        line_with(&screen, "fence losses").contains("2 in the window")
+            && line_with(&screen, "failed rnds").contains("1 in the window"),
+        "{screen}"
+    );
     assert!(
         started.elapsed() < std::time::Duration::from_secs(10),
         "read after the first refresh:\n{screen}"
     );
-    let admitted = line_with(&screen, "admitted");
     assert!(
-        admitted.contains("max 60 a bar") || admitted.contains("max 61 a bar"),
-        "a run a second is 60 a minute:\n{screen}"
+        line_with(&screen, "admitted").contains("60 now, max 60 a bar"),
+        "{screen}"
     );
     assert!(
         line_with(&screen, "lag p99").contains("max 2.5s"),
@@ -902,8 +930,14 @@ async fn a_refresh_cut_by_its_bound_leaves_the_pool_outside_any_transaction() {
     ] {
         let lock = TableLock::take(&db, table).await;
         let started = std::time::Instant::now();
-        let read =
-            read_snapshot_within(&store, Some(&key), &request, Duration::from_millis(1_500)).await;
+        let read = read_snapshot_within(
+            &store,
+            Some(&key),
+            &request,
+            None,
+            Duration::from_millis(1_500),
+        )
+        .await;
         // The fault landed: the read waited on the lock until its bound, and it was the read
         // named that was cut.
         match &read {
@@ -939,11 +973,177 @@ async fn a_refresh_cut_by_its_bound_leaves_the_pool_outside_any_transaction() {
             .await
             .unwrap_or_else(|error| panic!("{table}: the write after the cut: {error}"));
         assert_eq!(report.changed.len(), 1, "{table}");
-        let snapshot = read_snapshot_within(&store, Some(&key), &request, Duration::from_secs(10))
-            .await
-            .unwrap_or_else(|error| panic!("{table}: the read after the cut: {error}"));
+        let snapshot =
+            read_snapshot_within(&store, Some(&key), &request, None, Duration::from_secs(10))
+                .await
+                .unwrap_or_else(|error| panic!("{table}: the read after the cut: {error}"));
         assert!(snapshot.detail.is_some(), "{table}");
         resume = !resume;
     }
     assert_invariants(&db).await;
+}
+
+/// The trends' sums over the default window (the hour), from the dashboard's own read.
+async fn trend_sums(store: &qlsched::store::Store) -> (qlsched::tui::state::Snapshot, [i64; 4]) {
+    let snapshot = read_snapshot(store, None).await.expect("snapshot");
+    let buckets = &snapshot.trends.buckets;
+    let sums = [
+        buckets.iter().map(|b| b.admissions).sum(),
+        buckets.iter().map(|b| b.misfires).sum(),
+        buckets.iter().map(|b| b.fence_losses).sum(),
+        buckets.iter().map(|b| b.failed_rounds).sum(),
+    ];
+    (snapshot, sums)
+}
+
+/// A burst of 1,000 admissions within seconds, by two replicas: the trends count exactly 1,000
+/// (no sample, no estimate, neither replica counted twice), in the bars of the minute they were
+/// claimed in, with the lag's percentiles; the registry says the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_admissions_shows_exactly_in_the_trends() {
+    const N: i64 = 1_000;
+    let db = TestDb::new().await;
+    let ids: Vec<String> = (0..N).map(|i| format!("burst-{i:04}")).collect();
+    db.publish(&manifest(serde_json::Value::Array(
+        ids.iter()
+            .map(|id| serde_json::json!({ "id": id, "task": "t", "cron": "*/30 * * * * *" }))
+            .collect(),
+    )))
+    .await;
+    let replicas = [replica(&db, "burst-a"), replica(&db, "burst-b")];
+    let cron_runs = "SELECT count(*) FROM runs WHERE origin = 'cron'";
+    crate::util::eventually_count(&db, std::time::Duration::from_secs(60), cron_runs, N).await;
+    let store = db.store("qlsched top test").await;
+    // The burst's last rounds are written by the next heartbeats, within a cadence or two.
+    crate::util::eventually(
+        std::time::Duration::from_secs(10),
+        "the trends to count the burst",
+        || async { trend_sums(&store).await.1[0] >= N },
+    )
+    .await;
+    let (snapshot, sums) = trend_sums(&store).await;
+    let admitted = db.count(cron_runs).await;
+    assert_eq!(admitted, N, "the next burst is 30 s away");
+    assert_eq!(sums[0], N, "{:?}", snapshot.trends);
+    let registry: i64 = snapshot.summary.replicas.iter().map(|r| r.admissions).sum();
+    assert_eq!(registry, N);
+    let bars: Vec<&qlsched::store::top::TrendBucket> = snapshot
+        .trends
+        .buckets
+        .iter()
+        .filter(|b| b.admissions > 0)
+        .collect();
+    assert!(
+        (1..=2).contains(&bars.len()),
+        "a burst of seconds is in one minute's bar, or two across a minute's end: {bars:?}"
+    );
+    for bar in bars {
+        let (p50, p99) = (bar.lag_p50_ms.expect("p50"), bar.lag_p99_ms.expect("p99"));
+        assert!(p50 <= p99 && p99 < 30_000, "{bar:?}");
+    }
+    for replica in replicas {
+        replica.stop();
+    }
+    // Stopped, each replica sent what its last rounds did: the trends count every run the
+    // replicas admitted, exactly, and the registry as much.
+    let (snapshot, sums) = trend_sums(&store).await;
+    assert_eq!(sums[0], db.count(cron_runs).await, "{:?}", snapshot.trends);
+    let registry: i64 = snapshot.summary.replicas.iter().map(|r| r.admissions).sum();
+    assert_eq!(registry, sums[0]);
+    assert_invariants(&db).await;
+}
+
+/// Failed rounds a replica had before `top` opened are in the trends at its first read, and
+/// the window's sums equal the registry's totals of a replica that started within it: both are
+/// written by one statement.
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_rounds_before_top_opened_are_in_its_first_trends() {
+    let db = TestDb::new().await;
+    db.publish(&crate::util::every_second(&["a", "victim"]))
+        .await;
+    db.client()
+        .await
+        .batch_execute(crate::admission::POISON)
+        .await
+        .expect("poison");
+    let running = replica(&db, "failing");
+    crate::util::eventually_count(
+        &db,
+        std::time::Duration::from_secs(30),
+        "SELECT coalesce(max(failed_rounds), 0) FROM replicas WHERE owner = 'failing'",
+        1,
+    )
+    .await;
+    running.stop();
+    let store = db.store("qlsched top test").await;
+    let (snapshot, sums) = trend_sums(&store).await;
+    let replica = snapshot
+        .summary
+        .replicas
+        .iter()
+        .find(|r| r.owner == "failing")
+        .expect("registered");
+    assert!(replica.failed_rounds >= 1);
+    assert_eq!(sums[3], replica.failed_rounds, "{:?}", snapshot.trends);
+    assert_eq!(sums[2], replica.fence_losses);
+    assert_eq!(sums[0], replica.admissions);
+    assert_eq!(
+        sums[0],
+        db.count("SELECT count(*) FROM runs WHERE origin = 'cron'")
+            .await
+    );
+    assert_invariants(&db).await;
+}
+
+/// The trends read a range of `replica_minutes`' primary key, however long the table: a week of
+/// minutes of twenty replicas (its retention), analyzed, and the day's window.
+#[tokio::test]
+async fn the_trends_read_the_minutes_by_their_primary_key() {
+    let db = TestDb::new().await;
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "INSERT INTO replica_minutes (minute_ms, owner, admissions, misfires,
+                                          occurrences_passed_over, fence_losses, failed_rounds,
+                                          lag_counts, lag_max_ms)
+             SELECT now_ms() - now_ms() % 60000 - i * 60000, 'replica-' || r, 100, 0, 0, 0, 0,
+                    array_fill(2, ARRAY[40]), 50
+             FROM generate_series(0, 7 * 1440 - 1) i, generate_series(1, 20) r;
+             ANALYZE replica_minutes",
+        )
+        .await
+        .expect("a week of minutes");
+    for window_ms in [900_000, 86_400_000] {
+        let plan = qlsched::store::top::explain_trends(&client, window_ms)
+            .await
+            .expect("explain")
+            .join("\n");
+        assert!(plan.contains("on replica_minutes_pkey"), "{plan}");
+        assert!(!plan.contains("Seq Scan on replica_minutes"), "{plan}");
+    }
+    let store = db.store("qlsched top test").await;
+    let (snapshot, sums) = trend_sums(&store).await;
+    assert_eq!(snapshot.trends.buckets.len(), 60);
+    assert_eq!(sums[0], 60 * 20 * 100);
+    // A refresh reads only the buckets not yet settled and keeps the others: the same figures
+    // as a whole read, whatever the window.
+    for window_ms in [900_000, 86_400_000] {
+        let request = qlsched::tui::state::LoadRequest {
+            trend_window_ms: window_ms,
+            ..Default::default()
+        };
+        let whole = read_snapshot_over(&store, None, &request, None)
+            .await
+            .expect("a whole read");
+        let from = whole.trends.read_next_from(window_ms);
+        assert!(from > whole.trends.buckets[0].start_ms);
+        let again = read_snapshot_over(&store, None, &request, Some(&whole.trends))
+            .await
+            .expect("a read of the unsettled buckets");
+        assert_eq!(again.trends.read_from_ms, from);
+        let admissions = |t: &qlsched::store::top::Trends| {
+            t.buckets.iter().map(|b| b.admissions).collect::<Vec<_>>()
+        };
+        assert_eq!(admissions(&again.trends), admissions(&whole.trends));
+    }
 }

@@ -18,6 +18,7 @@ pub mod idempotency;
 pub mod instant;
 pub mod load;
 pub mod manifest;
+pub mod minutes;
 pub mod name;
 pub mod outage;
 pub mod publish_plan;

@@ -20,6 +20,7 @@ use tokio_postgres::CancelToken;
 
 use crate::observe::Build;
 use qlsched_core::batch::{RoundLoad, next_batch};
+use qlsched_core::minutes::{MinuteFigures, merge_minutes, minute_of};
 use qlsched_core::{CoordinatorConfig, CronSchedule, Decision};
 use qlsched_store::admission_errors::{self, Refusal};
 use qlsched_store::admit::{admit, lock_order};
@@ -96,6 +97,12 @@ pub struct Coordinator {
     /// registers as, when the replica registers itself ([`Coordinator::registered`]): a
     /// heartbeat that finds its registry row gone then registers it again.
     registration: Option<(Duration, Build)>,
+    /// Figures of rounds whose minute of database time is not known yet (they failed before
+    /// this replica's first claim): counted in the minute of the next heartbeat after one.
+    unplaced: Mutex<MinuteFigures>,
+    /// The last claim's database time and when its reply arrived here: a failed round's
+    /// database minute is read from it.
+    clock: Mutex<Option<(i64, Instant)>>,
     /// A heartbeat updated no registry row: the row is to be written again after the round.
     registry_row_lost: AtomicBool,
     /// When the last round started, on this replica's clock: what `/healthz` reads.
@@ -125,6 +132,8 @@ impl Coordinator {
             in_flight: Mutex::new(None),
             heartbeat: Mutex::new((None, Heartbeat::default())),
             registration: None,
+            unplaced: Mutex::new(MinuteFigures::default()),
+            clock: Mutex::new(None),
             registry_row_lost: AtomicBool::new(false),
             last_started: Mutex::new(None),
             batch: Mutex::new(config.batch.initial()),
@@ -250,6 +259,11 @@ impl Coordinator {
             claim.received + Duration::from_millis(ahead)
         };
         report.next_due_at = claim.next_due_ms.map(local);
+        // A failed clock read says 0: no database time was learnt.
+        if claim.now_ms > 0 {
+            report.claimed_at_ms = Some(claim.now_ms);
+            *self.lock_clock() = Some((claim.now_ms, claim.received));
+        }
         let rows = claim.rows;
         if rows.is_empty() {
             return Ok(report);
@@ -693,9 +707,23 @@ impl Coordinator {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    fn lock_clock(&self) -> std::sync::MutexGuard<'_, Option<(i64, Instant)>> {
+        self.clock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The database's time now, as this replica last learnt it (the last claim's time plus the
+    /// time since its reply); `None` before its first claim.
+    fn database_now_ms(&self) -> Option<i64> {
+        let clock = *self.lock_clock();
+        clock.map(|(at_ms, received)| {
+            at_ms.saturating_add(i64::try_from(received.elapsed().as_millis()).unwrap_or(0))
+        })
+    }
+
     /// The heartbeat to send with this round's claim, if a cadence has passed since the last one.
     fn due_heartbeat(&self) -> Option<Heartbeat> {
         let batch = i32::from(self.batch());
+        let now = self.database_now_ms();
         let mut heartbeat = self.lock_heartbeat();
         let due = heartbeat
             .0
@@ -706,7 +734,43 @@ impl Coordinator {
         heartbeat.0 = Some(Instant::now());
         let mut due = std::mem::take(&mut heartbeat.1);
         due.batch = batch;
+        if let Some(now) = now {
+            let unplaced =
+                std::mem::take(&mut *self.unplaced.lock().unwrap_or_else(|p| p.into_inner()));
+            if !unplaced.is_empty() {
+                due.minutes
+                    .entry(minute_of(now))
+                    .or_default()
+                    .merge(&unplaced);
+            }
+        }
         Some(due)
+    }
+
+    /// What the registry has not been told yet, taken for a last heartbeat (`None` when there
+    /// is nothing to tell): a stopping replica's, whose next round never comes.
+    pub(crate) fn last_heartbeat(&self) -> Option<Heartbeat> {
+        let batch = i32::from(self.batch());
+        let now = self.database_now_ms();
+        let mut heartbeat = self.lock_heartbeat();
+        let mut last = std::mem::take(&mut heartbeat.1);
+        last.batch = batch;
+        if let Some(now) = now {
+            let unplaced =
+                std::mem::take(&mut *self.unplaced.lock().unwrap_or_else(|p| p.into_inner()));
+            if !unplaced.is_empty() {
+                last.minutes
+                    .entry(minute_of(now))
+                    .or_default()
+                    .merge(&unplaced);
+            }
+        }
+        (last
+            != Heartbeat {
+                batch,
+                ..Heartbeat::default()
+            })
+        .then_some(last)
     }
 
     /// A heartbeat whose claim failed: its counts go into the next one.
@@ -719,6 +783,7 @@ impl Coordinator {
         pending.admissions += unsent.admissions;
         pending.misfires += unsent.misfires;
         pending.fence_losses += unsent.fence_losses;
+        merge_minutes(&mut pending.minutes, &unsent.minutes);
         if pending.last_error.is_none() {
             pending.last_error = unsent.last_error;
         }
@@ -727,6 +792,15 @@ impl Coordinator {
     /// What a round did, for the next heartbeat; the timer counts a round it had to cancel here
     /// too, so the registry's failed rounds and last error say what the log said.
     pub(crate) fn count_round(&self, result: &Result<RoundReport, StoreError>) {
+        // The minute of database time the round's figures count in: its claim's, or, for a
+        // round that did not claim, now as the last claim taught it.
+        let minute = result
+            .as_ref()
+            .ok()
+            .and_then(|report| report.claimed_at_ms)
+            .or_else(|| self.database_now_ms())
+            .map(minute_of);
+        let mut figures = MinuteFigures::default();
         let mut heartbeat = self.lock_heartbeat();
         let pending = &mut heartbeat.1;
         pending.rounds += 1;
@@ -735,9 +809,20 @@ impl Coordinator {
                 pending.admissions += report.fired as i64;
                 pending.misfires += report.misfires as i64;
                 pending.fence_losses += report.fence_lost as i64;
+                figures.admissions = report.fired as i64;
+                figures.misfires = report.misfires as i64;
+                figures.occurrences_passed_over =
+                    i64::try_from(report.occurrences_passed_over).unwrap_or(i64::MAX);
+                figures.fence_losses = report.fence_lost as i64;
+                for run in &report.admitted {
+                    figures
+                        .lag
+                        .record(run.claimed_at_ms - run.run.scheduled_for_ms);
+                }
             }
             Err(error) => {
                 pending.failed_rounds += 1;
+                figures.failed_rounds += 1;
                 pending.last_error = Some(qlsched_core::text::clean(&error.to_string()));
             }
         }
@@ -747,7 +832,19 @@ impl Coordinator {
         }) = result
         {
             pending.failed_rounds += 1;
+            figures.failed_rounds += 1;
             pending.last_error = Some(qlsched_core::text::clean(failure));
+        }
+        if figures.is_empty() {
+            return;
+        }
+        match minute {
+            Some(minute) => pending.minutes.entry(minute).or_default().merge(&figures),
+            None => self
+                .unplaced
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .merge(&figures),
         }
     }
 

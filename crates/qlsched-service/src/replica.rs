@@ -381,10 +381,11 @@ impl Housekeeping {
     }
 }
 
-/// A replica's minute of housekeeping: misfire records and audit rows past their retention
-/// deleted (`store::retention`), a bounded batch from every replica (cheap when there is nothing
-/// to delete: an index probe), and stopped or long-dead replicas forgotten from the registry, so
-/// no table the scheduler owns grows without end.
+/// A replica's minute of housekeeping: misfire records, audit rows and the replicas' minute
+/// figures past their retention deleted (`store::retention`, `store::replicas::prune_minutes`),
+/// a bounded batch from every replica (cheap when there is nothing to delete: an index probe),
+/// and stopped or long-dead replicas forgotten from the registry, so no table the scheduler owns
+/// grows without end.
 async fn housekeep(store: Store) {
     let done = store
         .within(HOUSEKEEPING_TIMEOUT, "housekeeping", |client| {
@@ -397,6 +398,9 @@ async fn housekeep(store: Store) {
                 .await?;
                 let forgotten = replicas::forget(client).await?;
                 let pruned = pruned + qlsched_store::retention::prune_audit(client, 10_000).await?;
+                let pruned = pruned
+                    + replicas::prune_minutes(client, qlsched_core::minutes::RETENTION_MS, 10_000)
+                        .await?;
                 Ok((pruned, forgotten))
             })
         })

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::StoreError;
 use super::error::stored;
 use super::migrate::{GATE_CLOSED_BY, GateClosedBy, latest_version};
-use super::replicas::{HEARTBEAT, Heartbeat};
+use super::replicas::{HEARTBEAT, Heartbeat, heartbeat_beats, heartbeat_parameters};
 use super::row::Named;
 use super::sender::{Sender, TRANSACTION_SETTINGS};
 use qlsched_core::{ClaimFence, MisfirePolicy, TriggerName};
@@ -404,28 +404,19 @@ pub async fn claim_for_round(
     let gate = sender.ready(client, GATE_CLOSED_BY, round_trips).await?;
     let beat = sender.ready(client, HEARTBEAT, round_trips).await?;
     *round_trips += 1;
+    let parameters = heartbeat.map(|h| heartbeat_parameters(owner, h));
     let beat = async {
-        match heartbeat {
-            Some(h) => beat
-                .execute(
-                    client,
-                    &[
-                        &owner,
-                        &h.rounds,
-                        &h.failed_rounds,
-                        &h.admissions,
-                        &h.misfires,
-                        &h.fence_losses,
-                        &h.last_error,
-                        &h.batch,
-                    ],
-                )
+        match &parameters {
+            Some(parameters) => beat
+                .query_one(client, &parameters.as_params())
                 .await
                 .map_err(StoreError::from)
+                .and_then(|row| heartbeat_beats(&row))
                 .and_then(|written| match written {
                     1 => Ok(()),
                     // The registry row is gone (`expire --owner`, a prune of a replica taken
-                    // for stopped): the beat reached no one, and must not pass for one that did.
+                    // for stopped): the beat reached no one, and must not pass for one that did
+                    // (its minutes were not written either).
                     _ => Err(StoreError::NotFound(format!(
                         "the heartbeat updated {written} registry rows for owner {owner}, not 1"
                     ))),

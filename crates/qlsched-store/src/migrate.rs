@@ -231,6 +231,14 @@ pub const MIGRATIONS: &[Migration] = &[
         // through to_jsonb and never write it, so they run on beside it.
         upgrade_floor: 13,
     },
+    Migration {
+        version: 15,
+        name: "replica_minutes",
+        sql: include_str!("../../../migrations/0015_replica_minutes.sql"),
+        // A new table only this release's replicas write: the previous release (0.2.0, schema
+        // 13) runs beside it, its admissions only missing from `top`'s trends.
+        upgrade_floor: 13,
+    },
 ];
 
 /// The schema version a fully migrated database reports.
@@ -347,6 +355,13 @@ pub const GRANTS: &[(&str, &str, &[&str])] = &[
         &["INSERT", "SELECT", "UPDATE"],
     ),
     ("qlsched_dispatcher", "run_events", &["INSERT", "SELECT"]),
+    (
+        "qlsched_runtime",
+        "replica_minutes",
+        &["DELETE", "INSERT", "SELECT", "UPDATE"],
+    ),
+    ("qlsched_admin", "replica_minutes", &["SELECT"]),
+    ("qlsched_observer", "replica_minutes", &["SELECT"]),
 ];
 
 /// Roles that must have USAGE on the schema; `qlsched_worker_ingress` must not.

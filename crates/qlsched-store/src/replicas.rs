@@ -10,6 +10,7 @@ use super::StoreError;
 use super::error::stored;
 use super::row::Named;
 use qlsched_core::Liveness;
+use qlsched_core::minutes::{LAG_BUCKETS, Minutes};
 
 /// What a replica says of itself when it starts.
 #[derive(Debug, Clone)]
@@ -75,15 +76,143 @@ pub struct Heartbeat {
     pub last_error: Option<String>,
     /// The batch the replica's next round claims with (`core::batch`).
     pub batch: i32,
+    /// The same rounds' figures by the minute of database time they claimed in, added to the
+    /// replica's rows of `replica_minutes` (migration 0015) by the same statement, so that the
+    /// two never disagree about what was written.
+    pub minutes: Minutes,
+}
+
+impl Heartbeat {
+    /// The minutes as the parallel arrays [`HEARTBEAT`] takes: the minutes, each count, the
+    /// largest lags, and every minute's lag histogram one after the other.
+    #[allow(clippy::type_complexity)]
+    fn minute_arrays(&self) -> (Vec<i64>, [Vec<i64>; 5], Vec<Option<i64>>, Vec<i64>) {
+        let minutes = self.minutes.iter().filter(|(_, f)| !f.is_empty());
+        let mut starts = Vec::new();
+        let mut counts: [Vec<i64>; 5] = Default::default();
+        let mut max = Vec::new();
+        let mut lags = Vec::new();
+        for (minute, figures) in minutes {
+            starts.push(*minute);
+            counts[0].push(figures.admissions);
+            counts[1].push(figures.misfires);
+            counts[2].push(figures.occurrences_passed_over);
+            counts[3].push(figures.fence_losses);
+            counts[4].push(figures.failed_rounds);
+            max.push(figures.lag.max_ms);
+            lags.extend_from_slice(&figures.lag.counts);
+        }
+        (starts, counts, max, lags)
+    }
 }
 
 // A heartbeat of owner $1: database time, the counters moved on, the last error kept unless a
-// newer one came. Pipelined with the claim, so it costs no round trip of its own.
-pub(crate) const HEARTBEAT: &str = "UPDATE replicas SET heartbeat_at_ms = now_ms(),
-        last_round_at_ms = now_ms(), rounds = rounds + $2, failed_rounds = failed_rounds + $3,
-        admissions = admissions + $4, misfires = misfires + $5, fence_losses = fence_losses + $6,
-        last_error = coalesce($7, last_error), batch = $8
-    WHERE owner = $1";
+// newer one came; and, only when the registry row was there to beat, the figures of each minute
+// $9 (parallel arrays $10..$14 of counts, $15 of largest lags, and $16 the minutes' lag
+// histograms of $17 buckets each, one after the other) added to the replica's row of that minute
+// (one row per replica and minute: the upsert never waits on another replica's). One statement,
+// so the registry's counters and the minutes are written together or not at all, and a heartbeat
+// sent again never counts twice. Pipelined with the claim, so it costs no round trip of its own.
+pub(crate) const HEARTBEAT: &str = "WITH beat AS (
+        UPDATE replicas SET heartbeat_at_ms = now_ms(),
+            last_round_at_ms = now_ms(), rounds = rounds + $2,
+            failed_rounds = failed_rounds + $3, admissions = admissions + $4,
+            misfires = misfires + $5, fence_losses = fence_losses + $6,
+            last_error = coalesce($7, last_error), batch = $8
+        WHERE owner = $1
+        RETURNING owner
+    ), minutes AS (
+        INSERT INTO replica_minutes AS r (minute_ms, owner, admissions, misfires,
+            occurrences_passed_over, fence_losses, failed_rounds, lag_counts, lag_max_ms)
+        SELECT m.minute_ms, b.owner, m.admissions, m.misfires, m.passed_over, m.fence_losses,
+               m.failed_rounds, (($16::bigint[])[((m.n - 1) * $17::int + 1)::int : (m.n * $17::int)::int])::int[],
+               m.lag_max_ms
+        FROM beat b,
+             unnest($9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
+                    $14::bigint[], $15::bigint[])
+                 WITH ORDINALITY AS m(minute_ms, admissions, misfires, passed_over,
+                                      fence_losses, failed_rounds, lag_max_ms, n)
+        ON CONFLICT (minute_ms, owner) DO UPDATE SET
+            admissions = r.admissions + excluded.admissions,
+            misfires = r.misfires + excluded.misfires,
+            occurrences_passed_over = r.occurrences_passed_over + excluded.occurrences_passed_over,
+            fence_losses = r.fence_losses + excluded.fence_losses,
+            failed_rounds = r.failed_rounds + excluded.failed_rounds,
+            lag_counts = ARRAY(SELECT u.a + u.b
+                               FROM unnest(r.lag_counts, excluded.lag_counts)
+                                    WITH ORDINALITY AS u(a, b, i)
+                               ORDER BY u.i),
+            lag_max_ms = greatest(r.lag_max_ms, excluded.lag_max_ms)
+    )
+    SELECT count(*) AS beats FROM beat";
+
+/// How many registry rows [`HEARTBEAT`] found: 1, or 0 when the row is gone.
+pub(crate) fn heartbeat_beats(row: &tokio_postgres::Row) -> Result<i64, StoreError> {
+    row.col("beats")
+}
+
+/// [`HEARTBEAT`]'s parameters for a heartbeat of `owner`.
+pub(crate) fn heartbeat_parameters(owner: &str, beat: &Heartbeat) -> HeartbeatParameters {
+    let (starts, counts, max, lags) = beat.minute_arrays();
+    HeartbeatParameters {
+        owner: owner.to_owned(),
+        beat: beat.clone(),
+        starts,
+        counts,
+        max,
+        lags,
+        buckets: i32::try_from(LAG_BUCKETS).unwrap_or(i32::MAX),
+    }
+}
+
+/// [`HEARTBEAT`]'s parameters, owned, so that the statement can be sent in a pipeline.
+pub(crate) struct HeartbeatParameters {
+    owner: String,
+    beat: Heartbeat,
+    starts: Vec<i64>,
+    counts: [Vec<i64>; 5],
+    max: Vec<Option<i64>>,
+    lags: Vec<i64>,
+    buckets: i32,
+}
+
+impl HeartbeatParameters {
+    pub(crate) fn as_params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 17] {
+        let b = &self.beat;
+        [
+            &self.owner,
+            &b.rounds,
+            &b.failed_rounds,
+            &b.admissions,
+            &b.misfires,
+            &b.fence_losses,
+            &b.last_error,
+            &b.batch,
+            &self.starts,
+            &self.counts[0],
+            &self.counts[1],
+            &self.counts[2],
+            &self.counts[3],
+            &self.counts[4],
+            &self.max,
+            &self.lags,
+            &self.buckets,
+        ]
+    }
+}
+
+/// Sends [`HEARTBEAT`] on its own, outside a claim's round trip: a stopping replica's last,
+/// with what its rounds did since the one before, which would otherwise be lost with it. Whether
+/// the registry row was there to beat (the minutes are written only then).
+pub async fn beat(
+    client: &impl GenericClient,
+    owner: &str,
+    heartbeat: &Heartbeat,
+) -> Result<bool, StoreError> {
+    let parameters = heartbeat_parameters(owner, heartbeat);
+    let row = client.query_one(HEARTBEAT, &parameters.as_params()).await?;
+    Ok(heartbeat_beats(&row)? == 1)
+}
 
 // The state of owner $1 moved to $2 (draining, stopped), with a heartbeat. Only forward: a
 // stopping replica writes `draining` beside its drain and `stopped` beside its give-back, on two
@@ -107,6 +236,24 @@ const FORGET: &str = "DELETE FROM replicas
 /// bound); returns how many. The reads leave them out already.
 pub async fn forget(client: &impl GenericClient) -> Result<u64, StoreError> {
     Ok(client.execute(FORGET, &[]).await?)
+}
+
+// Deletes minute rows older than $1 ms of database time, oldest first, at most $2 a call (a range
+// of the primary key), so a replica's housekeeping never holds a long transaction.
+const PRUNE_MINUTES: &str = "DELETE FROM replica_minutes WHERE (minute_ms, owner) IN (
+    SELECT minute_ms, owner FROM replica_minutes WHERE minute_ms < now_ms() - $1
+    ORDER BY minute_ms LIMIT $2)";
+
+/// Deletes up to `limit` rows of `replica_minutes` older than `retention_ms`
+/// (`core::minutes::RETENTION_MS`); returns how many.
+pub async fn prune_minutes(
+    client: &impl GenericClient,
+    retention_ms: i64,
+    limit: i64,
+) -> Result<u64, StoreError> {
+    Ok(client
+        .execute(PRUNE_MINUTES, &[&retention_ms, &limit])
+        .await?)
 }
 
 // Rows whose claim still names owner $1, valid or expired (a range of the claim-owner index):
@@ -260,6 +407,7 @@ super::statements::statements! {
     HEARTBEAT: Runtime,
     MARK: Runtime,
     FORGET: Runtime,
+    PRUNE_MINUTES: Runtime,
     CLAIMED_ROWS: Runtime,
     LIST: Observer | Runtime,
 }

@@ -15,23 +15,15 @@
 //! idle ones included) beside the claim owners, and the header whether the server is a standby
 //! (`super::observe::server_role`, the same read as `inspect`'s).
 //!
-//! The trends ([`trends`]) and the outage facts ([`outage_facts`]) are read from what the
-//! database holds, so they are there the moment `top` opens: runs by their creation time (the
-//! `runs_created` index) and misfire records by theirs (`misfires_recorded`). Each bucket of a
-//! trend is cut into [`TREND_SLICES`] slices, and each slice reads at most [`TREND_SLICE_SAMPLE`]
-//! runs from its head, so a refresh reads at most 6,000 runs whether over a quiet quarter hour or
-//! a day of 100 admissions a second: a slice with more runs than its sample has them
-//! extrapolated from the time between the slice's start and its last sampled run (its bucket says
-//! so), and a bucket's lag percentiles are those of its slices' samples. Slices keep a steady load
-//! honest to a few percent and spread the lag sample over the bucket. A burst is read less well:
-//! admissions commit in batches that share one creation time, so a slice's sample may be one
-//! batch, and its rate a guess (100,000 admissions within a minute, in 394 batches, have read as
-//! 4,000 to 29,000); the bar is marked `≈` and its shape still shows the burst. Exact counts of a busy
-//! day (8,640,000 runs at 100 a second) cannot be read within a refresh's 50 ms; a rollup written
-//! by the replicas could, at a write per round. Misfire records are read up to [`TREND_SAMPLE`] a
-//! bucket. Fence losses and
-//! failed rounds exist in the database only as the registry's running totals per replica, so
-//! their trend is the dashboard's own record of those totals, from the moment it opened.
+//! The trends ([`trends`]) are read from the rollup the replicas write with their heartbeats,
+//! `replica_minutes` (migration 0015; `replicas::HEARTBEAT`, `core::minutes`): one row per
+//! replica and minute of database time, so they are exact and there the moment `top` opens, and a
+//! refresh reads only its window's range of the primary key (at most 1,440 rows a replica for the
+//! day's window), whatever the size of `runs`. Admissions, misfires, fence losses and failed
+//! rounds are sums; the lag percentiles are read from the bucket's merged lag histograms.
+//! Manual admissions (`fire`, `backfill`) are no replica's and are not in them. The outage facts
+//! ([`outage_facts`]) are read from what the database holds: the schedule rows, and runs by their
+//! creation time (the `runs_created` index).
 //!
 //! [`snapshot`] is the dashboard's whole list read: the summary, the most urgent schedule rows,
 //! the held claims, the newest admissions and the misfire counts of the loaded rows, in one
@@ -47,6 +39,7 @@ use super::observe::{ServerRole, server_role};
 use super::read::{self, ClaimView, OwnerClaims, RunView, ScheduleRow, StateCounts};
 use super::replicas::{self, ReplicaView};
 use super::row::Named;
+use qlsched_core::minutes::{LagHistogram, MINUTE_MS};
 use qlsched_core::outage::{GRACE_SLACK_MS, OutageFacts};
 use qlsched_core::{MISFIRE_RETENTION_MS, TriggerName};
 
@@ -162,33 +155,30 @@ pub async fn top_summary(client: &impl GenericClient) -> Result<TopSummary, Stor
     })
 }
 
-/// Misfire records a trend bucket reads at most, and runs (over its slices).
-pub const TREND_SAMPLE: i64 = TREND_SLICES * TREND_SLICE_SAMPLE;
-/// Slices a trend bucket is cut into, and runs each slice reads at most, from its head.
-pub const TREND_SLICES: i64 = 10;
-pub const TREND_SLICE_SAMPLE: i64 = 10;
-/// Buckets a trend window is cut into: one bar each.
+/// Buckets a trend window is cut into at most: one bar each. A bar is at least the rollup's
+/// minute, so the shortest window has fewer.
 pub const TREND_BUCKETS: i64 = 60;
 /// Due rows the outage facts look at, most overdue first: past it, the count is a lower bound.
 pub const OUTAGE_DUE_CAP: i64 = qlsched_core::outage::COUNT_CAP;
 
-/// One bar of the trends: what happened in `[start_ms, start_ms + bucket_ms)`.
+/// One bar of the trends: what the replicas did in `[start_ms, start_ms + bucket_ms)`, summed
+/// over their rows of `replica_minutes` (the minutes of their claims). Manual admissions (`fire`,
+/// `backfill`) are no replica's and are not counted (`top`'s runs view lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TrendBucket {
     pub start_ms: i64,
-    /// Runs created in the bucket; extrapolated from its slices' samples when
-    /// `admissions_estimated`.
+    /// Runs the replicas admitted.
     pub admissions: i64,
-    pub admissions_estimated: bool,
-    /// Admission lag (creation minus occurrence) of the sampled scheduler runs (`origin` cron;
-    /// a backfill's or a manual run's lag says nothing of the replicas), median and 99th
-    /// percentile; `None` when the bucket has none.
+    /// Admission lag (claim time minus occurrence) of those runs, median and 99th percentile,
+    /// from their merged histogram (`core::minutes`: at most half above the true value, never
+    /// below it, never above the largest lag); `None` when the bucket has none.
     pub lag_p50_ms: Option<i64>,
     pub lag_p99_ms: Option<i64>,
-    /// Occurrences passed over by the misfire records written in the bucket (at most
-    /// [`TREND_SAMPLE`] records read).
+    /// Occurrences passed over by the misfire records the replicas wrote.
     pub misfires: i64,
+    pub fence_losses: i64,
+    pub failed_rounds: i64,
 }
 
 /// The trends over the window ending at `now_ms`, oldest bucket first.
@@ -199,100 +189,183 @@ pub struct Trends {
     pub window_ms: i64,
     pub bucket_ms: i64,
     pub buckets: Vec<TrendBucket>,
+    /// The first bucket that was read; those before it were not (zero until
+    /// [`Trends::keeping`] fills them from an earlier read).
+    pub read_from_ms: i64,
 }
 
-// The window [now - $1, now) cut into buckets of $2 ms, each into slices of $4 ms; in each slice
-// the first $3 runs by creation time (a range of the runs_created index) with their lag. A
-// slice's admissions are its count, or, when its sample filled, the sample's rate over the time
-// from the slice's start to its last sampled run, times the slice. Per bucket: the slices' sum,
-// whether any was extrapolated, the lag percentiles of the scheduler's own runs sampled, and the
-// occurrences of its first $5 misfire records by recording time (misfires_recorded).
-const TRENDS: &str = "WITH clock AS MATERIALIZED (
-        SELECT now_ms() AS now_ms
-    ), slices AS MATERIALIZED (
-        SELECT b, c.now_ms - $1::bigint + b * $2::bigint + s * $4::bigint AS lo
-        FROM clock c, generate_series(0, $1::bigint / $2::bigint - 1) b,
-             generate_series(0, $2::bigint / $4::bigint - 1) s
-    ), sample AS MATERIALIZED (
-        SELECT sl.b, sl.lo, r.created_at_ms, r.lag_ms, r.origin
-        FROM slices sl
-        CROSS JOIN LATERAL (
-            SELECT created_at_ms, created_at_ms - scheduled_for_ms AS lag_ms, origin
-            FROM runs
-            WHERE created_at_ms >= sl.lo AND created_at_ms < sl.lo + $4::bigint
-            ORDER BY created_at_ms LIMIT $3) r
-    ), per_slice AS (
-        SELECT b, count(*) >= $3 AS filled,
-               CASE WHEN count(*) >= $3
-                    THEN count(*) * $4::bigint / greatest(max(created_at_ms) - lo + 1, 1)
-                    ELSE count(*) END AS admissions
-        FROM sample GROUP BY b, lo
-    ), per_bucket AS (
-        SELECT b, sum(admissions)::bigint AS admissions, bool_or(filled) AS estimated
-        FROM per_slice GROUP BY b
-    ), lags AS (
-        SELECT b,
-               percentile_disc(0.5) WITHIN GROUP (ORDER BY lag_ms)
-                   FILTER (WHERE origin = 'cron') AS p50,
-               percentile_disc(0.99) WITHIN GROUP (ORDER BY lag_ms)
-                   FILTER (WHERE origin = 'cron') AS p99
-        FROM sample GROUP BY b
-    ), buckets AS (
-        SELECT b, c.now_ms - $1::bigint + b * $2::bigint AS lo
-        FROM clock c, generate_series(0, $1::bigint / $2::bigint - 1) b
-    )
-    SELECT (SELECT now_ms FROM clock) AS now_ms, k.lo,
-           coalesce(p.admissions, 0) AS admissions, coalesce(p.estimated, false) AS estimated,
-           l.p50, l.p99, m.occurrences
-    FROM buckets k
-    LEFT JOIN per_bucket p ON p.b = k.b
-    LEFT JOIN lags l ON l.b = k.b
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(occurrences), 0)::bigint AS occurrences
-        FROM (SELECT occurrences FROM misfires
-              WHERE recorded_at_ms >= k.lo AND recorded_at_ms < k.lo + $2::bigint
-              LIMIT $5) sample) m
-    ORDER BY k.b";
+/// How long after a bucket ends the dashboard reads it again: a replica's figures for a minute
+/// reach the table with its next heartbeat (a cadence later, a second by default), so a bucket
+/// that ended this long ago is settled and kept from the read before, not read again. Figures
+/// later than that (a replica whose heartbeats failed for longer, or a cadence above a minute)
+/// show when `top` opens again or the window changes.
+pub const TREND_SETTLE_MS: i64 = 120_000;
 
-/// The trends over the last `window_ms`, in [`TREND_BUCKETS`] buckets (see the module comment
-/// for what each reads).
-pub async fn trends(client: &impl GenericClient, window_ms: i64) -> Result<Trends, StoreError> {
-    let slice_ms = (window_ms / (TREND_BUCKETS * TREND_SLICES)).max(1);
-    let bucket_ms = slice_ms * TREND_SLICES;
-    let window_ms = bucket_ms * TREND_BUCKETS;
+impl Trends {
+    /// Where the next read over the same window may start: the first bucket not yet settled
+    /// ([`TREND_SETTLE_MS`]) at this read.
+    pub fn settled_before_ms(&self) -> i64 {
+        self.buckets
+            .iter()
+            .find(|b| b.start_ms + self.bucket_ms > self.now_ms - TREND_SETTLE_MS)
+            .map_or(self.now_ms, |b| b.start_ms)
+    }
+
+    /// The minute a read after this one may start from, over a window of `window_ms`: where the
+    /// buckets this read holds are no longer settled, or 0 (the whole window) for another window.
+    pub fn read_next_from(&self, window_ms: i64) -> i64 {
+        let (bucket_ms, count) = trend_buckets(window_ms);
+        if bucket_ms == self.bucket_ms && count == i64::try_from(self.buckets.len()).unwrap_or(0) {
+            self.settled_before_ms()
+        } else {
+            0
+        }
+    }
+
+    /// These trends with the buckets they did not read (before `read_from_ms`) taken from
+    /// `earlier`, the read they started from ([`Trends::read_next_from`]).
+    pub fn keeping(mut self, earlier: &Trends) -> Trends {
+        if earlier.bucket_ms != self.bucket_ms {
+            return self;
+        }
+        for bucket in &mut self.buckets {
+            if bucket.start_ms >= self.read_from_ms {
+                continue;
+            }
+            if let Some(kept) = earlier
+                .buckets
+                .iter()
+                .find(|b| b.start_ms == bucket.start_ms)
+            {
+                *bucket = *kept;
+            }
+        }
+        self
+    }
+}
+
+// The replicas' minutes in $2 buckets of $1 ms, the last bucket the one now is in (buckets start
+// on multiples of $1 since the epoch, so a bar does not shift between refreshes), from minute $3
+// on (the dashboard keeps the buckets it read before that, see `Trends::keeping`): one range of
+// the primary key (minute_ms first), summed per bucket, the lag histograms bucket by bucket.
+// `now_ms()` is written in the condition rather than read from a CTE, so that the planner sees an
+// index condition it can bound (one statement's now_ms() is one value). The one-row left join
+// returns the clock when no replica wrote anything in the window.
+const TRENDS: &str = "SELECT now_ms() AS now_ms,
+        now_ms() - now_ms() % $1::bigint - ($2::bigint - 1) * $1::bigint AS lo, g.*
+    FROM (SELECT 1) one
+    LEFT JOIN (
+        SELECT (m.minute_ms - (now_ms() - now_ms() % $1::bigint - ($2::bigint - 1) * $1::bigint))
+                   / $1::bigint AS b,
+               sum(m.admissions)::bigint AS admissions,
+               sum(m.occurrences_passed_over)::bigint AS passed_over,
+               sum(m.fence_losses)::bigint AS fence_losses,
+               sum(m.failed_rounds)::bigint AS failed_rounds,
+               max(m.lag_max_ms) AS lag_max_ms,
+               ARRAY[
+                 sum(m.lag_counts[1]), sum(m.lag_counts[2]), sum(m.lag_counts[3]), sum(m.lag_counts[4]), sum(m.lag_counts[5]),
+                 sum(m.lag_counts[6]), sum(m.lag_counts[7]), sum(m.lag_counts[8]), sum(m.lag_counts[9]), sum(m.lag_counts[10]),
+                 sum(m.lag_counts[11]), sum(m.lag_counts[12]), sum(m.lag_counts[13]), sum(m.lag_counts[14]), sum(m.lag_counts[15]),
+                 sum(m.lag_counts[16]), sum(m.lag_counts[17]), sum(m.lag_counts[18]), sum(m.lag_counts[19]), sum(m.lag_counts[20]),
+                 sum(m.lag_counts[21]), sum(m.lag_counts[22]), sum(m.lag_counts[23]), sum(m.lag_counts[24]), sum(m.lag_counts[25]),
+                 sum(m.lag_counts[26]), sum(m.lag_counts[27]), sum(m.lag_counts[28]), sum(m.lag_counts[29]), sum(m.lag_counts[30]),
+                 sum(m.lag_counts[31]), sum(m.lag_counts[32]), sum(m.lag_counts[33]), sum(m.lag_counts[34]), sum(m.lag_counts[35]),
+                 sum(m.lag_counts[36]), sum(m.lag_counts[37]), sum(m.lag_counts[38]), sum(m.lag_counts[39]), sum(m.lag_counts[40])
+               ] AS lag_counts
+        FROM replica_minutes m
+        WHERE m.minute_ms >= now_ms() - now_ms() % $1::bigint - ($2::bigint - 1) * $1::bigint
+          AND m.minute_ms >= $3::bigint
+          AND m.minute_ms < now_ms() - now_ms() % $1::bigint + $1::bigint
+        GROUP BY 1
+    ) g ON true
+    ORDER BY g.b";
+
+/// The bar and the number of bars of a trend over `window_ms`: [`TREND_BUCKETS`] bars of a
+/// whole number of minutes, or, for a window shorter than that many minutes, a bar a minute.
+pub fn trend_buckets(window_ms: i64) -> (i64, i64) {
+    let bucket_ms = (window_ms / TREND_BUCKETS / MINUTE_MS).max(1) * MINUTE_MS;
+    (bucket_ms, (window_ms / bucket_ms).clamp(1, TREND_BUCKETS))
+}
+
+/// The trends over the last `window_ms` (see [`TRENDS`] and [`trend_buckets`]), the buckets
+/// before `from_ms` not read (0 reads them all).
+pub async fn trends(
+    client: &impl GenericClient,
+    window_ms: i64,
+    from_ms: i64,
+) -> Result<Trends, StoreError> {
+    let (bucket_ms, count) = trend_buckets(window_ms);
     let rows = client
-        .query(
-            TRENDS,
-            &[
-                &window_ms,
-                &bucket_ms,
-                &TREND_SLICE_SAMPLE,
-                &slice_ms,
-                &TREND_SAMPLE,
-            ],
-        )
+        .query(TRENDS, &[&bucket_ms, &count, &from_ms])
         .await?;
     let mut now_ms = 0;
-    let buckets = rows
-        .iter()
-        .map(|row| {
-            now_ms = row.col("now_ms")?;
-            Ok(TrendBucket {
-                start_ms: row.col("lo")?,
+    let mut lo = 0;
+    let mut buckets: Vec<TrendBucket> = Vec::new();
+    let mut filled = std::collections::BTreeMap::new();
+    for row in &rows {
+        now_ms = row.col("now_ms")?;
+        lo = row.col("lo")?;
+        let Some(b) = row.col::<Option<i64>>("b")? else {
+            continue;
+        };
+        let counts: Vec<i64> = row.col("lag_counts")?;
+        let mut lag = LagHistogram {
+            max_ms: row.col("lag_max_ms")?,
+            ..LagHistogram::default()
+        };
+        for (into, count) in lag.counts.iter_mut().zip(counts) {
+            *into = count;
+        }
+        filled.insert(
+            b,
+            TrendBucket {
+                start_ms: 0,
                 admissions: row.col("admissions")?,
-                admissions_estimated: row.col("estimated")?,
-                lag_p50_ms: row.col("p50")?,
-                lag_p99_ms: row.col("p99")?,
-                misfires: row.col("occurrences")?,
-            })
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
+                lag_p50_ms: lag.quantile(0.5),
+                lag_p99_ms: lag.quantile(0.99),
+                misfires: row.col("passed_over")?,
+                fence_losses: row.col("fence_losses")?,
+                failed_rounds: row.col("failed_rounds")?,
+            },
+        );
+    }
+    for b in 0..count {
+        let start_ms = lo + b * bucket_ms;
+        buckets.push(match filled.remove(&b) {
+            Some(bucket) => TrendBucket { start_ms, ..bucket },
+            None => TrendBucket {
+                start_ms,
+                admissions: 0,
+                lag_p50_ms: None,
+                lag_p99_ms: None,
+                misfires: 0,
+                fence_losses: 0,
+                failed_rounds: 0,
+            },
+        });
+    }
     Ok(Trends {
         now_ms,
-        window_ms,
+        window_ms: bucket_ms * count,
         bucket_ms,
         buckets,
+        read_from_ms: from_ms.max(lo),
     })
+}
+
+/// The plan PostgreSQL chooses for the trends' statement over `window_ms` on this session now, as
+/// `EXPLAIN` prints it. For the test that holds it to the primary key's range.
+#[doc(hidden)]
+pub async fn explain_trends(
+    client: &impl GenericClient,
+    window_ms: i64,
+) -> Result<Vec<String>, StoreError> {
+    let (bucket_ms, count) = trend_buckets(window_ms);
+    let statement = format!("EXPLAIN {TRENDS}");
+    let rows = client
+        .query(statement.as_str(), &[&bucket_ms, &count, &0i64])
+        .await?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
 }
 
 // What an outage is decided from (core::outage), at one database instant: the claimable rows
@@ -382,8 +455,10 @@ pub struct SnapshotLimits {
     pub claims: i64,
     /// Newest admissions.
     pub recent: i64,
-    /// The trends' window.
+    /// The trends' window, and the minute their read starts from (`Trends::read_next_from`;
+    /// 0 reads the whole window).
     pub trend_window_ms: i64,
+    pub trend_from_ms: i64,
     /// Newest misfire records (in retention), audit rows and runs with their origin, for the
     /// view that lists them; 0 reads none.
     pub misfire_records: i64,
@@ -425,7 +500,7 @@ pub async fn snapshot(
         read::urgent_schedules(reads, limits.schedules),
         read::claims(reads, None, false, limits.claims),
         read::runs(reads, None, None, limits.recent),
-        trends(reads, limits.trend_window_ms),
+        trends(reads, limits.trend_window_ms, limits.trend_from_ms),
         outage_counts(reads),
     );
     let (summary, schedules, claims, recent, trends) =
@@ -483,4 +558,63 @@ super::statements::statements! {
     TOP_COUNTS: Observer,
     TRENDS: Observer,
     OUTAGE_FACTS: Observer,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trends(now_ms: i64, read_from_ms: i64, admissions: i64) -> Trends {
+        let (bucket_ms, count) = trend_buckets(3_600_000);
+        let lo = now_ms - now_ms % bucket_ms - (count - 1) * bucket_ms;
+        Trends {
+            now_ms,
+            window_ms: bucket_ms * count,
+            bucket_ms,
+            buckets: (0..count)
+                .map(|b| TrendBucket {
+                    start_ms: lo + b * bucket_ms,
+                    admissions: if lo + b * bucket_ms >= read_from_ms {
+                        admissions
+                    } else {
+                        0
+                    },
+                    lag_p50_ms: None,
+                    lag_p99_ms: None,
+                    misfires: 0,
+                    fence_losses: 0,
+                    failed_rounds: 0,
+                })
+                .collect(),
+            read_from_ms: read_from_ms.max(lo),
+        }
+    }
+
+    #[test]
+    fn a_bar_is_at_least_a_minute() {
+        assert_eq!(trend_buckets(900_000), (60_000, 15));
+        assert_eq!(trend_buckets(3_600_000), (60_000, 60));
+        assert_eq!(trend_buckets(86_400_000), (1_440_000, 60));
+    }
+
+    /// The next read starts at the first bucket not settled two minutes after its end, and the
+    /// buckets before it are kept from the read before, whose window they are still in.
+    #[test]
+    fn settled_buckets_are_kept_and_the_rest_read_again() {
+        let now = 1_796_212_830_000; // 30 s into a minute
+        let first = trends(now, 0, 5);
+        let from = first.read_next_from(3_600_000);
+        // The minute in progress and the two before it are not settled.
+        assert_eq!(from, now - now % 60_000 - 2 * 60_000);
+        assert_eq!(
+            first.read_next_from(86_400_000),
+            0,
+            "another window reads it all"
+        );
+        let later = trends(now + 60_000, from, 7).keeping(&first);
+        let admissions: Vec<i64> = later.buckets.iter().map(|b| b.admissions).collect();
+        // The window moved a minute on: the three buckets read before and the new one are read.
+        assert_eq!(&admissions[..56], &[5; 56]);
+        assert_eq!(&admissions[56..], &[7; 4]);
+    }
 }

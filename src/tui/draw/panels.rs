@@ -239,7 +239,7 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
     let now = app.snapshot.as_ref().map_or(0, |s| s.now_ms());
     let wide = area.width >= 110;
     let bar = if wide { 10 } else { 5 };
-    let table_rows: Vec<Row> = rows
+    let table_rows: Vec<Vec<Cell>> = rows
         .iter()
         .map(|row| {
             let (label, style) = state_label(row, theme);
@@ -270,7 +270,7 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
             } else {
                 misfires.to_string()
             };
-            Row::new(vec![
+            vec![
                 Cell::from(Span::styled(mark, theme.alarm())),
                 Cell::from(clean(
                     &TriggerName::new(&row.project_id, &row.trigger_id).to_string(),
@@ -283,9 +283,9 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
                 Cell::from(row.claim_version.to_string()),
                 Cell::from(row.state_version.to_string()),
                 Cell::from(misfires),
-            ])
+            ]
         })
-        .collect();
+        .collect::<Vec<Vec<Cell>>>();
     let trigger_width = rows
         .iter()
         .map(|row| row.project_id.chars().count() + row.trigger_id.chars().count() + 1)
@@ -306,37 +306,56 @@ pub(super) fn draw_schedules(frame: &mut Frame, area: Rect, app: &App, theme: Th
             clean(&app.filter)
         )
     };
-    let table = Table::new(
-        table_rows,
-        [
-            Constraint::Length(1),
-            // As wide as the longest name shown (16 to 48 columns), not a share of the screen:
-            // a wide terminal gives the owner the rest.
-            Constraint::Length(trigger_width),
-            Constraint::Length(8),
-            // `in ` and a short span of up to seven characters (`364d23h`).
-            Constraint::Length(10),
-            Constraint::Length(7),
-            Constraint::Fill(1),
-            Constraint::Length(u16::try_from(bar + 8).unwrap_or(13)),
-            Constraint::Length(4),
-            Constraint::Length(4),
-            Constraint::Length(3),
-        ],
-    )
-    .header(
-        Row::new(
-            COLUMNS
-                .iter()
-                .map(|(name, _)| if *name == "!" { "" } else { *name }),
+    // The columns the operator chose (`c`, `--columns`), each cell and width with its header.
+    let chosen = |i: &usize| app.columns.get(*i).copied().unwrap_or(true);
+    let table_rows: Vec<Row> = table_rows
+        .into_iter()
+        .map(|cells| {
+            Row::new(
+                cells
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| chosen(i))
+                    .map(|(_, cell)| cell),
+            )
+        })
+        .collect();
+    let widths: Vec<Constraint> = [
+        Constraint::Length(1),
+        // As wide as the longest name shown (16 to 48 columns), not a share of the screen:
+        // a wide terminal gives the owner the rest.
+        Constraint::Length(trigger_width),
+        Constraint::Length(8),
+        // `in ` and a short span of up to seven characters (`364d23h`).
+        Constraint::Length(10),
+        Constraint::Length(7),
+        Constraint::Fill(1),
+        Constraint::Length(u16::try_from(bar + 8).unwrap_or(13)),
+        Constraint::Length(4),
+        Constraint::Length(4),
+        Constraint::Length(3),
+    ]
+    .into_iter()
+    .enumerate()
+    .filter(|(i, _)| chosen(i))
+    .map(|(_, width)| width)
+    .collect();
+    let table = Table::new(table_rows, widths)
+        .header(
+            Row::new(
+                COLUMNS
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| chosen(i))
+                    .map(|(_, (name, _))| if *name == "!" { "" } else { *name }),
+            )
+            .style(theme.title()),
         )
-        .style(theme.title()),
-    )
-    .row_highlight_style(theme.selected())
-    // A symbol as well as the reverse video, so the selection shows in any terminal.
-    .highlight_symbol("›")
-    .highlight_spacing(HighlightSpacing::Always)
-    .block(block(&title, theme));
+        .row_highlight_style(theme.selected())
+        // A symbol as well as the reverse video, so the selection shows in any terminal.
+        .highlight_symbol("›")
+        .highlight_spacing(HighlightSpacing::Always)
+        .block(block(&title, theme));
     let mut state = TableState::default().with_selected(app.selected_index());
     frame.render_stateful_widget(table, area, &mut state);
 }

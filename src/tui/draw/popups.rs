@@ -91,6 +91,43 @@ fn owner_trouble_text(app: &App, owner: &str) -> Option<(String, bool)> {
     Some((format!("{mark}: {why}"), alarm))
 }
 
+/// The column picker (`c`): every column of the schedules table, checked when shown, the cursor
+/// on one; space toggles it.
+pub(super) fn draw_columns(frame: &mut Frame, body: Rect, app: &App, cursor: usize, theme: Theme) {
+    let mut lines: Vec<Line> = COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(i, (_, what))| {
+            let shown = app.columns.get(i).copied().unwrap_or(true);
+            let always = column_name(i) == ALWAYS_SHOWN;
+            let check = match (always, shown) {
+                (true, _) => "[=]",
+                (false, true) => "[x]",
+                (false, false) => "[ ]",
+            };
+            let line = Line::from(vec![
+                Span::raw(if i == cursor { "› " } else { "  " }),
+                Span::raw(format!("{check} ")),
+                Span::styled(format!("{:<9}", column_name(i)), theme.title()),
+                Span::raw(*what),
+            ]);
+            if i == cursor {
+                line.style(theme.selected())
+            } else {
+                line
+            }
+        })
+        .collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "↑↓ move  space toggles  Esc closes  ([=] always shows; top --columns chooses at start)",
+        theme.dim(),
+    ));
+    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
+    let area = centered(body, body.width.saturating_sub(4), height.min(body.height));
+    draw_popup(frame, area, "Columns (c)", Text::from(lines), theme);
+}
+
 pub(super) fn draw_help(frame: &mut Frame, area: Rect, scroll: u16, theme: Theme) {
     let mut lines: Vec<Line> = KEYS
         .iter()
@@ -162,6 +199,7 @@ pub(super) const DETAIL_RUNS: usize = 5;
 pub(super) fn draw_detail(
     frame: &mut Frame,
     body: Rect,
+    app: &App,
     name: &str,
     detail: Option<&TriggerDetail>,
     pause: Option<&PauseView>,
@@ -235,19 +273,29 @@ pub(super) fn draw_detail(
             theme,
         ));
         match &state.claim {
-            Some(claim) => lines.push(field(
-                "claim",
-                format!(
-                    "{} · token {} · v{} · acquired {} · expires {} ({})",
-                    claim.owner,
-                    claim.token,
-                    claim.version,
-                    utc(claim.acquired_at_ms),
-                    utc(claim.expires_at_ms),
-                    signed(claim.remaining_ms)
-                ),
-                theme,
-            )),
+            Some(claim) => {
+                lines.push(field(
+                    "claim",
+                    format!(
+                        "{} · token {} · v{} · acquired {} · expires {} ({})",
+                        claim.owner,
+                        claim.token,
+                        claim.version,
+                        utc(claim.acquired_at_ms),
+                        utc(claim.expires_at_ms),
+                        signed(claim.remaining_ms)
+                    ),
+                    theme,
+                ));
+                // As the row and the `e`/`E` dialogs say it: whether anyone is left to use the
+                // claim before its lease runs out.
+                if let Some((trouble, alarm)) = owner_trouble_text(app, &claim.owner) {
+                    lines.push(Line::from(vec![
+                        Span::styled(format!("{:<15}", "claim owner"), theme.title()),
+                        Span::styled(trouble, if alarm { theme.alarm() } else { theme.warn() }),
+                    ]));
+                }
+            }
             None => lines.push(field("claim", "none".to_owned(), theme)),
         }
         let runs = &state.recent_runs[..state.recent_runs.len().min(DETAIL_RUNS)];

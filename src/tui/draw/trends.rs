@@ -1,7 +1,6 @@
 //! The trends under the header: one sparkline a row over the window the operator chose, read
-//! from the database's history (`store::top::trends`), so they are full the moment `top` opens;
-//! the fence losses and failed rounds, which the database keeps only as running totals, from the
-//! dashboard's own record of those totals since it opened.
+//! from what the replicas wrote minute by minute (`store::top::trends`), so they are exact and
+//! full the moment `top` opens.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -9,7 +8,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline};
 
 use super::*;
-use crate::tui::state::registry_deltas;
 
 /// Rows the trends take: a title and six sparklines.
 pub(super) const TRENDS_HEIGHT: u16 = 7;
@@ -48,7 +46,6 @@ pub(super) fn draw_trends(frame: &mut Frame, area: Rect, app: &App, theme: Theme
     };
     let trends = &snapshot.trends;
     let buckets = &trends.buckets;
-    let estimated = buckets.iter().any(|b| b.admissions_estimated);
     let [title, rows] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
     frame.render_widget(
         Paragraph::new(Line::from(vec![
@@ -60,14 +57,6 @@ pub(super) fn draw_trends(frame: &mut Frame, area: Rect, app: &App, theme: Theme
                 ),
                 theme.title(),
             ),
-            Span::styled(
-                if estimated {
-                    "  (≈ busy bars sampled)"
-                } else {
-                    ""
-                },
-                theme.dim(),
-            ),
             Span::styled("  lag on a log scale  [ ] window  t folds", theme.dim()),
         ])),
         title,
@@ -76,7 +65,6 @@ pub(super) fn draw_trends(frame: &mut Frame, area: Rect, app: &App, theme: Theme
     let count = |v: i64| u64::try_from(v).unwrap_or(0);
     let admitted: Vec<Option<u64>> = buckets.iter().map(|b| Some(count(b.admissions))).collect();
     let last = buckets.last();
-    let about = |estimated: bool| if estimated { "≈" } else { "" };
     let max_admitted = buckets.iter().max_by_key(|b| b.admissions);
     let lag = |pick: fn(&crate::store::top::TrendBucket) -> Option<i64>| {
         let values: Vec<Option<u64>> = buckets.iter().map(|b| pick(b).map(log_scale)).collect();
@@ -94,27 +82,20 @@ pub(super) fn draw_trends(frame: &mut Frame, area: Rect, app: &App, theme: Theme
     let (p99, p99_figures) = lag(|b| b.lag_p99_ms);
     let misfires: Vec<Option<u64>> = buckets.iter().map(|b| Some(count(b.misfires))).collect();
     let misfire_total: i64 = buckets.iter().map(|b| b.misfires).sum();
-    let deltas = registry_deltas(&app.registry_samples, trends);
-    let registry = |pick: fn(&(i64, i64)) -> i64| {
-        let values: Vec<Option<u64>> = deltas
-            .iter()
-            .map(|d| d.as_ref().map(|d| count(pick(d))))
-            .collect();
-        let total: i64 = deltas.iter().flatten().map(pick).sum();
-        (values, total)
+    let registry = |pick: fn(&crate::store::top::TrendBucket) -> i64| {
+        let values: Vec<Option<u64>> = buckets.iter().map(|b| Some(count(pick(b)))).collect();
+        (values, buckets.iter().map(pick).sum::<i64>())
     };
-    let (fence, fence_total) = registry(|d| d.0);
-    let (failed, failed_total) = registry(|d| d.1);
-    let totals = snapshot.registry_totals();
+    let (fence, fence_total) = registry(|b| b.fence_losses);
+    let (failed, failed_total) = registry(|b| b.failed_rounds);
+    let (all_fence_losses, all_failed_rounds) = snapshot.registry_totals();
     let rows_of = [
         TrendRow {
             label: "admitted",
             values: admitted,
             figures: format!(
-                "{}{} now, max {}{} a bar",
-                about(last.is_some_and(|b| b.admissions_estimated)),
+                "{} now, max {} a bar",
                 last.map_or(0, |b| b.admissions),
-                about(max_admitted.is_some_and(|b| b.admissions_estimated)),
                 max_admitted.map_or(0, |b| b.admissions),
             ),
             alarm: false,
@@ -143,16 +124,13 @@ pub(super) fn draw_trends(frame: &mut Frame, area: Rect, app: &App, theme: Theme
         TrendRow {
             label: "fence losses",
             values: fence,
-            figures: format!("{fence_total} since open, {} all told", totals.fence_losses),
+            figures: format!("{fence_total} in the window, {all_fence_losses} all told"),
             alarm: fence_total > 0,
         },
         TrendRow {
             label: "failed rnds",
             values: failed,
-            figures: format!(
-                "{failed_total} since open, {} all told",
-                totals.failed_rounds
-            ),
+            figures: format!("{failed_total} in the window, {all_failed_rounds} all told"),
             alarm: failed_total > 0,
         },
     ];
@@ -168,10 +146,19 @@ pub(super) fn draw_trends(frame: &mut Frame, area: Rect, app: &App, theme: Theme
             Paragraph::new(Span::styled(row.label, theme.title())),
             label,
         );
-        // The newest buckets when the chart is narrower than the window has bars.
+        // A window with fewer bars than the trends' most (the shortest: a bar a minute) draws
+        // each wider, so every window fills the same width; the newest bars when the chart is
+        // narrower than that.
+        let widen = usize::try_from(crate::store::top::TREND_BUCKETS).unwrap_or(1)
+            / row.values.len().max(1);
+        let values: Vec<Option<u64>> = row
+            .values
+            .iter()
+            .flat_map(|v| std::iter::repeat_n(*v, widen.max(1)))
+            .collect();
         let width = usize::from(chart.width.saturating_sub(1));
-        let skip = row.values.len().saturating_sub(width);
-        let values = &row.values[skip..];
+        let skip = values.len().saturating_sub(width);
+        let values = &values[skip..];
         let style = if row.alarm {
             theme.warn()
         } else {

@@ -525,10 +525,7 @@ impl Reap for ReplicaProcess {
 
     /// Waits for it to exit (without signalling it), then for the rest of its log.
     fn reap(mut self) -> Output {
-        let mut child = self
-            .child
-            .take()
-            .expect("a replica process is reaped once");
+        let mut child = self.child.take().expect("a replica process is reaped once");
         let status = child.wait().expect("wait for qlsched");
         let stderr = self
             .log

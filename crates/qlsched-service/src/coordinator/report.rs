@@ -87,6 +87,10 @@ pub struct RoundReport {
     /// nothing (it failed to claim).
     #[serde(skip)]
     pub next_due_at: Option<Instant>,
+    /// Database time of this round's claim (`None` when it failed to claim, or the clock read
+    /// beside the claim failed): the minute of `replica_minutes` its figures count in.
+    #[serde(skip)]
+    pub claimed_at_ms: Option<i64>,
 }
 
 impl RoundReport {
