@@ -39,6 +39,11 @@ fn no_tracked_file_cites_a_document_outside_the_repository() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut findings = Vec::new();
     for path in tracked_files(&root) {
+        // A drawn chart (docs/charts): its hexadecimal colours are no tracker's numbers, and its
+        // words are the bench's own labels.
+        if path.ends_with(".svg") {
+            continue;
+        }
         let Ok(bytes) = std::fs::read(root.join(&path)) else {
             continue; // deleted in the working tree, or unreadable: nothing to cite from
         };
