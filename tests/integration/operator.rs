@@ -1255,7 +1255,7 @@ async fn an_operator_command_waits_for_a_held_row_lock_at_most_its_lock_timeout(
 }
 
 /// `inspect`'s state counts, each read from the index that holds its rows, are what classifying
-/// every row one by one gives (`state_case!`'s precedence: paused, disabled, claimed,
+/// every row one by one gives (`schedule_state()`, whose precedence is paused, disabled, claimed,
 /// expired_claim, uninitialized, due, not_due), for rows in every state and the claims among them
 /// on cursors of every kind, parked rows holding claims too.
 #[tokio::test]
@@ -1313,13 +1313,8 @@ async fn inspect_state_counts_match_a_row_by_row_classification() {
         .await
         .query(
             "SELECT state, count(*) FROM (
-                 SELECT CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                             WHEN NOT s.claimable THEN 'disabled'
-                             WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
-                             WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-                             WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-                             WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-                             ELSE 'not_due' END AS state
+                 SELECT schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
+                                       s.claim_expires_at_ms, s.next_fire_at_ms) AS state
                  FROM trigger_schedules s) c
              GROUP BY state ORDER BY state",
             &[],

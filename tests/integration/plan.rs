@@ -250,3 +250,98 @@ async fn claimable_follows_publish_pause_resume_and_the_projects_status() {
     assert!(claimable("b").await);
     assert_eq!(consistent().await, 0);
 }
+
+/// `inspect schedules --state due` on a populated table: each half of the statement walks its
+/// own index (the claimable rows in claim order, the parked rows by key), the state filter is the
+/// inlined CASE of `schedule_state()` evaluated on that walk, not a call per row, and the
+/// claimable half stops at the limit instead of reading every claimable row.
+#[tokio::test]
+async fn inspect_schedules_by_state_walks_each_index_and_stops_at_the_limit() {
+    let db = TestDb::new().await;
+    let mut triggers: Vec<_> = (0..2_000)
+        .map(|i| json!({ "id": format!("on{i}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    triggers.extend(
+        (0..2_000)
+            .map(|i| json!({ "id": format!("off{i}"), "task": "t", "cron": "* * * * * *", "enabled": false })),
+    );
+    db.publish(&manifest(json!(triggers))).await;
+    let client = db.client().await;
+    // Half the claimable rows overdue, the other half an hour ahead; every parked row overdue
+    // too, which it never shows as. Then each row copied twenty times (84,000 rows), by SQL
+    // rather than a publish of as many triggers: on a table of a few thousand rows a sequential
+    // scan is as cheap as any walk, and the planner rightly takes it.
+    client
+        .batch_execute(
+            "UPDATE trigger_schedules
+             SET next_fire_at_ms = CASE WHEN trigger_id LIKE 'on1%' THEN now_ms() + 3600000
+                                        ELSE now_ms() - 600000 END;
+             INSERT INTO triggers
+             SELECT project_id, trigger_id || '-' || copy, task_id, revision, kind, provider,
+                    enabled, cron_expr, time_zone, misfire_policy, misfire_grace_ms,
+                    content_digest, created_at_ms, updated_at_ms
+             FROM triggers, generate_series(1, 20) copy;
+             INSERT INTO trigger_schedules (project_id, trigger_id, trigger_revision,
+                                            next_fire_at_ms, updated_at_ms)
+             SELECT project_id, trigger_id || '-' || copy, trigger_revision, next_fire_at_ms,
+                    updated_at_ms
+             FROM trigger_schedules, generate_series(1, 20) copy;
+             ANALYZE triggers, trigger_schedules",
+        )
+        .await
+        .expect("cursors and copies");
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claimable")
+            .await,
+        42_000
+    );
+    let filter = qlsched::store::read::ScheduleFilter {
+        state: Some(qlsched::store::read::ScheduleState::Due),
+        limit: 10,
+        ..Default::default()
+    };
+    let plan = qlsched::store::read::explain_schedules(&client, &filter)
+        .await
+        .expect("explain");
+    let text = plan.join("\n");
+    assert!(
+        !text.contains("Seq Scan"),
+        "a sequential scan of the schedule rows:\n{text}"
+    );
+    let walk = plan
+        .iter()
+        .find(|line| line.contains("Index Scan using trigger_schedules_claimable_order"))
+        .unwrap_or_else(|| panic!("the claimable-order index is not walked:\n{text}"));
+    assert!(
+        walk.contains("actual rows=10 "),
+        "the claimable half does not stop at the limit:\n{text}"
+    );
+    assert!(
+        text.contains("Index Scan using trigger_schedules_parked "),
+        "the parked index is not walked:\n{text}"
+    );
+    // Inlined: the CASE is in the plan, and no call of the function is left to make per row.
+    assert!(
+        !text.contains("schedule_state("),
+        "schedule_state() is called, not inlined:\n{text}"
+    );
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("Filter:") && line.contains("'expired_claim'::text")),
+        "the state filter is not the inlined CASE:\n{text}"
+    );
+    assert!(
+        !text.contains("Sort Key: s."),
+        "a half sorts its rows instead of reading them in index order:\n{text}"
+    );
+    let rows = qlsched::store::read::schedules(&client, &filter)
+        .await
+        .expect("schedules");
+    assert_eq!(rows.len(), 10);
+    assert!(
+        rows.iter()
+            .all(|row| row.state == qlsched::store::read::ScheduleState::Due
+                && row.due_in_ms.is_some_and(|ms| ms <= 0)),
+        "{rows:?}"
+    );
+}

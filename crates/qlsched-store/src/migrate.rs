@@ -231,6 +231,14 @@ pub const MIGRATIONS: &[Migration] = &[
         // through to_jsonb and never write it, so they run on beside it.
         upgrade_floor: 13,
     },
+    Migration {
+        version: 16,
+        name: "schedule_state",
+        sql: include_str!("../../../migrations/0016_schedule_state.sql"),
+        // Two new functions that no older build calls: 0.2.0's replicas, which write their own
+        // CASEs, run on beside it.
+        upgrade_floor: 13,
+    },
 ];
 
 /// The schema version a fully migrated database reports.
