@@ -144,6 +144,10 @@ pub struct ScheduleFilter {
 // - `due_in_ms`, `schedule_due_in_ms()`, is how far the row's cursor is ahead of now (negative
 //   when overdue): null for a parked row, which is never due whatever its cursor says.
 // `s.claimable` is the row's stored claimable fact (docs/DESIGN.md §3.1, "Claimable rows").
+// A claimable row is never paused or disabled (a paused row is not claimable, in the same
+// transaction), and a parked row is nothing else: a state filter or `--state paused` skips the
+// half that cannot hold such a row by a test of the parameters alone, evaluated once, instead
+// of walking that half's whole index to find nothing.
 // URGENT_SCHEDULES and `trigger::TRIGGER` call the same functions.
 const SCHEDULES: &str = "SELECT * FROM (
     (SELECT s.project_id, s.trigger_id,
@@ -156,7 +160,7 @@ const SCHEDULES: &str = "SELECT * FROM (
         FROM trigger_schedules s
         WHERE s.claimable AND ($1::text IS NULL OR s.project_id = $1)
           AND ($2::text IS NULL OR s.claim_owner = $2)
-          AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
+          AND NOT $5::bool AND ($3::text IS NULL OR $3 NOT IN ('paused', 'disabled'))
           AND ($3::text IS NULL
                OR schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
                                  s.claim_expires_at_ms, s.next_fire_at_ms) = $3)
@@ -174,6 +178,7 @@ const SCHEDULES: &str = "SELECT * FROM (
         WHERE NOT s.claimable AND ($1::text IS NULL OR s.project_id = $1)
           AND ($2::text IS NULL OR s.claim_owner = $2)
           AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
+          AND ($3::text IS NULL OR $3 IN ('paused', 'disabled'))
           AND ($3::text IS NULL
                OR schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
                                  s.claim_expires_at_ms, s.next_fire_at_ms) = $3)
