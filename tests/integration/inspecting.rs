@@ -496,3 +496,118 @@ async fn a_view_whose_stdout_blocks_holds_no_transaction_open() {
         );
     }
 }
+
+/// `schedule_state()`, the one SQL definition of a schedule row's state that every read showing
+/// or filtering by it calls, agrees with [`ScheduleState`]'s precedence (the first variant that
+/// applies wins) on every combination of the facts it reads: pause, claimability, claim (none,
+/// held, expired) and cursor (none, past, future). Among them a paused row holding an expired
+/// claim (paused), a disabled row that is due (disabled) and a claimed row that is due (claimed).
+/// `schedule_due_in_ms()` is null exactly for the parked rows and the rows without a cursor.
+#[tokio::test]
+async fn schedule_state_follows_the_precedence_of_schedule_state() {
+    use qlsched::store::read::ScheduleState;
+
+    #[derive(Clone, Copy, Debug)]
+    enum Claim {
+        Free,
+        Held,
+        Expired,
+    }
+    #[derive(Clone, Copy, Debug)]
+    enum Cursor {
+        Unset,
+        Past,
+        Future,
+    }
+    /// Whether `state` describes a row with these facts, read off the variant's documentation.
+    fn applies(
+        state: ScheduleState,
+        paused: bool,
+        claimable: bool,
+        claim: Claim,
+        cursor: Cursor,
+    ) -> bool {
+        match state {
+            ScheduleState::Paused => paused,
+            ScheduleState::Disabled => !claimable,
+            ScheduleState::Claimed => matches!(claim, Claim::Held),
+            ScheduleState::ExpiredClaim => matches!(claim, Claim::Expired),
+            ScheduleState::Uninitialized => matches!(cursor, Cursor::Unset),
+            ScheduleState::Due => matches!(cursor, Cursor::Past),
+            ScheduleState::NotDue => matches!(cursor, Cursor::Future),
+        }
+    }
+
+    let db = TestDb::new().await;
+    let client = db.client().await;
+    let mut cases = Vec::new();
+    for paused in [false, true] {
+        for claimable in [true, false] {
+            for claim in [Claim::Free, Claim::Held, Claim::Expired] {
+                for cursor in [Cursor::Unset, Cursor::Past, Cursor::Future] {
+                    cases.push((paused, claimable, claim, cursor));
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (paused, claimable, claim, cursor) in cases {
+        let row = client
+            .query_one(
+                "SELECT schedule_state(CASE WHEN $1 THEN now_ms() - 1000 END, $2,
+                                       CASE WHEN $3 <> 'free' THEN gen_random_uuid() END,
+                                       CASE $3 WHEN 'held' THEN now_ms() + 30000
+                                               WHEN 'expired' THEN now_ms() - 1 END,
+                                       CASE $4 WHEN 'past' THEN now_ms() - 60000
+                                               WHEN 'future' THEN now_ms() + 60000 END),
+                        schedule_due_in_ms($2, CASE $4 WHEN 'past' THEN now_ms() - 60000
+                                                       WHEN 'future' THEN now_ms() + 60000 END)",
+                &[
+                    &paused,
+                    &claimable,
+                    &format!("{claim:?}").to_lowercase(),
+                    &format!("{cursor:?}").to_lowercase(),
+                ],
+            )
+            .await
+            .expect("schedule_state");
+        let facts =
+            format!("paused {paused}, claimable {claimable}, {claim:?} claim, {cursor:?} cursor");
+        let state: String = row.get(0);
+        let expected = ScheduleState::ALL
+            .into_iter()
+            .find(|state| applies(*state, paused, claimable, claim, cursor))
+            .expect("a state applies to every row");
+        assert_eq!(state, expected.as_str(), "{facts}");
+        seen.insert(state);
+        let due_in_ms: Option<i64> = row.get(1);
+        match (claimable, cursor) {
+            (true, Cursor::Past) => assert_eq!(due_in_ms, Some(-60_000), "{facts}"),
+            (true, Cursor::Future) => assert_eq!(due_in_ms, Some(60_000), "{facts}"),
+            _ => assert_eq!(due_in_ms, None, "{facts}"),
+        }
+    }
+    // Every state is some combination's, so the table covers each branch of the CASE.
+    assert_eq!(seen.len(), ScheduleState::ALL.len(), "{seen:?}");
+    // The named edges: a claim that expires at this very instant is expired, and a cursor at
+    // this very instant is due.
+    for (args, expected) in [
+        (
+            "NULL, true, gen_random_uuid(), now_ms(), now_ms() + 1",
+            "expired_claim",
+        ),
+        ("NULL, true, NULL, NULL, now_ms()", "due"),
+        (
+            "now_ms(), true, gen_random_uuid(), now_ms() - 1, now_ms() - 1",
+            "paused",
+        ),
+        ("NULL, false, NULL, NULL, now_ms() - 1", "disabled"),
+    ] {
+        let state: String = client
+            .query_one(format!("SELECT schedule_state({args})").as_str(), &[])
+            .await
+            .expect("edge")
+            .get(0);
+        assert_eq!(state, expected, "schedule_state({args})");
+    }
+}

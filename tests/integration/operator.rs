@@ -1254,12 +1254,12 @@ async fn an_operator_command_waits_for_a_held_row_lock_at_most_its_lock_timeout(
     );
 }
 
-/// `inspect`'s state counts, each read from the index that holds its rows, are what classifying
-/// every row one by one gives (`state_case!`'s precedence: paused, disabled, claimed,
-/// expired_claim, uninitialized, due, not_due), for rows in every state and the claims among them
-/// on cursors of every kind, parked rows holding claims too.
+/// `inspect`'s and `top`'s state counts, each read from the indexes that hold their rows, are
+/// what classifying every row one by one gives (`schedule_state()`, whose precedence is paused,
+/// disabled, claimed, expired_claim, uninitialized, due, not_due), for rows in every state and
+/// the claims among them on cursors of every kind, parked rows holding claims too.
 #[tokio::test]
-async fn inspect_state_counts_match_a_row_by_row_classification() {
+async fn inspect_and_top_state_counts_match_a_row_by_row_classification() {
     let db = TestDb::new().await;
     let ids = [
         "due",
@@ -1313,13 +1313,8 @@ async fn inspect_state_counts_match_a_row_by_row_classification() {
         .await
         .query(
             "SELECT state, count(*) FROM (
-                 SELECT CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                             WHEN NOT s.claimable THEN 'disabled'
-                             WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
-                             WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-                             WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-                             WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-                             ELSE 'not_due' END AS state
+                 SELECT schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
+                                       s.claim_expires_at_ms, s.next_fire_at_ms) AS state
                  FROM trigger_schedules s) c
              GROUP BY state ORDER BY state",
             &[],
@@ -1349,6 +1344,28 @@ async fn inspect_state_counts_match_a_row_by_row_classification() {
     assert_eq!(counts["total"], 15, "{summary}");
     // Every state is present, so the comparison covers each.
     assert_eq!(expected.len(), 7, "{expected:?}");
+    // `top` counts by other indexes, each bounded; on a table this small every count is exact.
+    let top = qlsched::store::top::top_summary(&db.client().await)
+        .await
+        .expect("top's counts");
+    assert!(!top.total_estimated && !top.due_capped, "{top:?}");
+    let c = &top.counts;
+    let mut got: Vec<(String, i64)> = [
+        ("claimed", c.claimed),
+        ("disabled", c.disabled),
+        ("due", c.due),
+        ("expired_claim", c.expired_claim),
+        ("not_due", c.not_due),
+        ("paused", c.paused),
+        ("uninitialized", c.uninitialized),
+    ]
+    .into_iter()
+    .map(|(state, n)| (state.to_owned(), n))
+    .filter(|(_, n)| *n > 0)
+    .collect();
+    got.sort();
+    assert_eq!(got, expected, "top: {c:?}");
+    assert_eq!(c.total, 15, "top: {c:?}");
 }
 
 /// `fire`, `fire --dry-run` and `backfill` wait for a held schedule row at most the operators'

@@ -250,3 +250,149 @@ async fn claimable_follows_publish_pause_resume_and_the_projects_status() {
     assert!(claimable("b").await);
     assert_eq!(consistent().await, 0);
 }
+
+/// `inspect schedules --state ...` on a populated table: the half that can hold rows of the
+/// state walks its own index (the claimable rows in claim order, the parked rows by key or their
+/// pause) and stops at the limit, the state filter being the inlined CASE of `schedule_state()`
+/// evaluated on that walk, not a call per row; the other half, which cannot hold such a row,
+/// reads nothing.
+#[tokio::test]
+async fn inspect_schedules_by_state_walks_each_index_and_stops_at_the_limit() {
+    let db = TestDb::new().await;
+    let mut triggers: Vec<_> = (0..2_000)
+        .map(|i| json!({ "id": format!("on{i}"), "task": "t", "cron": "* * * * * *" }))
+        .collect();
+    triggers.extend(
+        (0..2_000)
+            .map(|i| json!({ "id": format!("off{i}"), "task": "t", "cron": "* * * * * *", "enabled": false })),
+    );
+    db.publish(&manifest(json!(triggers))).await;
+    let client = db.client().await;
+    // Half the claimable rows overdue, the other half an hour ahead; every parked row overdue
+    // too, which it never shows as; 111 rows paused. Then each row copied twenty times (84,000 rows), by SQL
+    // rather than a publish of as many triggers: on a table of a few thousand rows a sequential
+    // scan is as cheap as any walk, and the planner rightly takes it.
+    client
+        .batch_execute(
+            "UPDATE trigger_schedules
+             SET next_fire_at_ms = CASE WHEN trigger_id LIKE 'on1%' THEN now_ms() + 3600000
+                                        ELSE now_ms() - 600000 END;
+             UPDATE trigger_schedules SET paused_at_ms = now_ms(), paused_by = 'plan test'
+             WHERE trigger_id LIKE 'on2%';
+             INSERT INTO triggers
+             SELECT project_id, trigger_id || '-' || copy, task_id, revision, kind, provider,
+                    enabled, cron_expr, time_zone, misfire_policy, misfire_grace_ms,
+                    content_digest, created_at_ms, updated_at_ms
+             FROM triggers, generate_series(1, 20) copy;
+             INSERT INTO trigger_schedules (project_id, trigger_id, trigger_revision,
+                                            next_fire_at_ms, updated_at_ms, paused_at_ms,
+                                            paused_by)
+             SELECT project_id, trigger_id || '-' || copy, trigger_revision, next_fire_at_ms,
+                    updated_at_ms, paused_at_ms, paused_by
+             FROM trigger_schedules, generate_series(1, 20) copy;
+             ANALYZE triggers, trigger_schedules",
+        )
+        .await
+        .expect("cursors and copies");
+    assert_eq!(
+        db.count("SELECT count(*) FROM trigger_schedules WHERE claimable")
+            .await,
+        42_000 - 21 * 111
+    );
+    use qlsched::store::read::{ScheduleFilter, ScheduleState};
+    // Each filter with the index that finds its rows and the one it must leave alone.
+    let cases = [
+        (
+            ScheduleFilter {
+                state: Some(ScheduleState::Due),
+                limit: 10,
+                ..Default::default()
+            },
+            "trigger_schedules_claimable_order ",
+            "trigger_schedules_parked",
+        ),
+        (
+            ScheduleFilter {
+                state: Some(ScheduleState::Disabled),
+                limit: 10,
+                ..Default::default()
+            },
+            "trigger_schedules_parked ",
+            "trigger_schedules_claimable_order",
+        ),
+        (
+            ScheduleFilter {
+                paused: true,
+                limit: 10,
+                ..Default::default()
+            },
+            "trigger_schedules_paused ",
+            "trigger_schedules_claimable_order",
+        ),
+    ];
+    for (filter, walked, skipped) in cases {
+        let plan = qlsched::store::read::explain_schedules(&client, &filter)
+            .await
+            .expect("explain");
+        let text = plan.join("\n");
+        let context = format!("{filter:?}");
+        assert!(
+            !text.contains("Seq Scan"),
+            "{context}: a sequential scan of the schedule rows:\n{text}"
+        );
+        let walk = plan
+            .iter()
+            .find(|line| line.contains(&format!("Index Scan using {walked}")))
+            .unwrap_or_else(|| panic!("{context}: {walked} is not walked:\n{text}"));
+        assert!(
+            walk.contains("actual rows=10 "),
+            "{context}: the walk does not stop at the limit:\n{text}"
+        );
+        // The other half is a one-time filter on the parameters: its scan never runs.
+        assert!(
+            plan.iter()
+                .all(|line| !line.contains(skipped) || line.contains("never executed")),
+            "{context}: {skipped} is read for rows it cannot hold:\n{text}"
+        );
+        assert!(
+            !text.contains("Sort Key: s."),
+            "{context}: a half sorts its rows instead of reading them in index order:\n{text}"
+        );
+        // Inlined: the CASE is in the plan, and no call of the function is left to make per row.
+        assert!(
+            !text.contains("schedule_state("),
+            "{context}: schedule_state() is called, not inlined:\n{text}"
+        );
+        let rows = qlsched::store::read::schedules(&client, &filter)
+            .await
+            .expect("schedules");
+        assert_eq!(rows.len(), 10, "{context}");
+        let expected = filter.state.unwrap_or(ScheduleState::Paused);
+        assert!(
+            rows.iter().all(|row| row.state == expected),
+            "{context}: {rows:?}"
+        );
+    }
+    let filter = ScheduleFilter {
+        state: Some(ScheduleState::Due),
+        limit: 10,
+        ..Default::default()
+    };
+    let plan = qlsched::store::read::explain_schedules(&client, &filter)
+        .await
+        .expect("explain");
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("Filter:") && line.contains("'expired_claim'::text")),
+        "the state filter is not the inlined CASE:\n{}",
+        plan.join("\n")
+    );
+    let rows = qlsched::store::read::schedules(&client, &filter)
+        .await
+        .expect("schedules");
+    assert!(
+        rows.iter()
+            .all(|row| row.due_in_ms.is_some_and(|ms| ms <= 0)),
+        "{rows:?}"
+    );
+}

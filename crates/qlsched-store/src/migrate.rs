@@ -239,6 +239,14 @@ pub const MIGRATIONS: &[Migration] = &[
         // 13) runs beside it, its admissions only missing from `top`'s trends.
         upgrade_floor: 13,
     },
+    Migration {
+        version: 16,
+        name: "schedule_state",
+        sql: include_str!("../../../migrations/0016_schedule_state.sql"),
+        // Two new functions that no older build calls: 0.2.0's replicas, which write their own
+        // CASEs, run on beside it.
+        upgrade_floor: 13,
+    },
 ];
 
 /// The schema version a fully migrated database reports.

@@ -84,6 +84,11 @@ pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
         "not prepared: EXPLAIN of TRENDS, which is",
     ),
     (
+        "qlsched_store::read::schedules",
+        "EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) {SCHEDULES}",
+        "not prepared: EXPLAIN of SCHEDULES, which is",
+    ),
+    (
         "qlsched_store::connect::pool",
         "DO $refusal$",
         "not prepared: a DO block carrying its message as a literal, for a server it refuses",

@@ -25,8 +25,8 @@ pub use runs::{
     run_detail, runs, runs_with_origin,
 };
 pub use schedules::{
-    PauseView, ScheduleFilter, ScheduleRow, ScheduleState, ScheduleView, schedules,
-    schedules_with_pause, urgent_schedules,
+    PauseView, ScheduleFilter, ScheduleRow, ScheduleState, ScheduleView, explain_schedules,
+    schedules, schedules_with_pause, urgent_schedules,
 };
 pub use summary::{
     ClaimedOverdue, HeldOverdue, Overdue, OwnerClaims, StateCounts, Summary, owners, summary,

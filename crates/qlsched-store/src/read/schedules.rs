@@ -11,7 +11,9 @@ use crate::error::stored;
 use crate::row::Named;
 
 /// Where a schedule row stands, from the scheduler's point of view, at one database instant.
-/// The first that applies wins, in the order of the variants.
+/// The first that applies wins, in the order of the variants. The reads compute it in SQL, by
+/// the function `schedule_state()` (migration 0016), which an integration test holds to this
+/// order (`schedule_state_follows_the_precedence_of_schedule_state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
@@ -136,68 +138,52 @@ pub struct ScheduleFilter {
 // differ only in which rows they take and in their order.
 //
 // Each half's columns are those [`schedule_row`] reads, of schedule row `s`:
-// - `state`, the CASE, is the row's state with the same order of precedence as
-//   [`ScheduleState`]. A parked row (not claimable, docs/DESIGN.md §3.1) is `paused` when an
+// - `state` is the row's state, `schedule_state()` (migration 0016), with the precedence of
+//   [`ScheduleState`]: a parked row (not claimable, docs/DESIGN.md §3.1) is `paused` when an
 //   operator paused it, else `disabled`, whatever its cursor says: it is never due. The state
-//   filter repeats the CASE, since a WHERE cannot name a column of the SELECT list.
-// - `due_in_ms` is how far the row's cursor is ahead of now (negative when overdue): null for a
-//   parked row, which is never due whatever its cursor says.
+//   filter calls it again, since a WHERE cannot name a column of the SELECT list; the planner
+//   inlines the function, so the filter is a filter on the index walk, which stops at the limit.
+// - `due_in_ms`, `schedule_due_in_ms()`, is how far the row's cursor is ahead of now (negative
+//   when overdue): null for a parked row, which is never due whatever its cursor says.
 // `s.claimable` is the row's stored claimable fact (docs/DESIGN.md §3.1, "Claimable rows").
-// URGENT_SCHEDULES and `trigger::TRIGGER` write the same CASEs.
+// A claimable row is never paused or disabled (a paused row is not claimable, in the same
+// transaction), and a parked row is nothing else: a state filter or `--state paused` skips the
+// half that cannot hold such a row by a test of the parameters alone, evaluated once, instead
+// of walking that half's whole index to find nothing.
+// URGENT_SCHEDULES and `trigger::TRIGGER` call the same functions.
 const SCHEDULES: &str = "SELECT * FROM (
     (SELECT s.project_id, s.trigger_id,
-            CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                 WHEN NOT s.claimable THEN 'disabled'
-                 WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
-                 WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-                 WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-                 WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-                 ELSE 'not_due' END AS state,
+            schedule_state(s.paused_at_ms, s.claimable, s.claim_token, s.claim_expires_at_ms,
+                           s.next_fire_at_ms) AS state,
             s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-            CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+            schedule_due_in_ms(s.claimable, s.next_fire_at_ms) AS due_in_ms,
             s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
             s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
         FROM trigger_schedules s
         WHERE s.claimable AND ($1::text IS NULL OR s.project_id = $1)
           AND ($2::text IS NULL OR s.claim_owner = $2)
-          AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
-          AND ($3::text IS NULL OR
-               CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                    WHEN NOT s.claimable THEN 'disabled'
-                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms()
-                         THEN 'claimed'
-                    WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-                    WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-                    WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-                    ELSE 'not_due' END = $3)
+          AND NOT $5::bool AND ($3::text IS NULL OR $3 NOT IN ('paused', 'disabled'))
+          AND ($3::text IS NULL
+               OR schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
+                                 s.claim_expires_at_ms, s.next_fire_at_ms) = $3)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
         LIMIT $4)
     UNION ALL
     (SELECT s.project_id, s.trigger_id,
-            CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                 WHEN NOT s.claimable THEN 'disabled'
-                 WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
-                 WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-                 WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-                 WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-                 ELSE 'not_due' END AS state,
+            schedule_state(s.paused_at_ms, s.claimable, s.claim_token, s.claim_expires_at_ms,
+                           s.next_fire_at_ms) AS state,
             s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-            CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+            schedule_due_in_ms(s.claimable, s.next_fire_at_ms) AS due_in_ms,
             s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
             s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
         FROM trigger_schedules s
         WHERE NOT s.claimable AND ($1::text IS NULL OR s.project_id = $1)
           AND ($2::text IS NULL OR s.claim_owner = $2)
           AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
-          AND ($3::text IS NULL OR
-               CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                    WHEN NOT s.claimable THEN 'disabled'
-                    WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms()
-                         THEN 'claimed'
-                    WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-                    WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-                    WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-                    ELSE 'not_due' END = $3)
+          AND ($3::text IS NULL OR $3 IN ('paused', 'disabled'))
+          AND ($3::text IS NULL
+               OR schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
+                                 s.claim_expires_at_ms, s.next_fire_at_ms) = $3)
         ORDER BY s.project_id, s.trigger_id
         LIMIT $4)
     ) rows
@@ -239,6 +225,32 @@ pub async fn schedules_with_pause(
         .collect()
 }
 
+/// How `inspect schedules` runs with `filter` on this session now, as
+/// `EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)` prints it: the scans it
+/// chose, the rows each read, and the expressions it evaluated. For the tests that check it.
+#[doc(hidden)]
+pub async fn explain_schedules(
+    client: &impl GenericClient,
+    filter: &ScheduleFilter,
+) -> Result<Vec<String>, StoreError> {
+    let statement =
+        format!("EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) {SCHEDULES}");
+    let state = filter.state.map(ScheduleState::as_str);
+    let rows = client
+        .query(
+            statement.as_str(),
+            &[
+                &filter.project_id,
+                &filter.owner,
+                &state,
+                &filter.limit,
+                &filter.paused,
+            ],
+        )
+        .await?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
 // The dashboard's rows, each with its pause: the head of the claim order (the claimable-order
 // index), every row holding a claim (valid or expired, from the claim-owner index), so a held or
 // abandoned claim is on screen even when thousands of uninitialized or overdue rows come first in
@@ -256,15 +268,10 @@ const URGENT_SCHEDULES: &str = "WITH keys AS (
          ORDER BY project_id, trigger_id LIMIT $1)
     )
     SELECT s.project_id, s.trigger_id,
-           CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                WHEN NOT s.claimable THEN 'disabled'
-                WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
-                WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-                WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-                WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-                ELSE 'not_due' END AS state,
+           schedule_state(s.paused_at_ms, s.claimable, s.claim_token, s.claim_expires_at_ms,
+                          s.next_fire_at_ms) AS state,
            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-           CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+           schedule_due_in_ms(s.claimable, s.next_fire_at_ms) AS due_in_ms,
            s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
            s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
     FROM keys
@@ -353,51 +360,4 @@ fn schedule_row(row: &Row) -> Result<ScheduleRow, StoreError> {
         schedule: schedule_view(row)?,
         paused: pause_of(row)?,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{SCHEDULES, URGENT_SCHEDULES};
-    use crate::read::trigger::TRIGGER;
-
-    /// A schedule row's state, with [`super::ScheduleState`]'s precedence, as each statement that
-    /// shows a state writes it.
-    const STATE: &str = "CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-        WHEN NOT s.claimable THEN 'disabled'
-        WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
-        WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-        WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-        WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-        ELSE 'not_due' END";
-
-    /// How far a row's cursor is ahead of now; null for a parked row, which is never due.
-    const DUE_IN: &str = "CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms";
-
-    fn squeezed(text: &str) -> String {
-        text.split_whitespace().collect::<Vec<_>>().join(" ")
-    }
-
-    /// The state and `due_in_ms` are written out in every statement that shows them: a copy
-    /// edited alone, here or in `trigger::TRIGGER`, fails.
-    #[test]
-    fn every_statement_showing_a_state_writes_the_same_case() {
-        for (name, text, states, due_ins) in [
-            // Each half of the union shows the state and filters on it.
-            ("SCHEDULES", SCHEDULES, 4, 2),
-            ("URGENT_SCHEDULES", URGENT_SCHEDULES, 1, 1),
-            ("TRIGGER", TRIGGER, 1, 1),
-        ] {
-            let text = squeezed(text);
-            assert_eq!(
-                text.matches(&squeezed(STATE)).count(),
-                states,
-                "{name}: {text}"
-            );
-            assert_eq!(
-                text.matches(&squeezed(DUE_IN)).count(),
-                due_ins,
-                "{name}: {text}"
-            );
-        }
-    }
 }

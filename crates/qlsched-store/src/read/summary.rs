@@ -86,14 +86,16 @@ pub struct Summary {
     pub admissions_last_minute: i64,
 }
 
-// Schedule rows per state, with the precedence of the state CASE of `schedules::SCHEDULES`, each
-// part from the index that holds it rather than one pass over every row (at 1,000,000 rows, 900,000
+// Schedule rows per state, with the precedence of `schedule_state()` (migration 0016), each part
+// from the index that holds it rather than one pass over every row (at 1,000,000 rows, 900,000
 // of them parked, that pass took 0.43 s): the parked rows and the paused among them by one
 // index-only scan of the parked rows' pause index (migration 0010; a paused row is never claimable,
 // so the paused are parked); the claimable rows by cursor by an index-only scan of the
 // claimable-order index (null, due, later); the held claims among them by the claim-owner index,
 // each with its lease and cursor, which moves a claimed row out of its cursor's state (claimed
 // before expired_claim before the cursor's states). Database now is read once (the clock CTE).
+// Calling the function here would cost the pass over every row; instead a test holds these
+// counts, and `top`'s, to it row by row (`inspect_and_top_state_counts_match_a_row_by_row_...`).
 const STATE_COUNTS: &str = "WITH clock AS MATERIALIZED (
         SELECT now_ms() AS now_ms
     ), parked AS (

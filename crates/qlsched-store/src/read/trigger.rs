@@ -67,21 +67,16 @@ pub struct TriggerDetail {
 
 // One trigger with its project, schedule row and execution revision, and whether that revision's
 // digest still matches its spec (the admission's own check), at one database instant. The schedule
-// row's `state` and `due_in_ms` are the CASEs of `schedules::SCHEDULES`, which explains them.
+// row's `state` and `due_in_ms` are those of `schedules::SCHEDULES`, which explains them.
 pub(super) const TRIGGER: &str = "SELECT now_ms() AS now_ms, p.status AS project_status, t.task_id,
             t.revision, t.enabled, t.cron_expr, t.time_zone, t.misfire_policy,
             t.misfire_grace_ms, t.content_digest, k.execution_revision_id,
             e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex') AS digest_ok,
             s.project_id, s.trigger_id,
-            CASE WHEN s.paused_at_ms IS NOT NULL THEN 'paused'
-                 WHEN NOT s.claimable THEN 'disabled'
-                 WHEN s.claim_token IS NOT NULL AND s.claim_expires_at_ms > now_ms() THEN 'claimed'
-                 WHEN s.claim_token IS NOT NULL THEN 'expired_claim'
-                 WHEN s.next_fire_at_ms IS NULL THEN 'uninitialized'
-                 WHEN s.next_fire_at_ms <= now_ms() THEN 'due'
-                 ELSE 'not_due' END AS state,
+            schedule_state(s.paused_at_ms, s.claimable, s.claim_token, s.claim_expires_at_ms,
+                           s.next_fire_at_ms) AS state,
             s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-            CASE WHEN s.claimable THEN s.next_fire_at_ms - now_ms() END AS due_in_ms,
+            schedule_due_in_ms(s.claimable, s.next_fire_at_ms) AS due_in_ms,
             s.last_scheduled_at_ms,
             s.claim_owner, s.claim_token, s.claim_expires_at_ms, s.updated_at_ms,
             s.paused_at_ms, s.paused_by, s.pause_reason
