@@ -265,7 +265,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
     let (requested_from_ms, to_ms, before_creation) =
         (plan.requested_from_ms, plan.to_ms, plan.before_creation);
     let occurrences = std::mem::take(&mut plan.occurrences);
-    drop(plan);
+    plan.finished();
     let notes = if dry_run {
         Some(dry_run_notes(&store, &request.trigger, &occurrences).await?)
     } else {

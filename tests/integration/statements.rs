@@ -262,6 +262,51 @@ fn no_layer_above_the_store_writes_sql() {
     );
 }
 
+/// The driver's and the pool's types stay inside the store (docs/DESIGN.md §2): the service
+/// holds store types (`Lent`, `Canceller`, `Connection`, `Store::within`), so that the store
+/// alone decides how a connection cut off mid-work is discarded. Its manifest names neither
+/// crate, and its sources name neither crate's paths.
+#[test]
+fn the_service_names_no_driver_type() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("crates/qlsched-service/Cargo.toml"))
+        .expect("read the service's manifest");
+    let drivers = ["deadpool-postgres", "tokio-postgres"];
+    let depended: Vec<_> = manifest
+        .lines()
+        .filter(|line| {
+            drivers
+                .iter()
+                .any(|name| line.trim_start().starts_with(name))
+        })
+        .collect();
+    assert!(
+        depended.is_empty(),
+        "crates/qlsched-service/Cargo.toml depends on the driver (hold store types instead): {depended:?}"
+    );
+    let mut named = Vec::new();
+    let mut scanned = 0;
+    for file in rust_files(&root.join("crates/qlsched-service/src")) {
+        scanned += 1;
+        let source = std::fs::read_to_string(&file).expect("read source");
+        for (number, line) in source.lines().enumerate() {
+            if ["deadpool_postgres", "tokio_postgres", "CancelToken"]
+                .iter()
+                .any(|path| line.contains(path))
+            {
+                let at = file.strip_prefix(&root).unwrap_or(&file).display();
+                named.push(format!("{at}:{}: {}", number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(scanned > 10, "the scan found only {scanned} files");
+    assert!(
+        named.is_empty(),
+        "the service names the driver's types (hold store types instead): {}",
+        named.join(", ")
+    );
+}
+
 /// The names of the columns each statement returns, by module, as the server prepares them.
 async fn columns_by_module(
     client: &mut tokio_postgres::Client,

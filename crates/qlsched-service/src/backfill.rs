@@ -11,14 +11,12 @@
 //! request asks for them: a window typed a little too wide (from yesterday, for a trigger
 //! published this morning) must not quietly admit runs for a time the trigger never had.
 
-use deadpool_postgres::Object;
-
 use crate::stop::StopToken;
 use qlsched_core::instant::InstantArg;
 use qlsched_core::time::utc;
 use qlsched_core::{CoreError, CronSchedule, TriggerName};
 use qlsched_store::control::{self, BackfillBatch, Target};
-use qlsched_store::{Store, StoreError};
+use qlsched_store::{Lent, Store, StoreError};
 
 /// Occurrences admitted per transaction: short enough that a replica waiting on the row lock
 /// (the claim skips it) loses well under a second, large enough to cover a day of minutes in
@@ -86,7 +84,9 @@ impl BackfillRequest {
 
 /// A planned backfill: the trigger as read, and the occurrences to admit.
 pub struct Backfill {
-    client: Object,
+    /// Lent for the plan and its run: it goes back to the pool by [`Backfill::finished`]; a
+    /// backfill dropped otherwise (cut off mid-transaction, or failed) closes it instead.
+    client: Lent,
     store: Store,
     pub request: BackfillRequest,
     /// The window as asked, resolved against the database's now read with the trigger.
@@ -126,7 +126,7 @@ impl Backfill {
     /// window's occurrences; writes nothing.
     pub async fn plan(store: &Store, request: BackfillRequest) -> Result<Self, BackfillError> {
         request.check()?;
-        let client = store.client().await?;
+        let client = store.lend().await?;
         let target = control::read_target(&client, store.schema(), &request.trigger).await?;
         let (requested_from_ms, to_ms) = (
             request.from.resolve(target.now_ms),
@@ -223,6 +223,12 @@ impl Backfill {
             });
         }
         Ok(outcome)
+    }
+
+    /// Done with the plan and its run, each transaction ended: the connection kept for it goes
+    /// back to the pool (dropped instead, it is closed).
+    pub fn finished(self) {
+        self.client.finished();
     }
 }
 

@@ -15,9 +15,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::Object;
-use tokio_postgres::CancelToken;
-
 use crate::observe::Build;
 use qlsched_core::batch::{RoundLoad, next_batch};
 use qlsched_core::minutes::{MinuteFigures, merge_minutes, minute_of};
@@ -27,23 +24,9 @@ use qlsched_store::admit::{admit, lock_order};
 use qlsched_store::claim::{RoundClaim, claim_for_round, give_back};
 use qlsched_store::replicas::Heartbeat;
 use qlsched_store::{
-    Admission, AdmissionOutcome, AdmitStats, Begin, ClaimedRow, ReleaseRequest, RunIdentity, Store,
-    StoreError, run_in_transaction,
+    Admission, AdmissionOutcome, AdmitStats, Begin, Canceller, ClaimedRow, Lent, ReleaseRequest,
+    RunIdentity, Store, StoreError, run_in_transaction,
 };
-
-/// The pooled connection of one round. A round dropped before it finished (its lease ran out, or
-/// a stop could not wait for it) is followed by a cancel request, and a cancel request names the
-/// backend, not the statement: had the connection gone back to the pool, the cancel could land
-/// on the next round's statement. So such a connection is taken out of the pool and closed.
-struct RoundConnection(Option<Object>);
-
-impl Drop for RoundConnection {
-    fn drop(&mut self) {
-        if let Some(client) = self.0.take() {
-            drop(Object::take(client));
-        }
-    }
-}
 
 /// How long giving claims back (or learning an unknown outcome) may wait for a connection: a
 /// stop is bounded by the drain timeout plus this, and a round by its lease plus this.
@@ -89,7 +72,7 @@ pub struct Coordinator {
     schedules: Mutex<HashMap<String, HashMap<String, Arc<CronSchedule>>>>,
     /// Cancels the statement of the round in flight, for a stop that cannot wait for it: the
     /// server rolls the admission back, and the held claims can then be released.
-    in_flight: Mutex<Option<CancelToken>>,
+    in_flight: Mutex<Option<Canceller>>,
     /// What the next registry heartbeat adds, and when the last one was sent: at most one a
     /// cadence, carried in the claim's round trip.
     heartbeat: Mutex<(Option<Instant>, Heartbeat)>,
@@ -216,14 +199,13 @@ impl Coordinator {
     /// Runs one round: claim, decide, admit, release.
     pub async fn run_round(&self) -> Result<RoundReport, StoreError> {
         *self.last_started.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-        let mut connection = RoundConnection(Some(self.store.client().await?));
-        let Some(client) = connection.0.as_ref() else {
-            return Err(StoreError::Unavailable(
-                "no connection for the round".into(),
-            ));
-        };
-        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.cancel_token());
-        let result = self.round(client).await;
+        // Lent, not pooled: a round dropped before it finished (its lease ran out, or a stop
+        // could not wait for it) is followed by a cancel request, and a cancel request names the
+        // backend, not the statement: had the connection gone back to the pool, the cancel could
+        // land on the next round's statement. Dropped unfinished, a `Lent` is closed instead.
+        let connection = self.store.lend().await?;
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(connection.canceller());
+        let result = self.round(&connection).await;
         self.count_round(&result);
         if let Ok(report) = &result {
             self.adapt_batch(report);
@@ -233,14 +215,15 @@ impl Coordinator {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         // Finished: the connection goes back to the pool, unless a statement of the round may
-        // still be running on it (a settlement past its bound): then it is closed.
+        // still be running on it (a settlement past its bound): then, dropped unfinished, it is
+        // closed and that statement cancelled.
         if !self.connection_busy.swap(false, Ordering::Relaxed) {
-            drop(connection.0.take());
+            connection.finished();
         }
         result
     }
 
-    async fn round(&self, client: &Object) -> Result<RoundReport, StoreError> {
+    async fn round(&self, client: &Lent) -> Result<RoundReport, StoreError> {
         let mut report = RoundReport {
             owner: self.config.owner.clone(),
             batch: self.batch(),
@@ -341,7 +324,7 @@ impl Coordinator {
     /// that ran just before the migration committed took.
     async fn claim(
         &self,
-        client: &Object,
+        client: &Lent,
         report: &mut RoundReport,
     ) -> Result<RoundClaim, StoreError> {
         let heartbeat = self.due_heartbeat();
@@ -446,7 +429,7 @@ impl Coordinator {
     /// the outcomes cannot be learnt, and the claims are left to their leases.
     async fn admit_all(
         &self,
-        client: &Object,
+        client: &Lent,
         admissions: &[Admission<'_>],
         report: &mut RoundReport,
     ) -> Result<(Vec<AdmissionOutcome>, bool), StoreError> {
@@ -522,7 +505,7 @@ impl Coordinator {
     /// connection, or on a fresh one when the round's may be dead.
     async fn give_back_returning(
         &self,
-        client: &Object,
+        client: &Lent,
         connection_failed: bool,
         report: &mut RoundReport,
     ) {
@@ -627,15 +610,15 @@ impl Coordinator {
     /// Asks the server to cancel the statement of the round in flight, if any. A cancelled
     /// admission rolls back as a whole; one that already committed is unaffected.
     pub async fn cancel_in_flight(&self) {
-        let token = self
+        let canceller = self
             .in_flight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if let Some(token) = token {
+        if let Some(canceller) = canceller {
             // A cancel request opens a connection of its own; on a partition that would wait for
             // the connect timeout, and a stop must stay bounded.
-            match tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.cancel(&token)).await {
+            match tokio::time::timeout(GIVE_BACK_TIMEOUT, canceller.cancel()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
                     tracing::warn!(%error, "could not cancel the statement in flight");
@@ -901,11 +884,7 @@ impl Coordinator {
     /// locks (until the server notices it is gone), and waiting for them would hold the round
     /// until its lease cancels it. Past the bound the statement is cancelled and what is owed
     /// stays owed; an error means the connection may still be busy with it, and the round fails.
-    async fn settle_owed(
-        &self,
-        client: &Object,
-        report: &mut RoundReport,
-    ) -> Result<(), StoreError> {
+    async fn settle_owed(&self, client: &Lent, report: &mut RoundReport) -> Result<(), StoreError> {
         // What is owed stays in the book until settled: a round dropped while settling (its
         // lease ran out) leaves it for the next one.
         let owed = self.lock_owed().clone();
@@ -922,9 +901,7 @@ impl Coordinator {
         }
         // Still waiting, most likely for a lock the lost connection's backend holds: cancelled,
         // the statement fails at once and the connection is free for the round.
-        match tokio::time::timeout(GIVE_BACK_TIMEOUT, self.store.cancel(&client.cancel_token()))
-            .await
-        {
+        match tokio::time::timeout(GIVE_BACK_TIMEOUT, client.canceller().cancel()).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => tracing::warn!(%error, "could not cancel the settlement in flight"),
             Err(_) => tracing::warn!("could not cancel the settlement in flight: no answer"),
@@ -943,7 +920,7 @@ impl Coordinator {
 
     /// [`Self::settle_owed`]'s work, unbounded: removes from the book what it settled, and no
     /// more.
-    async fn settle_and_release(&self, client: &Object, owed: &Owed, report: &mut RoundReport) {
+    async fn settle_and_release(&self, client: &Lent, owed: &Owed, report: &mut RoundReport) {
         let admissions: Vec<Admission<'_>> = owed
             .admissions
             .iter()

@@ -24,7 +24,8 @@ use qlsched_store::migrate::{RUNTIME_ROLE, check_capability, check_not_behind, c
 use qlsched_store::recovery::{STARTUP_RECOVERY_RUNS, startup_recovery_report};
 use qlsched_store::retention::{RetentionBatch, RunRetention, delete_finished_runs};
 use qlsched_store::{
-    Begin, ConnectionSettings, SchemaName, Store, StoreError, replicas, run_in_transaction,
+    Begin, Connection, ConnectionSettings, SchemaName, Store, StoreError, replicas,
+    run_in_transaction,
 };
 
 /// A replica's configuration: the coordinator's, and where and how it runs.
@@ -262,7 +263,7 @@ async fn wait_for_schema(
     schema: &SchemaName,
     application: &str,
     exit_if_unmigrated: bool,
-) -> Result<tokio_postgres::Client, StoreError> {
+) -> Result<Connection, StoreError> {
     let mut said: Option<std::time::Instant> = None;
     loop {
         let startup = settings.connect(schema, application).await?;
@@ -510,10 +511,7 @@ fn cut_by_the_logins_bound(error: StoreError) -> StoreError {
 
 /// Startup recovery (docs/DESIGN.md §4.8): drifted queued runs are logged, never re-admitted, and
 /// the replica still starts.
-async fn log_recovery(
-    client: &tokio_postgres::Client,
-    schema: &SchemaName,
-) -> Result<(), StoreError> {
+async fn log_recovery(client: &Connection, schema: &SchemaName) -> Result<(), StoreError> {
     let recovery = run_in_transaction(client, schema, Begin::ReadOnly, |client| {
         Box::pin(startup_recovery_report(client, 20, STARTUP_RECOVERY_RUNS))
     })

@@ -38,6 +38,11 @@ pub use recovery::RecoveryReport;
 use deadpool_postgres::{Object, Pool};
 use futures_util::future::BoxFuture;
 
+/// One connection outside any pool, opened by [`ConnectionSettings::connect`] (migrations, a
+/// replica's startup checks): the name the layers above the store hold it by, so that none of
+/// them names the driver.
+pub type Connection = tokio_postgres::Client;
+
 /// Work to run on one connection, inside a transaction it is given: a closure returning a boxed
 /// future, since the borrow of the client must outlive the call.
 pub type Work<'c, T> = BoxFuture<'c, Result<T, StoreError>>;
@@ -312,6 +317,34 @@ impl Lent {
     /// The work ended (its transaction committed or rolled back): back to the pool.
     pub fn finished(mut self) {
         drop(self.client.take());
+    }
+
+    /// What cancels the statement this connection runs, from elsewhere (a stop that cannot wait
+    /// for the work, a bound that ran out): a cancel request names the backend, not the
+    /// statement, so it is meant for work whose connection is then closed, never pooled, as a
+    /// `Lent` dropped before [`Lent::finished`] is.
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            token: self.cancel_token(),
+            store: self.store.clone(),
+        }
+    }
+}
+
+/// Cancels the statement running on one [`Lent`] connection ([`Lent::canceller`]), over a
+/// connection of its own made as the pool's are ([`Store::cancel`]). What a caller above the
+/// store holds instead of the driver's cancel token.
+#[derive(Clone)]
+pub struct Canceller {
+    token: tokio_postgres::CancelToken,
+    store: Store,
+}
+
+impl Canceller {
+    /// Asks the server to cancel the statement in flight on that connection, if any: a
+    /// cancelled transaction rolls back as a whole; one that already committed is unaffected.
+    pub async fn cancel(&self) -> Result<(), StoreError> {
+        self.store.cancel(&self.token).await
     }
 }
 
