@@ -5,7 +5,7 @@
 //! layering (docs/DESIGN.md §2, "Layers"): [`core`] (`qlsched-core`) is pure (cron, decider, fence,
 //! manifest, bounds); [`pgconn`] (`qlsched-pgconn`) is what libpq does for a connection and
 //! tokio-postgres does not; [`store`] (`qlsched-store`) is the PostgreSQL adapter and the only
-//! place SQL lives; the services (`qlsched-service`): [`coordinator`] runs one bounded round and
+//! place the product's SQL lives; the services (`qlsched-service`): [`coordinator`] runs one bounded round and
 //! [`lifecycle`] the timer around it, [`replica`] is a whole replica (startup, rounds, probes,
 //! housekeeping, stop), [`backfill`] and [`manual`] the operator's flows, each stopped through a
 //! [`stop::StopToken`], [`observe`] serves the metrics. Beside those product crates, which never

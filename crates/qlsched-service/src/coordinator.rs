@@ -338,6 +338,25 @@ impl Coordinator {
             &mut report.round_trips,
         )
         .await;
+        // The heartbeat first, whatever the gate says below: a replica held out still counts
+        // its rounds and, its registry row gone, registers again.
+        match &claimed {
+            Ok(trip) => {
+                if let (Some(unsent), Err(error)) = (heartbeat, &trip.heartbeat) {
+                    tracing::warn!(%error, "the registry's heartbeat failed; the next one carries its counts");
+                    if matches!(error, StoreError::NotFound(_)) {
+                        // No row to beat: the timer registers the replica again after the round.
+                        self.registry_row_lost.store(true, Ordering::Release);
+                    }
+                    self.heartbeat_not_sent(unsent);
+                }
+            }
+            Err(_) => {
+                if let Some(unsent) = heartbeat {
+                    self.heartbeat_not_sent(unsent);
+                }
+            }
+        }
         if let Ok(trip) = &claimed {
             match &trip.gate {
                 Ok(Some(closed_by)) => {
@@ -365,23 +384,8 @@ impl Coordinator {
             }
         }
         let claim = match claimed {
-            Ok(trip) => {
-                if let (Some(unsent), Err(error)) = (heartbeat, &trip.heartbeat) {
-                    tracing::warn!(%error, "the registry's heartbeat failed; the next one carries its counts");
-                    if matches!(error, StoreError::NotFound(_)) {
-                        // No row to beat: the timer registers the replica again after the round.
-                        self.registry_row_lost.store(true, Ordering::Release);
-                    }
-                    self.heartbeat_not_sent(unsent);
-                }
-                trip.claim?
-            }
-            Err(error) => {
-                if let Some(unsent) = heartbeat {
-                    self.heartbeat_not_sent(unsent);
-                }
-                return Err(error);
-            }
+            Ok(trip) => trip.claim?,
+            Err(error) => return Err(error),
         };
         Ok(claim)
     }

@@ -1,4 +1,5 @@
-//! The PostgreSQL adapter: the only place SQL lives (docs/DESIGN.md §2). Each statement is a
+//! The PostgreSQL adapter: the only place the product's SQL lives (docs/DESIGN.md §2; the
+//! benchmark's is in `qlsched-bench`). Each statement is a
 //! `const` next to the function that runs it, with its intent in a comment; every value is a
 //! parameter. Each module lists its statements with the roles that run them (`statements!`), and
 //! a test prepares them all (`statements`).
@@ -90,9 +91,15 @@ pub async fn run_in_transaction<'c, T>(
     begin: Begin,
     work: impl FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
 ) -> Result<T, StoreError> {
-    client
+    if let Err(error) = client
         .batch_execute(&opening(schema, begin.statement()))
-        .await?;
+        .await
+    {
+        // The BEGIN may have run and a setting after it failed: end what was opened, so that
+        // the connection goes back to the pool outside any transaction.
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(error.into());
+    }
     let result = work(client).await;
     let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
     let ended = client.batch_execute(end).await;

@@ -112,7 +112,8 @@ impl Heartbeat {
 // histograms of $17 buckets each, one after the other) added to the replica's row of that minute
 // (one row per replica and minute: the upsert never waits on another replica's). One statement,
 // so the registry's counters and the minutes are written together or not at all, and a heartbeat
-// sent again never counts twice. Pipelined with the claim, so it costs no round trip of its own.
+// that was not written is sent again without counting twice (one whose COMMIT was applied but
+// whose reply was lost is sent again and counts twice: figures are never lost). Pipelined with the claim, so it costs no round trip of its own.
 pub(crate) const HEARTBEAT: &str = "WITH beat AS (
         UPDATE replicas SET heartbeat_at_ms = now_ms(),
             last_round_at_ms = now_ms(), rounds = rounds + $2,
