@@ -589,6 +589,23 @@ const RECORD_MIGRATION: &str = "INSERT INTO schema_migrations
     VALUES ($1, $2, $3, now_ms(), $4, $5, $6)
     RETURNING applied_at_ms";
 
+/// What a statement of `migration` that failed with `error` means: a lock wait past the lock
+/// timeout is `Ok` with the server's words (the caller tries the migration again), anything else
+/// the error to report, with the server's SQLSTATE, detail and hint kept (they say what to fix).
+fn failed(migration: &Migration, error: tokio_postgres::Error) -> Result<String, StoreError> {
+    if error.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+        return Ok(super::error::describe_server_error(&error));
+    }
+    Err(match StoreError::from_db(error) {
+        StoreError::Database(db) => StoreError::SchemaNotReady(format!(
+            "migration {} failed: {}",
+            migration.file_name(),
+            super::error::describe_server_error(&db)
+        )),
+        other => other,
+    })
+}
+
 /// Applies every pending migration, each in a transaction of its own that takes the migrators'
 /// lock, sets the schema's `search_path` for itself (`SET LOCAL`) and checks, in the same
 /// transaction, that it runs where `migrate`'s session does and resolves names in the schema:
@@ -771,18 +788,7 @@ async fn apply(
     }
     let started = Instant::now();
     if let Err(error) = transaction.batch_execute(migration.sql).await {
-        if error.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
-            return Ok(Err(super::error::describe_server_error(&error)));
-        }
-        return Err(match StoreError::from_db(error) {
-            // The server's SQLSTATE, detail and hint kept: they say what to fix.
-            StoreError::Database(db) => StoreError::SchemaNotReady(format!(
-                "migration {} failed: {}",
-                migration.file_name(),
-                super::error::describe_server_error(&db)
-            )),
-            other => other,
-        });
+        return failed(migration, error).map(Err);
     }
     let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     let status = record(&transaction, migration, execution_ms).await?;
@@ -884,17 +890,7 @@ async fn run_outside_a_transaction(
         .collect::<Result<_, _>>()?;
     for statement in invalid.iter().chain(statements) {
         if let Err(error) = client.batch_execute(statement).await {
-            if error.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
-                return Ok(Err(super::error::describe_server_error(&error)));
-            }
-            return Err(match StoreError::from_db(error) {
-                StoreError::Database(db) => StoreError::SchemaNotReady(format!(
-                    "migration {} failed: {}",
-                    migration.file_name(),
-                    super::error::describe_server_error(&db)
-                )),
-                other => other,
-            });
+            return failed(migration, error).map(Err);
         }
     }
     let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
