@@ -172,37 +172,43 @@ async fn an_interrupted_bench_drops_its_scratch_database() {
     assert!(!exists(database.clone()).await, "{database} is still there");
 }
 
+/// A steady bench of 20 every-second triggers, 2 replicas and a 3 s window, with `extra` flags,
+/// as JSON with its chart: it succeeded, and here are its output and the chart it drew.
+fn small_steady_bench(extra: &[&str]) -> (std::process::Output, String) {
+    let chart = std::env::temp_dir().join(format!("qlsched-steady-{}.svg", uuid::Uuid::new_v4()));
+    let url = server_url();
+    let mut args = vec![
+        "-D",
+        &url,
+        "bench",
+        "--steady",
+        "--triggers",
+        "20",
+        "--replicas",
+        "2",
+        "--cron",
+        "* * * * * *",
+        "--window",
+        "3s",
+        "--chart",
+        chart.to_str().expect("a UTF-8 path"),
+        "-o",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let output = qlsched(None, &args, None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let svg = std::fs::read_to_string(&chart).expect("the chart was written");
+    let _ = std::fs::remove_file(&chart);
+    (output, svg)
+}
+
 /// The steady bench from a plain publish: every occurrence of the window admitted once per
 /// trigger, nothing unaccounted, and the lag reported per occurrence. No timing is asserted.
 #[test]
 fn a_steady_bench_reports_the_lag_of_every_occurrence_in_its_window() {
-    let chart = std::env::temp_dir().join(format!("qlsched-steady-{}.svg", uuid::Uuid::new_v4()));
-    let output = qlsched(
-        None,
-        &[
-            "-D",
-            &server_url(),
-            "bench",
-            "--steady",
-            "--triggers",
-            "20",
-            "--replicas",
-            "2",
-            "--cron",
-            "* * * * * *",
-            "--window",
-            "3s",
-            "--chart",
-            chart.to_str().expect("a UTF-8 path"),
-            "-o",
-            "json",
-        ],
-        None,
-    );
-    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let (output, svg) = small_steady_bench(&[]);
     // The chart beside the report: an SVG with the three lag lines and the admission rate.
-    let svg = std::fs::read_to_string(&chart).expect("the chart was written");
-    let _ = std::fs::remove_file(&chart);
     assert!(svg.starts_with("<svg"), "{svg}");
     assert!(svg.matches("<polyline").count() >= 4, "{svg}");
     for text in ["lag (s)", "admissions / s", "p99"] {
@@ -262,34 +268,7 @@ fn a_steady_bench_reports_the_lag_of_every_occurrence_in_its_window() {
 /// in it and the history's size, which the chart draws below the lag. No timing is asserted.
 #[test]
 fn a_steady_bench_with_retention_sums_up_each_minute_of_its_window() {
-    let chart = std::env::temp_dir().join(format!("qlsched-retain-{}.svg", uuid::Uuid::new_v4()));
-    let output = qlsched(
-        None,
-        &[
-            "-D",
-            &server_url(),
-            "bench",
-            "--steady",
-            "--triggers",
-            "20",
-            "--replicas",
-            "2",
-            "--cron",
-            "* * * * * *",
-            "--window",
-            "3s",
-            "--retain",
-            "1m",
-            "--chart",
-            chart.to_str().expect("a UTF-8 path"),
-            "-o",
-            "json",
-        ],
-        None,
-    );
-    assert_eq!(code(&output), 0, "{}", stderr(&output));
-    let svg = std::fs::read_to_string(&chart).expect("the chart was written");
-    let _ = std::fs::remove_file(&chart);
+    let (output, svg) = small_steady_bench(&["--retain", "1m"]);
     for text in ["retention 1m", "lag (s)", "MB of runs, attempts and events"] {
         assert!(svg.contains(text), "{text} in {svg}");
     }
