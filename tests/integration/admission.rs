@@ -960,7 +960,7 @@ async fn a_batch_the_server_has_no_room_for_yet_is_tried_again_whole() {
     let round = coordinator.run_round().await.expect("the round finishes");
     let took = started.elapsed();
     assert_eq!((round.claimed, round.fired), (16, 16), "{round:?}");
-    assert_eq!(round.short_of_resources, 2, "{round:?}");
+    assert_eq!(round.shortage.times, 2, "{round:?}");
     assert_eq!(
         (round.rejected, round.batch_fallbacks, round.unsettled),
         (0, 0, 0),
@@ -998,7 +998,7 @@ async fn a_server_with_no_room_at_all_costs_a_round_one_budget_of_pauses() {
         "{round:?}"
     );
     assert_eq!(
-        round.short_of_resources,
+        round.shortage.times,
         qlsched::store::retry::RESOURCES.attempts + 1,
         "the batch's tries, then the first row's one: {round:?}"
     );
@@ -1031,7 +1031,7 @@ async fn a_batch_the_server_has_no_room_for_is_admitted_row_by_row_in_the_end() 
     assert_eq!((first.claimed, first.fired), (16, 16), "{first:?}");
     assert_eq!((first.rejected, first.batch_fallbacks), (0, 1), "{first:?}");
     assert_eq!(
-        first.short_of_resources,
+        first.shortage.times,
         qlsched::store::retry::RESOURCES.attempts,
         "{first:?}"
     );

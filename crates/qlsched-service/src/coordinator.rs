@@ -175,7 +175,7 @@ impl Coordinator {
                 admit_time: report.admit_time,
                 // The server short of its own resources fails batches of any size alike: halving
                 // would only cost rounds once it has room again.
-                failed: report.failure.is_some() && report.short_of_resources == 0,
+                failed: report.failure.is_some() && report.shortage.times == 0,
             },
             self.config.lease,
         );
@@ -283,7 +283,7 @@ impl Coordinator {
                 // The server had no room for any of them: one line said so for the round
                 // (`say_short_of_resources`), not one a row, which while a long transaction kept
                 // its table full wrote hundreds a round.
-                AdmissionOutcome::Unsettled { .. } if report.resources_exhausted => false,
+                AdmissionOutcome::Unsettled { .. } if report.shortage.exhausted => false,
                 AdmissionOutcome::Rejected { .. }
                 | AdmissionOutcome::DefinitionRefused { .. }
                 | AdmissionOutcome::Unsettled { .. } => self.first_in_interval(admission.row),
@@ -446,15 +446,9 @@ impl Coordinator {
         report.batch_fallbacks = stats.batch_fallbacks;
         report.batch_error = stats.batch_error.take();
         report.round_trips += stats.round_trips;
-        report.short_of_resources = stats.short_of_resources;
-        report.resource_error = stats.resource_error.take();
-        report.resources_exhausted = stats.resources_exhausted;
-        if let Some(error) = &report.resource_error {
-            self.say_short_of_resources(
-                report.short_of_resources,
-                stats.resources_exhausted,
-                error,
-            );
+        report.shortage = std::mem::take(&mut stats.shortage);
+        if let Some(error) = &report.shortage.last_error {
+            self.say_short_of_resources(report.shortage.times, report.shortage.exhausted, error);
         }
         // A failed admission may have committed all the same (the connection died with the
         // COMMIT in flight, or its reply was lost), and a row left unsettled by the fall-back may

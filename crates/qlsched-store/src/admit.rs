@@ -157,17 +157,24 @@ pub struct AdmitStats {
     /// failed, though the fall-back admitted its rows.
     #[serde(skip)]
     pub batch_error: Option<String>,
-    /// Transactions the server had no room for (SQLSTATE class 53, a shortage of its own, such
-    /// as its predicate-lock table full), each tried again with the same rows after a pause
-    /// while they number fewer than [`RESOURCES`]' attempts, and the server's last word on it.
+    /// Transactions the server had no room for, and what became of them.
     #[serde(skip)]
-    pub short_of_resources: u32,
-    #[serde(skip)]
-    pub resource_error: Option<String>,
-    /// Whether the shortage outlasted [`RESOURCES`]' attempts: the batch then fell back to one
-    /// row at a time, or a row alone was given back.
-    #[serde(skip)]
-    pub resources_exhausted: bool,
+    pub shortage: Shortage,
+}
+
+/// Transactions the server had no room for (SQLSTATE class 53, a shortage of its own, such as
+/// its predicate-lock table full), each tried again with the same rows after a pause while they
+/// number fewer than [`RESOURCES`]' attempts. A shortage of the server's is no fault of the
+/// batch: a round that met one keeps its batch (`core::batch`), whatever became of its rows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shortage {
+    /// How many transactions met it.
+    pub times: u32,
+    /// The server's last word on it.
+    pub last_error: Option<String>,
+    /// Whether it outlasted [`RESOURCES`]' attempts: the batch then fell back to one row at a
+    /// time, or a row alone was given back.
+    pub exhausted: bool,
 }
 
 // Re-lock every claimed row and check its whole fence and every definition its decision was
@@ -680,15 +687,15 @@ async fn admit_with_retries(
     loop {
         match admit_contended(client, sender, admissions, lookup, stats).await? {
             Verdict::Rejected { sqlstate, reason } if is_out_of_resources(&sqlstate) => {
-                stats.short_of_resources += 1;
-                stats.resource_error = Some(reason.clone());
+                stats.shortage.times += 1;
+                stats.shortage.last_error = Some(reason.clone());
                 // One budget of attempts for the whole of [`admit`], the batch and its fall-back
                 // together: a shortage that comes and goes must not pause every row of a batch.
-                if stats.short_of_resources >= RESOURCES.attempts {
-                    stats.resources_exhausted = true;
+                if stats.shortage.times >= RESOURCES.attempts {
+                    stats.shortage.exhausted = true;
                     return Ok(Verdict::Rejected { sqlstate, reason });
                 }
-                tokio::time::sleep(RESOURCES.pause(stats.short_of_resources)).await;
+                tokio::time::sleep(RESOURCES.pause(stats.shortage.times)).await;
             }
             verdict => return Ok(verdict),
         }

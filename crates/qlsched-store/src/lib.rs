@@ -30,7 +30,7 @@ pub mod upkeep;
 
 pub use qlsched_pgconn::{passfile, tls};
 
-pub use admit::{Admission, AdmissionOutcome, AdmitStats, RunIdentity};
+pub use admit::{Admission, AdmissionOutcome, AdmitStats, RunIdentity, Shortage};
 pub use claim::{ClaimedRow, ReleaseRequest, TriggerDefinition};
 pub use connect::{ConnectionSettings, Pooler, SchemaName};
 pub use error::StoreError;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use qlsched_core::Decision;
-use qlsched_store::{Admission, AdmissionOutcome, RunIdentity};
+use qlsched_store::{Admission, AdmissionOutcome, RunIdentity, Shortage};
 
 /// What one round did. Counts are of claimed rows; durations are wall time on this replica.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -59,16 +59,9 @@ pub struct RoundReport {
     /// reached, and the rows are claimed again by a later round.
     pub unsettled: usize,
     /// Admission transactions the server had no room for (SQLSTATE class 53: its predicate-lock
-    /// table full, memory, disk), each tried again with the same rows after a pause, and the
-    /// server's last word on it. A shortage of the server's is no fault of the batch: a round
-    /// that met one keeps its batch (`core::batch`), whatever became of its rows.
+    /// table full, memory, disk), as the admission met them.
     #[serde(skip)]
-    pub short_of_resources: u32,
-    #[serde(skip)]
-    pub resource_error: Option<String>,
-    /// Whether the shortage outlasted the pauses, so that rows were given back for it.
-    #[serde(skip)]
-    pub resources_exhausted: bool,
+    pub shortage: Shortage,
     pub transactions: u32,
     pub serialization_retries: u32,
     pub batch_fallbacks: u32,
