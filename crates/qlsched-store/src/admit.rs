@@ -182,10 +182,13 @@ pub struct Shortage {
 // insert runs, attempts and events, and let admission_complete() raise if any row dropped out.
 // The `input` CTE unnests one parameter per `ADMISSION_INPUT` column, in that order ($1 the
 // first); `tests` fails when the two disagree. `held` finds each claimed row by the ctid its
-// claim returned (`Lookup::Tid`), the key checked on the row found there; the UPDATE finds it
-// where `held` locked it. The definition evaluated under the lock is the claim's
-// (`schedule_claimable(...)`, explained at `claim::CLAIM_DUE`).
-const ADMIT_BY_TID: &str = r#"WITH input AS (
+// claim returned (`Lookup::Tid`), the key checked on the row found there, or, where the row's
+// `row_tid` is NULL (`Lookup::Key`), at the ctid its key finds now: the sub-select runs only for
+// those rows (COALESCE evaluates it for a NULL alone), so a batch found by ctid reads no index
+// page, and either way the row is reached by one TID scan. The UPDATE finds it where `held`
+// locked it. The definition evaluated under the lock is the claim's (`schedule_claimable(...)`,
+// explained at `claim::CLAIM_DUE`).
+const ADMIT: &str = r#"WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[],
                          $7::uuid[], $8::int8[], $9::text[], $10::int8[], $11::text[], $12::uuid[],
                          $13::int8[], $14::int8[], $15::uuid[], $16::uuid[], $17::text[], $18::text[],
@@ -202,7 +205,10 @@ const ADMIT_BY_TID: &str = r#"WITH input AS (
     FROM input i
     CROSS JOIN LATERAL (
         SELECT s.*, s.ctid FROM trigger_schedules s
-        WHERE s.ctid = i.row_tid::tid AND s.project_id = i.project_id AND s.trigger_id = i.trigger_id
+        WHERE s.ctid = coalesce(i.row_tid::tid, (
+                  SELECT k.ctid FROM trigger_schedules k
+                  WHERE k.project_id = i.project_id AND k.trigger_id = i.trigger_id))
+          AND s.project_id = i.project_id AND s.trigger_id = i.trigger_id
         FOR UPDATE
     ) s
     WHERE s.trigger_revision = i.trigger_revision
@@ -296,139 +302,19 @@ SELECT admission_complete(
     (SELECT count(*) FROM input WHERE run_id IS NOT NULL), (SELECT count(*) FROM new_runs),
     (SELECT count(*) FROM new_attempts), (SELECT count(*) FROM new_events))"#;
 
-// ADMIT_BY_TID with each claimed row found by its key instead (`Lookup::Key`); the rest of the
-// statement is the same text, which `tests` checks.
-const ADMIT_BY_KEY: &str = r#"WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[],
-                         $7::uuid[], $8::int8[], $9::text[], $10::int8[], $11::text[], $12::uuid[],
-                         $13::int8[], $14::int8[], $15::uuid[], $16::uuid[], $17::text[], $18::text[],
-                         $19::text[], $20::int8[], $21::int8[], $22::int8[], $23::bool[], $24::text[])
-        AS i(project_id, trigger_id, trigger_revision, state_version, cursor_ms, owner, token,
-             claim_version, trigger_digest, task_revision, task_digest, execution_revision_id,
-             next_fire_at_ms, scheduled_for_ms, run_id, attempt_id, idempotency_key, decision,
-             row_tid, misfire_first_ms, misfire_last_ms, misfire_count, misfire_exact, misfire_reason)
-), held AS (
-    -- The claimed row, locked (FOR UPDATE also keeps the planner from pulling the subquery up
-    -- and choosing another access path), then its whole fence; held_tid is where it is now.
-    -- The fence unchanged, its updated_at_ms is the time of the claim, the now it was decided at.
-    SELECT i.*, s.ctid AS held_tid, s.updated_at_ms AS decided_at_ms
-    FROM input i
-    CROSS JOIN LATERAL (
-        SELECT s.*, s.ctid FROM trigger_schedules s
-        WHERE s.project_id = i.project_id AND s.trigger_id = i.trigger_id
-        FOR UPDATE
-    ) s
-    WHERE s.trigger_revision = i.trigger_revision
-      AND s.state_version = i.state_version
-      AND s.next_fire_at_ms IS NOT DISTINCT FROM i.cursor_ms
-      AND s.claim_owner = i.owner AND s.claim_token = i.token AND s.claim_version = i.claim_version
-      AND s.claim_expires_at_ms > now_ms()
-      -- Claimable by the definition itself, evaluated under the lock (never the stored fact).
-      AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
-), fenced AS (
-    SELECT i.*, t.task_id, t.misfire_policy
-    FROM held i
-    JOIN projects p ON p.project_id = i.project_id
-    JOIN triggers t ON t.project_id = i.project_id AND t.trigger_id = i.trigger_id
-    JOIN tasks k ON k.project_id = t.project_id AND k.task_id = t.task_id
-    JOIN execution_revisions e ON e.execution_revision_id = k.execution_revision_id
-    -- A row that holds its fence and fails a definition check raises definition_refused
-    -- (QLD01) rather than dropping out as a lost fence would.
-    WHERE CASE
-        WHEN p.status = 'active'
-          AND t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest
-          AND k.revision = i.task_revision AND k.content_digest = i.task_digest
-          AND k.execution_revision_id = i.execution_revision_id
-          AND e.kind = 'remote_worker'
-          AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex')
-        THEN true
-        ELSE admission_definition_refused(i.project_id, i.trigger_id, p.status = 'active',
-            t.enabled AND t.revision = i.trigger_revision AND t.content_digest = i.trigger_digest,
-            k.revision = i.task_revision AND k.content_digest = i.task_digest
-                AND k.execution_revision_id = i.execution_revision_id,
-            e.kind = 'remote_worker'
-                AND e.digest = encode(sha256(convert_to(e.spec::text, 'UTF8')), 'hex'))
-    END
-), advanced AS (
-    -- By the tid held locked, key and fence again. Row by row, each row written before the
-    -- next is read: a nested loop over a TID scan, which PIN_PLAN leaves as the only cheap plan.
-    UPDATE trigger_schedules s
-    SET next_fire_at_ms = f.next_fire_at_ms,
-        -- Accounting for a revision starts at its first cursor: the one an initialization sets.
-        accounted_from_ms = coalesce(s.accounted_from_ms, s.next_fire_at_ms, f.next_fire_at_ms),
-        last_scheduled_at_ms = coalesce(f.scheduled_for_ms, s.last_scheduled_at_ms),
-        state_version = s.state_version + 1,
-        claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
-        updated_at_ms = now_ms()
-    FROM fenced f
-    WHERE s.ctid = f.held_tid
-      AND s.project_id = f.project_id AND s.trigger_id = f.trigger_id
-      AND s.state_version = f.state_version AND s.claim_owner = f.owner
-      AND s.claim_token = f.token AND s.claim_version = f.claim_version
-    RETURNING f.*
-), new_runs AS (
-    INSERT INTO runs (run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
-                      execution_revision_id, idempotency_key, status, scheduled_for_ms,
-                      created_at_ms, queued_at_ms)
-    SELECT run_id, project_id, trigger_id, trigger_revision, task_id, task_revision,
-           execution_revision_id, idempotency_key, 'queued', scheduled_for_ms, now_ms(), now_ms()
-    FROM advanced WHERE run_id IS NOT NULL
-    RETURNING 1
-), new_attempts AS (
-    INSERT INTO attempts (attempt_id, run_id, attempt_no, executor, state, created_at_ms)
-    SELECT attempt_id, run_id, 1, 'remote_worker', 'claimed', now_ms()
-    FROM advanced WHERE run_id IS NOT NULL
-    RETURNING 1
-), new_events AS (
-    INSERT INTO run_events (run_id, seq, type, at_ms, payload)
-    SELECT a.run_id, e.seq, e.type, now_ms(),
-           CASE e.seq
-               WHEN 1 THEN jsonb_build_object(
-                   'idempotency_key', a.idempotency_key, 'scheduled_for_ms', a.scheduled_for_ms,
-                   'decision', a.decision, 'claim_owner', a.owner,
-                   'claim_version', a.claim_version)
-               ELSE jsonb_build_object('attempt_id', a.attempt_id, 'executor', 'remote_worker')
-           END
-    FROM advanced a CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS e(seq, type)
-    WHERE a.run_id IS NOT NULL
-    RETURNING 1
-), new_misfires AS (
-    -- One record for the occurrences a decision passed over, in the transaction that moves the
-    -- cursor past them: every occurrence is a run or inside a record.
-    INSERT INTO misfires (project_id, trigger_id, trigger_revision, first_occurrence_ms,
-                          last_occurrence_ms, occurrences, occurrences_exact, policy, reason,
-                          owner, decided_at_ms, recorded_at_ms)
-    SELECT project_id, trigger_id, trigger_revision, misfire_first_ms, misfire_last_ms,
-           misfire_count, misfire_exact, misfire_policy, misfire_reason, owner, decided_at_ms,
-           now_ms()
-    FROM advanced WHERE misfire_first_ms IS NOT NULL
-    RETURNING 1
-)
-SELECT admission_complete(
-    (SELECT count(*) FROM input), (SELECT count(*) FROM advanced),
-    (SELECT count(*) FROM input WHERE run_id IS NOT NULL), (SELECT count(*) FROM new_runs),
-    (SELECT count(*) FROM new_attempts), (SELECT count(*) FROM new_events))"#;
-
-/// How the admission finds a claimed row.
+/// How the admission finds a claimed row: both in [`ADMIT`], told apart by the row's `row_tid`
+/// parameter, the ctid or NULL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lookup {
     /// By the ctid its claim returned (a TID scan), the key checked on the row found there: no
     /// index page is read, so concurrent admissions share none. A row that moved since its
     /// claim is not found.
     Tid,
-    /// By primary key: finds a row wherever it is, so a row a table rewrite moved between
-    /// claim and admission is still admitted, and a row whose fence fails here really lost it.
-    /// Tried for a single row only after its ctid missed: it locks an index page.
+    /// By primary key, then at the ctid found there: finds a row wherever it is, so a row a
+    /// table rewrite moved between claim and admission is still admitted, and a row whose fence
+    /// fails here really lost it. Tried for a single row only after its ctid missed: it locks an
+    /// index page.
     Key,
-}
-
-impl Lookup {
-    fn statement(self) -> &'static str {
-        match self {
-            Lookup::Tid => ADMIT_BY_TID,
-            Lookup::Key => ADMIT_BY_KEY,
-        }
-    }
 }
 
 const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE";
@@ -757,7 +643,7 @@ pub async fn admit_in_transaction(
     transaction: &impl GenericClient,
     admissions: &[Admission<'_>],
 ) -> Result<(), StoreError> {
-    let columns = Columns::of(admissions);
+    let columns = Columns::of(admissions, Lookup::Tid);
     for setup in [PIN_PLAN, LOCK_DEFINITIONS] {
         transaction
             .query_one(setup, &[])
@@ -765,7 +651,7 @@ pub async fn admit_in_transaction(
             .map_err(StoreError::from_db)?;
     }
     transaction
-        .query_one(Lookup::Tid.statement(), &columns.params())
+        .query_one(ADMIT, &columns.params())
         .await
         .map_err(StoreError::from_db)?;
     Ok(())
@@ -861,12 +747,10 @@ async fn admit_once(
         .await?;
     let pin = sender.ready(client, PIN_PLAN, round_trips).await?;
     let lock = sender.ready(client, LOCK_DEFINITIONS, round_trips).await?;
-    let admit = sender
-        .ready(client, lookup.statement(), round_trips)
-        .await?;
+    let admit = sender.ready(client, ADMIT, round_trips).await?;
     let commit = sender.ready(client, COMMIT, round_trips).await?;
     *round_trips += 1;
-    let columns = Columns::of(admissions);
+    let columns = Columns::of(admissions, lookup);
     let params = columns.params();
     // join polls in order, so the requests leave in order on the one connection.
     let ((began, set, pinned), (locked, admitted, committed)) = join(
@@ -956,7 +840,7 @@ admission_input! {
     attempt_id: Option<Uuid> => "uuid",
     idempotency_key: Option<String> => "text",
     decision: String => "text",
-    row_tid: String => "text",
+    row_tid: Option<String> => "text",
     misfire_first_ms: Option<i64> => "int8",
     misfire_last_ms: Option<i64> => "int8",
     misfire_count: Option<i64> => "int8",
@@ -965,7 +849,9 @@ admission_input! {
 }
 
 impl Columns {
-    fn of(admissions: &[Admission<'_>]) -> Self {
+    /// The columns of `admissions`, each row to be found as `lookup` says: at its claim's ctid,
+    /// or (a NULL `row_tid`) by its key.
+    fn of(admissions: &[Admission<'_>], lookup: Lookup) -> Self {
         let mut c = Columns::with_capacity(admissions.len());
         for Admission { row, decision, run } in admissions {
             let d = &row.definition;
@@ -989,7 +875,10 @@ impl Columns {
             c.idempotency_key
                 .push(run.as_ref().map(|r| r.idempotency_key.clone()));
             c.decision.push(decision_label(decision).to_owned());
-            c.row_tid.push(row.row_tid.clone());
+            c.row_tid.push(match lookup {
+                Lookup::Tid => Some(row.row_tid.clone()),
+                Lookup::Key => None,
+            });
             let span = decision.passed_over();
             c.misfire_first_ms.push(span.map(|s| s.first_ms));
             c.misfire_last_ms.push(span.map(|s| s.last_ms));
@@ -1019,8 +908,7 @@ super::statements::statements! {
     BEGIN_SERIALIZABLE: Runtime | Admin,
     PIN_PLAN: Runtime | Admin,
     LOCK_DEFINITIONS: Runtime | Admin,
-    ADMIT_BY_TID: Runtime | Admin,
-    ADMIT_BY_KEY: Runtime | Admin,
+    ADMIT: Runtime | Admin,
     COMMIT: Runtime | Admin,
     SETTLE: Runtime,
     PARKED_UNDER_CLAIM: Runtime | Admin,
@@ -1045,7 +933,7 @@ mod tests {
         }
     }
 
-    /// The admission statements unnest exactly `ADMISSION_INPUT`, in its order and with its
+    /// The admission statement unnests exactly `ADMISSION_INPUT`, in its order and with its
     /// types, so that `Columns::params` binds each column to its own parameter.
     #[test]
     fn the_admission_statements_unnest_the_admission_input_in_order() {
@@ -1060,21 +948,7 @@ mod tests {
             arrays.join(", "),
             names.join(", ")
         );
-        for statement in [ADMIT_BY_TID, ADMIT_BY_KEY] {
-            assert!(squeezed(statement).starts_with(&input), "{statement}");
-        }
-    }
-
-    /// The two admission statements differ in how `held` finds a claimed row, and nothing else.
-    #[test]
-    fn the_admission_statements_differ_in_the_lookup_alone() {
-        let by_tid = "WHERE s.ctid = i.row_tid::tid AND s.project_id = i.project_id \
-                      AND s.trigger_id = i.trigger_id FOR UPDATE";
-        let by_key = "WHERE s.project_id = i.project_id AND s.trigger_id = i.trigger_id FOR UPDATE";
-        let (tid, key) = (squeezed(ADMIT_BY_TID), squeezed(ADMIT_BY_KEY));
-        assert_eq!(tid.matches(by_tid).count(), 1);
-        assert_eq!(key.matches(by_key).count(), 1);
-        assert_eq!(tid.replace(by_tid, by_key), key);
+        assert!(squeezed(ADMIT).starts_with(&input), "{ADMIT}");
     }
 
     /// The definition the admission checks under its lock is the one the claim evaluates now
@@ -1083,13 +957,7 @@ mod tests {
     fn the_admission_checks_the_claims_definition_under_its_lock() {
         use crate::claim::tests::CLAIMABLE_NOW;
         let check = format!("AND {CLAIMABLE_NOW} ), fenced AS (");
-        for statement in [ADMIT_BY_TID, ADMIT_BY_KEY] {
-            assert_eq!(
-                squeezed(statement).matches(&check).count(),
-                1,
-                "{statement}"
-            );
-        }
+        assert_eq!(squeezed(ADMIT).matches(&check).count(), 1, "{ADMIT}");
     }
 
     #[test]
