@@ -807,7 +807,7 @@ async fn a_claim_by_a_build_below_the_floor_claims_nothing() {
         let client = &client;
         async move {
             client.batch_execute("BEGIN").await.expect("begin");
-            let rows = qlsched::store::claim::claim_due(client, owner, 16, 30_000)
+            let rows = qlsched::store::claim::claim_due(client, None, owner, 16, 30_000)
                 .await
                 .expect("the claim runs");
             let would = qlsched::store::claim::would_claim(client, None, owner, 30_000)

@@ -47,6 +47,8 @@ fn assert_index_walk(plan: &[String], context: &str) {
 /// The upgrade gate the claim carries: one probe of the ledger's primary key, in the one CTE
 /// computed once per statement, and each scan that chooses rows behind a one-time filter on it
 /// (checked once, before the scan reads or locks a row), never a filter evaluated row by row.
+/// The scans a claim does not use (the named one in claim order, the two others for a named
+/// row) stop on a one-time filter too.
 fn assert_gate_probed_once(plan: &[String], context: &str) {
     let text = plan.join("\n");
     let count = |fragment: &str| plan.iter().filter(|line| line.contains(fragment)).count();
@@ -63,8 +65,8 @@ fn assert_gate_probed_once(plan: &[String], context: &str) {
     assert_eq!(count("CTE gate"), 1, "{context}:\n{text}");
     assert_eq!(
         count("One-Time Filter"),
-        2,
-        "{context}: each of the two scans is to stop on the gate before it reads:\n{text}"
+        3,
+        "{context}: each of the three scans is to stop on the gate before it reads:\n{text}"
     );
 }
 
@@ -129,6 +131,76 @@ async fn the_claim_walks_the_claimable_order_index_on_a_fresh_unanalyzed_databas
         .await
         .expect("explain");
     eprintln!("the claim's plan, unpinned:\n{}", free.join("\n"));
+}
+
+/// A claim of one named row (an operator's `claim p/t`) runs the claim statement's `named`
+/// scan alone: one probe of the primary key, whatever the statistics say, while the two walks of
+/// the claim order stop on their one-time filter before they read a row; in a custom plan and in
+/// the generic one.
+#[tokio::test]
+async fn a_named_claim_probes_the_primary_key_and_walks_nothing() {
+    let db = fresh_unanalyzed(2_000).await;
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "DELETE FROM pg_statistic WHERE starelid IN ('triggers'::regclass, 'trigger_schedules'::regclass,
+                                                        'projects'::regclass, 'tasks'::regclass)",
+        )
+        .await
+        .expect("forget statistics");
+    client.batch_execute("BEGIN").await.expect("begin");
+    qlsched::store::claim::pin_claim_plan(&client)
+        .await
+        .expect("pin");
+    for (plans, trigger) in [("custom plan", "t1500"), ("generic plan", "t700")] {
+        if plans == "generic plan" {
+            client
+                .batch_execute("SET LOCAL plan_cache_mode = force_generic_plan")
+                .await
+                .expect("generic plans");
+        }
+        let name = qlsched::core::TriggerName::new("p", trigger);
+        let plan = qlsched::store::claim::explain_named_claim(&client, &name)
+            .await
+            .expect("explain");
+        let text = plan.join("\n");
+        let context = format!("{plans}, {name}");
+        assert!(
+            plan[0].starts_with("Update on trigger_schedules s (actual rows=1 ")
+                || plan[0].starts_with("Update on trigger_schedules s (actual rows=1.00 "),
+            "{context}: the named row is not claimed:\n{text}"
+        );
+        assert!(!text.contains("Seq Scan"), "{context}:\n{text}");
+        // The `named` scan: everything the plan prints under it, one probe of the key.
+        let start = plan
+            .iter()
+            .position(|line| line.trim() == "CTE named")
+            .unwrap_or_else(|| panic!("{context}: no named scan:\n{text}"));
+        let depth = |line: &str| line.len() - line.trim_start().len();
+        let named: Vec<&String> = plan[start + 1..]
+            .iter()
+            .take_while(|line| depth(line) > depth(&plan[start]))
+            .collect();
+        let probe = named
+            .iter()
+            .find(|line| {
+                line.contains("Index Scan using trigger_schedules_pkey on trigger_schedules")
+            })
+            .unwrap_or_else(|| panic!("{context}: the named row is not probed by key:\n{text}"));
+        assert!(
+            probe.contains("actual rows=1 ") || probe.contains("actual rows=1.00 "),
+            "{context}: the probe does not find the row:\n{text}"
+        );
+        // The walks of the claim order are not run (a custom plan leaves them out altogether).
+        assert!(
+            plan.iter()
+                .filter(|line| line.contains("trigger_schedules_claimable_order"))
+                .all(|line| line.contains("never executed")),
+            "{context}: the claim order is walked for a named claim:\n{text}"
+        );
+        assert_gate_probed_once(&plan, &context);
+    }
+    client.batch_execute("ROLLBACK").await.expect("rollback");
 }
 
 /// Parked rows (disabled triggers with a NULL cursor for ever, paused rows whose cursor falls

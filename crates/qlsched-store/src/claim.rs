@@ -96,12 +96,15 @@ impl ClaimedRow {
     }
 }
 
-// Claim up to $2 due rows for owner $1 with a lease of $3 ms, in claim order, skipping rows that
-// another replica holds locked. Uninitialized rows (NULL cursor, first in claim order) and overdue
-// rows are found by two scans of the claimable-order index (claimable rows only), each bounded by
-// its own condition, so a claim that finds nothing stops at once instead of walking a million rows
-// that are not due, and no parked row is ever walked.
-// The overdue scan takes only what the first left of the budget.
+// Claim for owner $1, with a lease of $3 ms, skipping rows another session holds locked: up to $2
+// due rows in claim order (a replica's round), or, when $5 and $6 name a row, that row alone if it
+// is due and eligible (an operator's claim, told at once that a replica holds the row rather than
+// waiting behind it). A one-time filter on $5 runs either the batch's two scans or the named one;
+// the others read and lock nothing:
+// - `uninitialized` (NULL cursor, first in claim order), then `overdue` with what the first left
+//   of the budget, each walking the claimable-order index (claimable rows only) within its own
+//   condition: a claim that finds nothing stops at once, and no parked row is ever walked;
+// - `named`, one probe of the primary key.
 //
 // Eligibility of a schedule row `s` (docs/DESIGN.md §4.3), the two lines after each scan's own
 // condition: claimable by the stored fact (the condition of the partial index the claim walks),
@@ -118,24 +121,21 @@ impl ClaimedRow {
 // - `schedule_claimable(...)`: the definition itself, evaluated now on the row: what the claim
 //   re-checks on each row the stored fact found, and what the admission checks again under its
 //   SERIALIZABLE lock. The stored fact finds rows; it is never trusted.
-// CLAIM_ONE and WOULD_CLAIM carry the same predicate, NEXT_DUE its stored fact, the admission
-// (`store::admit`) its definition evaluated now; `tests` fails when a copy differs.
+// WOULD_CLAIM carries the same predicate, NEXT_DUE its stored fact, the admission (`store::admit`)
+// its definition evaluated now; `tests` fails when a copy differs.
 //
 // The upgrade gate (docs/OPERATIONS.md, "Upgrading"), the `gate` CTE: open unless a migration
 // applied after $4, this build's latest migration, has an upgrade floor above $4 (a NULL floor
-// reads as the version itself); then each scan's one-time filter stops it before it reads or locks
-// a row, and the claim claims nothing. In the statement, so that no claim writes before the gate
-// is read (a migration committed before the claim's snapshot is seen by it), and a failed read of
-// the ledger fails the claim instead of letting the round admit. One probe of the ledger's
-// primary key (`schema_migrations_pkey`, the versions after $4, none for a build that is
-// current), evaluated once per statement: the CTE, referenced by both scans, is computed once.
-// CLAIM_ONE and WOULD_CLAIM carry the same CTE and filter, with their own parameter; `tests`
-// fails when a copy differs.
+// reads as the version itself); closed, every scan's one-time filter stops it before it reads or
+// locks a row. In the statement, so that no claim writes before the gate is read (a migration
+// committed before the claim's snapshot is seen by it), and a failed read of the ledger fails the
+// claim instead of letting the round admit. One probe of the ledger's primary key
+// (`schema_migrations_pkey`), computed once for the three scans. WOULD_CLAIM carries the same CTE
+// and filter, with its own parameter; `tests` fails when a copy differs.
 //
-// The UPDATE writes a fresh claim (owner $1, lease $3 ms) on every row of the `chosen` CTE and
-// returns it with its definitions: a new random token, the claim version and the state version
-// moved on, expiry and acquired time from database time. CLAIM_ONE writes its claim the same way;
-// the RETURNING list, in `ClaimedRow::from_row`'s names, is every claim statement's.
+// The UPDATE writes a fresh claim on every row of `chosen` (a new random token, the claim and
+// state versions moved on, expiry and acquired time from database time) and returns it with its
+// definitions, in `ClaimedRow::from_row`'s names.
 const CLAIM_DUE: &str = r#"WITH gate AS (
         SELECT NOT EXISTS (
             SELECT 1 FROM schema_migrations m
@@ -144,7 +144,7 @@ const CLAIM_DUE: &str = r#"WITH gate AS (
     ), uninitialized AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        WHERE (SELECT open FROM gate) AND s.next_fire_at_ms IS NULL
+        WHERE (SELECT open FROM gate) AND $5::text IS NULL AND s.next_fire_at_ms IS NULL
           AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
           AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
@@ -153,58 +153,33 @@ const CLAIM_DUE: &str = r#"WITH gate AS (
     ), overdue AS (
         SELECT s.project_id, s.trigger_id
         FROM trigger_schedules s
-        WHERE (SELECT open FROM gate) AND s.next_fire_at_ms <= now_ms()
+        WHERE (SELECT open FROM gate) AND $5::text IS NULL AND s.next_fire_at_ms <= now_ms()
           AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
           AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
         LIMIT $2 - (SELECT count(*) FROM uninitialized)
         FOR UPDATE OF s SKIP LOCKED
+    ), named AS (
+        SELECT s.project_id, s.trigger_id
+        FROM trigger_schedules s
+        WHERE (SELECT open FROM gate) AND $5::text IS NOT NULL
+          AND s.project_id = $5 AND s.trigger_id = $6
+          AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms())
+          AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
+          AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
+        FOR UPDATE OF s SKIP LOCKED
     ), chosen AS (
         SELECT project_id, trigger_id FROM uninitialized
         UNION ALL
         SELECT project_id, trigger_id FROM overdue
+        UNION ALL
+        SELECT project_id, trigger_id FROM named
     )
     UPDATE trigger_schedules s
     SET claim_owner = $1,
         claim_token = gen_random_uuid(),
         claim_version = s.claim_version + 1,
         claim_expires_at_ms = now_ms() + $3,
-        state_version = s.state_version + 1,
-        updated_at_ms = now_ms()
-    FROM chosen c, triggers t, tasks k
-    WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id
-      AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-      AND k.project_id = t.project_id AND k.task_id = t.task_id
-    RETURNING s.ctid::text AS row_tid,
-        s.project_id, s.trigger_id, s.trigger_revision, s.state_version, s.next_fire_at_ms,
-        s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms,
-        t.task_id, t.cron_expr, t.time_zone, t.misfire_policy, t.misfire_grace_ms,
-        t.content_digest AS trigger_digest, k.revision AS task_revision,
-        k.content_digest AS task_digest, k.execution_revision_id"#;
-
-// Claim one named row for owner $3 with a lease of $4 ms, if it is due and eligible and the
-// upgrade gate is open for a build whose latest migration is $5; SKIP LOCKED so an operator is
-// told at once (nothing claimed) that a replica holds the row locked, instead of waiting behind
-// it. The gate, eligibility, the claim's write and its RETURNING list as in CLAIM_DUE.
-const CLAIM_ONE: &str = r#"WITH gate AS (
-        SELECT NOT EXISTS (
-            SELECT 1 FROM schema_migrations m
-            WHERE m.version > $5 AND coalesce(m.upgrade_floor, m.version) > $5
-        ) AS open
-    ), chosen AS (
-        SELECT s.project_id, s.trigger_id
-        FROM trigger_schedules s
-        WHERE (SELECT open FROM gate) AND s.project_id = $1 AND s.trigger_id = $2
-          AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms())
-          AND s.claimable AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= now_ms())
-          AND schedule_claimable(s.project_id, s.trigger_id, s.trigger_revision, s.paused_at_ms)
-        FOR UPDATE OF s SKIP LOCKED
-    )
-    UPDATE trigger_schedules s
-    SET claim_owner = $3,
-        claim_token = gen_random_uuid(),
-        claim_version = s.claim_version + 1,
-        claim_expires_at_ms = now_ms() + $4,
         state_version = s.state_version + 1,
         updated_at_ms = now_ms()
     FROM chosen c, triggers t, tasks k
@@ -331,20 +306,40 @@ const PIN_CLAIM_PLAN: &str = "SELECT set_config('enable_seqscan', 'off', true), 
 const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE";
 const COMMIT: &str = "COMMIT";
 
-/// Claims up to `budget` due rows for `owner`, with a lease of `lease_ms` in database time,
-/// inside a transaction the caller opened (the plan settings are that transaction's): as a
+/// Claims up to `budget` due rows for `owner`, or only `target` if it is due and eligible now
+/// (nothing when it is not: the caller explains why), with a lease of `lease_ms` in database
+/// time, inside a transaction the caller opened (the plan settings are that transaction's): as a
 /// manual claim does. A replica's claim is [`claim_for_round`].
 pub async fn claim_due(
     client: &impl GenericClient,
+    target: Option<&TriggerName>,
     owner: &str,
     budget: i64,
     lease_ms: i64,
 ) -> Result<Vec<ClaimedRow>, StoreError> {
     client.query_one(PIN_CLAIM_PLAN, &[]).await?;
+    let (project_id, trigger_id) = key(target);
     let rows = client
-        .query(CLAIM_DUE, &[&owner, &budget, &lease_ms, &latest_version()])
+        .query(
+            CLAIM_DUE,
+            &[
+                &owner,
+                &budget,
+                &lease_ms,
+                &latest_version(),
+                &project_id,
+                &trigger_id,
+            ],
+        )
         .await?;
     rows.iter().map(ClaimedRow::from_row).collect()
+}
+
+/// [`CLAIM_DUE`]'s last two parameters: the named row's key, or NULLs for a claim in claim order.
+fn key(target: Option<&TriggerName>) -> (Option<&str>, Option<&str>) {
+    target
+        .map(|name| (name.project_id.as_str(), name.trigger_id.as_str()))
+        .unzip()
 }
 
 // Database time now, and the earliest cursor after it: when the next occurrence falls due,
@@ -425,6 +420,8 @@ pub async fn claim_for_round(
         }
     };
     let latest = latest_version();
+    // A replica claims in claim order: no named row.
+    let (project_id, trigger_id) = key(None);
     // The claim's transaction: BEGIN, the schema's settings, the pin, the claim, COMMIT. A failed
     // claim leaves the transaction aborted and its COMMIT rolls it back.
     let claimed = async {
@@ -432,7 +429,17 @@ pub async fn claim_for_round(
             client.batch_execute(BEGIN),
             sender.settings(client, &settings),
             pin.query_one(client, &[]),
-            claim.query(client, &[&owner, &budget, &lease_ms, &latest]),
+            claim.query(
+                client,
+                &[
+                    &owner,
+                    &budget,
+                    &lease_ms,
+                    &latest,
+                    &project_id,
+                    &trigger_id,
+                ],
+            ),
         )
         .await;
         (begun.and(set).and(pinned.map(|_| ())), rows)
@@ -502,9 +509,9 @@ pub async fn claim_for_round(
     })
 }
 
-/// The plan PostgreSQL chooses for the claim statement on this session now, as `EXPLAIN` prints
-/// it (nothing is claimed): in a transaction pinned by [`pin_claim_plan`], as every claim runs.
-/// For the tests that check it.
+/// The plan PostgreSQL chooses for the claim statement in claim order on this session now, as
+/// `EXPLAIN` prints it (nothing is claimed): in a transaction pinned by [`pin_claim_plan`], as
+/// every claim runs. For the tests that check it.
 #[doc(hidden)]
 pub async fn explain_claim_due(
     client: &impl GenericClient,
@@ -514,7 +521,41 @@ pub async fn explain_claim_due(
     let rows = client
         .query(
             statement.as_str(),
-            &[&"explain", &budget, &1_000i64, &latest_version()],
+            &[
+                &"explain",
+                &budget,
+                &1_000i64,
+                &latest_version(),
+                &None::<&str>,
+                &None::<&str>,
+            ],
+        )
+        .await?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
+/// The claim statement's run for the named row on this session now, as
+/// `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)` prints it: the scans it ran and the
+/// rows each read. It claims the row if it can: for a transaction the caller rolls back. For the
+/// tests that check it.
+#[doc(hidden)]
+pub async fn explain_named_claim(
+    client: &impl GenericClient,
+    target: &TriggerName,
+) -> Result<Vec<String>, StoreError> {
+    let statement = format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {CLAIM_DUE}");
+    let (project_id, trigger_id) = key(Some(target));
+    let rows = client
+        .query(
+            statement.as_str(),
+            &[
+                &"explain",
+                &1i64,
+                &1_000i64,
+                &latest_version(),
+                &project_id,
+                &trigger_id,
+            ],
         )
         .await?;
     Ok(rows.iter().map(|row| row.get(0)).collect())
@@ -525,26 +566,6 @@ pub async fn explain_claim_due(
 pub async fn pin_claim_plan(client: &impl GenericClient) -> Result<(), StoreError> {
     client.query_one(PIN_CLAIM_PLAN, &[]).await?;
     Ok(())
-}
-
-/// Claims the named row if it is eligible now; `None` when it is not (the caller explains why).
-pub async fn claim_one(
-    client: &impl GenericClient,
-    trigger: &TriggerName,
-    owner: &str,
-    lease_ms: i64,
-) -> Result<Option<ClaimedRow>, StoreError> {
-    let TriggerName {
-        project_id,
-        trigger_id,
-    } = trigger;
-    let rows = client
-        .query(
-            CLAIM_ONE,
-            &[project_id, trigger_id, &owner, &lease_ms, &latest_version()],
-        )
-        .await?;
-    rows.first().map(ClaimedRow::from_row).transpose()
 }
 
 /// The named row as claimed under `token` and `version`, if that claim still holds now.
@@ -772,7 +793,6 @@ pub async fn claim_fates(
 
 super::statements::statements! {
     CLAIM_DUE: Runtime | Admin,
-    CLAIM_ONE: Admin,
     CLAIMED_BY_FENCE: Admin,
     RELEASE: Runtime | Admin,
     WOULD_CLAIM: Observer,
@@ -806,12 +826,12 @@ pub(crate) mod tests {
         t.time_zone, t.misfire_policy, t.misfire_grace_ms, t.content_digest AS trigger_digest, \
         k.revision AS task_revision, k.content_digest AS task_digest, k.execution_revision_id";
 
-    /// The claim's write on the rows of `chosen`, for owner `owner` with a lease of `lease`.
-    fn take_chosen(owner: &str, lease: &str) -> String {
+    /// The claim's write on the rows of `chosen`, for owner $1 with a lease of $3 ms.
+    fn take_chosen() -> String {
         format!(
-            ") UPDATE trigger_schedules s SET claim_owner = {owner}, \
+            ") UPDATE trigger_schedules s SET claim_owner = $1, \
              claim_token = gen_random_uuid(), claim_version = s.claim_version + 1, \
-             claim_expires_at_ms = now_ms() + {lease}, state_version = s.state_version + 1, \
+             claim_expires_at_ms = now_ms() + $3, state_version = s.state_version + 1, \
              updated_at_ms = now_ms() FROM chosen c, triggers t, tasks k \
              WHERE s.project_id = c.project_id AND s.trigger_id = c.trigger_id \
              AND t.project_id = s.project_id AND t.trigger_id = s.trigger_id \
@@ -834,14 +854,13 @@ pub(crate) mod tests {
     #[test]
     fn the_claim_statements_share_one_eligibility() {
         let eligible = eligible();
-        assert_eq!(occurrences(CLAIM_DUE, &eligible), 2, "both scans");
-        assert_eq!(occurrences(CLAIM_ONE, &eligible), 1);
+        assert_eq!(occurrences(CLAIM_DUE, &eligible), 3, "all three scans");
         assert_eq!(occurrences(WOULD_CLAIM, &eligible), 1);
         // The next-due read filters on the stored fact alone (one index probe), as the claim's
         // scans do before they evaluate the definition.
         assert_eq!(occurrences(NEXT_DUE, "AND s.claimable ORDER BY"), 1);
         // The definition is evaluated within that predicate and nowhere else.
-        for statement in [CLAIM_DUE, CLAIM_ONE, WOULD_CLAIM] {
+        for statement in [CLAIM_DUE, WOULD_CLAIM] {
             assert_eq!(
                 occurrences(statement, CLAIMABLE_NOW),
                 occurrences(statement, &eligible),
@@ -865,11 +884,7 @@ pub(crate) mod tests {
     #[test]
     fn the_claim_statements_share_one_gate() {
         const FILTER: &str = "WHERE (SELECT open FROM gate) AND ";
-        for (statement, parameter, scans) in [
-            (CLAIM_DUE, "$4", 2),
-            (CLAIM_ONE, "$5", 1),
-            (WOULD_CLAIM, "$5", 1),
-        ] {
+        for (statement, parameter, scans) in [(CLAIM_DUE, "$4", 3), (WOULD_CLAIM, "$5", 1)] {
             assert!(
                 squeezed(statement).starts_with(&gate(parameter)),
                 "{statement}"
@@ -888,12 +903,11 @@ pub(crate) mod tests {
         }
     }
 
-    /// The claims write a claim the same way, and every statement that returns a claimed row
-    /// returns the same columns under the same names.
+    /// The claim writes one claim on whatever its scans chose, and every statement that returns
+    /// a claimed row returns the same columns under the same names.
     #[test]
     fn the_claim_statements_write_and_return_a_claim_alike() {
-        assert!(squeezed(CLAIM_DUE).ends_with(&take_chosen("$1", "$3")));
-        assert!(squeezed(CLAIM_ONE).ends_with(&take_chosen("$3", "$4")));
+        assert!(squeezed(CLAIM_DUE).ends_with(&take_chosen()));
         assert!(squeezed(CLAIMED_BY_FENCE).starts_with(&format!("SELECT {CLAIMED_COLUMNS} FROM")));
         // The dry run computes the same columns, under the same names, without writing them.
         let would = "SELECT s.ctid::text AS row_tid, s.project_id, s.trigger_id, \
@@ -904,6 +918,26 @@ pub(crate) mod tests {
             t.misfire_grace_ms, t.content_digest AS trigger_digest, k.revision AS task_revision, \
             k.content_digest AS task_digest, k.execution_revision_id FROM chosen c";
         assert_eq!(occurrences(WOULD_CLAIM, would), 1);
+    }
+
+    /// The claim runs either its two scans in claim order or, when $5 names a row, the named
+    /// one: each behind a test of $5 alone, and the claim writes whatever they chose.
+    #[test]
+    fn the_claim_runs_its_batch_scans_or_its_named_one() {
+        let batch = "WHERE (SELECT open FROM gate) AND $5::text IS NULL AND s.next_fire_at_ms ";
+        assert_eq!(
+            occurrences(CLAIM_DUE, batch),
+            2,
+            "uninitialized and overdue"
+        );
+        let named = "WHERE (SELECT open FROM gate) AND $5::text IS NOT NULL \
+                     AND s.project_id = $5 AND s.trigger_id = $6 \
+                     AND (s.next_fire_at_ms IS NULL OR s.next_fire_at_ms <= now_ms())";
+        assert_eq!(occurrences(CLAIM_DUE, named), 1);
+        let chosen = "chosen AS ( SELECT project_id, trigger_id FROM uninitialized \
+                      UNION ALL SELECT project_id, trigger_id FROM overdue \
+                      UNION ALL SELECT project_id, trigger_id FROM named )";
+        assert_eq!(occurrences(CLAIM_DUE, chosen), 1);
     }
 
     /// The transaction-local pin turns off every claim plan setting, and nothing else.

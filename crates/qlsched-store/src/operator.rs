@@ -14,7 +14,7 @@ use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
 use super::admit::admit;
-use super::claim::{claim_due, claim_one, claimed_by_fence, release, would_claim};
+use super::claim::{claim_due, claimed_by_fence, release, would_claim};
 use super::migrate::gate_closed_by;
 use super::read::trigger_detail;
 use super::retry::{OPERATOR, retry_conflicts};
@@ -181,10 +181,9 @@ async fn claim_and_audit(
     owner: &str,
     lease_ms: i64,
 ) -> Result<Option<ClaimedRow>, StoreError> {
-    let row = match target {
-        Some(trigger) => claim_one(&**client, trigger, owner, lease_ms).await?,
-        None => claim_due(&**client, owner, 1, lease_ms).await?.pop(),
-    };
+    let row = claim_due(&**client, target, owner, 1, lease_ms)
+        .await?
+        .pop();
     if let Some(row) = &row {
         write_audit(
             &**client,

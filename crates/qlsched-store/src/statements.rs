@@ -79,6 +79,11 @@ pub const BUILT_IN_PLACE: &[(&str, &str, &str)] = &[
         "not prepared: EXPLAIN of CLAIM_DUE, which is",
     ),
     (
+        "qlsched_store::claim",
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {CLAIM_DUE}",
+        "not prepared: EXPLAIN of CLAIM_DUE, which is",
+    ),
+    (
         "qlsched_store::top",
         "EXPLAIN {TRENDS}",
         "not prepared: EXPLAIN of TRENDS, which is",

@@ -135,9 +135,10 @@ pub struct ScheduleFilter {
 // the limit, the state filter applied inside each half so that its walk stops at the limit.
 // Unset filters are NULL parameters; each statement is planned with its values, so a set owner or
 // project uses its index. `--state paused` ($5) reads the paused rows' own index. The two halves
-// differ only in which rows they take and in their order.
+// differ only in which rows they take and in their order; each takes its rows whole.
 //
-// Each half's columns are those [`schedule_row`] reads, of schedule row `s`:
+// The columns, computed once over the union on the rows it keeps, are those [`schedule_row`]
+// reads, of schedule row `s`:
 // - `state` is the row's state, `schedule_state()` (migration 0016), with the precedence of
 //   [`ScheduleState`]: a parked row (not claimable, docs/DESIGN.md §3.1) is `paused` when an
 //   operator paused it, else `disabled`, whatever its cursor says: it is never due. The state
@@ -151,44 +152,37 @@ pub struct ScheduleFilter {
 // half that cannot hold such a row by a test of the parameters alone, evaluated once, instead
 // of walking that half's whole index to find nothing.
 // URGENT_SCHEDULES and `trigger::TRIGGER` call the same functions.
-const SCHEDULES: &str = "SELECT * FROM (
-    (SELECT s.project_id, s.trigger_id,
-            schedule_state(s.paused_at_ms, s.claimable, s.claim_token, s.claim_expires_at_ms,
-                           s.next_fire_at_ms) AS state,
-            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-            schedule_due_in_ms(s.claimable, s.next_fire_at_ms) AS due_in_ms,
-            s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
-            s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
-        FROM trigger_schedules s
-        WHERE s.claimable AND ($1::text IS NULL OR s.project_id = $1)
-          AND ($2::text IS NULL OR s.claim_owner = $2)
-          AND NOT $5::bool AND ($3::text IS NULL OR $3 NOT IN ('paused', 'disabled'))
-          AND ($3::text IS NULL
-               OR schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
-                                 s.claim_expires_at_ms, s.next_fire_at_ms) = $3)
-        ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
-        LIMIT $4)
-    UNION ALL
-    (SELECT s.project_id, s.trigger_id,
-            schedule_state(s.paused_at_ms, s.claimable, s.claim_token, s.claim_expires_at_ms,
-                           s.next_fire_at_ms) AS state,
-            s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
-            schedule_due_in_ms(s.claimable, s.next_fire_at_ms) AS due_in_ms,
-            s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
-            s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
-        FROM trigger_schedules s
-        WHERE NOT s.claimable AND ($1::text IS NULL OR s.project_id = $1)
-          AND ($2::text IS NULL OR s.claim_owner = $2)
-          AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
-          AND ($3::text IS NULL OR $3 IN ('paused', 'disabled'))
-          AND ($3::text IS NULL
-               OR schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
-                                 s.claim_expires_at_ms, s.next_fire_at_ms) = $3)
-        ORDER BY s.project_id, s.trigger_id
-        LIMIT $4)
-    ) rows
-    ORDER BY NOT claimable, CASE WHEN claimable THEN next_fire_at_ms END NULLS FIRST,
-             project_id, trigger_id
+const SCHEDULES: &str = "SELECT s.project_id, s.trigger_id,
+        schedule_state(s.paused_at_ms, s.claimable, s.claim_token, s.claim_expires_at_ms,
+                       s.next_fire_at_ms) AS state,
+        s.trigger_revision, s.state_version, s.claim_version, s.next_fire_at_ms,
+        schedule_due_in_ms(s.claimable, s.next_fire_at_ms) AS due_in_ms,
+        s.last_scheduled_at_ms, s.claim_owner, s.claim_expires_at_ms, s.updated_at_ms,
+        s.paused_at_ms, s.paused_by, s.pause_reason, s.claimable
+    FROM (
+        (SELECT s.* FROM trigger_schedules s
+         WHERE s.claimable AND ($1::text IS NULL OR s.project_id = $1)
+           AND ($2::text IS NULL OR s.claim_owner = $2)
+           AND NOT $5::bool AND ($3::text IS NULL OR $3 NOT IN ('paused', 'disabled'))
+           AND ($3::text IS NULL
+                OR schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
+                                  s.claim_expires_at_ms, s.next_fire_at_ms) = $3)
+         ORDER BY s.next_fire_at_ms NULLS FIRST, s.project_id, s.trigger_id
+         LIMIT $4)
+        UNION ALL
+        (SELECT s.* FROM trigger_schedules s
+         WHERE NOT s.claimable AND ($1::text IS NULL OR s.project_id = $1)
+           AND ($2::text IS NULL OR s.claim_owner = $2)
+           AND (NOT $5::bool OR s.paused_at_ms IS NOT NULL)
+           AND ($3::text IS NULL OR $3 IN ('paused', 'disabled'))
+           AND ($3::text IS NULL
+                OR schedule_state(s.paused_at_ms, s.claimable, s.claim_token,
+                                  s.claim_expires_at_ms, s.next_fire_at_ms) = $3)
+         ORDER BY s.project_id, s.trigger_id
+         LIMIT $4)
+    ) s
+    ORDER BY NOT s.claimable, CASE WHEN s.claimable THEN s.next_fire_at_ms END NULLS FIRST,
+             s.project_id, s.trigger_id
     LIMIT $4";
 
 pub async fn schedules(
