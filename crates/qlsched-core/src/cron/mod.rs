@@ -34,7 +34,7 @@ mod fields;
 mod parse;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests;
+pub(crate) mod tests;
 
 /// The instants qlsched evaluates cron in, in epoch seconds: 0001-01-01T00:00:00Z to
 /// 9999-12-31T23:59:59Z, the years RFC 3339 can write. Before the first there is no occurrence;

@@ -1,11 +1,12 @@
 //! The evaluator's examples: the grammar and its messages, the day rule, and the daylight-saving
-//! rule worked through in Berlin, New York and Lord Howe.
+//! rule worked through in Berlin, New York and Lord Howe. `utc` and `local` write the decider's
+//! examples too (`decide::tests`).
 
 use super::*;
 use chrono::{NaiveDate, Utc};
 
 /// Epoch milliseconds of a wall clock time that exists exactly once in `zone`.
-fn local(zone: &str, y: i32, mo: u32, d: u32, h: u32, mi: u32) -> i64 {
+pub(crate) fn local(zone: &str, y: i32, mo: u32, d: u32, h: u32, mi: u32) -> i64 {
     let tz: Tz = zone.parse().unwrap();
     tz.with_ymd_and_hms(y, mo, d, h, mi, 0)
         .single()
@@ -13,7 +14,8 @@ fn local(zone: &str, y: i32, mo: u32, d: u32, h: u32, mi: u32) -> i64 {
         .timestamp_millis()
 }
 
-fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
+/// Epoch milliseconds of a UTC time.
+pub(crate) fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
     Utc.with_ymd_and_hms(y, mo, d, h, mi, s)
         .unwrap()
         .timestamp_millis()

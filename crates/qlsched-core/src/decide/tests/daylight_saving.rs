@@ -2,9 +2,11 @@
 //! moves by an hour and by half an hour, decided on time and late, each occurrence fired or
 //! counted once.
 
-use chrono::Datelike as _;
+use chrono::{Datelike as _, TimeZone as _};
+use chrono_tz::Tz;
 
 use super::*;
+use crate::cron::tests::local;
 
 /// 02:30 does not exist on spring-forward day; the fixed-time job runs at 03:00 local, once.
 #[test]

@@ -3,8 +3,7 @@
 //! huge backlog; and the helpers its daylight-saving examples and property tests share.
 
 use super::*;
-use chrono::{TimeZone as _, Utc};
-use chrono_tz::Tz;
+use crate::cron::tests::utc;
 
 mod daylight_saving;
 mod properties;
@@ -12,20 +11,6 @@ mod properties;
 const SECOND: i64 = 1_000;
 const MINUTE: i64 = 60 * SECOND;
 const HOUR: i64 = 60 * MINUTE;
-
-fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
-    Utc.with_ymd_and_hms(y, mo, d, h, mi, s)
-        .unwrap()
-        .timestamp_millis()
-}
-
-fn local(zone: &str, y: i32, mo: u32, d: u32, h: u32, mi: u32) -> i64 {
-    let tz: Tz = zone.parse().unwrap();
-    tz.with_ymd_and_hms(y, mo, d, h, mi, 0)
-        .single()
-        .unwrap()
-        .timestamp_millis()
-}
 
 fn run(
     expr: &str,
