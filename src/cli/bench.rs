@@ -105,34 +105,34 @@ pub struct BenchArgs {
     pub chart: Option<std::path::PathBuf>,
 }
 
-pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
-    if args.steady {
-        return run_steady_bench(args, global).await;
+impl BenchArgs {
+    /// What --parked and --history add before measuring.
+    fn lived_in(&self) -> crate::bench::LivedIn {
+        crate::bench::LivedIn {
+            parked: self.parked,
+            history: self.history,
+        }
     }
+}
+
+pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
     let server = global.connection.settings(Access::Write)?;
     server.require_session("bench", "it creates its own database and migrates it")?;
-    let pid = std::process::id();
+    if args.steady {
+        return run_steady_bench(args, &server, global).await;
+    }
     let config = BenchConfig {
         triggers: args.triggers,
         due_fraction: args.due_fraction,
         rows_total: args.rows_total.unwrap_or(u64::from(args.triggers)),
         replicas: args.replicas,
-        coordinator: CoordinatorConfig {
-            owner: format!("bench-{pid}"),
-            batch: args.batch.map_or(Batch::Adaptive, Batch::Pinned),
-            lease: args.lease,
-            cadence: args.cadence.unwrap_or(BURST_CADENCE),
-            ..CoordinatorConfig::default()
-        },
+        coordinator: coordinator(&args, BURST_CADENCE),
         build: super::BUILD,
         cap: args.duration,
         ceiling_time: args.ceiling_time,
-        database: format!("qlsched_bench_{pid}"),
+        database: scratch_database(),
         keep: args.keep,
-        lived_in: crate::bench::LivedIn {
-            parked: args.parked,
-            history: args.history,
-        },
+        lived_in: args.lived_in(),
     };
     // Every value checked here came from a flag: out of bounds is a usage error (2).
     config.check().map_err(|error| match error {
@@ -150,15 +150,8 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
         config.coordinator.batch,
         server.describe()
     );
-    // Interrupted, the bench still drops its scratch database (unless --keep): a server must
-    // not collect qlsched_bench_* databases from every Ctrl-C.
-    let mut shutdown = Shutdown::install()?;
-    let report = tokio::select! {
-        report = run_bench(&server, &global.connection.schema, &config) => report?,
-        signal = shutdown.recv() => {
-            return Err(interrupted(&server, &config.database, config.keep, signal).await);
-        }
-    };
+    let bench = run_bench(&server, &global.connection.schema, &config);
+    let report = unless_interrupted(bench, &server, &config.database, config.keep).await?;
     emit(global.format, &report, render)?;
     verdict(report.problems())
 }
@@ -166,32 +159,40 @@ pub async fn run(args: BenchArgs, global: &Global) -> Result<(), CliError> {
 /// The burst's cadence: short, so that the replicas' random phases do not dominate its time.
 const BURST_CADENCE: Duration = Duration::from_millis(100);
 
-async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliError> {
+/// The replicas' settings, burst or steady: owner `bench-<pid>`, the batch, lease and cadence
+/// flags (`cadence` without --cadence), and `qlsched run`'s defaults for the rest.
+fn coordinator(args: &BenchArgs, cadence: Duration) -> CoordinatorConfig {
+    CoordinatorConfig {
+        owner: format!("bench-{}", std::process::id()),
+        batch: args.batch.map_or(Batch::Adaptive, Batch::Pinned),
+        lease: args.lease,
+        cadence: args.cadence.unwrap_or(cadence),
+        ..CoordinatorConfig::default()
+    }
+}
+
+/// The scratch database of this process's bench.
+fn scratch_database() -> String {
+    format!("qlsched_bench_{}", std::process::id())
+}
+
+async fn run_steady_bench(
+    args: BenchArgs,
+    server: &crate::store::ConnectionSettings,
+    global: &Global,
+) -> Result<(), CliError> {
     let chart = args.chart.clone();
-    let server = global.connection.settings(Access::Write)?;
-    server.require_session("bench", "it creates its own database and migrates it")?;
-    let pid = std::process::id();
-    let defaults = CoordinatorConfig::default();
     let config = SteadyConfig {
         triggers: args.triggers,
         replicas: args.replicas,
-        cron: args.cron,
+        coordinator: coordinator(&args, CoordinatorConfig::default().cadence),
+        cron: args.cron.clone(),
         window: args.window,
-        coordinator: CoordinatorConfig {
-            owner: format!("bench-{pid}"),
-            batch: args.batch.map_or(Batch::Adaptive, Batch::Pinned),
-            lease: args.lease,
-            cadence: args.cadence.unwrap_or(defaults.cadence),
-            ..defaults
-        },
         build: super::BUILD,
         ceiling_time: args.ceiling_time,
-        database: format!("qlsched_bench_{pid}"),
+        database: scratch_database(),
         keep: args.keep,
-        lived_in: crate::bench::LivedIn {
-            parked: args.parked,
-            history: args.history,
-        },
+        lived_in: args.lived_in(),
         dispatch: args.dispatch,
         retention: args.retain,
     };
@@ -208,13 +209,8 @@ async fn run_steady_bench(args: BenchArgs, global: &Global) -> Result<(), CliErr
         format_duration(config.window),
         server.describe()
     );
-    let mut shutdown = Shutdown::install()?;
-    let report = tokio::select! {
-        report = run_steady(&server, &global.connection.schema, &config) => report?,
-        signal = shutdown.recv() => {
-            return Err(interrupted(&server, &config.database, config.keep, signal).await);
-        }
-    };
+    let bench = run_steady(server, &global.connection.schema, &config);
+    let report = unless_interrupted(bench, server, &config.database, config.keep).await?;
     emit(global.format, &report, render_steady)?;
     if let Some(path) = chart {
         write_chart(&report, &path)?;
@@ -291,57 +287,26 @@ fn write_chart(report: &SteadyReport, path: &std::path::Path) -> Result<(), CliE
             |ms| format!(", retention {}", format_duration(Duration::from_millis(ms)))
         )
     );
-    let mut lag = ChartBuilder::on(&upper)
-        .caption(&title, ("sans-serif", 18))
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0.0..last, 0.0..lag_top * 1.1)
-        .map_err(|e| drawn(&e))?;
-    lag.configure_mesh()
-        .x_desc("minute of the window")
-        .y_desc(if by_minute {
-            "lag of the minute's runs (s)"
-        } else {
-            "lag (s)"
-        })
-        .draw()
-        .map_err(|e| drawn(&e))?;
-    for (label, color, of) in [
-        (
-            "p50",
-            BLUE,
-            (|p: &(f64, f64, f64, f64)| p.1) as fn(&(f64, f64, f64, f64)) -> f64,
-        ),
-        ("p99", MAGENTA, |p| p.2),
-        ("max", RED, |p| p.3),
-    ] {
-        lag.draw_series(LineSeries::new(points.iter().map(|p| (p.0, of(p))), color))
-            .map_err(|e| drawn(&e))?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
-    }
-    lag.configure_series_labels()
-        .background_style(WHITE)
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| drawn(&e))?;
+    let lag_desc = if by_minute {
+        "lag of the minute's runs (s)"
+    } else {
+        "lag (s)"
+    };
+    let mut lag =
+        minute_chart(&upper, Some(&title), (last, lag_top), lag_desc).map_err(|e| drawn(&e))?;
+    let lags = [
+        ("p50", BLUE, points.iter().map(|p| (p.0, p.1)).collect()),
+        ("p99", MAGENTA, points.iter().map(|p| (p.0, p.2)).collect()),
+        ("max", RED, points.iter().map(|p| (p.0, p.3)).collect()),
+    ];
+    labelled_lines(&mut lag, lags, None).map_err(|e| drawn(&e))?;
     if report.history.is_empty() {
         let rate_top = report
             .admission_rates_per_s
             .iter()
             .copied()
             .fold(1.0, f64::max);
-        let mut rate = ChartBuilder::on(&lower)
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0.0..last, 0.0..rate_top * 1.1)
-            .map_err(|e| drawn(&e))?;
-        rate.configure_mesh()
-            .x_desc("minute of the window")
-            .y_desc("admissions / s")
-            .draw()
+        let mut rate = minute_chart(&lower, None, (last, rate_top), "admissions / s")
             .map_err(|e| drawn(&e))?;
         rate.draw_series(LineSeries::new(
             report
@@ -367,49 +332,104 @@ fn write_chart(report: &SteadyReport, path: &std::path::Path) -> Result<(), CliE
             .filter(|s| (0.0..=last).contains(&s.0))
             .collect();
         let top = samples.iter().map(|s| s.1.max(s.2)).fold(1.0, f64::max);
-        let mut size = ChartBuilder::on(&lower)
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0.0..last, 0.0..top * 1.1)
-            .map_err(|e| drawn(&e))?;
-        size.configure_mesh()
-            .x_desc("minute of the window")
-            .y_desc("history")
-            .draw()
-            .map_err(|e| drawn(&e))?;
-        for (label, color, of) in [
+        let mut size = minute_chart(&lower, None, (last, top), "history").map_err(|e| drawn(&e))?;
+        let sizes = [
             (
                 "runs (thousands; attempts as many, events twice)",
                 GREEN,
-                (|s: &(f64, f64, f64)| s.1) as fn(&(f64, f64, f64)) -> f64,
+                samples.iter().map(|s| (s.0, s.1)).collect(),
             ),
-            ("MB of runs, attempts and events", BLACK, |s| s.2),
-        ] {
-            size.draw_series(LineSeries::new(samples.iter().map(|s| (s.0, of(s))), color))
-                .map_err(|e| drawn(&e))?
-                .label(label)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
-        }
-        size.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE)
-            .border_style(BLACK)
-            .draw()
+            (
+                "MB of runs, attempts and events",
+                BLACK,
+                samples.iter().map(|s| (s.0, s.2)).collect(),
+            ),
+        ];
+        labelled_lines(&mut size, sizes, Some(SeriesLabelPosition::UpperLeft))
             .map_err(|e| drawn(&e))?;
     }
     root.present().map_err(|e| drawn(&e))?;
     Ok(())
 }
 
-/// Interrupted, the bench still drops its scratch database (unless kept): a server must not
-/// collect qlsched_bench_* databases from every Ctrl-C.
-async fn interrupted(
+/// A chart of the steady run against the minute of its window.
+type MinuteChart<'a, DB> = plotters::prelude::ChartContext<
+    'a,
+    DB,
+    plotters::prelude::Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::types::RangedCoordf64,
+    >,
+>;
+
+/// What drawing a chart fails with.
+type ChartError<DB> =
+    plotters::prelude::DrawingAreaErrorKind<<DB as plotters::prelude::DrawingBackend>::ErrorType>;
+
+/// A chart on `area` of the window's minutes, 0 to `last`, against values from 0 to a tenth
+/// above `top`, its mesh drawn and its axes named.
+fn minute_chart<'a, DB: plotters::prelude::DrawingBackend>(
+    area: &'a plotters::prelude::DrawingArea<DB, plotters::coord::Shift>,
+    caption: Option<&str>,
+    (last, top): (f64, f64),
+    y_desc: &str,
+) -> Result<MinuteChart<'a, DB>, ChartError<DB>> {
+    let mut builder = plotters::prelude::ChartBuilder::on(area);
+    if let Some(caption) = caption {
+        builder.caption(caption, ("sans-serif", 18));
+    }
+    let mut chart = builder
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..last, 0.0..top * 1.1)?;
+    chart
+        .configure_mesh()
+        .x_desc("minute of the window")
+        .y_desc(y_desc)
+        .draw()?;
+    Ok(chart)
+}
+
+/// A line of a chart: its label in the legend, its colour and its points.
+type Line<'s> = (&'s str, plotters::style::RGBColor, Vec<(f64, f64)>);
+
+/// Draws `lines` on `chart`, with a legend of their
+/// labels at `position` (plotters' own place when none).
+fn labelled_lines<'a, const N: usize, DB: plotters::prelude::DrawingBackend + 'a>(
+    chart: &mut MinuteChart<'a, DB>,
+    lines: [Line<'_>; N],
+    position: Option<plotters::prelude::SeriesLabelPosition>,
+) -> Result<(), ChartError<DB>> {
+    use plotters::prelude::*;
+
+    for (label, color, points) in lines {
+        chart
+            .draw_series(LineSeries::new(points, color))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
+    }
+    let mut legend = chart.configure_series_labels();
+    if let Some(position) = position {
+        legend.position(position);
+    }
+    legend.background_style(WHITE).border_style(BLACK).draw()
+}
+
+/// The report of `bench`, unless a signal comes first. Interrupted, the bench still drops its
+/// scratch database (unless kept): a server must not collect qlsched_bench_* databases from
+/// every Ctrl-C.
+async fn unless_interrupted<R>(
+    bench: impl Future<Output = Result<R, crate::bench::BenchError>>,
     server: &crate::store::ConnectionSettings,
     database: &str,
     keep: bool,
-    signal: &str,
-) -> CliError {
+) -> Result<R, CliError> {
+    let mut shutdown = Shutdown::install()?;
+    let signal = tokio::select! {
+        report = bench => return Ok(report?),
+        signal = shutdown.recv() => signal,
+    };
     let what = if keep {
         format!("scratch database {database} kept")
     } else {
@@ -418,10 +438,10 @@ async fn interrupted(
             Err(error) => format!("scratch database {database} not dropped: {error}"),
         }
     };
-    CliError::Findings {
+    Err(CliError::Findings {
         message: format!("bench interrupted by {signal}; {what}"),
         status: ExitStatus::Interrupted,
-    }
+    })
 }
 
 /// A run whose writes break a promise, or that did not measure what it was asked to, exits 1

@@ -19,8 +19,8 @@ use tokio::sync::mpsc;
 use crate::replicas::{InProcessReplicas, stop_all};
 use crate::scratch::{drop_database, recreate_database};
 use crate::sql::{
-    create_batch_probe, create_commit_probe, database_now_ms, drop_batch_probe, drop_commit_probe,
-    pad_schedule, place_cursors, probe_batches, probe_commits,
+    BATCH_PROBE, COMMIT_PROBE, database_now_ms, pad_schedule, place_cursors, probe_batches,
+    probe_commits,
 };
 use qlsched_core::duration::format_duration;
 use qlsched_core::manifest::parse_manifest;
@@ -246,6 +246,20 @@ pub(crate) async fn drop_unless_kept(server: &ConnectionSettings, database: &str
     }
 }
 
+/// Creates the scratch database `database` afresh and migrates it; returns its settings and an
+/// admin connection to it.
+pub(crate) async fn migrated_database(
+    server: &ConnectionSettings,
+    schema: &SchemaName,
+    database: &str,
+) -> Result<(ConnectionSettings, tokio_postgres::Client), BenchError> {
+    recreate_database(server, database, None).await?;
+    let settings = server.with_dbname(database);
+    let mut admin = settings.connect(schema, "qlsched bench").await?;
+    migrate_up(&mut admin, schema).await?;
+    Ok((settings, admin))
+}
+
 impl BenchConfig {
     /// Refuses a configuration that cannot give a meaningful measurement, before anything is
     /// created; returns how many published triggers are due: N·F, rounded.
@@ -287,10 +301,7 @@ async fn measure(
     due: u64,
 ) -> Result<BenchReport, BenchError> {
     let seeding = Instant::now();
-    recreate_database(server, &config.database, None).await?;
-    let settings = server.with_dbname(&config.database);
-    let mut admin = settings.connect(schema, "qlsched bench").await?;
-    migrate_up(&mut admin, schema).await?;
+    let (settings, mut admin) = migrated_database(server, schema, &config.database).await?;
 
     let now_ms = database_now_ms(&admin).await?;
     let burst_at_ms = (now_ms - BURST_AGE_MS).div_euclid(1000) * 1000;
@@ -430,10 +441,11 @@ pub(crate) async fn measure_ceiling(
     time: Duration,
 ) -> Result<f64, BenchError> {
     let admin = settings.connect(schema, "qlsched bench ceiling").await?;
-    match ceiling {
-        Ceiling::Commits => create_commit_probe(&admin).await?,
-        Ceiling::BatchedAdmissions => create_batch_probe(&admin).await?,
-    }
+    let probe = match ceiling {
+        Ceiling::Commits => &COMMIT_PROBE,
+        Ceiling::BatchedAdmissions => &BATCH_PROBE,
+    };
+    probe.create(&admin).await?;
     let mut clients = Vec::with_capacity(usize::from(connections));
     for _ in 0..connections {
         clients.push(settings.connect(schema, "qlsched bench ceiling").await?);
@@ -457,10 +469,7 @@ pub(crate) async fn measure_ceiling(
         .into_iter()
         .sum();
     let elapsed = started.elapsed().as_secs_f64();
-    match ceiling {
-        Ceiling::Commits => drop_commit_probe(&admin).await?,
-        Ceiling::BatchedAdmissions => drop_batch_probe(&admin).await?,
-    }
+    probe.remove(&admin).await?;
     Ok(ratio(done as f64, elapsed))
 }
 

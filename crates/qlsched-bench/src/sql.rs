@@ -104,17 +104,37 @@ const DROP_BATCH_PROBE: &str = "DROP TABLE IF EXISTS bench_ceiling_schedules, be
 // The admission's isolation, for the probe's connections.
 const SERIALIZABLE: &str = "SET default_transaction_isolation = serializable";
 
-/// Creates the batched-SQL ceiling's tables.
-pub async fn create_batch_probe(client: &impl GenericClient) -> Result<(), StoreError> {
-    client.batch_execute(DROP_BATCH_PROBE).await?;
-    client.batch_execute(CREATE_BATCH_PROBE).await?;
-    Ok(())
+/// The tables a ceiling's probe writes in, by the statements that create and drop them.
+pub struct Probe {
+    create: &'static str,
+    drop: &'static str,
 }
 
-/// Drops the batched-SQL ceiling's tables.
-pub async fn drop_batch_probe(client: &impl GenericClient) -> Result<(), StoreError> {
-    client.batch_execute(DROP_BATCH_PROBE).await?;
-    Ok(())
+/// The commit ceiling's table.
+pub const COMMIT_PROBE: Probe = Probe {
+    create: CREATE_PROBE,
+    drop: DROP_PROBE,
+};
+
+/// The batched-SQL ceiling's tables.
+pub const BATCH_PROBE: Probe = Probe {
+    create: CREATE_BATCH_PROBE,
+    drop: DROP_BATCH_PROBE,
+};
+
+impl Probe {
+    /// Creates the tables afresh: any left by an earlier probe are dropped first.
+    pub async fn create(&self, client: &impl GenericClient) -> Result<(), StoreError> {
+        client.batch_execute(self.drop).await?;
+        client.batch_execute(self.create).await?;
+        Ok(())
+    }
+
+    /// Drops the tables.
+    pub async fn remove(&self, client: &impl GenericClient) -> Result<(), StoreError> {
+        client.batch_execute(self.drop).await?;
+        Ok(())
+    }
 }
 
 /// Commits batches of `rows` admissions' writes on `client` until `keep_going` says stop;
@@ -189,18 +209,6 @@ pub async fn pad_schedule(
     }
     transaction.commit().await?;
     client.batch_execute(ANALYZE).await?;
-    Ok(())
-}
-
-/// Creates the commit-ceiling probe table.
-pub async fn create_commit_probe(client: &impl GenericClient) -> Result<(), StoreError> {
-    client.batch_execute(CREATE_PROBE).await?;
-    Ok(())
-}
-
-/// Drops the commit-ceiling probe table.
-pub async fn drop_commit_probe(client: &impl GenericClient) -> Result<(), StoreError> {
-    client.batch_execute(DROP_PROBE).await?;
     Ok(())
 }
 

@@ -18,9 +18,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::{BenchError, Ceiling, drop_unless_kept, measure_ceiling, ratio, start_replicas};
+use super::{
+    BenchError, Ceiling, drop_unless_kept, measure_ceiling, migrated_database, ratio,
+    start_replicas,
+};
 use crate::replicas::stop_all;
-use crate::scratch::recreate_database;
 use crate::sql::{
     FinishedRun, HistorySample, OccurrenceLag, database_now_ms, finish_queued, history_size,
     lag_by_occurrence, misfire_records, still_due_at, uninitialized_rows,
@@ -30,7 +32,6 @@ use qlsched_core::manifest::parse_manifest;
 use qlsched_core::{Batch, CoordinatorConfig, CronSchedule};
 use qlsched_store::accounting::occurrence_accounting;
 use qlsched_store::invariants::invariant_counts;
-use qlsched_store::migrate::migrate_up;
 use qlsched_store::publish::publish;
 use qlsched_store::retention::{RunRetention, retention_state};
 use qlsched_store::upkeep::{ScheduleUpkeep, schedule_upkeep};
@@ -334,10 +335,7 @@ async fn measure(
     schedule: &CronSchedule,
 ) -> Result<SteadyReport, BenchError> {
     let seeding = Instant::now();
-    recreate_database(server, &config.database, None).await?;
-    let settings = server.with_dbname(&config.database);
-    let mut admin = settings.connect(schema, "qlsched bench").await?;
-    migrate_up(&mut admin, schema).await?;
+    let (settings, mut admin) = migrated_database(server, schema, &config.database).await?;
     let manifest = parse_manifest(&steady_manifest(config).to_string())?;
     publish(&mut admin, schema, &manifest, false).await?;
     config

@@ -132,7 +132,7 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     if mode == SslMode::Disable {
         // Never used for a handshake; built so that every connection has the same type.
-        let config = base_config(&provider, Arc::new(AnyCertificate::new(&provider)))?;
+        let config = base_config(&provider, Arc::new(Verifier::any_certificate(&provider)))?;
         return Ok((
             mode,
             Tls {
@@ -157,8 +157,8 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
             None => Roots::None,
         },
     };
-    let verifier: Arc<dyn ServerCertVerifier> = match &roots {
-        Roots::None => Arc::new(AnyCertificate::new(&provider)),
+    let verifier = match &roots {
+        Roots::None => Verifier::any_certificate(&provider),
         Roots::File(path) => {
             let mut store = RootCertStore::empty();
             for cert in read_certs(path, "sslrootcert")? {
@@ -169,7 +169,7 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
                     ))
                 })?;
             }
-            chain_verifier(store, mode, &provider)?
+            Verifier::chain(store, mode, &provider)?
         }
         Roots::System => {
             let found = rustls_native_certs::load_native_certs();
@@ -182,11 +182,11 @@ pub fn build(mode: Option<SslMode>, files: &TlsFiles) -> Result<(SslMode, Tls), 
                         .to_owned(),
                 ));
             }
-            chain_verifier(store, mode, &provider)?
+            Verifier::chain(store, mode, &provider)?
         }
     };
 
-    let config = base_config(&provider, verifier)?;
+    let config = base_config(&provider, Arc::new(verifier))?;
     let cert = files
         .cert
         .clone()
@@ -312,29 +312,47 @@ fn pem_error(error: &rustls::pki_types::pem::Error) -> String {
     }
 }
 
-/// rustls' WebPKI verifier over `store`; for `verify-ca` and the modes below it (given a root
-/// certificate), a certificate that names another host is accepted, as libpq does.
-fn chain_verifier(
-    store: RootCertStore,
-    mode: SslMode,
-    provider: &Arc<CryptoProvider>,
-) -> Result<Arc<dyn ServerCertVerifier>, Error> {
-    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
-        .build()
-        .map_err(|error| Error::Config(format!("TLS root certificates: {error}")))?;
-    Ok(Arc::new(ChainVerifier {
-        inner,
-        check_name: mode == SslMode::VerifyFull,
-    }))
-}
-
+/// The server-certificate check `sslmode` asks for, as libpq makes it. With a root certificate at
+/// hand (`chain`, rustls' WebPKI verifier over the roots) the chain and the dates are checked, and
+/// the host name only for `verify-full`: for `verify-ca` and the modes below it a certificate that
+/// names another host is accepted. Without one (`require`, `prefer`, `allow`), no certificate is
+/// refused: encryption against a passive listener, no proof of who the server is. In every mode
+/// the handshake signature is checked, so the server must hold the key of the certificate it shows.
 #[derive(Debug)]
-struct ChainVerifier {
-    inner: Arc<WebPkiServerVerifier>,
+struct Verifier {
+    chain: Option<Arc<WebPkiServerVerifier>>,
     check_name: bool,
+    algorithms: WebPkiSupportedAlgorithms,
 }
 
-impl ServerCertVerifier for ChainVerifier {
+impl Verifier {
+    /// The verifier of the modes without a root certificate.
+    fn any_certificate(provider: &CryptoProvider) -> Self {
+        Verifier {
+            chain: None,
+            check_name: false,
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
+
+    /// The verifier over the roots in `store`.
+    fn chain(
+        store: RootCertStore,
+        mode: SslMode,
+        provider: &Arc<CryptoProvider>,
+    ) -> Result<Self, Error> {
+        let chain = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
+            .build()
+            .map_err(|error| Error::Config(format!("TLS root certificates: {error}")))?;
+        Ok(Verifier {
+            chain: Some(chain),
+            check_name: mode == SslMode::VerifyFull,
+            ..Verifier::any_certificate(provider)
+        })
+    }
+}
+
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -343,13 +361,10 @@ impl ServerCertVerifier for ChainVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             // The chain and the dates are checked before the name: a name error means the rest
             // held.
             Err(rustls::Error::InvalidCertificate(
@@ -359,57 +374,8 @@ impl ServerCertVerifier for ChainVerifier {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// libpq's `require` (and `prefer`, `allow`) without a root certificate: encryption against a
-/// passive listener, no proof of who the server is. The handshake signature is still checked, so
-/// the server must hold the key of the certificate it shows.
-#[derive(Debug)]
-struct AnyCertificate {
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl AnyCertificate {
-    fn new(provider: &CryptoProvider) -> Self {
-        AnyCertificate {
-            algorithms: provider.signature_verification_algorithms,
-        }
-    }
-}
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
+    // The signatures are checked with the provider's algorithms, as the WebPKI verifier checks
+    // them.
     fn verify_tls12_signature(
         &self,
         message: &[u8],

@@ -581,19 +581,8 @@ mod tests {
             admitted: vec![run],
             ..RoundReport::default()
         }));
-        counts.add(&RoundEvent::Failed {
-            started: Instant::now(),
-            finished: Instant::now(),
-            error: "x".into(),
-        });
-        let text = render(
-            BUILD,
-            &counts,
-            Some(&every_read()),
-            &Readiness::Ready,
-            true,
-            None,
-        );
+        counts.add(&failed());
+        let text = scrape(&counts, None);
         for line in [
             "qlsched_rounds_total{outcome=\"succeeded\"} 1",
             "qlsched_rounds_total{outcome=\"failed\"} 1",
@@ -671,19 +660,8 @@ mod tests {
     #[test]
     fn the_exposition_is_unchanged() {
         let mut counts = Counts::default();
-        counts.add(&RoundEvent::Failed {
-            started: Instant::now(),
-            finished: Instant::now(),
-            error: "x".into(),
-        });
-        let text = render(
-            BUILD,
-            &counts,
-            Some(&every_read()),
-            &Readiness::Ready,
-            true,
-            Some(16),
-        );
+        counts.add(&failed());
+        let text = scrape(&counts, Some(16));
         // The build the binary handed in, as it is: the snapshot masks it.
         assert!(
             text.contains("qlsched_build_info{version=\"0.0.0\",commit=\"0123456789ab\"} 1"),
@@ -735,16 +713,31 @@ mod tests {
         }
     }
 
-    /// A scrape with every metric present.
-    fn everything() -> String {
+    /// A round that failed.
+    fn failed() -> RoundEvent {
+        RoundEvent::Failed {
+            started: Instant::now(),
+            finished: Instant::now(),
+            error: "x".into(),
+        }
+    }
+
+    /// A scrape of `counts` by a ready, healthy replica whose every database read answered, its
+    /// claim batch `batch`.
+    fn scrape(counts: &Counts, batch: Option<u16>) -> String {
         render(
             BUILD,
-            &Counts::default(),
+            counts,
             Some(&every_read()),
             &Readiness::Ready,
             true,
-            Some(16),
+            batch,
         )
+    }
+
+    /// A scrape with every metric present.
+    fn everything() -> String {
+        scrape(&Counts::default(), Some(16))
     }
 
     /// The names docs/OPERATIONS.md, docs/alerts.yml and dashboards know: a metric is only ever
