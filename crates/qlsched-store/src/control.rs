@@ -235,6 +235,26 @@ async fn lock_target(
     })
 }
 
+/// The target locked ([`lock_target`]) at `revision`, the one its caller computed from: a
+/// trigger published since is refused (exit 3), with `since` saying when and what to do.
+async fn lock_at(
+    client: &tokio_postgres::Client,
+    trigger: &TriggerName,
+    revision: i64,
+    since: &str,
+) -> Result<Target, StoreError> {
+    let target = lock_target(client, trigger).await?;
+    if target.trigger_revision != revision {
+        return Err(StoreError::FenceRejected(format!(
+            "{}: published again (revision {} → {}) {since}",
+            target.name(),
+            revision,
+            target.trigger_revision
+        )));
+    }
+    Ok(target)
+}
+
 /// What `fire` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -287,15 +307,8 @@ async fn fire_in_transaction(
     request_id: &str,
     actor: &str,
 ) -> Result<Fired, StoreError> {
-    let target = lock_target(client, trigger).await?;
-    if target.trigger_revision != revision {
-        return Err(StoreError::FenceRejected(format!(
-            "{}: published again (revision {} → {}) since the request was made; fire again",
-            target.name(),
-            revision,
-            target.trigger_revision
-        )));
-    }
+    let since = "since the request was made; fire again";
+    let target = lock_at(client, trigger, revision, since).await?;
     let key = manual_key(&target.name().to_string(), revision, request_id);
     if let Some(retired) = client
         .query_opt(RETIRED_BY_KEY, &[&key])
@@ -323,27 +336,18 @@ async fn fire_in_transaction(
         actor,
     )
     .await?;
-    if written.is_empty() {
-        let row = client
-            .query_one(RUN_BY_KEY, &[&key])
-            .await
-            .map_err(StoreError::from_db)?;
-        return Ok(Fired {
-            run_id: row.col("run_id")?,
-            idempotency_key: key,
-            scheduled_for_ms: row.col("scheduled_for_ms")?,
-            created: false,
-            trigger_revision: revision,
-        });
+    // Nothing written: the request id's run exists already, and is reported as it is.
+    let created = !written.is_empty();
+    if created {
+        audit(
+            client,
+            &target,
+            "fire",
+            actor,
+            &format!("request {request_id}"),
+        )
+        .await?;
     }
-    audit(
-        client,
-        &target,
-        "fire",
-        actor,
-        &format!("request {request_id}"),
-    )
-    .await?;
     let row = client
         .query_one(RUN_BY_KEY, &[&key])
         .await
@@ -352,7 +356,7 @@ async fn fire_in_transaction(
         run_id: row.col("run_id")?,
         idempotency_key: key,
         scheduled_for_ms: row.col("scheduled_for_ms")?,
-        created: true,
+        created,
         trigger_revision: revision,
     })
 }
@@ -407,16 +411,8 @@ async fn backfill_in_transaction(
     occurrences: &[i64],
     actor: &str,
 ) -> Result<BackfillBatch, StoreError> {
-    let target = lock_target(client, trigger).await?;
-    if target.trigger_revision != revision {
-        return Err(StoreError::FenceRejected(format!(
-            "{}: published again (revision {} → {}) during the backfill; what was admitted \
-             stays, run it again for the rest",
-            target.name(),
-            revision,
-            target.trigger_revision
-        )));
-    }
+    let since = "during the backfill; what was admitted stays, run it again for the rest";
+    let target = lock_at(client, trigger, revision, since).await?;
     if !target.enabled {
         return Err(StoreError::NothingEligible(format!(
             "{}: the trigger is disabled, so it has no occurrences to backfill (enable it by \
