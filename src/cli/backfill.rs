@@ -218,7 +218,7 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         Access::Write,
     )
     .await?;
-    let mut plan = Backfill::plan(&store, request).await.map_err(refused)?;
+    let plan = Backfill::plan(&store, request).await.map_err(refused)?;
     let (request, target) = (&plan.request, &plan.target);
     let dry_run = args.confirm.dry_run;
     if !args.confirm.yes && !dry_run && interactive() {
@@ -260,12 +260,15 @@ pub async fn run(args: BackfillArgs, global: &Global) -> Result<(), CliError> {
         .await;
     listener.abort();
     let outcome = outcome?;
-    // The notes read on a connection of their own, once the plan has given its back.
-    let (request, target) = (plan.request.clone(), plan.target.clone());
-    let (requested_from_ms, to_ms, before_creation) =
-        (plan.requested_from_ms, plan.to_ms, plan.before_creation);
-    let occurrences = std::mem::take(&mut plan.occurrences);
-    plan.finished();
+    let Backfill {
+        request,
+        target,
+        requested_from_ms,
+        to_ms,
+        before_creation,
+        occurrences,
+        ..
+    } = plan;
     let notes = if dry_run {
         Some(dry_run_notes(&store, &request.trigger, &occurrences).await?)
     } else {

@@ -78,9 +78,8 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
         Access::Write,
     )
     .await?;
-    let client = store.client().await?;
     // The revision the key names, read (and every definition checked) before asking.
-    let target = control::read_target(&client, store.schema(), &args.trigger).await?;
+    let target = control::read_target(&store, &args.trigger).await?;
     let dry_run = args.confirm.dry_run;
     if !args.confirm.yes && !dry_run && interactive() {
         let paused = if target.paused { " (paused)" } else { "" };
@@ -94,8 +93,7 @@ pub async fn run(args: FireArgs, global: &Global) -> Result<(), CliError> {
     }
     let actor = operator_name();
     let fired = control::fire(
-        &client,
-        store.schema(),
+        &store,
         &args.trigger,
         target.trigger_revision,
         &request_id,

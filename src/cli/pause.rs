@@ -141,7 +141,6 @@ async fn act(
         Access::Write,
     )
     .await?;
-    let client = store.client().await?;
     let question = format!(
         "{name} {}? {} [y/N]",
         target.describe(),
@@ -150,12 +149,12 @@ async fn act(
     if !confirm.yes && !confirm.dry_run && interactive() && ask(&question).await? != "y" {
         return Err(CliError::Usage("not confirmed; nothing changed".into()));
     }
-    let (schema, key, actor) = (store.schema(), target.key(), operator_name());
+    let (key, actor) = (target.key(), operator_name());
     let report = match action {
         Action::Pause { reason } => {
-            control::pause(&client, schema, key, &actor, reason, confirm.dry_run).await?
+            control::pause(&store, key, &actor, reason, confirm.dry_run).await?
         }
-        Action::Resume => control::resume(&client, schema, key, &actor, confirm.dry_run).await?,
+        Action::Resume => control::resume(&store, key, &actor, confirm.dry_run).await?,
     };
     let report = Report {
         dry_run: confirm.dry_run,

@@ -280,23 +280,14 @@ pub async fn pause_or_resume(
     request: &PauseRequest,
     actor: &str,
 ) -> Result<PauseReport, StoreError> {
-    let client = store.client().await?;
     let key = (
         request.key.project_id.as_str(),
         Some(request.key.trigger_id.as_str()),
     );
     if request.resume {
-        control::resume(&client, store.schema(), key, actor, false).await
+        control::resume(store, key, actor, false).await
     } else {
-        control::pause(
-            &client,
-            store.schema(),
-            key,
-            actor,
-            Some("paused from qlsched top"),
-            false,
-        )
-        .await
+        control::pause(store, key, actor, Some("paused from qlsched top"), false).await
     }
 }
 

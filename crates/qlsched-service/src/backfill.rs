@@ -16,7 +16,7 @@ use qlsched_core::instant::InstantArg;
 use qlsched_core::time::utc;
 use qlsched_core::{CoreError, CronSchedule, TriggerName};
 use qlsched_store::control::{self, BackfillBatch, Target};
-use qlsched_store::{Lent, Store, StoreError};
+use qlsched_store::{Store, StoreError};
 
 /// Occurrences admitted per transaction: short enough that a replica waiting on the row lock
 /// (the claim skips it) loses well under a second, large enough to cover a day of minutes in
@@ -84,9 +84,8 @@ impl BackfillRequest {
 
 /// A planned backfill: the trigger as read, and the occurrences to admit.
 pub struct Backfill {
-    /// Lent for the plan and its run: it goes back to the pool by [`Backfill::finished`]; a
-    /// backfill dropped otherwise (cut off mid-transaction, or failed) closes it instead.
-    client: Lent,
+    /// Each transaction of the run takes a connection of its own from it, and gives it back
+    /// once the transaction has ended (`store::control`): between two, the backfill holds none.
     store: Store,
     pub request: BackfillRequest,
     /// The window as asked, resolved against the database's now read with the trigger.
@@ -122,12 +121,10 @@ pub struct BackfillOutcome {
 }
 
 impl Backfill {
-    /// Reads the trigger (on a connection kept for [`Backfill::run`]) and computes the
-    /// window's occurrences; writes nothing.
+    /// Reads the trigger and computes the window's occurrences; writes nothing.
     pub async fn plan(store: &Store, request: BackfillRequest) -> Result<Self, BackfillError> {
         request.check()?;
-        let client = store.lend().await?;
-        let target = control::read_target(&client, store.schema(), &request.trigger).await?;
+        let target = control::read_target(store, &request.trigger).await?;
         let (requested_from_ms, to_ms) = (
             request.from.resolve(target.now_ms),
             request.to_ms(target.now_ms),
@@ -174,7 +171,6 @@ impl Backfill {
             )));
         }
         Ok(Backfill {
-            client,
             store: store.clone(),
             request,
             requested_from_ms,
@@ -202,8 +198,7 @@ impl Backfill {
                 break;
             }
             let batch = control::backfill(
-                &self.client,
-                self.store.schema(),
+                &self.store,
                 &self.request.trigger,
                 self.target.trigger_revision,
                 chunk,
@@ -223,12 +218,6 @@ impl Backfill {
             });
         }
         Ok(outcome)
-    }
-
-    /// Done with the plan and its run, each transaction ended: the connection kept for it goes
-    /// back to the pool (dropped instead, it is closed).
-    pub fn finished(self) {
-        self.client.finished();
     }
 }
 

@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use super::error::stored;
 use super::row::Named;
-use super::{Begin, SchemaName, StoreError, retry};
+use super::{Begin, Store, StoreError, Work, retry};
 use qlsched_core::run_id::run_id;
 use qlsched_core::{ProjectStatus, TriggerName};
 
@@ -167,23 +167,20 @@ impl Target {
 
 /// Reads the target without writing: for `fire` and `backfill` to name the revision and check
 /// the range before their transaction, and for `--dry-run`.
-pub async fn read_target(
-    client: &ClientWrapper,
-    schema: &SchemaName,
-    trigger: &TriggerName,
-) -> Result<Target, StoreError> {
+pub async fn read_target(store: &Store, trigger: &TriggerName) -> Result<Target, StoreError> {
     // One statement in a transaction of its own: its row lock waits for an admission in flight
     // and is gone with the transaction; no snapshot to serialize against. Under the operators'
     // bounds (`operator::OPERATOR_LOCK_TIMEOUT`): a row held longer (a stuck session, a table
     // lock) ends the command with exit 75 instead of a wait without end.
-    client
-        .batch_execute(&crate::operator::begin_bounded(
-            schema,
-            Begin::ReadWrite.statement(),
-        ))
-        .await?;
-    let done = lock_target(client, trigger).await;
-    finish(client, done, false).await
+    operator_transaction(
+        store,
+        "reading the trigger",
+        Begin::ReadWrite.statement(),
+        false,
+        trigger,
+        |client, trigger| Box::pin(lock_target(client, trigger)),
+    )
+    .await
 }
 
 async fn lock_target(
@@ -238,6 +235,26 @@ async fn lock_target(
     })
 }
 
+/// The target locked ([`lock_target`]) at `revision`, the one its caller computed from: a
+/// trigger published since is refused (exit 3), with `since` saying when and what to do.
+async fn lock_at(
+    client: &tokio_postgres::Client,
+    trigger: &TriggerName,
+    revision: i64,
+    since: &str,
+) -> Result<Target, StoreError> {
+    let target = lock_target(client, trigger).await?;
+    if target.trigger_revision != revision {
+        return Err(StoreError::FenceRejected(format!(
+            "{}: published again (revision {} → {}) {since}",
+            target.name(),
+            revision,
+            target.trigger_revision
+        )));
+    }
+    Ok(target)
+}
+
 /// What `fire` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -260,17 +277,26 @@ pub fn manual_key(trigger: &str, revision: i64, request_id: &str) -> String {
 /// the run an earlier call with the same request id admitted. `dry_run` checks everything and
 /// rolls back.
 pub async fn fire(
-    client: &ClientWrapper,
-    schema: &SchemaName,
+    store: &Store,
     trigger: &TriggerName,
     revision: i64,
     request_id: &str,
     actor: &str,
     dry_run: bool,
 ) -> Result<Fired, StoreError> {
-    serializable(client, schema, "fire", dry_run, || {
-        fire_in_transaction(client, trigger, revision, request_id, actor)
-    })
+    let request = (trigger, revision, request_id, actor);
+    operator_transaction(
+        store,
+        "fire",
+        BEGIN_SERIALIZABLE,
+        dry_run,
+        &request,
+        |client, &(trigger, revision, request_id, actor)| {
+            Box::pin(fire_in_transaction(
+                client, trigger, revision, request_id, actor,
+            ))
+        },
+    )
     .await
 }
 
@@ -281,15 +307,8 @@ async fn fire_in_transaction(
     request_id: &str,
     actor: &str,
 ) -> Result<Fired, StoreError> {
-    let target = lock_target(client, trigger).await?;
-    if target.trigger_revision != revision {
-        return Err(StoreError::FenceRejected(format!(
-            "{}: published again (revision {} → {}) since the request was made; fire again",
-            target.name(),
-            revision,
-            target.trigger_revision
-        )));
-    }
+    let since = "since the request was made; fire again";
+    let target = lock_at(client, trigger, revision, since).await?;
     let key = manual_key(&target.name().to_string(), revision, request_id);
     if let Some(retired) = client
         .query_opt(RETIRED_BY_KEY, &[&key])
@@ -317,27 +336,18 @@ async fn fire_in_transaction(
         actor,
     )
     .await?;
-    if written.is_empty() {
-        let row = client
-            .query_one(RUN_BY_KEY, &[&key])
-            .await
-            .map_err(StoreError::from_db)?;
-        return Ok(Fired {
-            run_id: row.col("run_id")?,
-            idempotency_key: key,
-            scheduled_for_ms: row.col("scheduled_for_ms")?,
-            created: false,
-            trigger_revision: revision,
-        });
+    // Nothing written: the request id's run exists already, and is reported as it is.
+    let created = !written.is_empty();
+    if created {
+        audit(
+            client,
+            &target,
+            "fire",
+            actor,
+            &format!("request {request_id}"),
+        )
+        .await?;
     }
-    audit(
-        client,
-        &target,
-        "fire",
-        actor,
-        &format!("request {request_id}"),
-    )
-    .await?;
     let row = client
         .query_one(RUN_BY_KEY, &[&key])
         .await
@@ -346,7 +356,7 @@ async fn fire_in_transaction(
         run_id: row.col("run_id")?,
         idempotency_key: key,
         scheduled_for_ms: row.col("scheduled_for_ms")?,
-        created: true,
+        created,
         trigger_revision: revision,
     })
 }
@@ -367,17 +377,30 @@ pub struct BackfillBatch {
 /// that have no run, in one transaction. A trigger published since the occurrences were
 /// computed is refused (exit 3): they may not be its occurrences any more.
 pub async fn backfill(
-    client: &ClientWrapper,
-    schema: &SchemaName,
+    store: &Store,
     trigger: &TriggerName,
     revision: i64,
     occurrences: &[i64],
     actor: &str,
     dry_run: bool,
 ) -> Result<BackfillBatch, StoreError> {
-    serializable(client, schema, "backfill", dry_run, || {
-        backfill_in_transaction(client, trigger, revision, occurrences, actor)
-    })
+    let request = (trigger, revision, occurrences, actor);
+    operator_transaction(
+        store,
+        "backfill",
+        BEGIN_SERIALIZABLE,
+        dry_run,
+        &request,
+        |client, &(trigger, revision, occurrences, actor)| {
+            Box::pin(backfill_in_transaction(
+                client,
+                trigger,
+                revision,
+                occurrences,
+                actor,
+            ))
+        },
+    )
     .await
 }
 
@@ -388,16 +411,8 @@ async fn backfill_in_transaction(
     occurrences: &[i64],
     actor: &str,
 ) -> Result<BackfillBatch, StoreError> {
-    let target = lock_target(client, trigger).await?;
-    if target.trigger_revision != revision {
-        return Err(StoreError::FenceRejected(format!(
-            "{}: published again (revision {} → {}) during the backfill; what was admitted \
-             stays, run it again for the rest",
-            target.name(),
-            revision,
-            target.trigger_revision
-        )));
-    }
+    let since = "during the backfill; what was admitted stays, run it again for the rest";
+    let target = lock_at(client, trigger, revision, since).await?;
     if !target.enabled {
         return Err(StoreError::NothingEligible(format!(
             "{}: the trigger is disabled, so it has no occurrences to backfill (enable it by \
@@ -552,29 +567,38 @@ async fn finish<T>(
     }
 }
 
-/// Runs `work` in a SERIALIZABLE transaction, committed (rolled back for a dry run or an error)
-/// by [`finish`], tried again as [`retry::OPERATOR`] says while it fails on contention (a
-/// replica admitting or claiming the same row at that moment: a serialization failure, a
-/// deadlock, a cancelled statement, which `StoreError::from_db` makes a conflict).
-async fn serializable<T, F>(
-    client: &ClientWrapper,
-    schema: &SchemaName,
+/// Runs `work` (on `args`, which it borrows beside the connection) in one transaction opened by
+/// `begin` under the operators' bounds (`operator::begin_bounded`), committed (rolled back for a
+/// dry run or an error) by [`finish`], tried again as [`retry::OPERATOR`] says while it fails on
+/// contention (a replica admitting or claiming the same rows at that moment: a serialization
+/// failure, a deadlock, which `StoreError::from_db` makes a conflict).
+///
+/// On a connection lent for it ([`Store::lend`]), back to the pool once every attempt has ended
+/// its transaction; a call cut off before that (a command interrupted, `top` quitting with a
+/// pause in flight) closes the connection instead, so that no transaction left open is handed on.
+async fn operator_transaction<A: Sync + ?Sized, T>(
+    store: &Store,
     what: &'static str,
+    begin: &str,
     dry_run: bool,
-    work: impl Fn() -> F,
-) -> Result<T, StoreError>
-where
-    F: Future<Output = Result<T, StoreError>>,
-{
-    let work = &work;
-    retry::retry_conflicts(&retry::OPERATOR, what, move |_| async move {
-        client
-            .batch_execute(&crate::operator::begin_bounded(schema, BEGIN_SERIALIZABLE))
-            .await?;
-        let done = work().await;
+    args: &A,
+    work: impl for<'c> Fn(&'c ClientWrapper, &'c A) -> Work<'c, T>,
+) -> Result<T, StoreError> {
+    let lent = store.lend().await?;
+    let begin = crate::operator::begin_bounded(store.schema(), begin);
+    let (client, begin, work): (&ClientWrapper, _, _) = (&lent, &begin, &work);
+    let done = retry::retry_conflicts(&retry::OPERATOR, what, move |_| async move {
+        if let Err(error) = client.batch_execute(begin).await {
+            // The BEGIN may have run and a setting after it failed: end what was opened.
+            let _ = client.batch_execute(ROLLBACK).await;
+            return Err(error.into());
+        }
+        let done = work(client, args).await;
         finish(client, done, dry_run).await
     })
-    .await
+    .await;
+    lent.finished();
+    done
 }
 
 super::statements::statements! {

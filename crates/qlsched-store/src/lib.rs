@@ -158,7 +158,10 @@ impl Store {
         &self.sender
     }
 
-    /// A pooled connection.
+    /// A pooled connection. Public for the tests and drills alone, which write and inspect rows
+    /// by hand: the binary and the services go through this crate's functions, which open and
+    /// end their own transactions, so that no driver type leaves the store.
+    #[doc(hidden)]
     pub async fn client(&self) -> Result<Object, StoreError> {
         Ok(self.pool.get().await?)
     }

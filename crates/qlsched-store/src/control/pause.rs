@@ -9,10 +9,9 @@ use deadpool_postgres::ClientWrapper;
 use serde::Serialize;
 use tokio_postgres::Row;
 
-use super::finish;
-use crate::retry::{OPERATOR, retry_conflicts};
+use super::operator_transaction;
 use crate::row::Named;
-use crate::{SchemaName, StoreError};
+use crate::{Store, StoreError};
 use qlsched_core::TriggerName;
 
 /// A row a pause or a resume changed.
@@ -170,45 +169,53 @@ const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE";
 
 /// Pauses the trigger `target.1` of project `target.0`, or every trigger of the project.
 pub async fn pause(
-    client: &ClientWrapper,
-    schema: &SchemaName,
+    store: &Store,
     (project_id, trigger_id): (&str, Option<&str>),
     actor: &str,
     reason: Option<&str>,
     dry_run: bool,
 ) -> Result<PauseReport, StoreError> {
-    // Tried again as an operator's action is when contention aborts it (a deadlock with an
-    // admission, a lock wait past the bound).
-    retry_conflicts(&OPERATOR, "pause", move |_| async move {
-        client
-            .batch_execute(&crate::operator::begin_bounded(schema, BEGIN))
-            .await?;
-        let done = async {
-            let total = require_rows(client, project_id, trigger_id).await?;
-            let rows = client
-                .query(PAUSE, &[&project_id, &trigger_id, &actor, &reason])
-                .await?;
-            let changed = rows
-                .iter()
-                .map(|row| {
-                    Ok(PauseChange {
-                        project_id: row.col("project_id")?,
-                        trigger_id: row.col("trigger_id")?,
-                        paused_at_ms: row.col("paused_at_ms")?,
-                        paused_by: actor.to_owned(),
-                        reason: reason.map(str::to_owned),
-                        voided_claim_of: row.col("claim_owner")?,
-                        next_fire_at_ms: None,
-                        passed_over: None,
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            Ok(PauseReport::of(total, changed))
-        }
-        .await;
-        finish(client, done, dry_run).await
-    })
+    let request = (project_id, trigger_id, actor, reason);
+    operator_transaction(
+        store,
+        "pause",
+        BEGIN,
+        dry_run,
+        &request,
+        |client, &(project_id, trigger_id, actor, reason)| {
+            Box::pin(pause_rows(client, project_id, trigger_id, actor, reason))
+        },
+    )
     .await
+}
+
+async fn pause_rows(
+    client: &ClientWrapper,
+    project_id: &str,
+    trigger_id: Option<&str>,
+    actor: &str,
+    reason: Option<&str>,
+) -> Result<PauseReport, StoreError> {
+    let total = require_rows(client, project_id, trigger_id).await?;
+    let rows = client
+        .query(PAUSE, &[&project_id, &trigger_id, &actor, &reason])
+        .await?;
+    let changed = rows
+        .iter()
+        .map(|row| {
+            Ok(PauseChange {
+                project_id: row.col("project_id")?,
+                trigger_id: row.col("trigger_id")?,
+                paused_at_ms: row.col("paused_at_ms")?,
+                paused_by: actor.to_owned(),
+                reason: reason.map(str::to_owned),
+                voided_claim_of: row.col("claim_owner")?,
+                next_fire_at_ms: None,
+                passed_over: None,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    Ok(PauseReport::of(total, changed))
 }
 
 /// How many schedule rows the target has; [`StoreError::NotFound`] for none at all.
@@ -244,43 +251,50 @@ fn not_found_if_none(
 /// policy), none is admitted, and the cursor moves to the first occurrence at or after the
 /// resume (database time). A row not initialized stays so.
 pub async fn resume(
-    client: &ClientWrapper,
-    schema: &SchemaName,
+    store: &Store,
     (project_id, trigger_id): (&str, Option<&str>),
     actor: &str,
     dry_run: bool,
 ) -> Result<PauseReport, StoreError> {
-    // Tried again as an operator's action is when contention aborts it (a deadlock with an
-    // admission, a lock wait past the bound).
-    retry_conflicts(&OPERATOR, "resume", move |_| async move {
-        client
-            .batch_execute(&crate::operator::begin_bounded(schema, BEGIN))
-            .await?;
-        let done = async {
-            let total = require_rows(client, project_id, trigger_id).await?;
-            // The cron steps (up to `MAX_COUNTED_MISFIRES` a row) computed before any row is
-            // locked, so that a project of many long-paused triggers does not hold them all, and
-            // every admission waiting on one, while they are counted.
-            let computed: HashMap<StepInputs, Steps> = client
-                .query(READ_PAUSED, &[&project_id, &trigger_id])
-                .await?
-                .iter()
-                .filter_map(|row| Some((step_inputs(row).ok()?, resume_steps(row).ok()?)))
-                .collect();
-            let rows = client
-                .query(LOCK_PAUSED, &[&project_id, &trigger_id])
-                .await?;
-            let changed = rows
-                .iter()
-                .map(|row| resumed_row(row, &computed))
-                .collect::<Result<Vec<_>, _>>()?;
-            write_resumes(client, &rows, &changed, actor).await?;
-            Ok(PauseReport::of(total, changed))
-        }
-        .await;
-        finish(client, done, dry_run).await
-    })
+    let request = (project_id, trigger_id, actor);
+    operator_transaction(
+        store,
+        "resume",
+        BEGIN,
+        dry_run,
+        &request,
+        |client, &(project_id, trigger_id, actor)| {
+            Box::pin(resume_rows(client, project_id, trigger_id, actor))
+        },
+    )
     .await
+}
+
+async fn resume_rows(
+    client: &ClientWrapper,
+    project_id: &str,
+    trigger_id: Option<&str>,
+    actor: &str,
+) -> Result<PauseReport, StoreError> {
+    let total = require_rows(client, project_id, trigger_id).await?;
+    // The cron steps (up to `MAX_COUNTED_MISFIRES` a row) computed before any row is locked, so
+    // that a project of many long-paused triggers does not hold them all, and every admission
+    // waiting on one, while they are counted.
+    let computed: HashMap<StepInputs, Steps> = client
+        .query(READ_PAUSED, &[&project_id, &trigger_id])
+        .await?
+        .iter()
+        .filter_map(|row| Some((step_inputs(row).ok()?, resume_steps(row).ok()?)))
+        .collect();
+    let rows = client
+        .query(LOCK_PAUSED, &[&project_id, &trigger_id])
+        .await?;
+    let changed = rows
+        .iter()
+        .map(|row| resumed_row(row, &computed))
+        .collect::<Result<Vec<_>, _>>()?;
+    write_resumes(client, &rows, &changed, actor).await?;
+    Ok(PauseReport::of(total, changed))
 }
 
 /// What a resume's cron steps depend on besides the time: the row's name, revision, cursor and
