@@ -105,21 +105,12 @@ const PAUSE: &str = "WITH target AS (
 SELECT project_id, trigger_id, paused_at_ms, claim_owner FROM paused
 ORDER BY project_id, trigger_id";
 
-// The paused rows of project $1 (trigger $2, or all) with what a resume computes from: the
-// revision, the cursor, the pattern and the policy; and the database's now, the resume's time.
-// READ_PAUSED reads them for the cron steps to be computed before any row is locked;
-// LOCK_PAUSED locks them, to write what was computed where nothing it depends on moved: the same
-// statement with its lock (a test holds them equal).
-const READ_PAUSED: &str =
-    "SELECT s.project_id, s.trigger_id, s.trigger_revision, s.next_fire_at_ms,
-        s.paused_at_ms, s.paused_by, s.pause_reason, t.cron_expr, t.time_zone, t.misfire_policy,
-        now_ms() AS now_ms
-    FROM trigger_schedules s
-    JOIN triggers t ON t.project_id = s.project_id AND t.trigger_id = s.trigger_id
-    WHERE s.project_id = $1 AND ($2::text IS NULL OR s.trigger_id = $2)
-      AND s.paused_at_ms IS NOT NULL
-    ORDER BY s.project_id, s.trigger_id";
-const LOCK_PAUSED: &str =
+// The paused rows of project $1 (trigger $2, or all), locked, with what a resume computes from:
+// the revision, the cursor, the pattern and the policy; and the database's now, the resume's
+// time. Run twice by a resume: first inside a savepoint rolled back at once (UNLOCK_READ), for
+// the cron steps to be computed from the rows without holding them, then to hold them while
+// what was computed is written where nothing it depends on moved.
+const PAUSED_ROWS: &str =
     "SELECT s.project_id, s.trigger_id, s.trigger_revision, s.next_fire_at_ms,
         s.paused_at_ms, s.paused_by, s.pause_reason, t.cron_expr, t.time_zone, t.misfire_policy,
         now_ms() AS now_ms
@@ -129,6 +120,11 @@ const LOCK_PAUSED: &str =
       AND s.paused_at_ms IS NOT NULL
     ORDER BY s.project_id, s.trigger_id
     FOR UPDATE OF s";
+
+// Around the first PAUSED_ROWS: PostgreSQL releases the row locks taken after a savepoint when
+// the transaction rolls back to it, so the read leaves nothing held behind it.
+const READ_UNLOCKED: &str = "SAVEPOINT resume_read";
+const UNLOCK_READ: &str = "ROLLBACK TO SAVEPOINT resume_read";
 
 // Resume the locked rows given, in one statement whatever their number: for each, the pause
 // cleared, the cursor moved to `next_ms` (the first occurrence at or after the resume, or as it
@@ -277,17 +273,20 @@ async fn resume_rows(
     actor: &str,
 ) -> Result<PauseReport, StoreError> {
     let total = require_rows(client, project_id, trigger_id).await?;
-    // The cron steps (up to `MAX_COUNTED_MISFIRES` a row) computed before any row is locked, so
+    // The cron steps (up to `MAX_COUNTED_MISFIRES` a row) computed while no row is held, so
     // that a project of many long-paused triggers does not hold them all, and every admission
     // waiting on one, while they are counted.
-    let computed: HashMap<StepInputs, Steps> = client
-        .query(READ_PAUSED, &[&project_id, &trigger_id])
-        .await?
+    client.batch_execute(READ_UNLOCKED).await?;
+    let read = client
+        .query(PAUSED_ROWS, &[&project_id, &trigger_id])
+        .await?;
+    client.batch_execute(UNLOCK_READ).await?;
+    let computed: HashMap<StepInputs, Steps> = read
         .iter()
         .filter_map(|row| Some((step_inputs(row).ok()?, resume_steps(row).ok()?)))
         .collect();
     let rows = client
-        .query(LOCK_PAUSED, &[&project_id, &trigger_id])
+        .query(PAUSED_ROWS, &[&project_id, &trigger_id])
         .await?;
     let changed = rows
         .iter()
@@ -398,7 +397,7 @@ fn resume_steps(row: &Row) -> Result<Steps, StoreError> {
     })
 }
 
-/// Writes the resumes of `rows` (locked by LOCK_PAUSED, in its order) as `changed` computed
+/// Writes the resumes of `rows` (locked by PAUSED_ROWS, in its order) as `changed` computed
 /// them, in one statement: a project of a thousand paused triggers takes one round trip.
 async fn write_resumes(
     client: &ClientWrapper,
@@ -468,20 +467,9 @@ async fn write_resumes(
 super::super::statements::statements! {
     COUNT_ROWS: Admin,
     PAUSE: Admin,
-    READ_PAUSED: Admin,
-    LOCK_PAUSED: Admin,
+    PAUSED_ROWS: Admin,
+    READ_UNLOCKED: Admin,
+    UNLOCK_READ: Admin,
     RESUME: Admin,
     BEGIN: Admin,
-}
-
-#[cfg(test)]
-mod tests {
-    /// The rows a resume's steps are computed from are the rows it locks, read the same way.
-    #[test]
-    fn the_resumes_lock_reads_what_its_computation_read() {
-        assert_eq!(
-            super::LOCK_PAUSED,
-            format!("{}\n    FOR UPDATE OF s", super::READ_PAUSED)
-        );
-    }
 }
