@@ -89,6 +89,30 @@ async fn admission_writes_run_attempt_and_two_events_and_advances_the_schedule()
         .map(|r| r.get(0))
         .collect();
     assert_eq!(events, ["run.created", "run.queued"]);
+    // run.created in the one shape every admission writes (migration 0017): a cron run names its
+    // origin, its claim owner as the actor, and the claim it was admitted under.
+    let payloads: Vec<serde_json::Value> = client
+        .query("SELECT payload FROM run_events ORDER BY seq", &[])
+        .await
+        .expect("payloads")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        payloads,
+        [
+            json!({
+                "idempotency_key": run.idempotency_key,
+                "scheduled_for_ms": scheduled_for_ms,
+                "decision": "fire",
+                "origin": "cron",
+                "actor": "o",
+                "claim_owner": "o",
+                "claim_version": rows[0].fence.version,
+            }),
+            json!({ "attempt_id": run.attempt_id, "executor": "remote_worker" }),
+        ]
+    );
     let s = client
         .query_one("SELECT next_fire_at_ms, last_scheduled_at_ms, claim_token IS NULL FROM trigger_schedules", &[])
         .await

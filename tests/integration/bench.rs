@@ -312,8 +312,9 @@ fn steady_only_flags_need_steady_and_burst_only_flags_refuse_it() {
 }
 
 /// A lived-in bench (`--parked`, `--history`) writes its history in the shapes the admission
-/// leaves: runs of the bench's own triggers, each with one attempt and two events, keys in the
-/// admission's format, and the foreign keys set aside for the build back in place, validated.
+/// leaves: runs of the bench's own triggers, each with one attempt and two events (run.created
+/// with the admission's keys), keys in the admission's format, and the foreign keys set aside for
+/// the build back in place, validated.
 #[tokio::test]
 async fn a_lived_in_bench_writes_its_history_as_admissions_do() {
     let output = qlsched(
@@ -360,17 +361,25 @@ async fn a_lived_in_bench_writes_its_history_as_admissions_do() {
                     (SELECT count(*) FROM run_events e JOIN runs r USING (run_id)
                      WHERE r.status = 'succeeded'),
                     (SELECT count(*) FROM pg_constraint
-                     WHERE contype = 'f' AND convalidated AND confrelid = 'runs'::regclass)
+                     WHERE contype = 'f' AND convalidated AND confrelid = 'runs'::regclass),
+                    (SELECT count(DISTINCT ARRAY(SELECT jsonb_object_keys(payload) ORDER BY 1))
+                     FROM run_events WHERE seq = 1),
+                    (SELECT count(*) FROM run_events e JOIN runs r USING (run_id)
+                     WHERE r.status = 'succeeded' AND e.seq = 1
+                       AND e.payload->>'origin' = 'cron' AND e.payload->>'actor' = 'history'
+                       AND e.payload->>'claim_owner' = 'history')
              FROM runs WHERE status = 'succeeded'",
             &[],
         )
         .await
         .expect("the history");
-    let counts: Vec<i64> = (0..6).map(|i| row.get(i)).collect();
+    let counts: Vec<i64> = (0..8).map(|i| row.get(i)).collect();
     qlsched::bench::scratch::drop_database(&crate::util::server(), &database)
         .await
         .expect("drop the kept bench database");
     // 1,200 runs over the 40 triggers the bench admits (parked rows get none), keys as the
-    // admission writes them, 1,200 attempts and 2,400 events, both foreign keys validated.
-    assert_eq!(counts, vec![1200, 40, 1200, 1200, 2400, 2]);
+    // admission writes them, 1,200 attempts and 2,400 events, both foreign keys validated; every
+    // run.created, the history's and the bench's admissions', with the same keys, the history's
+    // naming its claim owner as a cron run's does.
+    assert_eq!(counts, vec![1200, 40, 1200, 1200, 2400, 2, 1, 1200]);
 }

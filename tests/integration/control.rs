@@ -416,6 +416,40 @@ async fn fire_twice_with_one_request_id_admits_one_run() {
     assert_eq!(detail["run"]["origin"], "manual", "{detail}");
     assert_eq!(detail["attempts"].as_array().map(Vec::len), Some(1));
     assert_eq!(detail["events"].as_array().map(Vec::len), Some(2));
+    // run.created in the one shape every admission writes (migration 0017): origin and decision
+    // `manual`, the operator (the audit's actor) as actor, and no claim.
+    let written = db
+        .client()
+        .await
+        .query_one(
+            "SELECT c.payload, q.payload, r.scheduled_for_ms, t.attempt_id::text, a.actor
+             FROM runs r
+             JOIN run_events c ON c.run_id = r.run_id AND c.seq = 1
+             JOIN run_events q ON q.run_id = r.run_id AND q.seq = 2
+             JOIN attempts t ON t.run_id = r.run_id
+             JOIN schedule_audit a ON a.action = 'fire'
+             WHERE r.run_id = $1::text::uuid",
+            &[&run_id],
+        )
+        .await
+        .expect("the run's events");
+    let actor: String = written.get(4);
+    assert_eq!(
+        written.get::<_, Value>(0),
+        json!({
+            "idempotency_key": "ql3:manual:v1:p/n:1:r1",
+            "scheduled_for_ms": written.get::<_, i64>(2),
+            "decision": "manual",
+            "origin": "manual",
+            "actor": actor,
+            "claim_owner": null,
+            "claim_version": null,
+        })
+    );
+    assert_eq!(
+        written.get::<_, Value>(1),
+        json!({ "attempt_id": written.get::<_, String>(3), "executor": "remote_worker" })
+    );
     let runs = json_of(&qlsched(
         Some(&db),
         &["inspect", "runs", "-o", "json"],
@@ -566,6 +600,65 @@ async fn backfill_twice_admits_each_occurrence_once() {
         ))
         .await;
     assert_eq!(keyed, owed, "every run under its occurrence's cron key");
+    // Every run.created in one shape (migration 0017): a backfilled run names its origin and the
+    // operator (the audit's actor), no claim; a cron run, admitted by `claim`, names the claim
+    // it was admitted under and its owner as the actor.
+    let client = db.client().await;
+    let created = client
+        .query(
+            "SELECT e.payload, r.origin, r.idempotency_key, r.scheduled_for_ms
+             FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.seq = 1
+             ORDER BY r.scheduled_for_ms",
+            &[],
+        )
+        .await
+        .expect("run.created events");
+    let operator: String = client
+        .query_one(
+            "SELECT DISTINCT actor FROM schedule_audit WHERE action = 'backfill'",
+            &[],
+        )
+        .await
+        .expect("one backfill actor")
+        .get(0);
+    let mut origins = Vec::new();
+    for row in &created {
+        let payload: Value = row.get(0);
+        let origin: String = row.get(1);
+        let (key, scheduled_for_ms): (String, i64) = (row.get(2), row.get(3));
+        let expected = if origin == "backfill" {
+            json!({
+                "idempotency_key": key,
+                "scheduled_for_ms": scheduled_for_ms,
+                "decision": "backfill",
+                "origin": "backfill",
+                "actor": operator,
+                "claim_owner": null,
+                "claim_version": null,
+            })
+        } else {
+            let owner = &payload["claim_owner"];
+            assert!(owner.is_string(), "{payload}");
+            assert!(payload["claim_version"].is_i64(), "{payload}");
+            json!({
+                "idempotency_key": key,
+                "scheduled_for_ms": scheduled_for_ms,
+                "decision": "fire_once_misfire",
+                "origin": "cron",
+                "actor": owner,
+                "claim_owner": owner,
+                "claim_version": payload["claim_version"],
+            })
+        };
+        assert_eq!(payload, expected, "{origin}");
+        origins.push(origin);
+    }
+    let cron = origins.iter().filter(|origin| *origin == "cron").count();
+    assert_eq!(
+        (cron, origins.len() - cron),
+        (2, usize::try_from(owed - 2).expect("owed")),
+        "{origins:?}"
+    );
 
     // The cursor's occurrence and later are the scheduler's, even once they are past.
     crate::util::sleep_ms(2_200).await;

@@ -1,8 +1,12 @@
 //! The claim statement's plan: it walks the claimable-order index (claimable rows only) whatever
 //! the statistics say, so a claim stays cheap straight after a large publish, before anything
-//! analyzed the tables, and whatever number of parked rows the table holds.
+//! analyzed the tables, and whatever number of parked rows the table holds. The SQL functions
+//! that stand for an expression (a schedule row's state, a run event's payload) are inlined into
+//! the plans that call them.
 
 use serde_json::json;
+
+use qlsched::store::statements::Role;
 
 use crate::util::{TestDb, manifest};
 
@@ -468,4 +472,85 @@ async fn inspect_schedules_by_state_walks_each_index_and_stops_at_the_limit() {
             .all(|row| row.due_in_ms.is_some_and(|ms| ms <= 0)),
         "{rows:?}"
     );
+}
+
+/// The run events' payloads (migration 0017's `run_created_payload()` and `run_queued_payload()`)
+/// are inlined into every statement that writes them, planned as each role that runs it: the
+/// object is built in the plan as if written there, and no call of a function is left to make
+/// per run. The statements are found by the call in their text, so a new writer is checked too.
+#[tokio::test]
+async fn the_run_event_payloads_are_inlined_into_every_admission() {
+    let db = TestDb::new().await;
+    let mut client = db.client().await;
+    let statements: Vec<_> = [
+        qlsched::store::statements::all(),
+        qlsched::bench::statements::all(),
+    ]
+    .concat()
+    .into_iter()
+    .filter(|statement| statement.text.contains("run_created_payload("))
+    .collect();
+    let names: Vec<&str> = statements.iter().map(|statement| statement.name).collect();
+    for name in ["ADMIT_BY_TID", "ADMIT_BY_KEY", "ADMIT_UNCLAIMED", "HISTORY"] {
+        assert!(
+            names.contains(&name),
+            "{name} writes no run.created: {names:?}"
+        );
+    }
+    for (n, statement) in statements.iter().enumerate() {
+        let roles = std::iter::once(Role::Owner).chain(
+            statement
+                .run_by
+                .iter()
+                .copied()
+                .filter(|role| *role != Role::Owner),
+        );
+        for (m, role) in roles.enumerate() {
+            let context = format!("{}::{} as {role:?}", statement.module, statement.name);
+            let transaction = client.transaction().await.expect("begin");
+            if let Some(setup) = statement.after {
+                transaction.batch_execute(setup).await.expect("setup");
+            }
+            if let Some(group) = role.group() {
+                transaction
+                    .batch_execute(&format!("SET LOCAL ROLE {group}"))
+                    .await
+                    .expect("set role");
+            }
+            let parameters = transaction
+                .prepare(statement.text)
+                .await
+                .unwrap_or_else(|e| panic!("{context}: {e}"))
+                .params()
+                .len();
+            // EXPLAIN EXECUTE takes a statement prepared under a name of SQL's; NULL for each
+            // parameter is enough to plan.
+            let name = format!("payloads_{n}_{m}");
+            transaction
+                .batch_execute(&format!("PREPARE {name} AS {}", statement.text))
+                .await
+                .unwrap_or_else(|e| panic!("{context}: {e}"));
+            let arguments = vec!["NULL"; parameters].join(", ");
+            let plan: Vec<String> = transaction
+                .query(
+                    &format!("EXPLAIN (VERBOSE, COSTS OFF) EXECUTE {name}({arguments})"),
+                    &[],
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{context}: {e}"))
+                .iter()
+                .map(|row| row.get(0))
+                .collect();
+            transaction.rollback().await.expect("rollback");
+            let text = plan.join("\n");
+            assert!(
+                !text.contains("_payload("),
+                "{context}: a payload function is called, not inlined:\n{text}"
+            );
+            assert!(
+                text.contains("'claim_version'") && text.contains("'executor'"),
+                "{context}: the payloads are not in the plan:\n{text}"
+            );
+        }
+    }
 }

@@ -508,13 +508,11 @@ const HISTORY: &str = "WITH t AS MATERIALIZED (
     ), e AS (
         INSERT INTO run_events (run_id, seq, type, at_ms, payload)
         SELECT h.run_id, v.seq, v.type, h.ms,
-               CASE WHEN v.seq = 1 THEN jsonb_build_object(
-                        'idempotency_key', 'ql3:cron:v1:' || $1 || '/' || h.trigger_id || ':'
-                            || h.trigger_revision || ':' || h.scheduled_ms,
-                        'scheduled_for_ms', h.scheduled_ms, 'decision', 'fire',
-                        'claim_owner', 'history', 'claim_version', 1)
-                    ELSE jsonb_build_object('attempt_id', h.attempt_id,
-                                            'executor', 'remote_worker') END
+               CASE WHEN v.seq = 1 THEN run_created_payload(
+                        'ql3:cron:v1:' || $1 || '/' || h.trigger_id || ':' || h.trigger_revision
+                            || ':' || h.scheduled_ms,
+                        h.scheduled_ms, 'fire', 'cron', 'history', 'history', 1)
+                    ELSE run_queued_payload(h.attempt_id) END
         FROM h CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) v(seq, type)
         ORDER BY h.g, v.seq
         RETURNING 1

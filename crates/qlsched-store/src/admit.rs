@@ -276,11 +276,9 @@ const ADMIT: &str = r#"WITH input AS (
     INSERT INTO run_events (run_id, seq, type, at_ms, payload)
     SELECT a.run_id, e.seq, e.type, now_ms(),
            CASE e.seq
-               WHEN 1 THEN jsonb_build_object(
-                   'idempotency_key', a.idempotency_key, 'scheduled_for_ms', a.scheduled_for_ms,
-                   'decision', a.decision, 'claim_owner', a.owner,
-                   'claim_version', a.claim_version)
-               ELSE jsonb_build_object('attempt_id', a.attempt_id, 'executor', 'remote_worker')
+               WHEN 1 THEN run_created_payload(a.idempotency_key, a.scheduled_for_ms, a.decision,
+                                               'cron', a.owner, a.owner, a.claim_version)
+               ELSE run_queued_payload(a.attempt_id)
            END
     FROM advanced a CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS e(seq, type)
     WHERE a.run_id IS NOT NULL

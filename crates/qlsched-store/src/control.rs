@@ -107,10 +107,9 @@ const ADMIT_UNCLAIMED: &str = "WITH input AS (
     INSERT INTO run_events (run_id, seq, type, at_ms, payload)
     SELECT n.run_id, e.seq, e.type, now_ms(),
            CASE e.seq
-               WHEN 1 THEN jsonb_build_object(
-                   'idempotency_key', n.idempotency_key, 'scheduled_for_ms', n.scheduled_for_ms,
-                   'decision', $11::text, 'origin', $11::text, 'actor', $12::text)
-               ELSE jsonb_build_object('attempt_id', i.attempt_id, 'executor', 'remote_worker')
+               WHEN 1 THEN run_created_payload(n.idempotency_key, n.scheduled_for_ms, $11::text,
+                                               $11::text, $12::text, NULL, NULL)
+               ELSE run_queued_payload(i.attempt_id)
            END
     FROM new_runs n JOIN input i ON i.run_id = n.run_id
     CROSS JOIN (VALUES (1, 'run.created'), (2, 'run.queued')) AS e(seq, type)

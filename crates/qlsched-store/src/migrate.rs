@@ -247,6 +247,14 @@ pub const MIGRATIONS: &[Migration] = &[
         // CASEs, run on beside it.
         upgrade_floor: 13,
     },
+    Migration {
+        version: 17,
+        name: "run_event_payloads",
+        sql: include_str!("../../../migrations/0017_run_event_payloads.sql"),
+        // Two new functions that no older build calls: 0.2.0's replicas run on beside it, writing
+        // their events' payloads in the shapes they always did, which every reader reads alike.
+        upgrade_floor: 13,
+    },
 ];
 
 /// The schema version a fully migrated database reports.

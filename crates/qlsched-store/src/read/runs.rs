@@ -150,6 +150,10 @@ pub struct EventView {
     #[serde(rename = "type")]
     pub event_type: String,
     pub at_ms: i64,
+    /// The event's payload as stored. `run.created`: idempotency_key, scheduled_for_ms, decision,
+    /// origin, actor, claim_owner, claim_version, null where they do not apply (no claim outside
+    /// the scheduler's admission); written before 0.3.0, a cron run's has no origin and actor, a
+    /// manual or backfill run's no claim. `run.queued`: attempt_id, executor.
     pub payload: serde_json::Value,
 }
 
