@@ -1,6 +1,6 @@
 -- qlsched 0017: the payloads of a run's `run.created` and `run.queued` events, each written once
 -- (docs/DESIGN.md §3.1, `run_events`), for every admission that writes them: the scheduler's
--- (`store::admit`, whichever of its statements), `fire` and `backfill` (`store::control`).
+-- (`store::admit`), `fire` and `backfill` (`store::control`).
 --
 -- `run.created` has one shape whatever admitted the run, every key always present, JSON null
 -- where it does not apply: the run's idempotency key, its occurrence (`scheduled_for_ms`), the

@@ -1555,3 +1555,63 @@ async fn the_backfill_service_reports_progress_and_stops_between_transactions() 
         occurrences as u64
     );
 }
+
+/// A resume computes its cron steps from the paused rows without holding them: the read runs
+/// the statement that locks them inside a savepoint rolled back at once, which releases its
+/// locks; the same statement run again holds them. Another connection's `NOWAIT` lock tells.
+#[tokio::test]
+async fn a_resumes_first_read_holds_no_row_and_its_second_holds_them() {
+    let db = TestDb::new().await;
+    db.publish(&manifest(
+        json!([{ "id": "x", "task": "t", "cron": "* * * * * *" }]),
+    ))
+    .await;
+    let store = db.store("control test").await;
+    qlsched::store::control::pause(&store, ("p", Some("x")), "test", None, false)
+        .await
+        .expect("pause");
+    let text = |name: &str| {
+        qlsched::store::statements::all()
+            .into_iter()
+            .find(|s| s.module.ends_with("control::pause") && s.name == name)
+            .unwrap_or_else(|| panic!("no statement {name}"))
+            .text
+    };
+    let resume = db.client().await;
+    let other = db.client().await;
+    let lock_it = "BEGIN; SELECT 1 FROM trigger_schedules \
+                   WHERE project_id = 'p' AND trigger_id = 'x' FOR UPDATE NOWAIT";
+    resume.batch_execute("BEGIN").await.expect("begin");
+    resume
+        .batch_execute(text("READ_UNLOCKED"))
+        .await
+        .expect("savepoint");
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&"p", &Some("x")];
+    let read = resume
+        .query(text("PAUSED_ROWS"), &params)
+        .await
+        .expect("read");
+    assert_eq!(read.len(), 1);
+    resume
+        .batch_execute(text("UNLOCK_READ"))
+        .await
+        .expect("rollback to the savepoint");
+    other
+        .batch_execute(lock_it)
+        .await
+        .expect("the first read left the row free");
+    other.batch_execute("ROLLBACK").await.expect("rollback");
+    let held = resume
+        .query(text("PAUSED_ROWS"), &params)
+        .await
+        .expect("lock");
+    assert_eq!(held.len(), 1);
+    let refused = other.batch_execute(lock_it).await.expect_err("held");
+    assert_eq!(
+        refused.code(),
+        Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE),
+        "{refused}"
+    );
+    other.batch_execute("ROLLBACK").await.expect("rollback");
+    resume.batch_execute("ROLLBACK").await.expect("rollback");
+}

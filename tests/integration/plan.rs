@@ -491,7 +491,7 @@ async fn the_run_event_payloads_are_inlined_into_every_admission() {
     .filter(|statement| statement.text.contains("run_created_payload("))
     .collect();
     let names: Vec<&str> = statements.iter().map(|statement| statement.name).collect();
-    for name in ["ADMIT_BY_TID", "ADMIT_BY_KEY", "ADMIT_UNCLAIMED", "HISTORY"] {
+    for name in ["ADMIT", "ADMIT_UNCLAIMED", "HISTORY"] {
         assert!(
             names.contains(&name),
             "{name} writes no run.created: {names:?}"
