@@ -934,7 +934,7 @@ mod tests {
     /// The admission statement unnests exactly `ADMISSION_INPUT`, in its order and with its
     /// types, so that `Columns::params` binds each column to its own parameter.
     #[test]
-    fn the_admission_statements_unnest_the_admission_input_in_order() {
+    fn the_admission_statement_unnests_the_admission_input_in_order() {
         let arrays: Vec<String> = ADMISSION_INPUT
             .iter()
             .zip(1..)

@@ -1,8 +1,9 @@
 //! The one retry of a transaction that contention aborted: a serialization failure, a deadlock,
-//! a cancelled statement or a lock wait that ran out ([`super::error::is_retryable`], or the
-//! [`StoreError::Conflict`] it becomes). The whole transaction is tried again after a short pause
-//! that grows with each attempt and carries a random part from the thread's RNG, so that two
-//! writers that collided do not collide again in step. A policy names how many attempts and how
+//! a cancelled statement or a lock wait that ran out ([`super::error::is_retryable`]; on the
+//! paths that see a [`StoreError`], the first two as the [`StoreError::Conflict`] they become,
+//! the last two being [`StoreError::TimedOut`], which is not tried again). The whole transaction
+//! is tried again after a short pause that grows with each attempt and carries a random part
+//! from the thread's RNG, so that two writers that collided do not collide again in step. A policy names how many attempts and how
 //! long the pauses; each write path picks one: the admission [`ADMISSION`] (and [`RESOURCES`]
 //! when the server had no room for it); `publish`, `pause`, `resume`, `fire`, `backfill`, a
 //! manual claim, release and `expire` [`OPERATOR`]. A replica's claim and give-back are not

@@ -275,7 +275,9 @@ async fn resume_rows(
     let total = require_rows(client, project_id, trigger_id).await?;
     // The cron steps (up to `MAX_COUNTED_MISFIRES` a row) computed while no row is held, so
     // that a project of many long-paused triggers does not hold them all, and every admission
-    // waiting on one, while they are counted.
+    // waiting on one, while they are counted. The read itself waits, as the lock below does, for
+    // a row another session holds (up to the transaction's lock timeout), and holds the rows
+    // only while it runs.
     client.batch_execute(READ_UNLOCKED).await?;
     let read = client
         .query(PAUSED_ROWS, &[&project_id, &trigger_id])
