@@ -21,6 +21,18 @@ async fn fresh_unanalyzed(n: usize) -> TestDb {
     db
 }
 
+/// Nothing analyzed: what a replica meets before autovacuum's first pass (publish gathers
+/// statistics itself, so they are deleted).
+async fn forget_statistics(client: &tokio_postgres::Client) {
+    client
+        .batch_execute(
+            "DELETE FROM pg_statistic WHERE starelid IN ('triggers'::regclass, 'trigger_schedules'::regclass,
+                                                        'projects'::regclass, 'tasks'::regclass)",
+        )
+        .await
+        .expect("forget statistics");
+}
+
 fn assert_index_walk(plan: &[String], context: &str) {
     let text = plan.join("\n");
     for table in ["trigger_schedules", "triggers"] {
@@ -96,14 +108,7 @@ async fn assert_index_walks(client: &impl tokio_postgres::GenericClient, session
 async fn the_claim_walks_the_claimable_order_index_on_a_fresh_unanalyzed_database() {
     let db = fresh_unanalyzed(10_000).await;
     let client = db.client().await;
-    // Nothing analyzed: what a replica meets before autovacuum's first pass.
-    client
-        .batch_execute(
-            "DELETE FROM pg_statistic WHERE starelid IN ('triggers'::regclass, 'trigger_schedules'::regclass,
-                                                        'projects'::regclass, 'tasks'::regclass)",
-        )
-        .await
-        .expect("forget statistics");
+    forget_statistics(&client).await;
     // A replica's session carries no planner setting of its own: every claim pins its plan in
     // its own transaction, so any session (or pooled server connection) plans it the same.
     let replica = db.store("plan test replica").await;
@@ -145,13 +150,7 @@ async fn the_claim_walks_the_claimable_order_index_on_a_fresh_unanalyzed_databas
 async fn a_named_claim_probes_the_primary_key_and_walks_nothing() {
     let db = fresh_unanalyzed(2_000).await;
     let client = db.client().await;
-    client
-        .batch_execute(
-            "DELETE FROM pg_statistic WHERE starelid IN ('triggers'::regclass, 'trigger_schedules'::regclass,
-                                                        'projects'::regclass, 'tasks'::regclass)",
-        )
-        .await
-        .expect("forget statistics");
+    forget_statistics(&client).await;
     client.batch_execute("BEGIN").await.expect("begin");
     qlsched::store::claim::pin_claim_plan(&client)
         .await
@@ -507,16 +506,7 @@ async fn the_run_event_payloads_are_inlined_into_every_admission() {
         );
         for (m, role) in roles.enumerate() {
             let context = format!("{}::{} as {role:?}", statement.module, statement.name);
-            let transaction = client.transaction().await.expect("begin");
-            if let Some(setup) = statement.after {
-                transaction.batch_execute(setup).await.expect("setup");
-            }
-            if let Some(group) = role.group() {
-                transaction
-                    .batch_execute(&format!("SET LOCAL ROLE {group}"))
-                    .await
-                    .expect("set role");
-            }
+            let transaction = crate::statements::as_role(&mut client, statement, role).await;
             let parameters = transaction
                 .prepare(statement.text)
                 .await

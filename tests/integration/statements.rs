@@ -54,13 +54,13 @@ fn label(statement: &Statement) -> String {
     format!("{}::{}", statement.module, statement.name)
 }
 
-/// Why `statement` does not prepare (as the owner), or does not plan as `role`; `None` when it
-/// does. Each check runs in a transaction that is rolled back.
-async fn check(
-    client: &mut tokio_postgres::Client,
+/// A transaction in which `statement` runs as `role` would run it: its setup statement run, the
+/// role's group set for the transaction. The caller rolls it back.
+pub(crate) async fn as_role<'c>(
+    client: &'c mut tokio_postgres::Client,
     statement: &Statement,
     role: Role,
-) -> Option<String> {
+) -> tokio_postgres::Transaction<'c> {
     let transaction = client.transaction().await.expect("begin");
     if let Some(setup) = statement.after {
         transaction.batch_execute(setup).await.expect("setup");
@@ -71,6 +71,17 @@ async fn check(
             .await
             .expect("set role");
     }
+    transaction
+}
+
+/// Why `statement` does not prepare (as the owner), or does not plan as `role`; `None` when it
+/// does. Each check runs in a transaction that is rolled back.
+async fn check(
+    client: &mut tokio_postgres::Client,
+    statement: &Statement,
+    role: Role,
+) -> Option<String> {
+    let transaction = as_role(client, statement, role).await;
     let prepared = match transaction.prepare(statement.text).await {
         Ok(prepared) => prepared,
         Err(error) => return Some(format!("does not prepare: {}", reason(&error))),
