@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use super::error::stored;
 use super::row::Named;
-use super::{Begin, Store, StoreError, Work, retry};
+use super::{Begin, Store, StoreError, Work};
 use qlsched_core::run_id::run_id;
 use qlsched_core::{ProjectStatus, TriggerName};
 
@@ -54,8 +54,6 @@ impl Origin {
 }
 
 const BEGIN_SERIALIZABLE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE";
-const COMMIT: &str = "COMMIT";
-const ROLLBACK: &str = "ROLLBACK";
 
 // Lock one schedule row and read, in the same snapshot, every definition a run admitted outside
 // a claim rests on, the row's bound for backfills (its cursor; without one, the time of a claim
@@ -543,34 +541,10 @@ async fn audit(
     Ok(())
 }
 
-/// Commits `done` (rolls back on an error, or for a dry run).
-async fn finish<T>(
-    client: &ClientWrapper,
-    done: Result<T, StoreError>,
-    dry_run: bool,
-) -> Result<T, StoreError> {
-    match done {
-        Ok(value) if !dry_run => {
-            client.batch_execute(COMMIT).await?;
-            Ok(value)
-        }
-        Ok(value) => {
-            client.batch_execute(ROLLBACK).await?;
-            Ok(value)
-        }
-        Err(error) => {
-            // The transaction is aborted or will be dropped; the first error is the cause.
-            let _ = client.batch_execute(ROLLBACK).await;
-            Err(error)
-        }
-    }
-}
-
-/// Runs `work` (on `args`, which it borrows beside the connection) in one transaction opened by
-/// `begin` under the operators' bounds (`operator::begin_bounded`), committed (rolled back for a
-/// dry run or an error) by [`finish`], tried again as [`retry::OPERATOR`] says while it fails on
-/// contention (a replica admitting or claiming the same rows at that moment: a serialization
-/// failure, a deadlock, which `StoreError::from_db` makes a conflict).
+/// Runs `work` (on `args`, which it borrows beside the connection) in one operator's transaction
+/// (`operator::bounded`: opened by `begin` under the operators' bounds, committed, or rolled
+/// back for a dry run or an error, and tried again as [`super::retry::OPERATOR`] says while it fails on
+/// contention, a replica admitting or claiming the same rows at that moment).
 ///
 /// On a connection lent for it ([`Store::lend`]), back to the pool once every attempt has ended
 /// its transaction; a call cut off before that (a command interrupted, `top` quitting with a
@@ -584,16 +558,8 @@ async fn operator_transaction<A: Sync + ?Sized, T>(
     work: impl for<'c> Fn(&'c ClientWrapper, &'c A) -> Work<'c, T>,
 ) -> Result<T, StoreError> {
     let lent = store.lend().await?;
-    let begin = crate::operator::begin_bounded(store.schema(), begin);
-    let (client, begin, work): (&ClientWrapper, _, _) = (&lent, &begin, &work);
-    let done = retry::retry_conflicts(&retry::OPERATOR, what, move |_| async move {
-        if let Err(error) = client.batch_execute(begin).await {
-            // The BEGIN may have run and a setting after it failed: end what was opened.
-            let _ = client.batch_execute(ROLLBACK).await;
-            return Err(error.into());
-        }
-        let done = work(client, args).await;
-        finish(client, done, dry_run).await
+    let done = crate::operator::bounded(store, &lent, what, begin, dry_run, |client| {
+        work(client, args)
     })
     .await;
     lent.finished();
@@ -603,8 +569,6 @@ async fn operator_transaction<A: Sync + ?Sized, T>(
 super::statements::statements! {
     @also pause;
     BEGIN_SERIALIZABLE: Admin,
-    COMMIT: Admin,
-    ROLLBACK: Admin,
     LOCK_TARGET: Admin,
     ADMIT_UNCLAIMED: Admin,
     RUN_BY_KEY: Admin,

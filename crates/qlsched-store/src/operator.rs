@@ -134,7 +134,7 @@ pub async fn claim(
     lease_ms: i64,
     dry_run: bool,
 ) -> Result<ClaimedRow, StoreError> {
-    let client = store.client().await?;
+    let client = store.lend().await?;
     let begin = if dry_run { BEGIN_READ_ONLY } else { BEGIN };
     let claimed = bounded(
         store,
@@ -160,8 +160,9 @@ pub async fn claim(
                 None => Ok(Err(gate_closed_by(&**client).await?)),
             }
         },
-    );
-    match claimed.await? {
+    )
+    .await;
+    let claimed = match claimed? {
         Ok(row) => Ok(row),
         Err(Some(closed_by)) => Err(StoreError::SchemaNotReady(format!(
             "{closed_by}: nothing claimed"
@@ -172,7 +173,9 @@ pub async fn claim(
             ),
             Some(trigger) => not_eligible(store, &client, trigger).await,
         }),
-    }
+    };
+    client.finished();
+    claimed
 }
 
 async fn claim_and_audit(
@@ -231,7 +234,7 @@ pub async fn claimed(
     trigger: &TriggerName,
     fence: FenceRef,
 ) -> Result<ClaimedRow, StoreError> {
-    let client = store.client().await?;
+    let client = store.lend().await?;
     let claimed = run_in_transaction(&client, store.schema(), Begin::ReadOnly, |client| {
         Box::pin(claimed_by_fence(
             client,
@@ -239,11 +242,14 @@ pub async fn claimed(
             fence.token,
             fence.version,
         ))
-    });
-    match claimed.await? {
+    })
+    .await;
+    let claimed = match claimed? {
         Some(row) => Ok(row),
         None => Err(fence_rejected(store, &client, trigger, fence).await),
-    }
+    };
+    client.finished();
+    claimed
 }
 
 /// Admits one claimed row with its decision through the replica's own [`admit`], then audits it.
@@ -259,7 +265,7 @@ pub async fn admit_claimed(
     run: Option<RunIdentity>,
     actor: &Actor<'_>,
 ) -> Result<AdmissionOutcome, StoreError> {
-    let client = store.client().await?;
+    let client = store.lend().await?;
     let admission = Admission { row, decision, run };
     let mut stats = AdmitStats::default();
     let outcome = admit(
@@ -291,7 +297,7 @@ pub async fn admit_claimed(
         // The claim still holds but cannot be admitted (a definition that moved, a corrupt
         // digest): give it back rather than leave the row blocked for the rest of the lease.
         // The release takes a connection of its own; the operator's pool has one.
-        drop(client);
+        client.finished();
         let released = release_claim(store, &row.name(), fence, actor).await;
         let claim = match released {
             Ok(_) => "the claim was released".to_owned(),
@@ -323,6 +329,7 @@ pub async fn admit_claimed(
         ))
     })
     .await?;
+    client.finished();
     Ok(outcome)
 }
 
@@ -333,14 +340,17 @@ pub async fn release_claim(
     fence: FenceRef,
     actor: &Actor<'_>,
 ) -> Result<ClaimFence, StoreError> {
-    let client = store.client().await?;
+    let client = store.lend().await?;
     let released = bounded(store, &client, "release", BEGIN, false, |client| {
         release_locked(client, trigger, fence, actor)
-    });
-    match released.await? {
+    })
+    .await;
+    let released = match released? {
         Some(before) => Ok(before),
         None => Err(fence_rejected(store, &client, trigger, fence).await),
-    }
+    };
+    client.finished();
+    released
 }
 
 async fn release_locked(
@@ -392,11 +402,12 @@ pub async fn expire(
     actor: &Actor<'_>,
     dry_run: bool,
 ) -> Result<Expired, StoreError> {
-    let client = store.client().await?;
+    let client = store.lend().await?;
     let expired = bounded(store, &client, "expire", BEGIN, dry_run, |client| {
         expire_locked(client, trigger, fence, actor)
-    });
-    match expired.await? {
+    })
+    .await;
+    let expired = match expired? {
         Some(expired) => Ok(expired),
         None => Err(match fence {
             Some(fence) => fence_rejected(store, &client, trigger, fence).await,
@@ -404,7 +415,9 @@ pub async fn expire(
                 StoreError::NothingEligible(format!("{trigger} holds no claim; nothing to expire"))
             }
         }),
-    }
+    };
+    client.finished();
+    expired
 }
 
 async fn expire_locked(
@@ -482,8 +495,8 @@ pub async fn expire_and_forget_owner(
     actor: &Actor<'_>,
     dry_run: bool,
 ) -> Result<OwnerExpiry, StoreError> {
-    let client = store.client().await?;
-    bounded(
+    let client = store.lend().await?;
+    let expired = bounded(
         store,
         &client,
         "expire",
@@ -516,14 +529,19 @@ pub async fn expire_and_forget_owner(
             })
         },
     )
-    .await
+    .await;
+    client.finished();
+    expired
 }
 
 /// Runs `work` in an operator's bounded transaction on `client` opened by `begin`
 /// ([`begin_bounded`]), ended by [`finish`] (rolled back for a dry run), and tried again as
 /// [`OPERATOR`] says when contention aborts it (a serialization failure, a deadlock with an
-/// admission); a lock wait past its bound is reported, not waited again.
-async fn bounded<'c, T, F>(
+/// admission); a lock wait past its bound is reported, not waited again. Every path out of it
+/// ends the transaction, so that the caller may give a lent `client` back
+/// ([`crate::Lent::finished`]) once it returns; a call cut off before then leaves the
+/// connection to be closed, never pooled, as a `Lent` dropped is.
+pub(crate) async fn bounded<'c, T, F>(
     store: &Store,
     client: &'c ClientWrapper,
     what: &'static str,
@@ -537,7 +555,11 @@ where
     let begin = begin_bounded(store.schema(), begin);
     let (begin, work) = (&begin, &work);
     retry_conflicts(&OPERATOR, what, move |_| async move {
-        client.batch_execute(begin).await?;
+        if let Err(error) = client.batch_execute(begin).await {
+            // The BEGIN may have run and a setting after it failed: end what was opened.
+            let _ = client.batch_execute(ROLLBACK).await;
+            return Err(error.into());
+        }
         let done = work(client).await;
         finish(client, done, dry_run).await
     })
