@@ -168,45 +168,59 @@ impl Store {
 
     /// Runs `work` on a pooled connection in a read-only transaction of its own
     /// ([`run_in_transaction`]): what the operator's views and the metrics read.
+    ///
+    /// On a lent connection ([`Store::lend`]): a read cut off before its transaction ended (a
+    /// caller's bound, a command interrupted) closes its connection rather than pooling it.
     pub async fn read<T>(
         &self,
         work: impl for<'c> FnOnce(&'c tokio_postgres::Client) -> Work<'c, T>,
     ) -> Result<T, StoreError> {
-        let client = self.client().await?;
-        run_in_transaction(&client, &self.schema, Begin::ReadOnly, work).await
+        let client = self.lend().await?;
+        let done = run_in_transaction(&client, &self.schema, Begin::ReadOnly, work).await;
+        client.finished();
+        done
     }
 
-    /// [`migrate::check_ready`] in a read-only transaction of its own.
+    /// [`migrate::check_ready`] in a read-only transaction of its own, on a lent connection as
+    /// [`Store::read`]'s is.
     pub async fn check_ready(&self) -> Result<(), StoreError> {
-        let client = self.client().await?;
+        let client = self.lend().await?;
         let schema = &self.schema;
-        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+        let done = run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
             Box::pin(migrate::check_ready(client, schema))
         })
-        .await
+        .await;
+        client.finished();
+        done
     }
 
-    /// [`migrate::check_not_behind`] in a read-only transaction of its own.
+    /// [`migrate::check_not_behind`] in a read-only transaction of its own, on a lent connection as
+    /// [`Store::read`]'s is.
     pub async fn check_not_behind(&self) -> Result<(), StoreError> {
-        let client = self.client().await?;
+        let client = self.lend().await?;
         let schema = &self.schema;
-        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+        let done = run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
             Box::pin(migrate::check_not_behind(client, schema))
         })
-        .await
+        .await;
+        client.finished();
+        done
     }
 
-    /// [`read::trigger_detail`] in a read-only transaction of its own.
+    /// [`read::trigger_detail`] in a read-only transaction of its own, on a lent connection as
+    /// [`Store::read`]'s is.
     pub async fn trigger_detail(
         &self,
         trigger: &qlsched_core::TriggerName,
     ) -> Result<read::TriggerDetail, StoreError> {
-        let client = self.client().await?;
+        let client = self.lend().await?;
         let schema = &self.schema;
-        run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
+        let done = run_in_transaction(&client, schema, Begin::ReadOnly, |client| {
             Box::pin(read::trigger_detail(client, schema, trigger))
         })
-        .await
+        .await;
+        client.finished();
+        done
     }
 
     /// Asks the server to cancel the statement running on the session `token` came from, over
