@@ -571,6 +571,15 @@ async fn a_dead_replica_leaves_the_registry_at_its_bound_and_expire_owner_forget
     ] {
         client.execute(&age(owner, ms), &[]).await.expect("age");
     }
+    // The live one stays live for the whole test (which sends it no heartbeat), on a loaded
+    // machine too: its 5 s lease would make it stale, and `expire --owner` would forget it.
+    client
+        .execute(
+            "UPDATE replicas SET lease_ms = 3600000 WHERE owner = 'alive'",
+            &[],
+        )
+        .await
+        .expect("a long lease for the live one");
     // What a registration of a release before 0.2.0 leaves: no bound, no schema version.
     client
         .execute(
