@@ -101,6 +101,15 @@ pub(super) struct LedgerRow {
     pub(super) upgrade_floor: Option<i64>,
 }
 
+/// Whether `version` is in the ledger, read in the caller's transaction under the migrators'
+/// lock: another migrator applied it while this one waited, and nothing is left to do.
+pub(super) async fn recorded(
+    client: &impl tokio_postgres::GenericClient,
+    version: i64,
+) -> Result<bool, StoreError> {
+    Ok(read_ledger(client).await?.contains_key(&version))
+}
+
 pub(super) async fn read_ledger(
     client: &impl tokio_postgres::GenericClient,
 ) -> Result<BTreeMap<i64, LedgerRow>, StoreError> {

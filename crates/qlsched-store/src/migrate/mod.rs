@@ -26,7 +26,7 @@ mod verify;
 
 use ledger::{
     ADD_LEDGER_FLAG, ADD_LEDGER_FLOOR, CREATE_LEDGER, FILL_LEDGER_FLAG, FILL_LEDGER_FLOOR,
-    read_ledger, record, refuse_divergence,
+    read_ledger, record, recorded, refuse_divergence,
 };
 use outside::apply_outside_a_transaction;
 pub(crate) use status::GATE_CLOSED_BY;
@@ -567,10 +567,7 @@ async fn apply(
     migration: &Migration,
 ) -> Result<Result<Option<MigrationStatus>, String>, StoreError> {
     let transaction = begin(client, schema, home).await?;
-    if read_ledger(&transaction)
-        .await?
-        .contains_key(&migration.version)
-    {
+    if recorded(&transaction, migration.version).await? {
         transaction.commit().await?;
         return Ok(Ok(None));
     }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use tokio_postgres::Client;
 
-use super::ledger::{read_ledger, record};
+use super::ledger::{record, recorded};
 use super::{LOCK_NAMESPACE, MIGRATION_LOCK_TIMEOUT, Migration, MigrationStatus, begin, failed};
 use crate::row::Named;
 use crate::{SchemaName, StoreError};
@@ -140,9 +140,7 @@ async fn run_outside_a_transaction(
     statements: &[String],
 ) -> Result<Result<Option<MigrationStatus>, String>, StoreError> {
     let transaction = begin(client, schema, home).await?;
-    let applied = read_ledger(&transaction)
-        .await?
-        .contains_key(&migration.version);
+    let applied = recorded(&transaction, migration.version).await?;
     transaction.commit().await?;
     if applied {
         return Ok(Ok(None));
@@ -170,10 +168,7 @@ async fn run_outside_a_transaction(
     }
     let execution_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     let transaction = begin(client, schema, home).await?;
-    if read_ledger(&transaction)
-        .await?
-        .contains_key(&migration.version)
-    {
+    if recorded(&transaction, migration.version).await? {
         transaction.commit().await?;
         return Ok(Ok(None));
     }
